@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what delayd needs to build, test and run, and only what is missing.
+# Idempotent: with everything present it costs a dpkg query and a file check.
+#   Debian packages: compiler, CMake, the libraries of the design card, redis-server, kcat,
+#                    Java 17 and Maven (for the Kafka server), docker-compose (config check only).
+#   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+PACKAGES=(
+  g++ cmake ninja-build pkg-config make
+  librdkafka-dev libhiredis-dev libboost-dev nlohmann-json3-dev catch2
+  libtoml11-dev libcli11-dev libspdlog-dev
+  redis-server redis-tools kcat
+  openjdk-17-jre-headless maven
+  docker-compose
+  procps iproute2 python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  # dpkg-query answers for installed packages only; anything else counts as missing.
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+  [[ "$status" == ii* ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Kafka jars: fetched once; the marker names the pom's checksum so a version bump refetches.
+LIBS="$ROOT/.cache/kafka-libs"
+POM="$ROOT/scripts/kafka/pom.xml"
+stamp="$(sha256sum "$POM" | cut -c1-16)"
+if [[ ! -f "$LIBS/.complete-$stamp" ]]; then
+  echo "install-deps: fetching Apache Kafka jars from Maven Central"
+  rm -rf "$LIBS"
+  mkdir -p "$LIBS"
+  mvn -q -B -f "$POM" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$LIBS"
+  touch "$LIBS/.complete-$stamp"
+fi
