@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds delayd, starts the local stack (unless it is already up), runs every test with ctest,
+# stops the stack if this script started it, and exits non-zero on any failure.
+#
+#   scripts/test.sh                  build/ (RelWithDebInfo) and all tests
+#   scripts/test.sh --sanitize       also build build-asan/ with ASan+UBSan and run the tests there
+#                                    (the default when CI=true; --no-sanitize turns it off)
+#   scripts/test.sh -- -L unit       arguments after -- go to ctest (here: only unit tests)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+sanitize=0
+[[ "${CI:-}" == "true" ]] && sanitize=1
+ctest_args=()
+while (($#)); do
+  case "$1" in
+    --sanitize) sanitize=1 ;;
+    --no-sanitize) sanitize=0 ;;
+    --) shift; ctest_args=("$@"); break ;;
+    *) echo "usage: scripts/test.sh [--sanitize|--no-sanitize] [-- ctest args]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+jobs="${DELAYD_BUILD_JOBS:-$(nproc)}"
+werror=OFF
+[[ "${CI:-}" == "true" ]] && werror=ON
+
+scripts/install-deps.sh
+
+build() { # dir, extra cmake args...
+  local dir="$1"; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYD_WERROR="$werror" \
+    -DDELAYD_BUILD_BENCH=OFF "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+started_stack=0
+stop_stack() {
+  if ((started_stack)); then scripts/stack.sh down || true; fi
+}
+trap stop_stack EXIT
+
+build build
+if ((sanitize)); then
+  build build-asan -DDELAYD_SANITIZE=ON
+fi
+
+if ! scripts/stack.sh status >/dev/null 2>&1; then
+  started_stack=1
+  scripts/stack.sh up
+fi
+eval "$(scripts/stack.sh env | sed 's/^/export /')"
+echo "test: KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP REDIS_URL=$REDIS_URL"
+
+status=0
+echo "test: ctest in build/"
+ctest --test-dir build --output-on-failure --timeout 600 "${ctest_args[@]}" || status=1
+if ((sanitize)); then
+  echo "test: ctest in build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer)"
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    ctest --test-dir build-asan --output-on-failure --timeout 900 "${ctest_args[@]}" || status=1
+fi
+exit $status
