@@ -1,0 +1,288 @@
+#include "storage/job_store.hpp"
+
+#include "storage/lua_scripts.hpp"
+
+#include <charconv>
+#include <set>
+
+namespace delayd::storage {
+
+namespace {
+
+constexpr std::string_view kScriptTexts[] = {lua::kAccept,    lua::kClaim,      lua::kMarkReady,
+                                             lua::kRelease,   lua::kMarkFailed, lua::kCancel};
+
+std::int64_t to_i64(std::string_view s) {
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) {
+    throw RedisCommandError("redis: expected an integer, got '" + std::string(s) + "'");
+  }
+  return v;
+}
+
+// Redis renders scores as integers when they are whole; accept a trailing ".0"-free integer only
+// because delayd writes nothing else.
+std::int64_t score_of(ReplyView v) { return to_i64(v.str()); }
+
+Transition parse_transition(const std::string& job_id, ReplyView r) {
+  Transition t;
+  t.job_id = job_id;
+  t.changed = r[0].integer() == 1;
+  t.state = std::string(r[1].str());
+  t.business = std::string(r[2].str());
+  t.shard = std::string(r[3].str());
+  return t;
+}
+
+bool is_terminal(std::string_view state) {
+  return state == "ready" || state == "cancelled" || state == "failed";
+}
+
+std::string counter(std::string_view business, std::string_view state) {
+  return std::string(business) + "|" + std::string(state);
+}
+
+}  // namespace
+
+JobStore::JobStore(RedisConnection& redis, KeySchema keys, std::int64_t retention_s)
+    : redis_(redis), keys_(std::move(keys)), retention_s_(retention_s) {
+  load_scripts();
+}
+
+void JobStore::load_scripts() {
+  std::vector<Command> cmds;
+  for (auto text : kScriptTexts) cmds.push_back({"SCRIPT", "LOAD", std::string(text)});
+  auto replies = redis_.pipeline(cmds);
+  shas_.clear();
+  for (auto& r : replies) shas_.emplace_back(r.view().str());
+}
+
+std::vector<RedisReply> JobStore::eval_each(Script script, const std::vector<Command>& per_job) {
+  auto build = [&](const Command& job) {
+    Command c{"EVALSHA", shas_[static_cast<size_t>(script)], "1"};
+    c.insert(c.end(), job.begin(), job.end());
+    return c;
+  };
+  std::vector<Command> cmds;
+  cmds.reserve(per_job.size());
+  for (const auto& job : per_job) cmds.push_back(build(job));
+  auto replies = redis_.pipeline(cmds);
+
+  // A restarted Redis without persistence of its script cache (or SCRIPT FLUSH) answers
+  // NOSCRIPT; only those commands did not run, so only those are sent again.
+  std::vector<size_t> lost;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (replies[i].view().is_error() && replies[i].view().error().rfind("NOSCRIPT", 0) == 0) lost.push_back(i);
+  }
+  if (!lost.empty()) {
+    load_scripts();
+    std::vector<Command> again;
+    for (size_t i : lost) again.push_back(build(per_job[i]));
+    auto retried = redis_.pipeline(again);
+    for (size_t k = 0; k < lost.size(); ++k) replies[lost[k]] = std::move(retried[k]);
+  }
+  return replies;
+}
+
+std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::int64_t now_ms) {
+  std::vector<Command> per_job;
+  per_job.reserve(jobs.size());
+  const std::string now = std::to_string(now_ms);
+  for (const auto& j : jobs) {
+    per_job.push_back({keys_.job(j.job_id), std::to_string(j.deliver_at), j.business, j.topic, j.shard, now,
+                       j.source, encode_headers(j.headers), j.key ? "1" : "0", j.key.value_or(""),
+                       j.value ? "1" : "0", j.value.value_or("")});
+  }
+  auto replies = eval_each(Script::accept, per_job);
+
+  std::vector<AcceptOutcome> out;
+  out.reserve(jobs.size());
+  std::vector<Command> follow;
+  std::set<std::string> shards;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ReplyView r = replies[i].view();
+    AcceptOutcome o;
+    o.created = r[0].integer() == 1;
+    o.state = std::string(r[1].str());
+    const std::string business(r[2].str());
+    o.shard = std::string(r[3].str());
+    o.deliver_at = to_i64(r[4].str());
+    // A replay of our own record re-adds the entry in case the first try died before the ZADD;
+    // a duplicate published to another partition leaves the first shard's entry alone.
+    if (o.created || (o.state == "delay" && o.shard == jobs[i].shard)) {
+      follow.push_back({"ZADD", keys_.pending(o.shard), std::to_string(o.deliver_at), jobs[i].job_id});
+      shards.insert(o.shard);
+    }
+    if (o.created) follow.push_back({"HINCRBY", keys_.stats(), counter(business, "delay"), "1"});
+    out.push_back(std::move(o));
+  }
+  if (!shards.empty()) {
+    Command sadd{"SADD", keys_.shards()};
+    sadd.insert(sadd.end(), shards.begin(), shards.end());
+    follow.push_back(std::move(sadd));
+  }
+  if (!follow.empty()) {
+    for (auto& r : redis_.pipeline(follow)) {
+      if (r.view().is_error()) throw RedisCommandError("redis: " + r.view().error());
+    }
+  }
+  return out;
+}
+
+std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std::optional<std::int64_t> after,
+                                                    std::int64_t upto, std::size_t limit) {
+  const std::string min = after ? "(" + std::to_string(*after) : "-inf";
+  auto reply = redis_.command({"ZRANGEBYSCORE", keys_.pending(shard), min, std::to_string(upto), "WITHSCORES",
+                               "LIMIT", "0", std::to_string(limit)});
+  ReplyView r = reply.view();
+  std::vector<PendingEntry> out;
+  out.reserve(r.size() / 2);
+  for (size_t i = 0; i + 1 < r.size(); i += 2) {
+    out.push_back({std::string(r[i].str()), score_of(r[i + 1])});
+  }
+  return out;
+}
+
+std::vector<Claim> JobStore::claim(std::span<const std::string> job_ids, std::int64_t now_ms) {
+  std::vector<Command> per_job;
+  per_job.reserve(job_ids.size());
+  const std::string now = std::to_string(now_ms);
+  for (const auto& id : job_ids) per_job.push_back({keys_.job(id), now});
+  auto replies = eval_each(Script::claim, per_job);
+
+  std::vector<Claim> out;
+  out.reserve(job_ids.size());
+  for (size_t i = 0; i < job_ids.size(); ++i) {
+    ReplyView r = replies[i].view();
+    Claim c;
+    c.job_id = job_ids[i];
+    const std::string_view kind = r[0].str();
+    if (kind == "deliver") {
+      c.kind = Claim::Kind::deliver;
+      c.state = "delay";
+      c.deliver_at = to_i64(r[1].str());
+      c.topic = std::string(r[2].str());
+      c.key = r[3].opt_str();
+      c.value = r[4].opt_str();
+      c.headers = decode_headers(r[5].str());
+      c.business = std::string(r[6].str());
+      c.shard = std::string(r[7].str());
+      c.attempt = static_cast<int>(r[8].integer());
+    } else if (kind == "early") {
+      c.kind = Claim::Kind::early;
+      c.state = "delay";
+      c.deliver_at = to_i64(r[1].str());
+    } else {
+      c.kind = Claim::Kind::gone;
+      c.state = std::string(kind);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+void JobStore::after_transitions(const std::vector<Transition>& done, std::string_view from_state) {
+  std::vector<Command> follow;
+  for (const auto& t : done) {
+    // ZREM also when this call changed nothing but the job is already final: that is the
+    // clean-up of a crash between a transition and its ZREM.
+    if (is_terminal(t.state) && !t.shard.empty()) {
+      follow.push_back({"ZREM", keys_.pending(t.shard), t.job_id});
+    }
+    if (t.changed && t.state != from_state) {
+      follow.push_back({"HINCRBY", keys_.stats(), counter(t.business, from_state), "-1"});
+      follow.push_back({"HINCRBY", keys_.stats(), counter(t.business, t.state), "1"});
+    }
+  }
+  if (follow.empty()) return;
+  for (auto& r : redis_.pipeline(follow)) {
+    if (r.view().is_error()) throw RedisCommandError("redis: " + r.view().error());
+  }
+}
+
+std::vector<Transition> JobStore::mark_ready(std::span<const std::string> job_ids, std::int64_t now_ms) {
+  std::vector<Command> per_job;
+  per_job.reserve(job_ids.size());
+  const std::string now = std::to_string(now_ms), retention = std::to_string(retention_s_);
+  for (const auto& id : job_ids) per_job.push_back({keys_.job(id), now, retention});
+  auto replies = eval_each(Script::mark_ready, per_job);
+  std::vector<Transition> out;
+  out.reserve(job_ids.size());
+  for (size_t i = 0; i < job_ids.size(); ++i) out.push_back(parse_transition(job_ids[i], replies[i].view()));
+  after_transitions(out, "delay");
+  return out;
+}
+
+Transition JobStore::transition(Script script, const std::string& job_id, Command args) {
+  args.insert(args.begin(), keys_.job(job_id));
+  auto replies = eval_each(script, {args});
+  Transition t = parse_transition(job_id, replies.front().view());
+  after_transitions({t}, "delay");
+  return t;
+}
+
+Transition JobStore::release(const std::string& job_id, std::string_view error) {
+  return transition(Script::release, job_id, {std::string(error)});
+}
+
+Transition JobStore::mark_failed(const std::string& job_id, std::string_view reason, std::int64_t now_ms) {
+  return transition(Script::mark_failed, job_id,
+                    {std::to_string(now_ms), std::string(reason), std::to_string(retention_s_)});
+}
+
+Transition JobStore::cancel(const std::string& job_id, std::int64_t now_ms) {
+  return transition(Script::cancel, job_id, {std::to_string(now_ms), std::to_string(retention_s_)});
+}
+
+void JobStore::drop_pending(std::string_view shard, std::span<const std::string> job_ids) {
+  if (job_ids.empty()) return;
+  Command zrem{"ZREM", keys_.pending(shard)};
+  zrem.insert(zrem.end(), job_ids.begin(), job_ids.end());
+  auto r = redis_.command(zrem);
+  if (r.view().is_error()) throw RedisCommandError("redis: " + r.view().error());
+}
+
+std::optional<std::map<std::string, std::string>> JobStore::get(std::string_view job_id) {
+  auto reply = redis_.command({"HGETALL", keys_.job(job_id)});
+  ReplyView r = reply.view();
+  if (r.size() == 0) return std::nullopt;
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i + 1 < r.size(); i += 2) out.emplace(r[i].str(), r[i + 1].str());
+  return out;
+}
+
+StoreStats JobStore::stats() {
+  StoreStats s;
+  auto members = redis_.command({"SMEMBERS", keys_.shards()});
+  std::vector<std::string> shards;
+  for (size_t i = 0; i < members.view().size(); ++i) shards.emplace_back(members.view()[i].str());
+  std::vector<Command> cmds;
+  for (const auto& shard : shards) {
+    cmds.push_back({"ZCARD", keys_.pending(shard)});
+    cmds.push_back({"ZRANGE", keys_.pending(shard), "0", "0", "WITHSCORES"});
+  }
+  cmds.push_back({"HGETALL", keys_.stats()});
+  auto replies = redis_.pipeline(cmds);
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const std::int64_t n = replies[2 * i].view().integer();
+    s.pending += n;
+    s.pending_by_shard[shards[i]] = n;
+    ReplyView first = replies[2 * i + 1].view();
+    if (first.size() == 2) {
+      const std::int64_t due = score_of(first[1]);
+      if (!s.next_due || due < *s.next_due) s.next_due = due;
+    }
+  }
+  ReplyView counters = replies.back().view();
+  for (size_t i = 0; i + 1 < counters.size(); i += 2) {
+    const std::string_view field = counters[i].str();
+    const auto bar = field.rfind('|');
+    if (bar == std::string_view::npos) continue;
+    s.by_business_state[std::string(field.substr(0, bar))][std::string(field.substr(bar + 1))] =
+        to_i64(counters[i + 1].str());
+  }
+  return s;
+}
+
+}  // namespace delayd::storage

@@ -1,0 +1,151 @@
+// JobStore: the durable side of delayd. Every job lives in Redis from the moment its ingest
+// offset may be committed until its retention ends; the in-memory wheel only mirrors the
+// near future. This class owns the order of writes that keeps Redis consistent at every crash
+// point:
+//
+//   accept   1. job hash created (script, idempotent on job-id)
+//            2. ZADD to its shard's pending set        (always re-done on a replay)
+//            crash after 1: the ingest offset is not committed, the record is replayed, the
+//            script reports "exists, still delay" and step 2 runs again.
+//   deliver  1. claim: attempt+1, firing_at stamped   (a cancel now answers in_flight)
+//            2. the broker produces the ready record and waits for Kafka's acknowledgement
+//            3. mark ready (only if still delay)        4. ZREM from the pending set
+//            crash before 3: the job is still delay and pending, so it is loaded and delivered
+//            again after restart (a duplicate with the same job-id: at-least-once).
+//            crash between 3 and 4: the pending entry points at a ready job; claim answers
+//            "ready" and the broker drops the stale entry.
+//   cancel   1. cancelled (only if delay and not in flight)   2. ZREM
+//            crash between: the stale entry is dropped at claim time, as above.
+//   fail     the broker writes the dead-letter record first, then marks failed, then ZREM.
+//
+// So: an entry in a pending set may point at a job that is no longer delay (harmless, dropped
+// when met), but a job in state delay is always in its shard's pending set once its offset is
+// committed. Counters in <prefix>:stats are bumped after each transition that happened; a crash
+// between the two can leave a counter off by one (they are for dashboards, not for truth).
+//
+// Errors: RedisIoError when Redis is unreachable (the caller retries the whole call later; every
+// call is safe to repeat), RedisCommandError when Redis refuses something (a bug or a
+// misconfigured server).
+// Threading: one thread at a time, like the connection it owns.
+#pragma once
+
+#include "storage/header_codec.hpp"
+#include "storage/key_schema.hpp"
+#include "storage/redis_connection.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace delayd::storage {
+
+struct NewJob {
+  std::string job_id;
+  std::int64_t deliver_at = 0;  // epoch ms
+  std::string business;
+  std::string topic;   // the ready topic
+  std::string shard;   // shard_id(ingest topic, partition)
+  std::string source;  // "<topic>/<partition>/<offset>" of the ingest record, for people
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  StoredHeaders headers;
+};
+
+struct AcceptOutcome {
+  bool created = false;  // false: the job-id existed (a replay or a duplicate publish)
+  std::string state;     // the job's state now
+  std::string shard;     // the shard that holds it (the first publish's)
+  std::int64_t deliver_at = 0;
+};
+
+struct PendingEntry {
+  std::string job_id;
+  std::int64_t deliver_at = 0;
+  bool operator==(const PendingEntry&) const = default;
+};
+
+struct Claim {
+  enum class Kind { deliver, early, gone };
+  Kind kind = Kind::gone;
+  std::string job_id;
+  std::string state;  // for gone: delay is impossible; ready | cancelled | failed | missing
+  std::int64_t deliver_at = 0;
+  std::string topic;
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  StoredHeaders headers;
+  std::string business;
+  std::string shard;
+  int attempt = 0;  // this attempt's number, from 1
+};
+
+// A finished transition: which job, and whether this call made it.
+struct Transition {
+  std::string job_id;
+  bool changed = false;
+  std::string state;  // after the call; "missing" if there is no such job; "in_flight" for cancel
+  std::string business;
+  std::string shard;
+};
+
+struct StoreStats {
+  std::int64_t pending = 0;                    // entries in all pending sets
+  std::optional<std::int64_t> next_due;        // smallest deliver_at among them
+  std::map<std::string, std::int64_t> pending_by_shard;
+  std::map<std::string, std::map<std::string, std::int64_t>> by_business_state;  // counters
+};
+
+class JobStore {
+ public:
+  // Loads the scripts into Redis (SCRIPT LOAD) so that later calls are EVALSHA only.
+  JobStore(RedisConnection& redis, KeySchema keys, std::int64_t retention_s);
+
+  // Precondition: every job has a non-empty job_id, business, topic and shard.
+  // Postcondition: each job that is created, or exists in state delay in this same shard, is in
+  // its shard's pending set. One round trip for the hashes, one for the sets and counters.
+  std::vector<AcceptOutcome> accept(std::span<const NewJob> jobs, std::int64_t now_ms);
+
+  // Pending entries of one shard with after < deliver_at <= upto, ascending, at most `limit`.
+  // after = nullopt means from the beginning. Ties are returned in job-id order (Redis's order).
+  std::vector<PendingEntry> pending_between(std::string_view shard, std::optional<std::int64_t> after,
+                                            std::int64_t upto, std::size_t limit);
+
+  // Claims due jobs for delivery (see the header comment). One round trip.
+  std::vector<Claim> claim(std::span<const std::string> job_ids, std::int64_t now_ms);
+
+  // After Kafka acknowledged: ready, then ZREM. One round trip each.
+  std::vector<Transition> mark_ready(std::span<const std::string> job_ids, std::int64_t now_ms);
+  // A failed attempt that will be retried.
+  Transition release(const std::string& job_id, std::string_view error);
+  // Attempts exhausted (the broker has already written the dead-letter record).
+  Transition mark_failed(const std::string& job_id, std::string_view reason, std::int64_t now_ms);
+  // Cancel by id: cancelled and removed from its pending set, if pending and not in flight.
+  Transition cancel(const std::string& job_id, std::int64_t now_ms);
+  // Drops pending entries that point at jobs that are gone (claim said so).
+  void drop_pending(std::string_view shard, std::span<const std::string> job_ids);
+
+  // The job's hash as stored (binary-safe), or nullopt.
+  std::optional<std::map<std::string, std::string>> get(std::string_view job_id);
+  StoreStats stats();
+
+  const KeySchema& keys() const { return keys_; }
+
+ private:
+  enum class Script { accept, claim, mark_ready, release, mark_failed, cancel, count_ };
+  // Runs `script` once per (job key, args), pipelined, reloading scripts if Redis lost them.
+  std::vector<RedisReply> eval_each(Script script, const std::vector<Command>& per_job);
+  void load_scripts();
+  Transition transition(Script script, const std::string& job_id, Command args);
+  void after_transitions(const std::vector<Transition>& done, std::string_view from_state);
+
+  RedisConnection& redis_;
+  KeySchema keys_;
+  std::int64_t retention_s_;
+  std::vector<std::string> shas_;
+};
+
+}  // namespace delayd::storage

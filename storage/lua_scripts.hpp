@@ -1,0 +1,87 @@
+// The Lua scripts that move a job between states. Each touches exactly one key, the job's hash,
+// so each is atomic on a single primary and legal under Redis Cluster; the sorted-set updates
+// that accompany them are separate commands, ordered as job_store.hpp explains.
+//
+// Every transition script returns {changed, state, business, shard}: changed is 1 when this call
+// moved the job, and state is the state after the call ("missing" when there is no such job).
+//
+// Threading: immutable texts.
+#pragma once
+
+#include <string_view>
+
+namespace delayd::storage::lua {
+
+// KEYS[1] job. ARGV: deliver_at, business, topic, shard, created_at, source, headers,
+// has_key, key, has_value, value. Creates the job in state delay unless it exists (the job-id is
+// the idempotency key: a second publish never overwrites the first).
+inline constexpr std::string_view kAccept = R"lua(
+local cur = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard', 'deliver_at')
+if cur[1] then return {0, cur[1], cur[2] or '', cur[3] or '', cur[4] or '0'} end
+redis.call('HSET', KEYS[1], 'state', 'delay', 'deliver_at', ARGV[1], 'business', ARGV[2],
+  'topic', ARGV[3], 'shard', ARGV[4], 'created_at', ARGV[5], 'source', ARGV[6],
+  'headers', ARGV[7], 'attempt', '0')
+if ARGV[8] == '1' then redis.call('HSET', KEYS[1], 'key', ARGV[9]) end
+if ARGV[10] == '1' then redis.call('HSET', KEYS[1], 'value', ARGV[11]) end
+return {1, 'delay', ARGV[2], ARGV[4], ARGV[1]}
+)lua";
+
+// KEYS[1] job. ARGV: now. Takes a due job for delivery: counts the attempt and stamps firing_at,
+// which from here on makes a cancel answer "in_flight" (the record may already be on its way).
+// Returns {'deliver', deliver_at, topic, key|nil, value|nil, headers, business, shard, attempt},
+// {'early', deliver_at} when the caller's clock says it is not yet due (never early, enforced
+// here as well as in the wheel), or {state} when the job is no longer deliverable.
+inline constexpr std::string_view kClaim = R"lua(
+local f = redis.call('HMGET', KEYS[1], 'state', 'deliver_at', 'topic', 'key', 'value', 'headers',
+  'business', 'shard')
+if not f[1] then return {'missing'} end
+if f[1] ~= 'delay' then return {f[1]} end
+if tonumber(f[2]) > tonumber(ARGV[1]) then return {'early', f[2]} end
+local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
+redis.call('HSET', KEYS[1], 'firing_at', ARGV[1])
+return {'deliver', f[2], f[3], f[4], f[5], f[6] or '', f[7] or '', f[8] or '', attempt}
+)lua";
+
+// KEYS[1] job. ARGV: now, retention_s. After Kafka acknowledged the ready record.
+inline constexpr std::string_view kMarkReady = R"lua(
+local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard')
+if f[1] ~= 'delay' then return {0, f[1] or 'missing', f[2] or '', f[3] or ''} end
+redis.call('HSET', KEYS[1], 'state', 'ready', 'ready_at', ARGV[1])
+redis.call('HDEL', KEYS[1], 'firing_at', 'last_error')
+if tonumber(ARGV[2]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return {1, 'ready', f[2], f[3]}
+)lua";
+
+// KEYS[1] job. ARGV: error. A delivery attempt failed and will be retried: the job is no longer
+// in flight, so a cancel may win again until the next attempt.
+inline constexpr std::string_view kRelease = R"lua(
+local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard')
+if f[1] ~= 'delay' then return {0, f[1] or 'missing', f[2] or '', f[3] or ''} end
+redis.call('HDEL', KEYS[1], 'firing_at')
+redis.call('HSET', KEYS[1], 'last_error', ARGV[1])
+return {1, 'delay', f[2], f[3]}
+)lua";
+
+// KEYS[1] job. ARGV: now, reason, retention_s. Attempts exhausted.
+inline constexpr std::string_view kMarkFailed = R"lua(
+local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard')
+if f[1] ~= 'delay' then return {0, f[1] or 'missing', f[2] or '', f[3] or ''} end
+redis.call('HSET', KEYS[1], 'state', 'failed', 'failed_at', ARGV[1], 'error', ARGV[2])
+redis.call('HDEL', KEYS[1], 'firing_at')
+if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
+return {1, 'failed', f[2], f[3]}
+)lua";
+
+// KEYS[1] job. ARGV: now, retention_s. Cancels a job that is pending and not in flight.
+// Returns state 'in_flight' (unchanged) when a delivery attempt is under way.
+inline constexpr std::string_view kCancel = R"lua(
+local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard', 'firing_at')
+if not f[1] then return {0, 'missing', '', ''} end
+if f[1] ~= 'delay' then return {0, f[1], f[2] or '', f[3] or ''} end
+if f[4] then return {0, 'in_flight', f[2] or '', f[3] or ''} end
+redis.call('HSET', KEYS[1], 'state', 'cancelled', 'cancelled_at', ARGV[1])
+if tonumber(ARGV[2]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return {1, 'cancelled', f[2] or '', f[3] or ''}
+)lua";
+
+}  // namespace delayd::storage::lua

@@ -1,0 +1,133 @@
+#include "storage/redis_connection.hpp"
+
+#include <charconv>
+#include <stdexcept>
+#include <sys/time.h>
+
+namespace delayd::storage {
+
+namespace {
+
+timeval to_timeval(int ms) {
+  timeval tv{};
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
+  return tv;
+}
+
+int parse_int(std::string_view s, const char* what, std::string_view url) {
+  int v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0) {
+    throw std::invalid_argument("redis url '" + std::string(url) + "': " + what + " '" + std::string(s) +
+                                "' is not a non-negative number");
+  }
+  return v;
+}
+
+}  // namespace
+
+RedisOptions parse_redis_url(std::string_view url) {
+  constexpr std::string_view scheme = "redis://";
+  if (url.substr(0, scheme.size()) != scheme) {
+    throw std::invalid_argument("redis url '" + std::string(url) + "': must start with redis://");
+  }
+  RedisOptions o;
+  std::string_view rest = url.substr(scheme.size());
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    if (const auto colon = userinfo.find(':'); colon != std::string_view::npos) {
+      o.user = std::string(userinfo.substr(0, colon));
+      o.password = std::string(userinfo.substr(colon + 1));
+    } else {
+      o.password = std::string(userinfo);
+    }
+  }
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) o.db = parse_int(db, "db", url);
+    rest = rest.substr(0, slash);
+  }
+  if (const auto colon = rest.rfind(':'); colon != std::string_view::npos) {
+    o.port = parse_int(rest.substr(colon + 1), "port", url);
+    if (o.port == 0 || o.port > 65535) {
+      throw std::invalid_argument("redis url '" + std::string(url) + "': port out of range");
+    }
+    rest = rest.substr(0, colon);
+  }
+  if (rest.empty()) throw std::invalid_argument("redis url '" + std::string(url) + "': no host");
+  o.host = std::string(rest);
+  return o;
+}
+
+RedisConnection::RedisConnection(RedisOptions options) : options_(std::move(options)) {
+  ensure_connected();
+}
+
+void RedisConnection::fail(const std::string& what) {
+  std::string msg = "redis " + options_.host + ":" + std::to_string(options_.port) + ": " + what;
+  if (ctx_ && ctx_->err) msg += ": " + std::string(ctx_->errstr);
+  ctx_.reset();  // a broken context cannot be trusted for the next exchange
+  throw RedisIoError(msg);
+}
+
+void RedisConnection::ensure_connected() {
+  if (ctx_) return;
+  const timeval tv = to_timeval(options_.timeout_ms);
+  ctx_.reset(redisConnectWithTimeout(options_.host.c_str(), options_.port, tv));
+  if (!ctx_) throw RedisIoError("redis: out of memory allocating a context");
+  if (ctx_->err) fail("cannot connect");
+  redisSetTimeout(ctx_.get(), tv);
+  redisEnableKeepAlive(ctx_.get());
+
+  auto checked = [this](const Command& argv, const char* what) {
+    RedisReply r = command(argv);
+    if (r.view().is_error()) {
+      const std::string err = r.view().error();
+      ctx_.reset();
+      throw RedisCommandError("redis " + options_.host + ":" + std::to_string(options_.port) + ": " + what +
+                              " refused: " + err);
+    }
+  };
+  if (!options_.password.empty()) {
+    if (options_.user.empty()) {
+      checked({"AUTH", options_.password}, "AUTH");
+    } else {
+      checked({"AUTH", options_.user, options_.password}, "AUTH");
+    }
+  }
+  if (options_.db != 0) checked({"SELECT", std::to_string(options_.db)}, "SELECT");
+}
+
+RedisReply RedisConnection::command(const Command& argv) {
+  auto replies = pipeline({argv});
+  return std::move(replies.front());
+}
+
+std::vector<RedisReply> RedisConnection::pipeline(const std::vector<Command>& commands) {
+  ensure_connected();
+  std::vector<const char*> args;
+  std::vector<size_t> lens;
+  for (const auto& cmd : commands) {
+    args.clear();
+    lens.clear();
+    for (const auto& a : cmd) {
+      args.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    if (redisAppendCommandArgv(ctx_.get(), static_cast<int>(args.size()), args.data(), lens.data()) != REDIS_OK) {
+      fail("cannot queue a command");
+    }
+  }
+  std::vector<RedisReply> replies;
+  replies.reserve(commands.size());
+  for (size_t i = 0; i < commands.size(); ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) fail("connection lost");
+    replies.emplace_back(static_cast<redisReply*>(raw));
+  }
+  return replies;
+}
+
+}  // namespace delayd::storage

@@ -1,0 +1,68 @@
+// RedisConnection: one synchronous hiredis connection (RAII over redisContext) with pipelining.
+//
+// Every round trip either returns all replies or throws RedisIoError and leaves the connection
+// closed; the next call reconnects first. Callers therefore treat RedisIoError as "retry the
+// whole operation later", which is safe because every delayd write is idempotent.
+// Error replies inside a pipeline are returned as replies (callers decide), never thrown here.
+//
+// Threading: a connection is used by one thread at a time (hiredis contexts are not thread-safe).
+#pragma once
+
+#include "storage/redis_reply.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace delayd::storage {
+
+// The server could not be reached, or the connection broke mid-exchange.
+struct RedisIoError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct RedisOptions {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::string user;      // empty: AUTH with password only (Redis < 6 style)
+  std::string password;  // empty: no AUTH
+  int db = 0;
+  int timeout_ms = 2000;  // connect and per-command timeout
+};
+
+// Parses redis://[[user]:password@]host[:port][/db]. Throws std::invalid_argument naming what is wrong.
+RedisOptions parse_redis_url(std::string_view url);
+
+using Command = std::vector<std::string>;
+
+class RedisConnection {
+ public:
+  // Connects at once so that a wrong address fails at start-up, not at the first job.
+  // Throws RedisIoError (unreachable) or RedisCommandError (AUTH/SELECT refused).
+  explicit RedisConnection(RedisOptions options);
+
+  // One command, one round trip. An error reply is returned, not thrown.
+  RedisReply command(const Command& argv);
+  // All commands written, then all replies read: one round trip for the batch.
+  // Postcondition: result.size() == commands.size(), in order.
+  std::vector<RedisReply> pipeline(const std::vector<Command>& commands);
+
+  const RedisOptions& options() const { return options_; }
+  bool connected() const { return ctx_ != nullptr; }
+
+ private:
+  void ensure_connected();
+  [[noreturn]] void fail(const std::string& what);
+
+  struct Free {
+    void operator()(redisContext* c) const { redisFree(c); }
+  };
+  RedisOptions options_;
+  std::unique_ptr<redisContext, Free> ctx_;
+};
+
+}  // namespace delayd::storage

@@ -1,0 +1,52 @@
+#include <catch2/catch.hpp>
+
+#include "storage/redis_connection.hpp"
+#include "support/test_env.hpp"
+
+using namespace delayd::storage;
+
+TEST_CASE("redis urls parse into host, port, credentials and db", "[redis][url]") {
+  auto o = parse_redis_url("redis://127.0.0.1:16379");
+  CHECK(o.host == "127.0.0.1");
+  CHECK(o.port == 16379);
+  CHECK(o.password.empty());
+  CHECK(o.db == 0);
+
+  o = parse_redis_url("redis://:s3cret@cache.internal:7000/3");
+  CHECK(o.host == "cache.internal");
+  CHECK(o.port == 7000);
+  CHECK(o.user.empty());
+  CHECK(o.password == "s3cret");
+  CHECK(o.db == 3);
+
+  o = parse_redis_url("redis://alice:pw@h");
+  CHECK(o.user == "alice");
+  CHECK(o.password == "pw");
+  CHECK(o.port == 6379);
+
+  CHECK_THROWS_WITH(parse_redis_url("http://h:1"), Catch::Contains("redis://"));
+  CHECK_THROWS_WITH(parse_redis_url("redis://h:port"), Catch::Contains("port"));
+  CHECK_THROWS_WITH(parse_redis_url("redis://h:70000"), Catch::Contains("port"));
+  CHECK_THROWS_WITH(parse_redis_url("redis://h:1/x"), Catch::Contains("db"));
+  CHECK_THROWS_WITH(parse_redis_url("redis://:1"), Catch::Contains("host"));
+}
+
+TEST_CASE("a pipeline returns one reply per command, in order, errors included", "[redis]") {
+  RedisConnection c(parse_redis_url(delayd::testing::require_env("REDIS_URL")));
+  const std::string key = delayd::testing::unique_name("conn");
+  auto replies = c.pipeline({{"SET", key, std::string("a\0b", 3)}, {"GET", key}, {"INCR", key}, {"DEL", key}});
+  REQUIRE(replies.size() == 4);
+  CHECK(replies[0].view().str() == "OK");
+  CHECK(replies[1].view().str() == std::string("a\0b", 3));
+  CHECK(replies[2].view().is_error());
+  CHECK_THROWS_AS(replies[2].view().integer(), RedisCommandError);
+  CHECK(replies[3].view().integer() == 1);
+}
+
+TEST_CASE("an unreachable redis is an I/O error naming the address", "[redis]") {
+  RedisOptions o;
+  o.host = "127.0.0.1";
+  o.port = 1;  // nothing listens on port 1
+  o.timeout_ms = 500;
+  CHECK_THROWS_WITH(RedisConnection(o), Catch::Contains("127.0.0.1:1") && Catch::Contains("cannot connect"));
+}
