@@ -49,6 +49,9 @@ struct OutRecord {
   std::optional<std::string> value;
   Headers headers;
   std::uint64_t tag = 0;
+  // -1 lets librdkafka's partitioner choose (by key hash; at random without a key). A fixed
+  // partition is for callers that must keep a record beside others, and for tests.
+  std::int32_t partition = -1;
 };
 
 // The outcome of one produced record, from librdkafka's delivery report.

@@ -1,0 +1,133 @@
+#include "connectors/rdkafka_config.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "connectors/log.hpp"
+
+namespace delayd::connectors {
+namespace {
+
+// librdkafka accepts several names for a few properties; the ones the connectors look for must
+// be found under any of them, or a caller's "request.required.acks" would be overridden by our
+// default "acks" without notice.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kAliases{{
+    {"metadata.broker.list", "bootstrap.servers"},
+    {"request.required.acks", "acks"},
+}};
+
+std::string_view canonical(std::string_view name) {
+  for (const auto& [alias, real] : kAliases) {
+    if (name == alias) return real;
+  }
+  return name;
+}
+
+bool is_secret(std::string_view name) {
+  for (std::string_view marker : {"password", "secret", "ssl.key.pem", "ssl_key", "oauthbearer.config"}) {
+    if (name.find(marker) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+void log_c(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
+  std::string line = "[";
+  line += rd_kafka_name(rk);
+  line += "] ";
+  line += facility;
+  line += ": ";
+  line += message;
+  log(level_from_syslog(level), line);
+}
+
+}  // namespace
+
+std::string printable_value(std::string_view property, std::string_view value) {
+  if (is_secret(property)) return "***";
+  return std::string(value);
+}
+
+std::optional<std::string> find_property(const Properties& props, std::string_view name) {
+  std::optional<std::string> found;
+  for (const auto& [k, v] : props) {
+    if (canonical(k) == canonical(name)) found = v;
+  }
+  return found;
+}
+
+Properties with_defaults(const Properties& defaults, const Properties& user) {
+  Properties out;
+  for (const auto& d : defaults) {
+    if (!find_property(user, d.first)) out.push_back(d);
+  }
+  out.insert(out.end(), user.begin(), user.end());
+  return out;
+}
+
+Properties with_forced(Properties props, const Properties& forced, std::string_view client) {
+  for (const auto& [name, value] : forced) {
+    if (auto given = find_property(props, name); given && *given != value) {
+      log(LogLevel::warning, std::string(client) + ": kafka property '" + name + "' = '" +
+                                 printable_value(name, *given) + "' is overridden to '" + value +
+                                 "', which the connector relies on");
+    }
+    props.emplace_back(name, value);
+  }
+  return props;
+}
+
+void require_property(const Properties& props, std::initializer_list<std::string_view> names) {
+  const bool present = std::any_of(names.begin(), names.end(), [&](std::string_view n) {
+    auto v = find_property(props, n);
+    return v && !v->empty();
+  });
+  if (!present) {
+    throw KafkaConfigError(std::string(*names.begin()), "", "required, but not set");
+  }
+}
+
+std::unique_ptr<RdKafka::Conf> make_conf(const Properties& props) {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  for (const auto& [name, value] : props) {
+    std::string errstr;
+    if (conf->set(name, value, errstr) != RdKafka::Conf::CONF_OK) {
+      throw KafkaConfigError(name, value, errstr);
+    }
+  }
+  return conf;
+}
+
+CConfPtr make_c_conf(const Properties& props) {
+  CConfPtr conf(rd_kafka_conf_new());
+  rd_kafka_conf_set_log_cb(conf.get(), &log_c);
+  for (const auto& [name, value] : props) {
+    std::array<char, 512> errstr{};
+    if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr.data(), errstr.size()) !=
+        RD_KAFKA_CONF_OK) {
+      throw KafkaConfigError(name, value, errstr.data());
+    }
+  }
+  return conf;
+}
+
+void LogEventBridge::event_cb(RdKafka::Event& event) {
+  switch (event.type()) {
+    case RdKafka::Event::EVENT_LOG:
+      log(level_from_syslog(static_cast<int>(event.severity())), event.fac() + ": " + event.str());
+      break;
+    case RdKafka::Event::EVENT_ERROR:
+      log(event.fatal() ? LogLevel::error : LogLevel::warning,
+          std::string(event.fatal() ? "fatal error: " : "error: ") + RdKafka::err2str(event.err()) +
+              (event.str().empty() ? "" : ": " + event.str()));
+      break;
+    case RdKafka::Event::EVENT_THROTTLE:
+      log(LogLevel::debug, "throttled " + std::to_string(event.throttle_time()) + " ms by broker " +
+                               event.broker_name());
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace delayd::connectors

@@ -1,0 +1,59 @@
+// Internal to the connectors: turning Properties into librdkafka configuration objects, and the
+// bridge from librdkafka's log and error events to the log hook. Not for the broker's use; it
+// includes librdkafka's headers, which the public headers keep out of the broker's way.
+//
+// Invariants: a Conf returned here has had every property accepted; a refused one has thrown
+// KafkaConfigError naming it. Secrets (passwords, private keys) never appear in an error message
+// or a log line: their values are printed as "***".
+// Threading: the functions are pure. LogEventBridge::event_cb is called by librdkafka from its
+// own threads (log events) and from the polling thread (error events); it only calls log().
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafkacpp.h>
+
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "connectors/kafka_error.hpp"
+
+namespace delayd::connectors {
+
+// The value as it may appear in messages: "***" for properties that hold secrets.
+std::string printable_value(std::string_view property, std::string_view value);
+
+// The last value given for `name` (or for a librdkafka alias of it), if any.
+std::optional<std::string> find_property(const Properties& props, std::string_view name);
+
+// `defaults` for the names `user` leaves unset, followed by `user`, so the caller's choices win.
+Properties with_defaults(const Properties& defaults, const Properties& user);
+
+// `props` followed by `forced`, so the connectors' invariants win; a caller value that is being
+// overridden is logged as a warning, naming `client`, because silently ignoring it would hide a
+// misunderstanding of the caller's.
+Properties with_forced(Properties props, const Properties& forced, std::string_view client);
+
+// Throws KafkaConfigError naming the first of `names` unless one of them is set.
+void require_property(const Properties& props, std::initializer_list<std::string_view> names);
+
+std::unique_ptr<RdKafka::Conf> make_conf(const Properties& props);
+
+struct CConfDeleter {
+  void operator()(rd_kafka_conf_t* conf) const noexcept { rd_kafka_conf_destroy(conf); }
+};
+using CConfPtr = std::unique_ptr<rd_kafka_conf_t, CConfDeleter>;
+
+// The C API's equivalent of make_conf, with log lines routed to the log hook.
+CConfPtr make_c_conf(const Properties& props);
+
+// Routes librdkafka's log, error and throttle events to the log hook. Error events are only
+// logged: whoever owns the client decides separately what a fatal error means for it.
+class LogEventBridge : public RdKafka::EventCb {
+ public:
+  void event_cb(RdKafka::Event& event) override;
+};
+
+}  // namespace delayd::connectors
