@@ -1,0 +1,197 @@
+#include "connectors/kafka_admin.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <thread>
+
+#include "connectors/log.hpp"
+#include "connectors/rdkafka_config.hpp"
+
+namespace delayd::connectors {
+namespace {
+
+struct KafkaDeleter {
+  void operator()(rd_kafka_t* rk) const noexcept { rd_kafka_destroy(rk); }
+};
+struct NewTopicDeleter {
+  void operator()(rd_kafka_NewTopic_t* t) const noexcept { rd_kafka_NewTopic_destroy(t); }
+};
+struct AdminOptionsDeleter {
+  void operator()(rd_kafka_AdminOptions_t* o) const noexcept { rd_kafka_AdminOptions_destroy(o); }
+};
+struct QueueDeleter {
+  void operator()(rd_kafka_queue_t* q) const noexcept { rd_kafka_queue_destroy(q); }
+};
+struct EventDeleter {
+  void operator()(rd_kafka_event_t* e) const noexcept { rd_kafka_event_destroy(e); }
+};
+struct MetadataDeleter {
+  void operator()(const rd_kafka_metadata_t* m) const noexcept { rd_kafka_metadata_destroy(m); }
+};
+
+using KafkaPtr = std::unique_ptr<rd_kafka_t, KafkaDeleter>;
+using NewTopicPtr = std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter>;
+using AdminOptionsPtr = std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptionsDeleter>;
+using QueuePtr = std::unique_ptr<rd_kafka_queue_t, QueueDeleter>;
+using EventPtr = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
+using MetadataPtr = std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>;
+
+using Clock = std::chrono::steady_clock;
+
+int remaining_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
+}
+
+const rd_kafka_metadata_topic_t* find_topic(const rd_kafka_metadata_t& md, const std::string& name) {
+  for (int i = 0; i < md.topic_cnt; ++i) {
+    if (name == md.topics[i].topic) return &md.topics[i];
+  }
+  return nullptr;
+}
+
+bool absent(const rd_kafka_metadata_topic_t* t) {
+  return t == nullptr || t->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+}
+
+// Why the topic is not usable yet, or empty when every partition has a leader.
+std::string not_ready_reason(const rd_kafka_metadata_topic_t* t) {
+  if (absent(t)) return "not in cluster metadata";
+  if (t->err != RD_KAFKA_RESP_ERR_NO_ERROR) return rd_kafka_err2str(t->err);
+  if (t->partition_cnt == 0) return "no partitions in metadata";
+  for (int p = 0; p < t->partition_cnt; ++p) {
+    const auto& part = t->partitions[p];
+    if (part.err != RD_KAFKA_RESP_ERR_NO_ERROR || part.leader < 0) {
+      return "partition " + std::to_string(part.id) + " has no leader" +
+             (part.err != RD_KAFKA_RESP_ERR_NO_ERROR ? std::string(" (") + rd_kafka_err2str(part.err) + ")" : "");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+struct KafkaAdmin::Impl {
+  // Metadata for all topics: asking for one topic by name could, on a broker with auto-creation
+  // on, create it as a side effect, which is the last thing a read should do.
+  MetadataPtr metadata(int timeout_ms) {
+    const rd_kafka_metadata_t* md = nullptr;
+    const rd_kafka_resp_err_t err = rd_kafka_metadata(rk.get(), 1, nullptr, &md, std::max(timeout_ms, 1));
+    MetadataPtr owned(md);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      throw KafkaError(std::string("kafka metadata request failed: ") + rd_kafka_err2str(err));
+    }
+    return owned;
+  }
+
+  void create(const std::vector<std::string>& names, int partitions, int replication_factor,
+              Clock::time_point deadline) {
+    std::array<char, 512> errstr{};
+    std::vector<NewTopicPtr> owned;
+    std::vector<rd_kafka_NewTopic_t*> raw;
+    for (const auto& name : names) {
+      owned.emplace_back(rd_kafka_NewTopic_new(name.c_str(), partitions, replication_factor,
+                                               errstr.data(), errstr.size()));
+      if (!owned.back()) throw KafkaError("kafka topic '" + name + "': " + errstr.data());
+      raw.push_back(owned.back().get());
+    }
+    AdminOptionsPtr options(rd_kafka_AdminOptions_new(rk.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS));
+    const int budget = std::max(remaining_ms(deadline), 1);
+    // The operation timeout makes the broker answer only once the topics are created on the
+    // controller, instead of as soon as the request is accepted.
+    if (rd_kafka_AdminOptions_set_request_timeout(options.get(), budget, errstr.data(), errstr.size()) ||
+        rd_kafka_AdminOptions_set_operation_timeout(options.get(), budget, errstr.data(), errstr.size())) {
+      throw KafkaError(std::string("kafka admin options: ") + errstr.data());
+    }
+    QueuePtr queue(rd_kafka_queue_new(rk.get()));
+    rd_kafka_CreateTopics(rk.get(), raw.data(), raw.size(), options.get(), queue.get());
+
+    // librdkafka enforces the request timeout itself; the extra second only guards against
+    // waiting forever should the result event never come.
+    EventPtr event(rd_kafka_queue_poll(queue.get(), budget + 1000));
+    if (!event) throw KafkaError("kafka create topics: no answer within " + std::to_string(budget) + " ms");
+    if (rd_kafka_event_error(event.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      throw KafkaError(std::string("kafka create topics: ") + rd_kafka_event_error_string(event.get()));
+    }
+    const rd_kafka_CreateTopics_result_t* result = rd_kafka_event_CreateTopics_result(event.get());
+    if (result == nullptr) throw KafkaError("kafka create topics: unexpected event type");
+    std::size_t count = 0;
+    const rd_kafka_topic_result_t** topics = rd_kafka_CreateTopics_result_topics(result, &count);
+    std::string failures;
+    for (std::size_t i = 0; i < count; ++i) {
+      const rd_kafka_resp_err_t err = rd_kafka_topic_result_error(topics[i]);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) continue;
+      const char* why = rd_kafka_topic_result_error_string(topics[i]);
+      if (!failures.empty()) failures += "; ";
+      failures += std::string("kafka topic '") + rd_kafka_topic_result_name(topics[i]) +
+                  "' could not be created: " + (why != nullptr ? why : rd_kafka_err2str(err));
+    }
+    if (!failures.empty()) throw KafkaError(failures);
+  }
+
+  KafkaPtr rk;
+};
+
+KafkaAdmin::KafkaAdmin(const Properties& props) : impl_(std::make_unique<Impl>()) {
+  require_property(props, {"bootstrap.servers", "metadata.broker.list"});
+  CConfPtr conf = make_c_conf(props);
+  std::array<char, 512> errstr{};
+  impl_->rk.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr.data(), errstr.size()));
+  if (!impl_->rk) throw KafkaConfigError("", "", errstr.data());
+  static_cast<void>(conf.release());  // rd_kafka_new() owns it on success
+}
+
+KafkaAdmin::~KafkaAdmin() = default;
+KafkaAdmin::KafkaAdmin(KafkaAdmin&&) noexcept = default;
+KafkaAdmin& KafkaAdmin::operator=(KafkaAdmin&&) noexcept = default;
+
+void KafkaAdmin::ensure_topics(const std::vector<std::string>& topics, int partitions,
+                               int replication_factor, int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
+  std::vector<std::string> missing;
+  {
+    const MetadataPtr md = impl_->metadata(remaining_ms(deadline));
+    for (const auto& name : topics) {
+      const rd_kafka_metadata_topic_t* t = find_topic(*md, name);
+      if (absent(t)) {
+        if (std::find(missing.begin(), missing.end(), name) == missing.end()) missing.push_back(name);
+      } else if (t->partition_cnt != partitions) {
+        log(LogLevel::warning, "kafka topic '" + name + "' exists with " + std::to_string(t->partition_cnt) +
+                                   " partitions, not the " + std::to_string(partitions) + " asked for; left as it is");
+      }
+    }
+  }
+  if (!missing.empty()) impl_->create(missing, partitions, replication_factor, deadline);
+
+  // Creation is acknowledged by the controller before every broker's metadata shows the
+  // leaders, so wait for the metadata that clients will actually see.
+  for (;;) {
+    std::string pending;
+    const MetadataPtr md = impl_->metadata(std::max(remaining_ms(deadline), 1));
+    for (const auto& name : topics) {
+      const std::string why = not_ready_reason(find_topic(*md, name));
+      if (!why.empty()) {
+        pending = "kafka topic '" + name + "': " + why;
+        break;
+      }
+    }
+    if (pending.empty()) return;
+    if (remaining_ms(deadline) == 0) {
+      throw KafkaError(pending + " after " + std::to_string(timeout_ms) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, remaining_ms(deadline))));
+  }
+}
+
+std::optional<int> KafkaAdmin::partition_count(const std::string& topic, int timeout_ms) {
+  const MetadataPtr md = impl_->metadata(timeout_ms);
+  const rd_kafka_metadata_topic_t* t = find_topic(*md, topic);
+  if (absent(t)) return std::nullopt;
+  if (t->partition_cnt == 0 && t->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    throw KafkaError("kafka topic '" + topic + "': " + rd_kafka_err2str(t->err));
+  }
+  return t->partition_cnt;
+}
+
+}  // namespace delayd::connectors

@@ -1,0 +1,307 @@
+#include "connectors/kafka_consumer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <map>
+#include <set>
+
+#include "connectors/log.hpp"
+#include "connectors/rdkafka_config.hpp"
+
+namespace delayd::connectors {
+namespace {
+
+using TopicPartitionPtr = std::unique_ptr<RdKafka::TopicPartition>;
+
+std::vector<TopicPartition> to_values(const std::vector<RdKafka::TopicPartition*>& partitions) {
+  std::vector<TopicPartition> out;
+  out.reserve(partitions.size());
+  for (const auto* tp : partitions) out.push_back({tp->topic(), tp->partition()});
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string describe(const std::vector<TopicPartition>& partitions) {
+  std::string out;
+  for (const auto& tp : partitions) {
+    if (!out.empty()) out += ", ";
+    out += tp.topic + "[" + std::to_string(tp.partition) + "]";
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::optional<std::string> bytes(const void* data, std::size_t size) {
+  if (data == nullptr) return std::nullopt;
+  return std::string(static_cast<const char*>(data), size);
+}
+
+Record to_record(RdKafka::Message& m) {
+  Record r;
+  r.topic = m.topic_name();
+  r.partition = m.partition();
+  r.offset = m.offset();
+  const RdKafka::MessageTimestamp ts = m.timestamp();
+  r.timestamp_ms = ts.type == RdKafka::MessageTimestamp::MSG_TIMESTAMP_NOT_AVAILABLE ? -1 : ts.timestamp;
+  r.key = bytes(m.key_pointer(), m.key_len());
+  r.value = bytes(m.payload(), m.len());
+  // The Headers object belongs to the message; get_all() copies them out.
+  if (RdKafka::Headers* headers = m.headers()) {
+    for (const auto& h : headers->get_all()) r.headers.push_back({h.key(), bytes(h.value(), h.value_size())});
+  }
+  return r;
+}
+
+void close_logging_errors(KafkaConsumer& consumer) noexcept {
+  try {
+    consumer.close();
+  } catch (const std::exception& e) {
+    log(LogLevel::error, std::string("kafka consumer close: ") + e.what());
+  }
+}
+
+int remaining_ms(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
+}
+
+}  // namespace
+
+struct KafkaConsumer::Impl final : RdKafka::RebalanceCb {
+  explicit Impl(Listener l) : listener(std::move(l)) {}
+
+  ~Impl() override { consumer.reset(); }
+
+  void rebalance_cb(RdKafka::KafkaConsumer* c, RdKafka::ErrorCode err,
+                    std::vector<RdKafka::TopicPartition*>& partitions) override {
+    rebalanced = true;
+    const bool cooperative = c->rebalance_protocol() == "COOPERATIVE";
+    const std::vector<TopicPartition> tps = to_values(partitions);
+    if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
+      // Assign first: the listener is promised that the partitions are in place when it runs.
+      if (cooperative) {
+        check(std::unique_ptr<RdKafka::Error>(c->incremental_assign(partitions)), "incremental assign");
+      } else {
+        check(c->assign(partitions), "assign");
+      }
+      log(LogLevel::info, c->name() + ": assigned " + describe(tps));
+      notify(listener.assigned, tps);
+      return;
+    }
+    if (err == RdKafka::ERR__REVOKE_PARTITIONS) {
+      log(c->assignment_lost() ? LogLevel::warning : LogLevel::info,
+          c->name() + (c->assignment_lost() ? ": lost " : ": revoked ") + describe(tps));
+      // The listener runs while the partitions are still ours, so that it can finish or abandon
+      // their work before another member may start on them.
+      notify(listener.revoked, tps);
+      revoked_in_poll.insert(tps.begin(), tps.end());
+      if (cooperative) {
+        check(std::unique_ptr<RdKafka::Error>(c->incremental_unassign(partitions)), "incremental unassign");
+      } else {
+        check(c->unassign(), "unassign");
+      }
+      return;
+    }
+    // librdkafka's advice for any other rebalance error: drop the whole assignment, it will
+    // rejoin. Whatever was ours is no longer, so the listener hears of it.
+    log(LogLevel::error, c->name() + ": rebalance failed: " + RdKafka::err2str(err));
+    const std::vector<TopicPartition> held = current_assignment();
+    notify(listener.revoked, held);
+    revoked_in_poll.insert(held.begin(), held.end());
+    check(c->unassign(), "unassign");
+  }
+
+  void notify(const std::function<void(const std::vector<TopicPartition>&)>& fn,
+              const std::vector<TopicPartition>& tps) {
+    if (!fn) return;
+    // Exceptions must not cross librdkafka's C frames; they are rethrown after it returns.
+    try {
+      fn(tps);
+    } catch (...) {
+      if (!pending_error) pending_error = std::current_exception();
+    }
+  }
+
+  void check(RdKafka::ErrorCode err, const char* what) {
+    if (err != RdKafka::ERR_NO_ERROR && !pending_error) {
+      pending_error = std::make_exception_ptr(KafkaError(std::string("kafka consumer ") + what +
+                                                         " failed: " + RdKafka::err2str(err)));
+    }
+  }
+
+  void check(const std::unique_ptr<RdKafka::Error>& error, const char* what) {
+    if (error && !pending_error) {
+      pending_error = std::make_exception_ptr(
+          KafkaError(std::string("kafka consumer ") + what + " failed: " + error->str()));
+    }
+  }
+
+  void rethrow_pending() {
+    if (pending_error) std::rethrow_exception(std::exchange(pending_error, nullptr));
+  }
+
+  void ensure_open() const {
+    if (closed) throw KafkaError("kafka consumer is closed");
+  }
+
+  std::vector<TopicPartition> current_assignment() const {
+    std::vector<RdKafka::TopicPartition*> raw;
+    const RdKafka::ErrorCode err = consumer->assignment(raw);
+    std::vector<TopicPartitionPtr> owned(raw.begin(), raw.end());
+    if (err != RdKafka::ERR_NO_ERROR) {
+      throw KafkaError("kafka consumer assignment: " + RdKafka::err2str(err));
+    }
+    return to_values(raw);
+  }
+
+  [[noreturn]] void throw_fatal() const {
+    std::string reason;
+    consumer->fatal_error(reason);
+    throw KafkaError(consumer->name() + ": fatal error: " + reason);
+  }
+
+  Listener listener;
+  LogEventBridge events;
+  std::exception_ptr pending_error;
+  std::set<TopicPartition> revoked_in_poll;
+  bool rebalanced = false;
+  bool closed = false;
+  // Declared last so that it is destroyed first, while the callbacks above are still alive.
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer;
+};
+
+KafkaConsumer::KafkaConsumer(const Properties& props, Listener listener)
+    : impl_(std::make_unique<Impl>(std::move(listener))) {
+  Properties effective = with_defaults({{"auto.offset.reset", "earliest"}}, props);
+  effective = with_forced(std::move(effective),
+                          {{"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}},
+                          "kafka consumer");
+  require_property(effective, {"group.id"});
+  require_property(effective, {"bootstrap.servers", "metadata.broker.list"});
+  auto conf = make_conf(effective);
+  std::string errstr;
+  if (conf->set("rebalance_cb", static_cast<RdKafka::RebalanceCb*>(impl_.get()), errstr) !=
+          RdKafka::Conf::CONF_OK ||
+      conf->set("event_cb", static_cast<RdKafka::EventCb*>(&impl_->events), errstr) !=
+          RdKafka::Conf::CONF_OK) {
+    throw KafkaError("kafka consumer callbacks: " + errstr);
+  }
+  impl_->consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), errstr));
+  if (!impl_->consumer) throw KafkaConfigError("", "", errstr);
+}
+
+KafkaConsumer::~KafkaConsumer() { close_logging_errors(*this); }
+
+KafkaConsumer::KafkaConsumer(KafkaConsumer&&) noexcept = default;
+
+KafkaConsumer& KafkaConsumer::operator=(KafkaConsumer&& other) noexcept {
+  if (this != &other) {
+    // The group must see this member leave before it is forgotten.
+    close_logging_errors(*this);
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+void KafkaConsumer::subscribe(const std::vector<std::string>& topics) {
+  impl_->ensure_open();
+  const RdKafka::ErrorCode err = impl_->consumer->subscribe(topics);
+  if (err != RdKafka::ERR_NO_ERROR) {
+    throw KafkaError("kafka consumer subscribe: " + RdKafka::err2str(err));
+  }
+}
+
+std::vector<Record> KafkaConsumer::poll_batch(std::size_t max, int timeout_ms) {
+  Impl& impl = *impl_;
+  impl.ensure_open();
+  std::vector<Record> out;
+  if (max == 0) return out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
+  impl.rebalanced = false;
+  impl.revoked_in_poll.clear();
+
+  while (out.size() < max) {
+    const int wait = out.empty() ? remaining_ms(deadline) : 0;
+    std::unique_ptr<RdKafka::Message> m(impl.consumer->consume(wait));
+    if (impl.rebalanced) {
+      // Records of partitions revoked during this call are no longer the caller's to process.
+      std::erase_if(out, [&](const Record& r) {
+        return impl.revoked_in_poll.count(TopicPartition{r.topic, r.partition}) != 0;
+      });
+    }
+    impl.rethrow_pending();
+
+    const RdKafka::ErrorCode err = m->err();
+    if (err == RdKafka::ERR_NO_ERROR) {
+      out.push_back(to_record(*m));
+    } else if (err == RdKafka::ERR__FATAL) {
+      impl.throw_fatal();
+    } else if (err != RdKafka::ERR__TIMED_OUT && err != RdKafka::ERR__PARTITION_EOF) {
+      std::string where;
+      if (!m->topic_name().empty()) where = " (" + m->topic_name() + "[" + std::to_string(m->partition()) + "])";
+      log(LogLevel::warning, impl.consumer->name() + ": " + RdKafka::err2str(err) + where + ": " + m->errstr());
+    }
+
+    // A rebalance ends the batch: the caller should act on the new ownership before reading on.
+    if (impl.rebalanced) break;
+    if (out.empty()) {
+      if (remaining_ms(deadline) == 0) break;
+    } else if (err != RdKafka::ERR_NO_ERROR && err != RdKafka::ERR__PARTITION_EOF) {
+      break;  // nothing more is fetched yet
+    }
+  }
+  return out;
+}
+
+void KafkaConsumer::commit(const std::vector<Record>& records) {
+  std::map<TopicPartition, std::int64_t> next;
+  for (const auto& r : records) {
+    auto& n = next[TopicPartition{r.topic, r.partition}];
+    n = std::max(n, r.offset + 1);
+  }
+  commit(std::vector<std::pair<TopicPartition, std::int64_t>>(next.begin(), next.end()));
+}
+
+void KafkaConsumer::commit(const std::vector<std::pair<TopicPartition, std::int64_t>>& next_offsets) {
+  impl_->ensure_open();
+  // commitSync() with an empty list would commit the current position of every assigned
+  // partition, which is exactly what manual commits exist to prevent.
+  if (next_offsets.empty()) return;
+  std::map<TopicPartition, std::int64_t> unique;
+  for (const auto& [tp, offset] : next_offsets) unique[tp] = offset;  // the last one given wins
+
+  std::vector<TopicPartitionPtr> owned;
+  std::vector<RdKafka::TopicPartition*> raw;
+  for (const auto& [tp, offset] : unique) {
+    owned.emplace_back(RdKafka::TopicPartition::create(tp.topic, tp.partition, offset));
+    raw.push_back(owned.back().get());
+  }
+  const RdKafka::ErrorCode err = impl_->consumer->commitSync(raw);
+  std::string failures;
+  for (const auto* tp : raw) {
+    if (tp->err() != RdKafka::ERR_NO_ERROR) {
+      failures += " " + tp->topic() + "[" + std::to_string(tp->partition()) + "]@" +
+                  std::to_string(tp->offset()) + ": " + RdKafka::err2str(tp->err()) + ";";
+    }
+  }
+  if (err != RdKafka::ERR_NO_ERROR || !failures.empty()) {
+    throw KafkaError("kafka commit failed: " + RdKafka::err2str(err) + (failures.empty() ? "" : ":" + failures));
+  }
+}
+
+std::vector<TopicPartition> KafkaConsumer::assignment() const {
+  impl_->ensure_open();
+  return impl_->current_assignment();
+}
+
+void KafkaConsumer::close() {
+  if (!impl_ || impl_->closed) return;
+  impl_->closed = true;
+  const RdKafka::ErrorCode err = impl_->consumer->close();
+  impl_->rethrow_pending();
+  if (err != RdKafka::ERR_NO_ERROR) {
+    throw KafkaError("kafka consumer close: " + RdKafka::err2str(err));
+  }
+}
+
+}  // namespace delayd::connectors

@@ -1,0 +1,77 @@
+// KafkaProducer: an idempotent Kafka producer whose every record ends in exactly one
+// DeliveryReport handed to the caller's handler, success or failure alike.
+//
+// Why idempotent with acks=all: a ready record is marked `ready` in Redis only after its report
+// says ok, so "ok" must mean "durably in the log, written once". librdkafka's idempotence keeps
+// retries from duplicating or reordering records within a partition; duplicates across a crash
+// remain possible and carry the same job-id (the broker's at-least-once contract).
+//
+// Properties: the caller's are applied in order on top of these defaults, which the caller may
+// override: enable.idempotence=true, acks=all. bootstrap.servers is required.
+//
+// Invariants:
+//   - Each record accepted by produce() gets exactly one report, served by poll()/flush()/
+//     produce() on the calling thread; outstanding() counts accepted records not yet reported.
+//   - A record refused at enqueue time (invalid topic name, record too large, producer fenced
+//     by a fatal error) is reported through the handler with ok=false from inside produce();
+//     produce() throws only when librdkafka's queue stays full for the whole timeout.
+//   - The destructor does not call the handler: records still outstanding are purged and their
+//     reports dropped. Call flush() first to learn their fate.
+//
+// Threading: not thread-safe. One thread calls produce/poll/flush/outstanding and receives the
+// reports (the handler runs on it, inside those calls). librdkafka's own threads only ever call
+// the log hook. Move-only.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "connectors/kafka_error.hpp"
+#include "connectors/record.hpp"
+
+namespace delayd::connectors {
+
+class KafkaProducer {
+ public:
+  // Called once per record with its outcome. If it throws, the exception leaves the
+  // poll()/flush()/produce() that served the report, once librdkafka's callback has returned;
+  // later reports served by the same call still reach the handler, and only the first exception
+  // is kept.
+  using ReportHandler = std::function<void(const DeliveryReport&)>;
+
+  // Throws KafkaConfigError for a refused or missing property.
+  KafkaProducer(const Properties& props, ReportHandler on_report);
+  ~KafkaProducer();
+  KafkaProducer(KafkaProducer&&) noexcept;
+  KafkaProducer& operator=(KafkaProducer&&) noexcept;
+  KafkaProducer(const KafkaProducer&) = delete;
+  KafkaProducer& operator=(const KafkaProducer&) = delete;
+
+  // Enqueues a copy of `rec` (the caller may reuse it at once). If librdkafka's queue is full,
+  // serves poll() and retries until timeout_ms has passed, then throws KafkaError.
+  void produce(const OutRecord& rec, int timeout_ms = 5000);
+
+  // Serves delivery reports (and error events) for up to timeout_ms; returns how many events
+  // were served.
+  int poll(int timeout_ms);
+
+  // Waits up to timeout_ms for every outstanding record to be reported, serving the reports.
+  // True when nothing is outstanding afterwards.
+  bool flush(int timeout_ms);
+
+  // Records accepted by produce() whose report has not yet been handed to the handler.
+  int outstanding() const;
+
+  // librdkafka's reason when the producer has hit a fatal error (with idempotence: a broken
+  // sequence it cannot repair). From then on every record fails; the only remedy is a new
+  // producer. nullopt while healthy.
+  std::optional<std::string> fatal_error() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace delayd::connectors
