@@ -222,8 +222,13 @@ Transition JobStore::transition(Script script, const std::string& job_id, Comman
   return t;
 }
 
-Transition JobStore::release(const std::string& job_id, std::string_view error) {
-  return transition(Script::release, job_id, {std::string(error)});
+Transition JobStore::release(const std::string& job_id, std::string_view error, std::int64_t retry_at) {
+  Transition t = transition(Script::release, job_id, {std::string(error)});
+  if (t.changed && !t.shard.empty()) {
+    auto r = redis_.command({"ZADD", keys_.pending(t.shard), "XX", std::to_string(retry_at), job_id});
+    if (r.view().is_error()) throw RedisCommandError("redis: " + r.view().error());
+  }
+  return t;
 }
 
 Transition JobStore::mark_failed(const std::string& job_id, std::string_view reason, std::int64_t now_ms) {

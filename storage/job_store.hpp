@@ -16,6 +16,8 @@
 //            "ready" and the broker drops the stale entry.
 //   cancel   1. cancelled (only if delay and not in flight)   2. ZREM
 //            crash between: the stale entry is dropped at claim time, as above.
+//   retry    1. release: firing_at cleared, last_error  2. ZADD XX re-scores the entry to the
+//            retry time (XX: never resurrect an entry that a finished job's ZREM removed).
 //   fail     the broker writes the dead-letter record first, then marks failed, then ZREM.
 //
 // So: an entry in a pending set may point at a job that is no longer delay (harmless, dropped
@@ -119,8 +121,10 @@ class JobStore {
 
   // After Kafka acknowledged: ready, then ZREM. One round trip each.
   std::vector<Transition> mark_ready(std::span<const std::string> job_ids, std::int64_t now_ms);
-  // A failed attempt that will be retried.
-  Transition release(const std::string& job_id, std::string_view error);
+  // A failed attempt that will be retried at retry_at: no longer in flight, and its pending
+  // entry re-scored to retry_at so that a restart (or a retry beyond the load window) waits
+  // for the backoff too. The job hash keeps its deliver_at.
+  Transition release(const std::string& job_id, std::string_view error, std::int64_t retry_at);
   // Attempts exhausted (the broker has already written the dead-letter record).
   Transition mark_failed(const std::string& job_id, std::string_view reason, std::int64_t now_ms);
   // Cancel by id: cancelled and removed from its pending set, if pending and not in flight.

@@ -183,8 +183,12 @@ TEST_CASE_METHOD(Fixture, "cancel wins before delivery, loses in flight and afte
   CHECK_FALSE(t.changed);
   CHECK(t.state == "in_flight");
   CHECK(field("k2", "state") == "delay");
-  store.release("k2", "broker down");
+  store.release("k2", "broker down", 5000);
   CHECK(field("k2", "last_error") == "broker down");
+  CHECK(field("k2", "deliver_at") == "100");  // the record keeps its deliver-at
+  CHECK(pending() == std::vector<PendingEntry>{{"k3", 100}, {"k2", 5000}});  // k1 was cancelled
+  auto score = redis.command({"ZSCORE", keys.pending(shard), "k2"});
+  CHECK(score.view().str() == "5000");  // the retry waits in Redis as well
   t = store.cancel("k2", 102);
   CHECK(t.changed);
 
