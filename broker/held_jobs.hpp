@@ -1,0 +1,88 @@
+// HeldJobs: the jobs this instance holds in memory, either waiting in the wheel or out for
+// delivery, indexed by job-id and by a dense slot number that the wheel carries as its payload.
+//
+// Invariants:
+//   - a job-id appears at most once (the table is how the loader and ingest avoid holding a job
+//     twice when both see it);
+//   - a slot number stays valid until erase(); erased slots are reused, so a slot must not be
+//     kept beyond the job's life (the wheel's timer for a waiting job is cancelled first);
+//   - phase == waiting  <=> the job has a live timer in the wheel.
+// Memory: one entry costs the job-id string plus about 48 bytes and one hash-map node; only jobs
+// within the load window or in flight are held.
+// Threading: owned by the scheduling loop's thread.
+#pragma once
+
+#include "wheel/timing_wheel.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace delayd::broker {
+
+enum class Phase : std::uint8_t {
+  waiting,    // a timer in the wheel (first attempt or a retry)
+  in_flight,  // claimed in Redis, record handed to Kafka, report awaited
+};
+
+struct HeldJob {
+  std::string job_id;
+  std::uint32_t shard = 0;  // index into the scheduler's shard list
+  std::int64_t due_at = 0;  // when the timer fires: deliver_at, or a retry's time
+  wheel::TimerHandle timer;
+  Phase phase = Phase::waiting;
+  bool orphan = false;  // its shard was revoked while it was in flight
+};
+
+class HeldJobs {
+ public:
+  using Slot = std::uint32_t;
+
+  std::optional<Slot> find(std::string_view job_id) const {
+    auto it = index_.find(std::string(job_id));
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
+  // Precondition: !find(job.job_id).
+  Slot insert(HeldJob job) {
+    Slot s;
+    if (!free_.empty()) {
+      s = free_.back();
+      free_.pop_back();
+    } else {
+      s = static_cast<Slot>(slots_.size());
+      slots_.emplace_back();
+    }
+    index_.emplace(job.job_id, s);
+    slots_[s] = std::move(job);
+    return s;
+  }
+  // Precondition: s is a live slot.
+  HeldJob& at(Slot s) { return *slots_[s]; }
+  const HeldJob& at(Slot s) const { return *slots_[s]; }
+  bool live(Slot s) const { return s < slots_.size() && slots_[s].has_value(); }
+  void erase(Slot s) {
+    index_.erase(slots_[s]->job_id);
+    slots_[s].reset();
+    free_.push_back(s);
+  }
+  std::size_t size() const { return index_.size(); }
+
+  // Calls f(slot, job) for every live job; f may not insert or erase.
+  template <typename F>
+  void for_each(F&& f) {
+    for (Slot s = 0; s < slots_.size(); ++s) {
+      if (slots_[s]) f(s, *slots_[s]);
+    }
+  }
+
+ private:
+  std::vector<std::optional<HeldJob>> slots_;
+  std::vector<Slot> free_;
+  std::unordered_map<std::string, Slot> index_;
+};
+
+}  // namespace delayd::broker

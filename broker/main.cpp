@@ -1,0 +1,65 @@
+// delayd: the delayed-message broker. Configuration: config.hpp; what it does: service.hpp.
+#include "broker/config.hpp"
+#include "broker/service.hpp"
+#include "connectors/log.hpp"
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+int main(int argc, char** argv) {
+  CLI::App app{"delayd: a delayed-message broker on Kafka and Redis"};
+  delayd::broker::ConfigFlags flags;
+  delayd::broker::add_config_flags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+
+  delayd::broker::Config config;
+  try {
+    config = delayd::broker::load_config(flags, delayd::broker::process_environment());
+  } catch (const delayd::broker::ConfigError& e) {
+    std::cerr << "delayd: " << e.what() << "\n";
+    return 2;
+  }
+  if (delayd::broker::print_config_if_asked(flags, config, std::cout)) return 0;
+
+  spdlog::set_level(spdlog::level::from_str(config.log.level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  for (const auto& w : config.warnings) spdlog::warn("{}", w);
+  delayd::connectors::set_log_hook([](delayd::connectors::LogLevel level, std::string_view msg) {
+    using L = delayd::connectors::LogLevel;
+    switch (level) {
+      case L::debug: spdlog::debug("kafka: {}", msg); break;
+      case L::info: spdlog::info("kafka: {}", msg); break;
+      case L::warning: spdlog::warn("kafka: {}", msg); break;
+      case L::error: spdlog::error("kafka: {}", msg); break;
+    }
+  });
+
+  // Signals are taken by an Asio signal_set on its own thread; the scheduling loop notices the
+  // flag within one turn (at most ~100 ms) and shuts down cleanly.
+  std::atomic<bool> stop{false};
+  boost::asio::io_context io;
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {} received: stopping", sig);
+    stop = true;
+  });
+  std::thread signal_thread([&] { io.run(); });
+
+  int status = 1;
+  try {
+    status = delayd::broker::Service(config).run(stop);
+  } catch (const std::exception& e) {
+    spdlog::critical("delayd failed: {}", e.what());
+  }
+  io.stop();
+  signal_thread.join();
+  return status;
+}

@@ -1,0 +1,185 @@
+#include "broker/scheduler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace delayd::broker {
+
+Scheduler::Scheduler(SchedulerOptions options, std::int64_t now_ms, storage::JobStore& store)
+    : options_(options), store_(store), wheel_(options.wheel, static_cast<std::uint64_t>(now_ms)) {
+  if (static_cast<std::uint64_t>(options_.load_window_ms) >= wheel_.range()) {
+    throw std::invalid_argument("load window must be shorter than the wheel's range");
+  }
+}
+
+std::optional<std::uint32_t> Scheduler::find_shard(const std::string& name) const {
+  for (std::uint32_t i = 0; i < shards_.size(); ++i) {
+    if (shards_[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+std::uint32_t Scheduler::shard_index(const std::string& name) {
+  if (auto i = find_shard(name)) return *i;
+  shards_.push_back({name, false, std::nullopt});
+  return static_cast<std::uint32_t>(shards_.size() - 1);
+}
+
+void Scheduler::assign(const std::string& shard) {
+  Shard& s = shards_[shard_index(shard)];
+  if (s.owned) return;
+  s.owned = true;
+  s.horizon.reset();  // whatever was loaded before a revoke is gone: start from nothing
+}
+
+void Scheduler::revoke(const std::string& shard) {
+  auto index = find_shard(shard);
+  if (!index || !shards_[*index].owned) return;
+  shards_[*index].owned = false;
+  shards_[*index].horizon.reset();
+  std::vector<Slot> drop;
+  held_.for_each([&](Slot slot, HeldJob& job) {
+    if (job.shard != *index) return;
+    if (job.phase == Phase::waiting) {
+      drop.push_back(slot);
+    } else {
+      job.orphan = true;  // its report will still come; the job is no longer ours to retry
+    }
+  });
+  for (Slot slot : drop) release(slot);
+}
+
+bool Scheduler::owns(const std::string& shard) const {
+  auto i = find_shard(shard);
+  return i && shards_[*i].owned;
+}
+
+std::vector<std::string> Scheduler::owned_shards() const {
+  std::vector<std::string> out;
+  for (const auto& s : shards_) {
+    if (s.owned) out.push_back(s.name);
+  }
+  return out;
+}
+
+std::optional<std::int64_t> Scheduler::horizon(const std::string& shard) const {
+  auto i = find_shard(shard);
+  if (!i) return std::nullopt;
+  return shards_[*i].horizon;
+}
+
+bool Scheduler::hold(std::uint32_t shard, const std::string& job_id, std::int64_t due_at) {
+  if (held_.find(job_id)) return true;
+  const Slot slot = held_.insert(HeldJob{job_id, shard, due_at, {}, Phase::waiting, false});
+  // A deadline in the past fires on the next advance; that is how overdue jobs go out at once.
+  auto r = wheel_.schedule(static_cast<std::uint64_t>(std::max<std::int64_t>(due_at, 0)), slot);
+  if (r.status != wheel::ScheduleStatus::scheduled) {
+    // Cannot happen while horizons stay below wheel_now() + range (refill caps them so), but
+    // if it did, Redis still has the job: forget it here rather than hold it without a timer.
+    held_.erase(slot);
+    return false;
+  }
+  held_.at(slot).timer = r.handle;
+  return true;
+}
+
+bool Scheduler::offer(const std::string& shard, const std::string& job_id, std::int64_t deliver_at) {
+  auto index = find_shard(shard);
+  if (!index || !shards_[*index].owned) return false;
+  const auto& h = shards_[*index].horizon;
+  if (!h || deliver_at > *h) return false;  // beyond the horizon: the loader will bring it
+  return hold(*index, job_id, deliver_at);
+}
+
+void Scheduler::refill(std::int64_t now_ms, std::size_t page_budget) {
+  // The wheel refuses deadlines at or beyond wheel_now + range; the horizon stays below that
+  // even if the wheel has fallen behind now (a long stall), so every loaded job gets a timer.
+  const std::int64_t wheel_limit = static_cast<std::int64_t>(wheel_.now() + wheel_.range()) - 1;
+  const std::int64_t target = std::min(now_ms + options_.load_window_ms, wheel_limit);
+  // Refill in steps of an eighth of the window, not on every loop turn: one Redis round trip per
+  // shard every window/8 ms is the whole steady-state cost of loading.
+  const std::int64_t step = std::max<std::int64_t>(options_.load_window_ms / 8, 1);
+  for (std::uint32_t i = 0; i < shards_.size(); ++i) {
+    Shard& s = shards_[i];
+    if (!s.owned) continue;
+    if (s.horizon && *s.horizon > target - step) continue;
+    if (held_.size() >= options_.max_held) return;
+    refill_shard(s, i, target, page_budget);
+  }
+}
+
+void Scheduler::refill_shard(Shard& s, std::uint32_t index, std::int64_t target, std::size_t page_budget) {
+  std::size_t limit = options_.load_batch;
+  while (page_budget-- > 0) {
+    const auto page = store_.pending_between(s.name, s.horizon, target, limit);
+    for (const auto& e : page) hold(index, e.job_id, e.deliver_at);
+    if (page.size() < limit) {
+      s.horizon = target;  // everything up to target has been read
+      return;
+    }
+    const std::int64_t last = page.back().deliver_at;
+    if (page.front().deliver_at == last) {
+      // A full page of one score: the run may continue past the page. Read it again, larger,
+      // rather than move the horizon into the middle of the run.
+      limit *= 2;
+      continue;
+    }
+    // All scores below `last` were read completely; the run at `last` may continue.
+    s.horizon = last - 1;
+  }
+}
+
+std::vector<Scheduler::Slot> Scheduler::take_due(std::int64_t now_ms) {
+  expired_.clear();
+  wheel_.advance(static_cast<std::uint64_t>(now_ms), options_.fire_batch, expired_);
+  std::vector<Slot> out;
+  out.reserve(expired_.size());
+  for (const auto& e : expired_) {
+    const Slot slot = static_cast<Slot>(e.payload);
+    if (!held_.live(slot) || held_.at(slot).timer != e.handle) continue;  // not ours any more
+    HeldJob& job = held_.at(slot);
+    job.phase = Phase::in_flight;
+    job.timer = {};
+    out.push_back(slot);
+  }
+  return out;
+}
+
+bool Scheduler::retry_at(Slot slot, std::int64_t at) {
+  HeldJob& job = held_.at(slot);
+  const Shard& s = shards_[job.shard];
+  if (job.orphan || !s.owned || !s.horizon || at > *s.horizon) {
+    held_.erase(slot);
+    return false;
+  }
+  auto r = wheel_.schedule(static_cast<std::uint64_t>(at), slot);
+  if (r.status != wheel::ScheduleStatus::scheduled) {
+    held_.erase(slot);
+    return false;
+  }
+  job.phase = Phase::waiting;
+  job.due_at = at;
+  job.timer = r.handle;
+  return true;
+}
+
+void Scheduler::release(Slot slot) {
+  HeldJob& job = held_.at(slot);
+  if (job.phase == Phase::waiting) wheel_.cancel(job.timer);
+  held_.erase(slot);
+}
+
+bool Scheduler::cancel(const std::string& job_id) {
+  auto slot = held_.find(job_id);
+  if (!slot || held_.at(*slot).phase != Phase::waiting) return false;
+  release(*slot);
+  return true;
+}
+
+std::optional<std::int64_t> Scheduler::next_due() const {
+  auto t = wheel_.next_expiry();
+  if (!t) return std::nullopt;
+  return static_cast<std::int64_t>(*t);
+}
+
+}  // namespace delayd::broker

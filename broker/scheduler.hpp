@@ -1,0 +1,108 @@
+// Scheduler: the wheel, the jobs held in memory, and the load horizon of each owned shard.
+//
+// THE HORIZON INVARIANT. For every shard this instance owns, with h = horizon(shard):
+//     every job of that shard that is pending in Redis with deliver_at <= h is held here
+//     (waiting in the wheel, or in flight).
+// Two paths keep it true, and both run on the scheduling loop's one thread, so no interleaving
+// can slip a job between them:
+//   - refill() reads the next window from the shard's sorted set and only then moves h forward
+//     to what it has read (pages ending inside a run of equal scores move h to just below that
+//     score, so the rest of the run is read next time);
+//   - offer(), called by ingest after Redis acknowledged a new job, holds the job at once when
+//     deliver_at <= h. A job whose deliver_at is beyond h is left to a later refill().
+// Until a shard's first refill, h is "nothing loaded" and offer() holds nothing for it.
+// A job held twice is impossible: both paths look the job-id up first.
+//
+// Retries move a job's timer, not its deliver_at: the sorted set is re-scored with the retry
+// time (by the caller, in Redis), and the job is held again only if that time is within h.
+//
+// Never early: timers are set at deliver_at (or later, for a retry) and the wheel releases a
+// timer only when advanced to a time at or after its deadline; now comes from WallClock, which
+// never runs backwards.
+//
+// Threading: one owner thread. refill() may throw storage errors; it is safe to call again, as
+// the horizon moves only past what was read.
+#pragma once
+
+#include "broker/held_jobs.hpp"
+#include "storage/job_store.hpp"
+#include "wheel/timing_wheel.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace delayd::broker {
+
+struct SchedulerOptions {
+  wheel::WheelConfig wheel;
+  std::int64_t load_window_ms = 60000;  // precondition: < wheel range
+  std::size_t load_batch = 1000;
+  std::size_t fire_batch = 500;
+  std::size_t max_held = 2'000'000;  // refill pauses while this many jobs are held
+};
+
+class Scheduler {
+ public:
+  using Slot = HeldJobs::Slot;
+
+  Scheduler(SchedulerOptions options, std::int64_t now_ms, storage::JobStore& store);
+
+  // Ownership. assign() is idempotent; revoke() drops the shard's waiting jobs from the wheel
+  // (they stay pending in Redis for the next owner) and marks its in-flight ones as orphans.
+  void assign(const std::string& shard);
+  void revoke(const std::string& shard);
+  bool owns(const std::string& shard) const;
+  std::vector<std::string> owned_shards() const;
+  // nullopt until the shard's first refill.
+  std::optional<std::int64_t> horizon(const std::string& shard) const;
+
+  // Ingest's half of the horizon invariant. Returns true if the job is now held (or already was).
+  bool offer(const std::string& shard, const std::string& job_id, std::int64_t deliver_at);
+
+  // The loader's half. Moves each owned shard's horizon towards now + load_window, reading at
+  // most `page_budget` pages per shard per call (so a large backlog is taken in steps).
+  void refill(std::int64_t now_ms, std::size_t page_budget = 4);
+
+  // Advances the wheel to now and returns the slots of up to fire_batch jobs that are due,
+  // now in phase in_flight. Postcondition: each returned job's due_at <= now_ms.
+  std::vector<Slot> take_due(std::int64_t now_ms);
+
+  // A job taken by take_due() goes back to waiting, due at `at`, if `at` is within its shard's
+  // horizon; otherwise it is released from memory (Redis has it). Returns true if held.
+  bool retry_at(Slot slot, std::int64_t at);
+  // The job is finished (or no longer ours): forget it, cancelling its timer if waiting.
+  void release(Slot slot);
+  // Cancel by id: if the job is held and waiting, drop its timer and forget it. Returns true
+  // if it was waiting here. (In flight: false, the delivery is already under way.)
+  bool cancel(const std::string& job_id);
+
+  std::optional<std::int64_t> next_due() const;
+  const HeldJob& job(Slot slot) const { return held_.at(slot); }
+  bool live(Slot slot) const { return held_.live(slot); }
+  const std::string& shard_name(std::uint32_t shard) const { return shards_[shard].name; }
+  std::size_t held() const { return held_.size(); }
+  std::size_t in_wheel() const { return wheel_.size(); }
+  std::int64_t wheel_now() const { return static_cast<std::int64_t>(wheel_.now()); }
+
+ private:
+  struct Shard {
+    std::string name;
+    bool owned = false;
+    std::optional<std::int64_t> horizon;
+  };
+  std::uint32_t shard_index(const std::string& name);
+  std::optional<std::uint32_t> find_shard(const std::string& name) const;
+  bool hold(std::uint32_t shard, const std::string& job_id, std::int64_t due_at);
+  void refill_shard(Shard& shard, std::uint32_t index, std::int64_t target, std::size_t page_budget);
+
+  SchedulerOptions options_;
+  storage::JobStore& store_;
+  wheel::TimingWheel wheel_;
+  HeldJobs held_;
+  std::vector<Shard> shards_;
+  std::vector<wheel::Expired> expired_;  // reused by take_due()
+};
+
+}  // namespace delayd::broker
