@@ -63,8 +63,9 @@ std::string not_ready_reason(const rd_kafka_metadata_topic_t* t) {
   for (int p = 0; p < t->partition_cnt; ++p) {
     const auto& part = t->partitions[p];
     if (part.err != RD_KAFKA_RESP_ERR_NO_ERROR || part.leader < 0) {
-      return "partition " + std::to_string(part.id) + " has no leader" +
-             (part.err != RD_KAFKA_RESP_ERR_NO_ERROR ? std::string(" (") + rd_kafka_err2str(part.err) + ")" : "");
+      std::string why = "partition " + std::to_string(part.id) + " has no leader";
+      if (part.err != RD_KAFKA_RESP_ERR_NO_ERROR) why += std::string(" (") + rd_kafka_err2str(part.err) + ")";
+      return why;
     }
   }
   return {};
@@ -157,8 +158,9 @@ void KafkaAdmin::ensure_topics(const std::vector<std::string>& topics, int parti
       if (absent(t)) {
         if (std::find(missing.begin(), missing.end(), name) == missing.end()) missing.push_back(name);
       } else if (t->partition_cnt != partitions) {
-        log(LogLevel::warning, "kafka topic '" + name + "' exists with " + std::to_string(t->partition_cnt) +
-                                   " partitions, not the " + std::to_string(partitions) + " asked for; left as it is");
+        log(LogLevel::warning, "kafka topic '" + name + "' exists with " +
+                                   std::to_string(t->partition_cnt) + " partitions, not the " +
+                                   std::to_string(partitions) + " asked for; left as it is");
       }
     }
   }

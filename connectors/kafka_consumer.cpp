@@ -47,7 +47,9 @@ Record to_record(RdKafka::Message& m) {
   r.value = bytes(m.payload(), m.len());
   // The Headers object belongs to the message; get_all() copies them out.
   if (RdKafka::Headers* headers = m.headers()) {
-    for (const auto& h : headers->get_all()) r.headers.push_back({h.key(), bytes(h.value(), h.value_size())});
+    for (const auto& h : headers->get_all()) {
+      r.headers.push_back({h.key(), bytes(h.value(), h.value_size())});
+    }
   }
   return r;
 }
@@ -60,15 +62,18 @@ void close_logging_errors(KafkaConsumer& consumer) noexcept {
   }
 }
 
-int remaining_ms(std::chrono::steady_clock::time_point deadline) {
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+using Clock = std::chrono::steady_clock;
+
+int remaining_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
   return static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
 }
 
 }  // namespace
 
 struct KafkaConsumer::Impl final : RdKafka::RebalanceCb {
-  explicit Impl(Listener l) : listener(std::move(l)) {}
+  Impl(Listener l, const std::string& group)
+      : listener(std::move(l)), events("kafka consumer group=" + group) {}
 
   ~Impl() override { consumer.reset(); }
 
@@ -170,14 +175,15 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb {
   std::unique_ptr<RdKafka::KafkaConsumer> consumer;
 };
 
-KafkaConsumer::KafkaConsumer(const Properties& props, Listener listener)
-    : impl_(std::make_unique<Impl>(std::move(listener))) {
+KafkaConsumer::KafkaConsumer(const Properties& props, Listener listener) {
   Properties effective = with_defaults({{"auto.offset.reset", "earliest"}}, props);
-  effective = with_forced(std::move(effective),
-                          {{"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}},
-                          "kafka consumer");
   require_property(effective, {"group.id"});
   require_property(effective, {"bootstrap.servers", "metadata.broker.list"});
+  const std::string group = find_property(effective, "group.id").value_or("");
+  effective = with_forced(std::move(effective),
+                          {{"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}},
+                          "kafka consumer group=" + group);
+  impl_ = std::make_unique<Impl>(std::move(listener), group);
   auto conf = make_conf(effective);
   std::string errstr;
   if (conf->set("rebalance_cb", static_cast<RdKafka::RebalanceCb*>(impl_.get()), errstr) !=
@@ -216,7 +222,7 @@ std::vector<Record> KafkaConsumer::poll_batch(std::size_t max, int timeout_ms) {
   impl.ensure_open();
   std::vector<Record> out;
   if (max == 0) return out;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
   impl.rebalanced = false;
   impl.revoked_in_poll.clear();
 
@@ -237,9 +243,9 @@ std::vector<Record> KafkaConsumer::poll_batch(std::size_t max, int timeout_ms) {
     } else if (err == RdKafka::ERR__FATAL) {
       impl.throw_fatal();
     } else if (err != RdKafka::ERR__TIMED_OUT && err != RdKafka::ERR__PARTITION_EOF) {
-      std::string where;
-      if (!m->topic_name().empty()) where = " (" + m->topic_name() + "[" + std::to_string(m->partition()) + "])";
-      log(LogLevel::warning, impl.consumer->name() + ": " + RdKafka::err2str(err) + where + ": " + m->errstr());
+      std::string line = impl.consumer->name() + ": " + RdKafka::err2str(err);
+      if (!m->topic_name().empty()) line += " (" + m->topic_name() + "[" + std::to_string(m->partition()) + "])";
+      log(LogLevel::warning, line + ": " + m->errstr());
     }
 
     // A rebalance ends the batch: the caller should act on the new ownership before reading on.
@@ -285,7 +291,8 @@ void KafkaConsumer::commit(const std::vector<std::pair<TopicPartition, std::int6
     }
   }
   if (err != RdKafka::ERR_NO_ERROR || !failures.empty()) {
-    throw KafkaError("kafka commit failed: " + RdKafka::err2str(err) + (failures.empty() ? "" : ":" + failures));
+    throw KafkaError("kafka commit failed: " + RdKafka::err2str(err) +
+                     (failures.empty() ? "" : ":" + failures));
   }
 }
 

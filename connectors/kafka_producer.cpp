@@ -41,7 +41,7 @@ std::unique_ptr<RdKafka::Headers> make_headers(const Headers& headers) {
 }  // namespace
 
 struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
-  explicit Impl(ReportHandler handler) : on_report(std::move(handler)) {}
+  explicit Impl(ReportHandler handler) : on_report(std::move(handler)), events("kafka producer") {}
 
   ~Impl() override {
     // Reports of purged records would reach a handler whose owner is being torn down.

@@ -68,7 +68,7 @@ Properties with_defaults(const Properties& defaults, const Properties& user) {
 Properties with_forced(Properties props, const Properties& forced, std::string_view client) {
   for (const auto& [name, value] : forced) {
     if (auto given = find_property(props, name); given && *given != value) {
-      log(LogLevel::warning, std::string(client) + ": kafka property '" + name + "' = '" +
+      log(LogLevel::warning, std::string(client) + ": property '" + name + "' = '" +
                                  printable_value(name, *given) + "' is overridden to '" + value +
                                  "', which the connector relies on");
     }
@@ -114,16 +114,17 @@ CConfPtr make_c_conf(const Properties& props) {
 void LogEventBridge::event_cb(RdKafka::Event& event) {
   switch (event.type()) {
     case RdKafka::Event::EVENT_LOG:
-      log(level_from_syslog(static_cast<int>(event.severity())), event.fac() + ": " + event.str());
+      log(level_from_syslog(static_cast<int>(event.severity())),
+          label_ + ": " + event.fac() + ": " + event.str());
       break;
     case RdKafka::Event::EVENT_ERROR:
       log(event.fatal() ? LogLevel::error : LogLevel::warning,
-          std::string(event.fatal() ? "fatal error: " : "error: ") + RdKafka::err2str(event.err()) +
+          label_ + (event.fatal() ? ": fatal error: " : ": error: ") + RdKafka::err2str(event.err()) +
               (event.str().empty() ? "" : ": " + event.str()));
       break;
     case RdKafka::Event::EVENT_THROTTLE:
-      log(LogLevel::debug, "throttled " + std::to_string(event.throttle_time()) + " ms by broker " +
-                               event.broker_name());
+      log(LogLevel::debug, label_ + ": throttled " + std::to_string(event.throttle_time()) +
+                               " ms by broker " + event.broker_name());
       break;
     default:
       break;

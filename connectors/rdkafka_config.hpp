@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "connectors/kafka_error.hpp"
 
@@ -53,7 +54,13 @@ CConfPtr make_c_conf(const Properties& props);
 // logged: whoever owns the client decides separately what a fatal error means for it.
 class LogEventBridge : public RdKafka::EventCb {
  public:
+  // `label` prefixes every line (e.g. "consumer group=delayd"), set before the client exists
+  // because log events can arrive from librdkafka's threads as soon as it does.
+  explicit LogEventBridge(std::string label) : label_(std::move(label)) {}
   void event_cb(RdKafka::Event& event) override;
+
+ private:
+  const std::string label_;
 };
 
 }  // namespace delayd::connectors
