@@ -1,0 +1,61 @@
+#include "broker/config_names.hpp"
+
+#include <algorithm>
+
+namespace delayd::broker {
+
+namespace {
+
+bool is_topic_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+}  // namespace
+
+bool is_valid_topic_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 249) return false;
+  if (name == "." || name == "..") return false;
+  if (name.starts_with("__")) return false;
+  for (char c : name) {
+    if (!is_topic_char(c)) return false;
+  }
+  return true;
+}
+
+std::string render_ready_topic(std::string_view topic_template, std::string_view business) {
+  std::string out(topic_template);
+  if (auto pos = out.find(kBusinessPlaceholder); pos != std::string::npos) {
+    out.replace(pos, kBusinessPlaceholder.size(), business);
+  }
+  return out;
+}
+
+std::string quote_for_message(std::string_view value, std::size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(std::min(value.size(), max_bytes) + 8);
+  out.push_back('"');
+  std::size_t n = 0;
+  for (char ch : value) {
+    if (n++ == max_bytes) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c >= 0x20 && c <= 0x7e) {
+      out.push_back(ch);
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace delayd::broker

@@ -1,0 +1,33 @@
+// Names and message text shared by the configuration and the ingest parser: which Kafka topic
+// names are legal, how a business name becomes its ready topic, and how an untrusted value is
+// quoted into a one-line error message.
+//
+// Invariants: quote_for_message() always returns a single line of printable ASCII, whatever
+// bytes it is given, so a reason built with it is safe in a Kafka header and in a log line.
+// render_ready_topic() replaces the first "{business}" only; the configuration guarantees there
+// is exactly one.
+// Threading: pure functions; callable from any thread.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace delayd::broker {
+
+// The placeholder a ready-topic template must contain exactly once.
+inline constexpr std::string_view kBusinessPlaceholder = "{business}";
+
+// Kafka's own rule (topic names are also file names on the brokers): 1-249 characters of
+// [A-Za-z0-9._-], and not "." or "..". Names starting with "__" are refused too, because Kafka
+// reserves them for internal topics such as __consumer_offsets.
+bool is_valid_topic_name(std::string_view name) noexcept;
+
+// The template with its "{business}" replaced by `business`. No validation.
+std::string render_ready_topic(std::string_view topic_template, std::string_view business);
+
+// `value` in double quotes with backslash escapes for quotes, backslashes and every byte
+// outside printable ASCII (\xNN), cut after `max_bytes` input bytes with a trailing "...".
+std::string quote_for_message(std::string_view value, std::size_t max_bytes = 80);
+
+}  // namespace delayd::broker

@@ -1,0 +1,199 @@
+#include "broker/ingest_parse.hpp"
+
+#include <charconv>
+
+#include "broker/config.hpp"
+#include "broker/config_names.hpp"
+#include "broker/time_format.hpp"
+
+namespace delayd::broker {
+
+namespace {
+
+using connectors::find_header;
+using connectors::Record;
+
+bool is_business_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+bool is_valid_business(std::string_view s) noexcept {
+  if (s.empty() || s.size() > kMaxBusinessChars) return false;
+  for (char c : s) {
+    if (!is_business_char(c)) return false;
+  }
+  return true;
+}
+
+bool is_valid_job_id(std::string_view s) noexcept {
+  if (s.empty() || s.size() > kMaxJobIdChars) return false;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x21 || u > 0x7e) return false;
+  }
+  return true;
+}
+
+std::string header_ref(std::string_view name) {
+  std::string s = "header '";
+  s += name;
+  s += '\'';
+  return s;
+}
+
+Invalid invalid(std::string reason) { return Invalid{std::move(reason)}; }
+
+// A header that is present must have a value for any of the contract's headers; a null one is
+// as unusable as a missing one but deserves its own message.
+Invalid null_header(std::string_view name) { return invalid(header_ref(name) + " is null"); }
+
+// Returns the deliver-at instant or the reason it cannot be had.
+std::variant<std::int64_t, Invalid> deliver_at_of(const Record& rec) {
+  const auto* at = find_header(rec.headers, kHeaderDeliverAt);
+  const auto* delay = find_header(rec.headers, kHeaderDelayMs);
+  if (at != nullptr && delay != nullptr) {
+    return invalid("both deliver-at and delay-ms given");
+  }
+  if (at == nullptr && delay == nullptr) {
+    return invalid("missing header 'deliver-at' (or 'delay-ms')");
+  }
+  if (at != nullptr) {
+    if (!at->has_value()) return null_header(kHeaderDeliverAt);
+    const std::string& text = **at;
+    const ParsedTime t = parse_timestamp_ms(text);
+    switch (t.error) {
+      case TimeError::none:
+        return t.epoch_ms;
+      case TimeError::syntax:
+        return invalid(header_ref(kHeaderDeliverAt) + " is not epoch milliseconds or RFC 3339: " +
+                       quote_for_message(text));
+      case TimeError::bad_field:
+        return invalid(header_ref(kHeaderDeliverAt) + " is not a valid date and time: " +
+                       quote_for_message(text));
+      case TimeError::out_of_range:
+        return invalid(header_ref(kHeaderDeliverAt) +
+                       " is outside 1970-01-01T00:00:00Z..9999-12-31T23:59:59.999Z: " +
+                       quote_for_message(text));
+    }
+    return invalid(header_ref(kHeaderDeliverAt) + " is unreadable");
+  }
+  if (!delay->has_value()) return null_header(kHeaderDelayMs);
+  const std::string& text = **delay;
+  // Digits only: from_chars alone would also take a leading '-'.
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+    return invalid(header_ref(kHeaderDelayMs) +
+                   " is not a non-negative decimal number of milliseconds: " +
+                   quote_for_message(text));
+  }
+  std::int64_t ms = 0;
+  const auto parsed = std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (parsed.ec != std::errc{} || ms > kMaxEpochMs) {
+    return invalid(header_ref(kHeaderDelayMs) + " is too large: " + quote_for_message(text));
+  }
+  if (rec.timestamp_ms < 0) {
+    return invalid("header 'delay-ms' given but the record has no timestamp");
+  }
+  // Both operands are at most kMaxEpochMs here, so the sum cannot overflow.
+  if (rec.timestamp_ms > kMaxEpochMs || ms > kMaxEpochMs - rec.timestamp_ms) {
+    return invalid("record timestamp " + std::to_string(rec.timestamp_ms) + " plus delay-ms " +
+                   std::to_string(ms) + " is after 9999-12-31T23:59:59.999Z");
+  }
+  return rec.timestamp_ms + ms;
+}
+
+// Returns the job-id header's value, nullopt when absent, or the reason it is unusable.
+std::variant<std::optional<std::string>, Invalid> job_id_of(const Record& rec) {
+  const auto* id = find_header(rec.headers, kHeaderJobId);
+  if (id == nullptr) return std::optional<std::string>{};
+  if (!id->has_value()) return null_header(kHeaderJobId);
+  if (!is_valid_job_id(**id)) {
+    return invalid(header_ref(kHeaderJobId) + " must be 1-" + std::to_string(kMaxJobIdChars) +
+                   " printable ASCII characters without spaces: " + quote_for_message(**id) +
+                   " (" + std::to_string((*id)->size()) + " bytes)");
+  }
+  return *id;
+}
+
+}  // namespace
+
+IngestRules ingest_rules(const Config& config) {
+  IngestRules rules;
+  rules.ready_topic_template = config.kafka.ready_topic_template;
+  rules.max_value_bytes = static_cast<std::size_t>(config.scheduler.max_value_bytes);
+  rules.ingest_topic = config.kafka.ingest_topic;
+  rules.dlq_topic = config.kafka.dlq_topic;
+  return rules;
+}
+
+std::string derived_job_id(const Record& rec) {
+  return rec.topic + '-' + std::to_string(rec.partition) + '-' + std::to_string(rec.offset);
+}
+
+ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
+  bool cancel = false;
+  if (const auto* op = find_header(rec.headers, kHeaderOp)) {
+    if (!op->has_value()) return null_header(kHeaderOp);
+    if (**op == "cancel") {
+      cancel = true;
+    } else if (**op != "schedule") {
+      return invalid(header_ref(kHeaderOp) + " must be 'schedule' or 'cancel': " +
+                     quote_for_message(**op));
+    }
+  }
+
+  auto id_or = job_id_of(rec);
+  if (auto* bad = std::get_if<Invalid>(&id_or)) return std::move(*bad);
+  auto& explicit_id = std::get<std::optional<std::string>>(id_or);
+
+  if (cancel) {
+    if (!explicit_id) return invalid("op 'cancel' needs header 'job-id'");
+    return CancelJob{std::move(*explicit_id)};
+  }
+
+  if (rec.value && rec.value->size() > rules.max_value_bytes) {
+    return invalid("value is " + std::to_string(rec.value->size()) +
+                   " bytes, larger than the limit of " + std::to_string(rules.max_value_bytes) +
+                   " bytes");
+  }
+
+  auto at_or = deliver_at_of(rec);
+  if (auto* bad = std::get_if<Invalid>(&at_or)) return std::move(*bad);
+
+  const auto* business = find_header(rec.headers, kHeaderBusiness);
+  if (business == nullptr) return invalid("missing header 'business'");
+  if (!business->has_value()) return null_header(kHeaderBusiness);
+  if (!is_valid_business(**business)) {
+    return invalid(header_ref(kHeaderBusiness) + " must be 1-" +
+                   std::to_string(kMaxBusinessChars) + " characters of [A-Za-z0-9._-]: " +
+                   quote_for_message(**business) + " (" + std::to_string((*business)->size()) +
+                   " bytes)");
+  }
+  std::string topic = render_ready_topic(rules.ready_topic_template, **business);
+  if (!is_valid_topic_name(topic)) {
+    return invalid("business " + quote_for_message(**business) + " gives ready topic " +
+                   quote_for_message(topic) + ", which is not a legal Kafka topic name");
+  }
+  if ((!rules.ingest_topic.empty() && topic == rules.ingest_topic) ||
+      (!rules.dlq_topic.empty() && topic == rules.dlq_topic)) {
+    return invalid("business " + quote_for_message(**business) + " gives ready topic " +
+                   quote_for_message(topic) + ", which is delayd's own ingest or DLQ topic");
+  }
+
+  ScheduleJob job;
+  job.job_id_derived = !explicit_id.has_value();
+  job.job_id = explicit_id ? std::move(*explicit_id) : derived_job_id(rec);
+  job.deliver_at_ms = std::get<std::int64_t>(at_or);
+  job.business = **business;
+  job.ready_topic = std::move(topic);
+  job.key = rec.key;
+  job.value = rec.value;
+  job.carried.reserve(rec.headers.size());
+  for (const auto& h : rec.headers) {
+    if (h.name == kHeaderDeliverAt || h.name == kHeaderJobId || h.name == kHeaderAttempt) continue;
+    job.carried.push_back(h);
+  }
+  return job;
+}
+
+}  // namespace delayd::broker

@@ -1,0 +1,92 @@
+// The ingest contract: turns one record read from the ingest topic into a job to schedule, a
+// cancel request, or a reason to dead-letter it. Pure and total: no I/O, no clock, no exception
+// on any input (only std::bad_alloc can escape), so a hostile record can never stall a partition.
+//
+// Headers (names matched exactly and case-sensitively; if a name repeats, the first counts):
+//   op          "schedule" (default) or "cancel".
+//   job-id      1-200 printable ASCII characters (0x21-0x7E). Optional for schedule: without it
+//               the id is derived from the record's position, "<topic>-<partition>-<offset>",
+//               which is stable when the same record is redelivered after a crash, so a replay
+//               reschedules the same job instead of adding a twin. Required for cancel.
+//   deliver-at  Unix epoch milliseconds (decimal digits) or RFC 3339 (see time_format.hpp).
+//   delay-ms    Alternative to deliver-at: decimal milliseconds after the record's timestamp.
+//               Exactly one of deliver-at and delay-ms must be present for schedule.
+//   business    [A-Za-z0-9._-]{1,100}; names the ready topic through the configured template.
+// A cancel reads only op and job-id; every other header, and the value, are ignored.
+//
+// Invariants of a ScheduleJob: 0 <= deliver_at_ms <= kMaxEpochMs; job_id is non-empty;
+// ready_topic is a legal Kafka topic name other than the ingest and DLQ topics; `carried` holds
+// the record's headers in their order, minus every deliver-at, job-id and attempt header (the
+// broker writes its own normalized ones on the ready record).
+// Threading: pure functions over their arguments; callable from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "broker/time_format.hpp"
+#include "connectors/record.hpp"
+
+namespace delayd::broker {
+
+struct Config;
+
+// Header names of the ingest contract, and of the ready record the broker writes.
+inline constexpr std::string_view kHeaderOp = "op";
+inline constexpr std::string_view kHeaderJobId = "job-id";
+inline constexpr std::string_view kHeaderDeliverAt = "deliver-at";
+inline constexpr std::string_view kHeaderDelayMs = "delay-ms";
+inline constexpr std::string_view kHeaderBusiness = "business";
+inline constexpr std::string_view kHeaderAttempt = "attempt";
+// The dead-letter record carries the reason in this header.
+inline constexpr std::string_view kHeaderError = "error";
+
+inline constexpr std::size_t kMaxBusinessChars = 100;
+inline constexpr std::size_t kMaxJobIdChars = 200;
+
+struct IngestRules {
+  std::string ready_topic_template = "ready.{business}";
+  std::size_t max_value_bytes = 1'000'000;
+  // A business whose ready topic would be one of these is refused, so a record can never be
+  // published back into delayd's own input. Empty strings disable the check.
+  std::string ingest_topic;
+  std::string dlq_topic;
+};
+
+// The rules a loaded configuration implies.
+IngestRules ingest_rules(const Config& config);
+
+struct ScheduleJob {
+  std::string job_id;
+  bool job_id_derived = false;  // true when job-id was absent and the id comes from the offset
+  std::int64_t deliver_at_ms = 0;
+  std::string business;
+  std::string ready_topic;
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  connectors::Headers carried;
+  bool operator==(const ScheduleJob&) const = default;
+};
+
+struct CancelJob {
+  std::string job_id;
+  bool operator==(const CancelJob&) const = default;
+};
+
+struct Invalid {
+  std::string reason;  // one line of printable ASCII, for the DLQ record's `error` header
+  bool operator==(const Invalid&) const = default;
+};
+
+using ParsedIngest = std::variant<ScheduleJob, CancelJob, Invalid>;
+
+ParsedIngest parse_ingest(const connectors::Record& rec, const IngestRules& rules);
+
+// The id a record gets when it carries no job-id: "<topic>-<partition>-<offset>".
+std::string derived_job_id(const connectors::Record& rec);
+
+}  // namespace delayd::broker
