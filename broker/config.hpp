@@ -1,0 +1,186 @@
+// delayd's configuration: one struct with every setting, and the loader that fills it from, in
+// increasing precedence, built-in defaults, a TOML file, DELAYD_* environment variables and
+// command-line flags. Both executables (delayd and delayctl) share it.
+//
+//   file    --config FILE, else $DELAYD_CONFIG; no file at all is fine (defaults apply).
+//           [section] key = value, exactly the names below; an unknown key or a wrong TOML type
+//           is an error, so a typo can never be silently ignored.
+//   env     DELAYD_<SECTION>_<KEY>, e.g. DELAYD_REDIS_URL, DELAYD_SCHEDULER_LOAD_WINDOW_MS.
+//           The passthrough tables take "k=v,k2=v2" (a literal comma is written "\,").
+//           Unknown DELAYD_* variables are reported in Config::warnings, not refused, because
+//           scripts around delayd may use the prefix for their own purposes.
+//   flags   --set section.key=value (repeatable, applied in order), --set
+//           kafka.properties.<librdkafka property>=value, and the shortcuts --kafka-bootstrap,
+//           --redis-url, --log-level, applied after every --set.
+// The passthrough tables merge key by key across sources (a later source overrides one
+// property without dropping the others).
+//
+// Invariants: a Config returned by load_config() has passed validate_config(): every number is
+// in its documented range (so narrowing casts to int/size_t by users are safe), the ready-topic
+// template renders a legal topic for every legal business, the Redis URL parses, and
+// scheduler.load_window_ms < wheel range. Every failure is a ConfigError whose message names
+// the setting, its value (secrets masked) and where the value came from.
+// Threading: loading reads the process environment and a file; do it once at start-up on one
+// thread. A loaded Config is a plain value, safe to read from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace delayd::broker {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// librdkafka properties, name -> value. Sorted and unique, so printing and merging are stable.
+using PropertyMap = std::map<std::string, std::string>;
+// What a librdkafka client is built from: unique names, in the order they should be set.
+using KafkaProperties = std::vector<std::pair<std::string, std::string>>;
+
+struct KafkaConfig {
+  std::string bootstrap = "127.0.0.1:19092";
+  std::string group_id = "delayd";
+  std::string ingest_topic = "delay-ingest";
+  std::string dlq_topic = "delay-ingest.dlq";
+  std::string ready_topic_template = "ready.{business}";  // exactly one {business}
+  bool create_topics = true;           // create missing ingest, DLQ and ready topics
+  std::int64_t topic_partitions = 4;   // 1..100000, for topics delayd creates
+  std::int64_t topic_replication = 1;  // 1..32767, for topics delayd creates
+  std::int64_t message_timeout_ms = 30000;  // 1..2^31-1, librdkafka delivery timeout
+  PropertyMap properties;           // every client: consumer, producer, admin
+  PropertyMap consumer_properties;  // the ingest consumer only
+  PropertyMap producer_properties;  // the ready/DLQ producer only
+
+  // The ready topic of a business: the template with {business} replaced.
+  std::string ready_topic(std::string_view business) const;
+};
+
+struct RedisConfig {
+  std::string url = "redis://127.0.0.1:16379";  // redis://[[user]:password@]host[:port][/db]
+  std::string password;                          // overrides the url's password when non-empty
+  std::optional<std::int64_t> db;                // overrides the url's db when set; 0..2^31-1
+  std::string prefix = "delayd";                 // [A-Za-z0-9._-]{1,64}
+  std::int64_t timeout_ms = 2000;                // 1..3600000
+  std::int64_t job_retention_s = 604800;         // 0 (forever)..3153600000
+};
+
+struct WheelConfig {
+  std::int64_t tick_ms = 1;    // 1..60000
+  std::int64_t slot_bits = 8;  // 4..12; three levels of 2^slot_bits slots
+
+  // How far ahead the wheel can hold a timer: tick_ms * 2^(3 * slot_bits). At most
+  // 60000 * 2^36, so it fits in 64 bits with room to spare.
+  std::int64_t range_ms() const;
+};
+
+struct SchedulerConfig {
+  std::int64_t load_window_ms = 60000;  // 1..wheel range - 1
+  std::int64_t ingest_batch = 500;      // 1..1000000 (all three batches)
+  std::int64_t load_batch = 1000;
+  std::int64_t fire_batch = 500;
+  std::int64_t max_attempts = 10;             // 1..1000000
+  std::int64_t retry_backoff_ms = 500;        // 0..86400000
+  std::int64_t retry_backoff_max_ms = 30000;  // retry_backoff_ms..86400000
+  std::int64_t max_value_bytes = 1000000;     // 1..1000000000
+  std::int64_t shutdown_timeout_ms = 10000;   // 0..3600000
+};
+
+struct LogConfig {
+  std::string level = "info";  // trace, debug, info, warn, error
+};
+
+// The Redis server to talk to, once the url and the password/db overrides are combined.
+struct RedisEndpoint {
+  std::string host;  // without brackets for IPv6 literals
+  std::uint16_t port = 6379;
+  std::string user;      // empty: the default user
+  std::string password;  // empty: no AUTH
+  std::int64_t db = 0;
+  bool operator==(const RedisEndpoint&) const = default;
+};
+
+// Parses redis://[[user]:password@]host[:port][/db]. user and password are percent-decoded,
+// so a password containing '@' or ':' can be written %40 / %3A. Throws std::invalid_argument
+// with a short reason (never containing the password).
+RedisEndpoint parse_redis_url(std::string_view url);
+
+// The url with its password, if any, replaced by "***"; for logs and --print-config.
+std::string mask_redis_url(std::string_view url);
+
+struct Config {
+  KafkaConfig kafka;
+  RedisConfig redis;
+  WheelConfig wheel;
+  SchedulerConfig scheduler;
+  LogConfig log;
+
+  // Where each value came from, by dotted name ("redis.url", "kafka.properties.acks"):
+  // "default", "file PATH line N", "env NAME", "--set", "--redis-url". Filled by load_config;
+  // error messages and --print-config use it. Settings not present here count as defaults.
+  std::map<std::string, std::string> origins;
+  // Things worth a log line at start-up that are not errors (unknown DELAYD_* variables).
+  std::vector<std::string> warnings;
+
+  // redis.url combined with redis.password and redis.db. Throws ConfigError if the url is bad,
+  // which cannot happen for a Config that passed validate_config().
+  RedisEndpoint redis_endpoint() const;
+};
+
+// Throws ConfigError for the first setting out of its range or otherwise invalid.
+void validate_config(const Config& config);
+
+enum class KafkaClient { consumer, producer, admin };
+
+// bootstrap.servers (and group.id for the consumer, message.timeout.ms for the producer), then
+// kafka.properties, then the client's own table. Names are unique; a later table wins.
+// Validation refuses passthrough entries for the three properties delayd sets itself, so a
+// passthrough can never silently contradict kafka.bootstrap, group_id or message_timeout_ms.
+KafkaProperties kafka_properties(const Config& config, KafkaClient client);
+
+// DELAYD_* variables of this process. Tests pass their own map instead.
+using Environment = std::map<std::string, std::string>;
+Environment process_environment();
+
+// What the command line said; filled by the options add_config_flags() registers.
+struct ConfigFlags {
+  std::optional<std::string> config_file;
+  std::vector<std::string> sets;  // "section.key=value", in command-line order
+  std::optional<std::string> kafka_bootstrap;
+  std::optional<std::string> redis_url;
+  std::optional<std::string> log_level;
+  std::optional<std::string> print_config;  // "toml" or "json" when --print-config was given
+};
+
+// Registers --config, --set, --kafka-bootstrap, --redis-url, --log-level and
+// --print-config[=toml|json] on `app`, writing into `flags`, which must outlive app.parse().
+void add_config_flags(CLI::App& app, ConfigFlags& flags);
+
+// Defaults, then the file (flags.config_file, else env DELAYD_CONFIG), then env, then flags;
+// then validate_config(). Throws ConfigError.
+Config load_config(const ConfigFlags& flags, const Environment& env);
+
+enum class ConfigFormat { toml, json };
+
+// The effective configuration, secrets masked (redis.password, the url's password, and
+// passthrough properties whose name suggests a secret). TOML output is a valid config file;
+// each line notes a value's origin when it is not the default.
+std::string render_config(const Config& config, ConfigFormat format);
+
+// If --print-config was given, writes render_config() to `out` and returns true: the caller
+// should then exit with status 0 without starting anything.
+bool print_config_if_asked(const ConfigFlags& flags, const Config& config, std::ostream& out);
+
+}  // namespace delayd::broker

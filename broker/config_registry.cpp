@@ -1,0 +1,185 @@
+#include "broker/config_registry.hpp"
+
+#include <array>
+#include <cctype>
+
+#include "broker/config_names.hpp"
+
+namespace delayd::broker::config_detail {
+
+namespace {
+
+// A generic lambda converts to both the mutable and the const accessor, so each setting names
+// its member once.
+template <class T, class F>
+constexpr Field<T> field(F f) {
+  return Field<T>{f, f};
+}
+
+using Str = std::string;
+using Int = std::int64_t;
+using OptInt = std::optional<std::int64_t>;
+
+constexpr Int kMaxInt32 = 2'147'483'647;
+
+std::string check_non_empty(std::string_view v) {
+  return v.empty() ? "must not be empty" : "";
+}
+
+std::string check_topic(std::string_view v) {
+  return is_valid_topic_name(v) ? ""
+                                : "must be a legal Kafka topic name: 1-249 characters of "
+                                  "[A-Za-z0-9._-], not \".\", \"..\" or starting with \"__\"";
+}
+
+std::string check_ready_template(std::string_view v) {
+  const auto first = v.find(kBusinessPlaceholder);
+  if (first == std::string_view::npos ||
+      v.find(kBusinessPlaceholder, first + 1) != std::string_view::npos) {
+    return "must contain {business} exactly once";
+  }
+  // The shortest and the longest legal business must both give legal topic names; every
+  // business in between then does too, except "." and ".." which the ingest parser refuses
+  // record by record when the template is the bare placeholder.
+  if (!is_valid_topic_name(render_ready_topic(v, "a")) ||
+      !is_valid_topic_name(render_ready_topic(v, std::string(100, 'a')))) {
+    return "must give a legal Kafka topic name ([A-Za-z0-9._-], at most 249 characters, not "
+           "starting with \"__\") for every business of up to 100 characters";
+  }
+  return "";
+}
+
+std::string check_redis_url(std::string_view v) {
+  try {
+    (void)parse_redis_url(v);
+    return "";
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+}
+
+std::string check_prefix(std::string_view v) {
+  if (v.empty() || v.size() > 64) return "must be 1-64 characters of [A-Za-z0-9._-]";
+  for (char c : v) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) {
+      return "must be 1-64 characters of [A-Za-z0-9._-]";
+    }
+  }
+  return "";
+}
+
+std::string check_log_level(std::string_view v) {
+  for (std::string_view ok : {"trace", "debug", "info", "warn", "error"}) {
+    if (v == ok) return "";
+  }
+  return "must be one of trace, debug, info, warn, error";
+}
+
+// clang-format off
+constexpr std::array kSettings = {
+  Setting{"kafka.bootstrap", field<Str>([](auto& c) -> auto& { return c.kafka.bootstrap; }), 0, 0, check_non_empty},
+  Setting{"kafka.group_id", field<Str>([](auto& c) -> auto& { return c.kafka.group_id; }), 0, 0, check_non_empty},
+  Setting{"kafka.ingest_topic", field<Str>([](auto& c) -> auto& { return c.kafka.ingest_topic; }), 0, 0, check_topic},
+  Setting{"kafka.dlq_topic", field<Str>([](auto& c) -> auto& { return c.kafka.dlq_topic; }), 0, 0, check_topic},
+  Setting{"kafka.ready_topic_template", field<Str>([](auto& c) -> auto& { return c.kafka.ready_topic_template; }), 0, 0, check_ready_template},
+  Setting{"kafka.create_topics", field<bool>([](auto& c) -> auto& { return c.kafka.create_topics; })},
+  Setting{"kafka.topic_partitions", field<Int>([](auto& c) -> auto& { return c.kafka.topic_partitions; }), 1, 100'000},
+  Setting{"kafka.topic_replication", field<Int>([](auto& c) -> auto& { return c.kafka.topic_replication; }), 1, 32'767},
+  Setting{"kafka.message_timeout_ms", field<Int>([](auto& c) -> auto& { return c.kafka.message_timeout_ms; }), 1, kMaxInt32},
+  Setting{"kafka.properties", field<PropertyMap>([](auto& c) -> auto& { return c.kafka.properties; })},
+  Setting{"kafka.consumer_properties", field<PropertyMap>([](auto& c) -> auto& { return c.kafka.consumer_properties; })},
+  Setting{"kafka.producer_properties", field<PropertyMap>([](auto& c) -> auto& { return c.kafka.producer_properties; })},
+
+  Setting{"redis.url", field<Str>([](auto& c) -> auto& { return c.redis.url; }), 0, 0, check_redis_url},
+  Setting{"redis.password", field<Str>([](auto& c) -> auto& { return c.redis.password; }), 0, 0, nullptr, true},
+  Setting{"redis.db", field<OptInt>([](auto& c) -> auto& { return c.redis.db; }), 0, kMaxInt32},
+  Setting{"redis.prefix", field<Str>([](auto& c) -> auto& { return c.redis.prefix; }), 0, 0, check_prefix},
+  Setting{"redis.timeout_ms", field<Int>([](auto& c) -> auto& { return c.redis.timeout_ms; }), 1, 3'600'000},
+  Setting{"redis.job_retention_s", field<Int>([](auto& c) -> auto& { return c.redis.job_retention_s; }), 0, 3'153'600'000},
+
+  Setting{"wheel.tick_ms", field<Int>([](auto& c) -> auto& { return c.wheel.tick_ms; }), 1, 60'000},
+  Setting{"wheel.slot_bits", field<Int>([](auto& c) -> auto& { return c.wheel.slot_bits; }), 4, 12},
+
+  // The upper bound of load_window_ms depends on the wheel; validate_config() checks it.
+  Setting{"scheduler.load_window_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.load_window_ms; }), 1, INT64_MAX},
+  Setting{"scheduler.ingest_batch", field<Int>([](auto& c) -> auto& { return c.scheduler.ingest_batch; }), 1, 1'000'000},
+  Setting{"scheduler.load_batch", field<Int>([](auto& c) -> auto& { return c.scheduler.load_batch; }), 1, 1'000'000},
+  Setting{"scheduler.fire_batch", field<Int>([](auto& c) -> auto& { return c.scheduler.fire_batch; }), 1, 1'000'000},
+  Setting{"scheduler.max_attempts", field<Int>([](auto& c) -> auto& { return c.scheduler.max_attempts; }), 1, 1'000'000},
+  Setting{"scheduler.retry_backoff_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.retry_backoff_ms; }), 0, 86'400'000},
+  Setting{"scheduler.retry_backoff_max_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.retry_backoff_max_ms; }), 0, 86'400'000},
+  // Kafka's own ceiling for a message (librdkafka's message.max.bytes).
+  Setting{"scheduler.max_value_bytes", field<Int>([](auto& c) -> auto& { return c.scheduler.max_value_bytes; }), 1, 1'000'000'000},
+  Setting{"scheduler.shutdown_timeout_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.shutdown_timeout_ms; }), 0, 3'600'000},
+
+  Setting{"log.level", field<Str>([](auto& c) -> auto& { return c.log.level; }), 0, 0, check_log_level},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const Setting> settings() { return kSettings; }
+
+const Setting* find_setting(std::string_view name) {
+  for (const auto& s : kSettings) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+std::string env_name(std::string_view setting_name) {
+  std::string out = "DELAYD_";
+  for (char c : setting_name) {
+    out.push_back(c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  }
+  return out;
+}
+
+bool is_secret_property(std::string_view name) {
+  // librdkafka's secrets: ssl.key.password, ssl.keystore.password, sasl.password,
+  // sasl.oauthbearer.client.secret, sasl.oauthbearer.config, ssl.key.pem, ssl_key.
+  for (std::string_view marker : {"password", "secret", "sasl.oauthbearer.config", "ssl.key.pem",
+                                  "ssl_key", "sasl.jaas"}) {
+    if (name.find(marker) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+std::string display_value(const Setting& s, const Config& c) {
+  struct Visitor {
+    const Setting& s;
+    const Config& c;
+    std::string operator()(const Field<std::string>& f) const {
+      const std::string& v = f.get(c);
+      if (s.secret) return v.empty() ? "\"\"" : "\"***\"";
+      if (s.name == "redis.url") return quote_for_message(mask_redis_url(v), 300);
+      return quote_for_message(v, 300);
+    }
+    std::string operator()(const Field<bool>& f) const { return f.get(c) ? "true" : "false"; }
+    std::string operator()(const Field<std::int64_t>& f) const {
+      return std::to_string(f.get(c));
+    }
+    std::string operator()(const Field<std::optional<std::int64_t>>& f) const {
+      const auto& v = f.get(c);
+      return v ? std::to_string(*v) : "unset";
+    }
+    std::string operator()(const Field<PropertyMap>& f) const {
+      std::string out = "{";
+      for (const auto& [k, v] : f.get(c)) {
+        if (out.size() > 1) out += ", ";
+        out += quote_for_message(k) + " = " +
+               (is_secret_property(k) ? std::string("\"***\"") : quote_for_message(v));
+      }
+      return out + "}";
+    }
+  };
+  return std::visit(Visitor{s, c}, s.field);
+}
+
+std::string from_origin(const Config& c, std::string_view name) {
+  const auto it = c.origins.find(std::string(name));
+  if (it == c.origins.end()) return "";
+  return " (from " + it->second + ")";
+}
+
+}  // namespace delayd::broker::config_detail
