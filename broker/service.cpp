@@ -3,6 +3,7 @@
 #include "broker/delivery_tags.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/ingest_path.hpp"
+#include "broker/redis_options.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/wall_clock.hpp"
 #include "connectors/kafka_admin.hpp"
@@ -51,17 +52,6 @@ connectors::Properties with_defaults(connectors::Properties defaults, const Kafk
   return defaults;
 }
 
-storage::RedisOptions redis_options(const Config& c) {
-  const RedisEndpoint e = c.redis_endpoint();
-  storage::RedisOptions o;
-  o.host = e.host;
-  o.port = e.port;
-  o.user = e.user;
-  o.password = e.password;
-  o.db = static_cast<int>(e.db);
-  o.timeout_ms = static_cast<int>(c.redis.timeout_ms);
-  return o;
-}
 
 }  // namespace
 

@@ -1,0 +1,208 @@
+// delayctl: the command-line companion of delayd. It talks to the same Kafka and Redis, with
+// the same configuration (file, DELAYD_* variables, flags), and prints JSON.
+//
+//   delayctl send --business B (--deliver-at T | --delay-ms N) [--key K] [--job-id ID]
+//                 [--header name=value]... [--value V]      publish a delayed message
+//   delayctl get ID                                          the job as JSON (exit 1: no such job)
+//   delayctl cancel ID [--timeout-ms N]                      publish a cancel, wait for the outcome
+//   delayctl stats                                           pending count, next due, counters
+//
+// Exit status: 0 done; 1 the request was answered "no" (no such job, already delivered, ...);
+// 2 bad usage or configuration; 3 the cancel was published but delayd did not act on it in time;
+// 4 Kafka or Redis could not be reached.
+#include "broker/config.hpp"
+#include "broker/ingest_parse.hpp"
+#include "broker/job_json.hpp"
+#include "broker/redis_options.hpp"
+#include "broker/time_format.hpp"
+#include "connectors/kafka_producer.hpp"
+#include "storage/job_store.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+namespace {
+
+using delayd::broker::Config;
+using nlohmann::json;
+
+struct SendArgs {
+  std::string business;
+  std::optional<std::string> deliver_at;
+  std::optional<std::int64_t> delay_ms;
+  std::optional<std::string> key;
+  std::optional<std::string> job_id;
+  std::optional<std::string> value;
+  std::vector<std::string> headers;
+};
+
+// Publishes one record to the ingest topic and waits for Kafka's acknowledgement.
+delayd::connectors::DeliveryReport publish(const Config& config, delayd::connectors::OutRecord rec) {
+  std::optional<delayd::connectors::DeliveryReport> report;
+  delayd::connectors::KafkaProducer producer(
+      delayd::broker::kafka_properties(config, delayd::broker::KafkaClient::producer),
+      [&](const delayd::connectors::DeliveryReport& r) { report = r; });
+  producer.produce(rec);
+  producer.flush(static_cast<int>(config.kafka.message_timeout_ms) + 5000);
+  if (!report) throw delayd::connectors::KafkaError("no delivery report for the record");
+  if (!report->ok) throw delayd::connectors::KafkaError(report->error);
+  return *report;
+}
+
+int cmd_send(const Config& config, const SendArgs& a) {
+  using namespace delayd::broker;
+  delayd::connectors::OutRecord rec;
+  rec.topic = config.kafka.ingest_topic;
+  rec.key = a.key;
+  rec.value = a.value.value_or("");
+  if (a.deliver_at.has_value() == a.delay_ms.has_value()) {
+    std::cerr << "delayctl send: give exactly one of --deliver-at and --delay-ms\n";
+    return 2;
+  }
+  if (a.deliver_at) {
+    if (!parse_timestamp_ms(*a.deliver_at)) {
+      std::cerr << "delayctl send: --deliver-at '" << *a.deliver_at
+                << "' is neither epoch milliseconds nor an RFC 3339 timestamp\n";
+      return 2;
+    }
+    rec.headers.push_back({std::string(kHeaderDeliverAt), *a.deliver_at});
+  } else {
+    rec.headers.push_back({std::string(kHeaderDelayMs), std::to_string(*a.delay_ms)});
+  }
+  rec.headers.push_back({std::string(kHeaderBusiness), a.business});
+  if (a.job_id) rec.headers.push_back({std::string(kHeaderJobId), *a.job_id});
+  for (const auto& h : a.headers) {
+    const auto eq = h.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "delayctl send: --header '" << h << "' is not name=value\n";
+      return 2;
+    }
+    rec.headers.push_back({h.substr(0, eq), h.substr(eq + 1)});
+  }
+  const auto report = publish(config, rec);
+  delayd::connectors::Record as_read;
+  as_read.topic = report.topic;
+  as_read.partition = report.partition;
+  as_read.offset = report.offset;
+  json out{{"job_id", a.job_id ? *a.job_id : derived_job_id(as_read)},
+           {"topic", report.topic},
+           {"partition", report.partition},
+           {"offset", report.offset}};
+  std::cout << to_text(out) << "\n";
+  return 0;
+}
+
+int cmd_get(delayd::storage::JobStore& store, const std::string& id) {
+  auto fields = store.get(id);
+  if (!fields) {
+    std::cerr << "delayctl get: no job " << id << "\n";
+    return 1;
+  }
+  std::cout << delayd::broker::to_text(delayd::broker::job_to_json(id, *fields)) << "\n";
+  return 0;
+}
+
+int cmd_cancel(const Config& config, delayd::storage::JobStore& store, const std::string& id, int timeout_ms) {
+  using namespace delayd::broker;
+  auto state = [&]() -> std::string {
+    auto f = store.get(id);
+    if (!f) return "missing";
+    return f->count("state") ? f->at("state") : "unknown";
+  };
+  const std::string before = state();
+  if (before == "missing") {
+    std::cerr << "delayctl cancel: no job " << id << "\n";
+    return 1;
+  }
+  if (before != "delay") {
+    std::cout << to_text(json{{"job_id", id}, {"cancelled", false}, {"state", before}}) << "\n";
+    return 1;
+  }
+  // The cancel goes through the ingest topic like any producer's, so the instance that owns
+  // the job drops it from its wheel; delayctl only watches Redis for the outcome.
+  delayd::connectors::OutRecord rec;
+  rec.topic = config.kafka.ingest_topic;
+  rec.key = id;
+  rec.headers = {{std::string(kHeaderOp), "cancel"}, {std::string(kHeaderJobId), id}};
+  publish(config, rec);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string now_state = state();
+  while (now_state == "delay" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    now_state = state();
+  }
+  const bool cancelled = now_state == "cancelled";
+  std::cout << to_text(json{{"job_id", id}, {"cancelled", cancelled}, {"state", now_state}}) << "\n";
+  if (now_state == "delay") {
+    std::cerr << "delayctl cancel: the cancel is published but delayd has not acted on it within " << timeout_ms
+              << " ms (is delayd running?); if it arrives while the job is in flight, it has no effect\n";
+    return 3;
+  }
+  return cancelled ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"delayctl: publish, inspect and cancel delayed jobs of delayd"};
+  app.require_subcommand(1);
+  delayd::broker::ConfigFlags flags;
+  delayd::broker::add_config_flags(app, flags);
+
+  SendArgs send;
+  auto* send_cmd = app.add_subcommand("send", "publish a delayed message to the ingest topic");
+  send_cmd->add_option("--business,-b", send.business, "business name (selects the ready topic)")->required();
+  auto* at_opt = send_cmd->add_option("--deliver-at", send.deliver_at, "epoch ms or RFC 3339 time");
+  auto* delay_opt = send_cmd->add_option("--delay-ms", send.delay_ms, "delay after the record's timestamp");
+  at_opt->excludes(delay_opt);
+  send_cmd->add_option("--key,-k", send.key, "record key");
+  send_cmd->add_option("--job-id", send.job_id, "idempotency key (default: derived from the record's position)");
+  send_cmd->add_option("--header,-H", send.headers, "extra header name=value (repeatable)");
+  send_cmd->add_option("--value,-v,value", send.value, "record value");
+
+  std::string job_id;
+  auto* get_cmd = app.add_subcommand("get", "print a job as JSON");
+  get_cmd->add_option("job-id", job_id, "the job's id")->required();
+
+  int timeout_ms = 10000;
+  auto* cancel_cmd = app.add_subcommand("cancel", "cancel a pending job and wait for the outcome");
+  cancel_cmd->add_option("job-id", job_id, "the job's id")->required();
+  cancel_cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for delayd to act")->check(CLI::PositiveNumber);
+
+  auto* stats_cmd = app.add_subcommand("stats", "pending jobs, next due time, counts per business and state");
+
+  CLI11_PARSE(app, argc, argv);
+
+  Config config;
+  try {
+    config = delayd::broker::load_config(flags, delayd::broker::process_environment());
+  } catch (const delayd::broker::ConfigError& e) {
+    std::cerr << "delayctl: " << e.what() << "\n";
+    return 2;
+  }
+  if (delayd::broker::print_config_if_asked(flags, config, std::cout)) return 0;
+
+  try {
+    if (*send_cmd) return cmd_send(config, send);
+    delayd::storage::RedisConnection redis(delayd::broker::redis_options(config));
+    delayd::storage::JobStore store(redis, delayd::storage::KeySchema(config.redis.prefix),
+                                    config.redis.job_retention_s);
+    if (*get_cmd) return cmd_get(store, job_id);
+    if (*cancel_cmd) return cmd_cancel(config, store, job_id, timeout_ms);
+    if (*stats_cmd) {
+      std::cout << delayd::broker::to_text(delayd::broker::stats_to_json(store.stats())) << "\n";
+      return 0;
+    }
+  } catch (const delayd::storage::RedisIoError& e) {
+    std::cerr << "delayctl: " << e.what() << "\n";
+    return 4;
+  } catch (const delayd::connectors::KafkaError& e) {
+    std::cerr << "delayctl: kafka: " << e.what() << "\n";
+    return 4;
+  }
+  return 2;
+}
