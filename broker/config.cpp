@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -139,8 +138,9 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
 
 std::optional<bool> parse_bool(std::string_view text) {
   std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
   if (lower == "true" || lower == "1" || lower == "yes" || lower == "on") return true;
   if (lower == "false" || lower == "0" || lower == "no" || lower == "off") return false;
   return std::nullopt;
@@ -387,6 +387,7 @@ void apply_set(Config& c, std::string_view assignment) {
     fail("--set " + quote_for_message(assignment), "", "expected section.key=value");
   }
   const std::string name = trim(assignment.substr(0, eq));
+  if (name.empty()) fail("--set " + quote_for_message(assignment), "", "expected section.key=value");
   const Target t = resolve(name);
   if (t.setting == nullptr) fail(name, "--set", unknown_setting_problem(name));
   set_from_text(c, t, assignment.substr(eq + 1), "--set");

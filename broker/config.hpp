@@ -12,8 +12,9 @@
 //   flags   --set section.key=value (repeatable, applied in order), --set
 //           kafka.properties.<librdkafka property>=value, and the shortcuts --kafka-bootstrap,
 //           --redis-url, --log-level, applied after every --set.
-// The passthrough tables merge key by key across sources (a later source overrides one
-// property without dropping the others).
+// Text values (env, --set): integers in decimal; booleans true/false, 1/0, yes/no, on/off in
+// any case; strings verbatim. The passthrough tables merge key by key across sources (a later
+// source overrides one property without dropping the others).
 //
 // Invariants: a Config returned by load_config() has passed validate_config(): every number is
 // in its documented range (so narrowing casts to int/size_t by users are safe), the ready-topic

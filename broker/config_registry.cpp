@@ -1,7 +1,6 @@
 #include "broker/config_registry.hpp"
 
 #include <array>
-#include <cctype>
 
 #include "broker/config_names.hpp"
 
@@ -61,7 +60,10 @@ std::string check_redis_url(std::string_view v) {
 std::string check_prefix(std::string_view v) {
   if (v.empty() || v.size() > 64) return "must be 1-64 characters of [A-Za-z0-9._-]";
   for (char c : v) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) {
+    // ASCII by hand: std::isalnum would follow the process locale.
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
       return "must be 1-64 characters of [A-Za-z0-9._-]";
     }
   }
@@ -130,7 +132,11 @@ const Setting* find_setting(std::string_view name) {
 std::string env_name(std::string_view setting_name) {
   std::string out = "DELAYD_";
   for (char c : setting_name) {
-    out.push_back(c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    if (c == '.') {
+      out.push_back('_');
+    } else {
+      out.push_back(c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c);
+    }
   }
   return out;
 }
@@ -174,12 +180,6 @@ std::string display_value(const Setting& s, const Config& c) {
     }
   };
   return std::visit(Visitor{s, c}, s.field);
-}
-
-std::string from_origin(const Config& c, std::string_view name) {
-  const auto it = c.origins.find(std::string(name));
-  if (it == c.origins.end()) return "";
-  return " (from " + it->second + ")";
 }
 
 }  // namespace delayd::broker::config_detail

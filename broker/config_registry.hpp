@@ -57,7 +57,4 @@ bool is_secret_property(std::string_view property_name);
 // "123", "true", "\"text\"" (quoted and escaped), "unset"; secrets as "***".
 std::string display_value(const Setting& s, const Config& c);
 
-// " (from ORIGIN)" or, when the setting has no recorded origin, "".
-std::string from_origin(const Config& c, std::string_view name);
-
 }  // namespace delayd::broker::config_detail
