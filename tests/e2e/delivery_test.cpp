@@ -1,0 +1,118 @@
+// Thousands of jobs, several businesses, delays from the past up to 10 s, many on one instant:
+// each arrives exactly once on its ready topic, never before its deliver-at, and Redis says
+// ready for each. Lateness percentiles are printed (the figures belong to README, not asserts).
+#include "harness.hpp"
+
+#include "broker/time_format.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+
+using namespace delayd::e2e;
+
+TEST_CASE("every job arrives exactly once, never early, and is marked ready", "[e2e][delivery]") {
+  const std::vector<std::string> businesses{"orders", "mail", "billing", "push"};
+  World w("delivery");
+  w.create_topics(businesses);
+  DelaydProcess delayd(w);
+  delayd.start();
+
+  constexpr int kJobs = 3000;
+  std::mt19937_64 rng(20261122);
+  std::uniform_int_distribution<std::int64_t> delay(0, 10000);
+  Publisher pub(w);
+  const std::int64_t base = now_ms() + 500;
+  const std::int64_t shared_instant = base + 4000;
+  std::map<std::string, std::int64_t> expected;  // job-id -> deliver-at
+  std::set<std::string> overdue;                  // deliver-at already past when published
+  for (int i = 0; i < kJobs; ++i) {
+    Job j;
+    j.job_id = "job-" + std::to_string(i);
+    j.business = businesses[static_cast<size_t>(i) % businesses.size()];
+    j.key = "key-" + std::to_string(i % 97);
+    j.value = "payload " + std::to_string(i);
+    j.extra = {{"trace-id", "t" + std::to_string(i)}};
+    std::int64_t at;
+    if (i % 10 == 0) {
+      at = base - 60000 - i;  // in the past: fires at once
+      overdue.insert(j.job_id);
+    } else if (i % 10 == 1) {
+      at = shared_instant;  // 300 jobs on one millisecond
+    } else {
+      at = base + delay(rng);
+    }
+    // Both forms of deliver-at are part of the contract.
+    j.deliver_at = (i % 7 == 0) ? delayd::broker::format_rfc3339_ms(at) : std::to_string(at);
+    expected[j.job_id] = at;
+    pub.send(j);
+  }
+  pub.flush();
+
+  std::vector<std::string> topics;
+  for (const auto& b : businesses) topics.push_back(w.ready_topic(b));
+  Collector ready(w, topics);
+  const bool all = ready.collect_until([&](const auto& recs) { return recs.size() >= expected.size(); },
+                                       std::chrono::seconds(90));
+  // Anything extra would show up right behind the last expected record.
+  ready.collect_until([](const auto&) { return false; }, std::chrono::milliseconds(1500));
+  INFO("received " << ready.records().size() << " of " << expected.size());
+  REQUIRE(all);
+
+  JobReader redis(w);
+  std::vector<std::string> ids;
+  for (const auto& [id, at] : expected) ids.push_back(id);
+  // A job can only be on time if delayd had it before it was due: lateness is measured from
+  // max(deliver-at, accepted-at); the plain figure against deliver-at is printed as well.
+  std::map<std::string, std::int64_t> accepted_at;
+  {
+    const auto created = redis.fields(ids, "created_at");
+    for (size_t i = 0; i < ids.size(); ++i) accepted_at[ids[i]] = created[i] == "<none>" ? 0 : std::stoll(created[i]);
+  }
+
+  std::map<std::string, int> seen;
+  std::vector<std::int64_t> lateness, from_deliver_at;
+  int early = 0;
+  for (const auto& r : ready.records()) {
+    const auto id = header(r, "job-id");
+    REQUIRE(id.has_value());
+    ++seen[*id];
+    REQUIRE(expected.count(*id) == 1);
+    const std::int64_t at = expected[*id];
+    CHECK(header(r, "deliver-at") == std::to_string(at));
+    CHECK(header(r, "attempt") == "1");
+    CHECK(header(r, "business").has_value());
+    const int n = std::stoi(id->substr(4));
+    CHECK(r.topic == w.ready_topic(businesses[static_cast<size_t>(n) % businesses.size()]));
+    CHECK(r.value == "payload " + std::to_string(n));
+    CHECK(r.key == "key-" + std::to_string(n % 97));
+    CHECK(header(r, "trace-id") == "t" + std::to_string(n));
+    if (r.timestamp_ms < at) ++early;
+    if (!overdue.count(*id)) {
+      from_deliver_at.push_back(r.timestamp_ms - at);
+      lateness.push_back(r.timestamp_ms - std::max(at, accepted_at[*id]));
+    }
+  }
+  CHECK(early == 0);
+  CHECK(seen.size() == expected.size());
+  for (const auto& [id, count] : seen) {
+    INFO(id);
+    CHECK(count == 1);
+  }
+
+  auto print = [](const char* what, std::vector<std::int64_t> v) {
+    std::sort(v.begin(), v.end());
+    std::cout << "lateness (ms) " << what << " over " << v.size() << " jobs: p50 " << percentile(v, 50) << ", p90 "
+              << percentile(v, 90) << ", p99 " << percentile(v, 99) << ", max " << v.back() << "\n";
+  };
+  print("after max(deliver-at, accepted-at)", lateness);
+  print("after deliver-at", from_deliver_at);
+
+  const auto states = redis.states(ids);
+  CHECK(std::count(states.begin(), states.end(), "ready") == static_cast<long>(ids.size()));
+  CHECK(delayd.stop() == 0);
+}

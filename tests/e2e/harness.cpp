@@ -1,0 +1,229 @@
+#include "harness.hpp"
+
+#include "support/test_env.hpp"
+
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#ifndef DELAYD_BIN
+#error "DELAYD_BIN must name the delayd executable"
+#endif
+
+namespace delayd::e2e {
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+World::World(const std::string& name) {
+  bootstrap = testing::require_env("KAFKA_BOOTSTRAP");
+  redis_url = testing::require_env("REDIS_URL");
+  const std::string id = testing::unique_name("e2e-" + name);
+  ingest_topic = id + ".ingest";
+  dlq_topic = id + ".dlq";
+  ready_prefix = id + ".ready.";
+  group = id;
+  redis_prefix = id;
+  log_path = "delayd-" + id + ".log";  // in the test's working directory (the build tree)
+}
+
+void World::create_topics(const std::vector<std::string>& businesses, int partitions) {
+  connectors::KafkaAdmin admin({{"bootstrap.servers", bootstrap}});
+  std::vector<std::string> topics{ingest_topic, dlq_topic};
+  for (const auto& b : businesses) topics.push_back(ready_topic(b));
+  admin.ensure_topics(topics, partitions, 1);
+}
+
+std::vector<std::pair<std::string, std::string>> World::environment() const {
+  std::map<std::string, std::string> env{
+      {"DELAYD_KAFKA_BOOTSTRAP", bootstrap},
+      {"DELAYD_REDIS_URL", redis_url},
+      {"DELAYD_KAFKA_INGEST_TOPIC", ingest_topic},
+      {"DELAYD_KAFKA_DLQ_TOPIC", dlq_topic},
+      {"DELAYD_KAFKA_READY_TOPIC_TEMPLATE", ready_prefix + "{business}"},
+      {"DELAYD_KAFKA_GROUP_ID", group},
+      {"DELAYD_REDIS_PREFIX", redis_prefix},
+      {"DELAYD_KAFKA_CREATE_TOPICS", "false"},
+      // The broker's minimum; a killed instance's partitions come back after this long.
+      {"DELAYD_KAFKA_CONSUMER_PROPERTIES", "session.timeout.ms=6000,heartbeat.interval.ms=1000"},
+      {"DELAYD_LOG_LEVEL", "info"},
+  };
+  for (const auto& [k, v] : settings) env[k] = v;
+  return {env.begin(), env.end()};
+}
+
+DelaydProcess::DelaydProcess(const World& world) : world_(world) {}
+
+DelaydProcess::~DelaydProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+void DelaydProcess::start(std::chrono::milliseconds timeout) {
+  REQUIRE(pid_ < 0);
+  struct stat st {};
+  log_offset_ = ::stat(world_.log_path.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
+  const auto env = world_.environment();
+  pid_ = ::fork();
+  REQUIRE(pid_ >= 0);
+  if (pid_ == 0) {
+    // Child: only async-signal-safe calls until exec.
+    const int fd = ::open(world_.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    ::execl(DELAYD_BIN, DELAYD_BIN, static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::ifstream log(world_.log_path);
+    log.seekg(static_cast<std::streamoff>(log_offset_));
+    std::stringstream text;
+    text << log.rdbuf();
+    if (text.str().find("assigned") != std::string::npos) return;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      FAIL("delayd exited during start-up; its log:\n" << text.str());
+    }
+    if (std::chrono::steady_clock::now() > deadline) FAIL("delayd got no partitions in time; its log:\n" << text.str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+int DelaydProcess::stop(std::chrono::milliseconds timeout) {
+  REQUIRE(pid_ > 0);
+  ::kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) != pid_) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      pid_ = -1;
+      FAIL("delayd did not stop within the timeout after SIGTERM");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+void DelaydProcess::kill9() {
+  REQUIRE(pid_ > 0);
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+bool DelaydProcess::running() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+Publisher::Publisher(const World& world)
+    : world_(world),
+      producer_({{"bootstrap.servers", world.bootstrap}, {"linger.ms", "5"}},
+                [this](const connectors::DeliveryReport& r) { reports_.push_back(r); }) {}
+
+void Publisher::send(const Job& job) {
+  connectors::OutRecord rec;
+  rec.topic = world_.ingest_topic;
+  rec.key = job.key;
+  rec.value = job.value;
+  if (job.deliver_at) rec.headers.push_back({"deliver-at", *job.deliver_at});
+  if (job.delay_ms) rec.headers.push_back({"delay-ms", *job.delay_ms});
+  rec.headers.push_back({"business", job.business});
+  if (!job.job_id.empty()) rec.headers.push_back({"job-id", job.job_id});
+  for (const auto& h : job.extra) rec.headers.push_back(h);
+  send_raw(std::move(rec));
+}
+
+void Publisher::send_raw(connectors::OutRecord rec) {
+  rec.topic = world_.ingest_topic;
+  producer_.produce(rec);
+}
+
+void Publisher::send_cancel(const std::string& job_id) {
+  connectors::OutRecord rec;
+  rec.key = job_id;
+  rec.headers = {{"op", "cancel"}, {"job-id", job_id}};
+  send_raw(std::move(rec));
+}
+
+void Publisher::flush() {
+  REQUIRE(producer_.flush(60000));
+  for (const auto& r : reports_) {
+    INFO(r.error);
+    REQUIRE(r.ok);
+  }
+  reports_.clear();
+}
+
+Collector::Collector(const World& world, std::vector<std::string> topics)
+    : consumer_({{"bootstrap.servers", world.bootstrap},
+                 {"group.id", testing::unique_name("collector")},
+                 {"auto.offset.reset", "earliest"}},
+                {}) {
+  consumer_.subscribe(topics);
+}
+
+bool Collector::collect_until(const std::function<bool(const std::vector<connectors::Record>&)>& done,
+                              std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done(records_)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    for (auto& r : consumer_.poll_batch(1000, 100)) records_.push_back(std::move(r));
+  }
+  return true;
+}
+
+std::optional<std::string> header(const connectors::Record& r, const std::string& name) {
+  const auto* v = connectors::find_header(r.headers, name);
+  if (v == nullptr || !v->has_value()) return std::nullopt;
+  return **v;
+}
+
+JobReader::JobReader(const World& world) : world_(world), redis_(storage::parse_redis_url(world.redis_url)) {}
+
+std::vector<std::string> JobReader::fields(const std::vector<std::string>& job_ids, const std::string& name) {
+  std::vector<storage::Command> cmds;
+  for (const auto& id : job_ids) cmds.push_back({"HGET", world_.redis_prefix + ":job:" + id, name});
+  std::vector<std::string> out;
+  for (auto& r : redis_.pipeline(cmds)) out.push_back(r.view().is_nil() ? "<none>" : std::string(r.view().str()));
+  return out;
+}
+
+std::optional<std::string> JobReader::field(const std::string& job_id, const std::string& name) {
+  auto r = redis_.command({"HGET", world_.redis_prefix + ":job:" + job_id, name});
+  return r.view().opt_str();
+}
+
+std::int64_t percentile(const std::vector<std::int64_t>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+}  // namespace delayd::e2e

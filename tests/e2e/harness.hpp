@@ -1,0 +1,144 @@
+// End-to-end harness: runs the real delayd executable as a child process against the local
+// stack, with topics, consumer group and Redis prefix of its own, so tests never see each
+// other's jobs. Jobs go in through a real Kafka producer; ready records come out through a real
+// consumer; job state is read from Redis.
+//
+// Threading: single-threaded tests.
+#pragma once
+
+#include "connectors/kafka_admin.hpp"
+#include "connectors/kafka_consumer.hpp"
+#include "connectors/kafka_producer.hpp"
+#include "connectors/record.hpp"
+#include "storage/redis_connection.hpp"
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace delayd::e2e {
+
+std::int64_t now_ms();
+
+// One isolated delayd world: names, and the settings delayd gets through DELAYD_* variables.
+struct World {
+  explicit World(const std::string& name);
+
+  std::string bootstrap;
+  std::string redis_url;
+  std::string ingest_topic;
+  std::string dlq_topic;
+  std::string ready_prefix;  // ready topics are ready_prefix + business
+  std::string group;
+  std::string redis_prefix;
+  std::string log_path;
+  std::map<std::string, std::string> settings;  // extra DELAYD_* variables
+
+  std::string ready_topic(const std::string& business) const { return ready_prefix + business; }
+  // Creates the ingest and DLQ topics and the ready topics of these businesses.
+  void create_topics(const std::vector<std::string>& businesses, int partitions = 4);
+  std::vector<std::pair<std::string, std::string>> environment() const;
+};
+
+// The delayd executable as a child process. The destructor kills it if it still runs.
+class DelaydProcess {
+ public:
+  explicit DelaydProcess(const World& world);
+  ~DelaydProcess();
+  DelaydProcess(const DelaydProcess&) = delete;
+  DelaydProcess& operator=(const DelaydProcess&) = delete;
+
+  // Starts it and waits until its consumer has partitions (its log says "assigned").
+  void start(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // SIGTERM, then waits; returns the exit status (or -signal).
+  int stop(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // SIGKILL: a crash at whatever point it had reached.
+  void kill9();
+  bool running();
+
+ private:
+  const World& world_;
+  pid_t pid_ = -1;
+  std::size_t log_offset_ = 0;
+};
+
+struct Job {
+  std::string job_id;  // empty: no job-id header
+  std::optional<std::string> deliver_at;
+  std::optional<std::string> delay_ms;
+  std::string business = "orders";
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  connectors::Headers extra;
+};
+
+// A job due at `deliver_at` (epoch ms), the common case of the tests.
+inline Job job_at(std::string job_id, std::int64_t deliver_at, std::string value,
+                  std::optional<std::string> key = std::nullopt, std::string business = "orders") {
+  Job j;
+  j.job_id = std::move(job_id);
+  j.deliver_at = std::to_string(deliver_at);
+  j.value = std::move(value);
+  j.key = std::move(key);
+  j.business = std::move(business);
+  return j;
+}
+
+// Publishes records to the ingest topic and waits until Kafka acknowledged all of them.
+class Publisher {
+ public:
+  explicit Publisher(const World& world);
+  void send(const Job& job);
+  void send_raw(connectors::OutRecord rec);
+  void send_cancel(const std::string& job_id);
+  // Throws if any record was not acknowledged.
+  void flush();
+
+ private:
+  const World& world_;
+  std::vector<connectors::DeliveryReport> reports_;
+  connectors::KafkaProducer producer_;
+};
+
+// Reads topics from the beginning in a fresh group.
+class Collector {
+ public:
+  Collector(const World& world, std::vector<std::string> topics);
+  // Polls until `done` says so or the timeout passes; returns whether `done` was reached.
+  bool collect_until(const std::function<bool(const std::vector<connectors::Record>&)>& done,
+                     std::chrono::milliseconds timeout);
+  const std::vector<connectors::Record>& records() const { return records_; }
+
+ private:
+  connectors::KafkaConsumer consumer_;
+  std::vector<connectors::Record> records_;
+};
+
+std::optional<std::string> header(const connectors::Record& r, const std::string& name);
+
+// Redis, for reading job state.
+class JobReader {
+ public:
+  explicit JobReader(const World& world);
+  // The state of each job, in one round trip ("<none>" for a missing job).
+  std::vector<std::string> states(const std::vector<std::string>& job_ids) { return fields(job_ids, "state"); }
+  // One field of each job, in one round trip ("<none>" where absent).
+  std::vector<std::string> fields(const std::vector<std::string>& job_ids, const std::string& name);
+  std::optional<std::string> field(const std::string& job_id, const std::string& name);
+
+ private:
+  const World& world_;
+  storage::RedisConnection redis_;
+};
+
+// Percentile of a sorted sample (nearest rank).
+std::int64_t percentile(const std::vector<std::int64_t>& sorted, double p);
+
+}  // namespace delayd::e2e

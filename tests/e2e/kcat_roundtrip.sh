@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A client this project did not write: kcat publishes a delayed message and reads it back from
+# the ready topic; redis-cli reads the job's state. delayd creates the topics itself here
+# (kafka.create_topics = true), as in the README's quick start.
+#   usage: kcat_roundtrip.sh /path/to/delayd
+set -euo pipefail
+DELAYD="$1"
+: "${KAFKA_BOOTSTRAP:?KAFKA_BOOTSTRAP is not set: start the stack (scripts/stack.sh up) and export its env}"
+: "${REDIS_URL:?REDIS_URL is not set}"
+
+run="kcat-$$-$(date +%s%N)"
+log="$PWD/delayd-$run.log"
+export DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL"
+export DELAYD_KAFKA_INGEST_TOPIC="$run.ingest" DELAYD_KAFKA_DLQ_TOPIC="$run.dlq"
+export DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$run.ready.{business}" DELAYD_KAFKA_GROUP_ID="$run"
+export DELAYD_REDIS_PREFIX="$run" DELAYD_KAFKA_CREATE_TOPICS=true
+
+"$DELAYD" >"$log" 2>&1 &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 600); do
+  grep -q assigned "$log" && break
+  kill -0 $pid 2>/dev/null || { cat "$log"; echo "FAIL: delayd exited"; exit 1; }
+  sleep 0.1
+done
+grep -q assigned "$log" || { cat "$log"; echo "FAIL: delayd got no partitions"; exit 1; }
+
+deliver_at=$(($(date +%s%3N) + 2000))
+echo "hello from kcat" | kcat -P -b "$KAFKA_BOOTSTRAP" -t "$run.ingest" -k order-1 \
+  -H "deliver-at=$deliver_at" -H business=demo -H job-id="$run-job"
+
+# The ready topic appears once delayd has accepted the job (it creates it on first use).
+for _ in $(seq 1 300); do
+  kcat -L -b "$KAFKA_BOOTSTRAP" -t "$run.ready.demo" 2>/dev/null | grep -q "partition 0" && break
+  sleep 0.1
+done
+# -c 1: exit after the first message.
+out=$(timeout 60 kcat -C -b "$KAFKA_BOOTSTRAP" -t "$run.ready.demo" -o beginning -c 1 \
+  -f 'key=%k value=%s ts=%T headers=%h\n' -m 30 2>/dev/null || true)
+echo "ready record: $out"
+[[ "$out" == *"value=hello from kcat"* ]] || { cat "$log"; echo "FAIL: no ready record"; exit 1; }
+[[ "$out" == *"key=order-1"* ]] || { echo "FAIL: key not carried"; exit 1; }
+[[ "$out" == *"job-id=$run-job"* ]] || { echo "FAIL: job-id header missing"; exit 1; }
+ts=$(sed -E 's/.* ts=([0-9]+) .*/\1/' <<<"$out")
+((ts >= deliver_at)) || { echo "FAIL: delivered early: ts $ts < deliver-at $deliver_at"; exit 1; }
+echo "delivered $((ts - deliver_at)) ms after deliver-at"
+
+state=""
+for _ in $(seq 1 50); do
+  state=$(redis-cli -u "$REDIS_URL" hget "$run:job:$run-job" state)
+  [[ "$state" == ready ]] && break
+  sleep 0.1
+done
+[[ "$state" == ready ]] || { echo "FAIL: state is '$state', not ready"; exit 1; }
+echo "1 passed, 0 failed"
