@@ -5,7 +5,8 @@ namespace delayd::wheel {
 void ChunkPool::grow() {
   // Whole blocks keep the allocator out of the per-timer path; the chunks are threaded onto the
   // free list in address order so that a fresh block is handed out sequentially.
-  auto block = std::make_unique<EntryChunk[]>(chunks_per_block);
+  // for_overwrite: entries are written before they are read, so the block is not cleared.
+  auto block = std::make_unique_for_overwrite<EntryChunk[]>(chunks_per_block);
   for (std::size_t i = chunks_per_block; i-- > 0;) {
     block[i].next = free_;
     free_ = &block[i];

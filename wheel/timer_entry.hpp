@@ -10,11 +10,14 @@
 
 namespace delayd::wheel {
 
+// No default member initialisers on purpose: chunks are allocated without being cleared, and
+// the first write to an entry is the entry itself (a zeroing pass over every new chunk would
+// double the memory traffic of a growing wheel).
 struct TimerEntry {
-  std::uint64_t deadline = 0;  // caller units, exactly as scheduled
-  std::uint64_t payload = 0;   // opaque to the wheel
-  std::uint32_t index = 0;     // handle table index; owned by this entry until it is released
-  std::uint32_t generation = 0;
+  std::uint64_t deadline;  // caller units, exactly as scheduled
+  std::uint64_t payload;   // opaque to the wheel
+  std::uint32_t index;     // handle table index; owned by this entry until it is released
+  std::uint32_t generation;
 };
 
 static_assert(sizeof(TimerEntry) == 24, "slot memory per timer is part of the performance budget");
