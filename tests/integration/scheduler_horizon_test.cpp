@@ -1,0 +1,173 @@
+// The horizon invariant (broker/scheduler.hpp), tested where it can break: at the boundary,
+// inside runs of equal deliver-at that straddle a page, across revoke/assign, and under a
+// random interleaving of ingest, loading and firing, against the real Redis.
+#include <catch2/catch.hpp>
+
+#include "broker/scheduler.hpp"
+#include "storage/job_store.hpp"
+#include "support/test_env.hpp"
+
+#include <random>
+#include <set>
+
+using namespace delayd;
+using broker::Scheduler;
+using broker::SchedulerOptions;
+
+namespace {
+
+constexpr std::int64_t T = 1'795'000'000'000;  // a fixed "now", epoch ms
+
+struct Fixture {
+  storage::RedisConnection redis{storage::parse_redis_url(testing::require_env("REDIS_URL"))};
+  storage::KeySchema keys{testing::unique_name("h")};
+  storage::JobStore store{redis, keys, 60};
+  const std::string shard = storage::shard_id("delay-ingest", 0);
+
+  SchedulerOptions options(std::int64_t window, std::size_t load_batch = 1000) {
+    SchedulerOptions o;
+    o.load_window_ms = window;
+    o.load_batch = load_batch;
+    o.fire_batch = 100000;
+    return o;
+  }
+  // A job in Redis, as ingest writes it.
+  storage::AcceptOutcome put(const std::string& id, std::int64_t at) {
+    storage::NewJob j;
+    j.job_id = id;
+    j.deliver_at = at;
+    j.business = "b";
+    j.topic = "ready.b";
+    j.shard = shard;
+    return store.accept(std::vector<storage::NewJob>{j}, T).front();
+  }
+  // What ingest does: accept in Redis, then offer to the scheduler.
+  bool ingest(Scheduler& s, const std::string& id, std::int64_t at) {
+    const auto out = put(id, at);
+    return s.offer(out.shard, id, out.deliver_at);
+  }
+  std::vector<storage::PendingEntry> pending_upto(std::int64_t upto) {
+    return store.pending_between(shard, std::nullopt, upto, 1'000'000);
+  }
+  ~Fixture() {
+    try {
+      auto r = redis.command({"KEYS", keys.prefix() + ":*"});
+      storage::Command del{"DEL"};
+      for (size_t i = 0; i < r.view().size(); ++i) del.emplace_back(r.view()[i].str());
+      if (del.size() > 1) redis.command(del);
+    } catch (...) {
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "a job due exactly at the horizon is held at once; one a millisecond later waits for the loader", "[horizon]") {
+  Scheduler s(options(1000), T, store);
+  s.assign(shard);
+  CHECK_FALSE(s.horizon(shard).has_value());
+  CHECK_FALSE(ingest(s, "before-first-load", T + 10));  // nothing loaded yet: the loader brings it
+  s.refill(T);
+  REQUIRE(s.horizon(shard) == T + 1000);
+  CHECK(s.holds("before-first-load"));
+
+  // Written after the loader's read, inside the window it loaded: ingest must hold it.
+  CHECK(ingest(s, "inside", T + 500));
+  CHECK(ingest(s, "at-horizon", T + 1000));
+  CHECK_FALSE(ingest(s, "past-horizon", T + 1001));
+  CHECK(s.holds("inside"));
+  CHECK(s.holds("at-horizon"));
+  CHECK_FALSE(s.holds("past-horizon"));
+
+  s.refill(T + 200);  // the horizon moves to T + 1200 and reads (T + 1000, T + 1200]
+  CHECK(s.horizon(shard) == T + 1200);
+  CHECK(s.holds("past-horizon"));
+  CHECK(s.held() == 4);  // nothing held twice
+}
+
+TEST_CASE_METHOD(Fixture, "a run of equal deliver-at longer than a page is loaded whole", "[horizon]") {
+  for (int i = 0; i < 10; ++i) put("same-" + std::to_string(i), T + 300);
+  for (int i = 0; i < 4; ++i) put("later-" + std::to_string(i), T + 400 + i);
+  Scheduler s(options(1000, 3), T, store);
+  s.assign(shard);
+  s.refill(T, 100);
+  CHECK(s.horizon(shard) == T + 1000);
+  CHECK(s.held() == 14);
+}
+
+TEST_CASE_METHOD(Fixture, "a small page budget moves the horizon only as far as it has read", "[horizon]") {
+  for (int i = 0; i < 10; ++i) put("j" + std::to_string(i), T + 10 * i);
+  Scheduler s(options(1000, 3), T, store);
+  s.assign(shard);
+  s.refill(T, 1);  // one page of 3: j0, j1, j2 read; the horizon stops just below j2's time
+  REQUIRE(s.horizon(shard).has_value());
+  CHECK(*s.horizon(shard) == T + 19);
+  for (const auto& e : pending_upto(*s.horizon(shard))) CHECK(s.holds(e.job_id));
+  CHECK_FALSE(ingest(s, "beyond", T + 25));  // not held: the horizon is below it, the loader will read it
+  s.refill(T, 100);
+  CHECK(s.horizon(shard) == T + 1000);
+  CHECK(s.holds("beyond"));
+  CHECK(s.held() == 11);
+}
+
+TEST_CASE_METHOD(Fixture, "timers come out at their deliver-at, never before", "[horizon]") {
+  Scheduler s(options(1000), T, store);
+  s.assign(shard);
+  s.refill(T);
+  ingest(s, "a", T + 5);
+  CHECK(s.take_due(T + 4).empty());
+  CHECK(s.next_due() == T + 5);
+  const auto due = s.take_due(T + 5);
+  REQUIRE(due.size() == 1);
+  CHECK(s.job(due[0]).job_id == "a");
+}
+
+TEST_CASE_METHOD(Fixture, "revoke drops a shard's waiting jobs; a new assignment loads them again", "[horizon]") {
+  Scheduler s(options(1000), T, store);
+  s.assign(shard);
+  s.refill(T);
+  ingest(s, "x", T + 100);
+  ingest(s, "y", T + 200);
+  REQUIRE(s.held() == 2);
+  s.revoke(shard);
+  CHECK(s.held() == 0);
+  CHECK(s.in_wheel() == 0);
+  CHECK_FALSE(ingest(s, "z", T + 50));  // not ours: not held
+  s.assign(shard);
+  s.refill(T);
+  CHECK(s.held() == 3);
+}
+
+TEST_CASE_METHOD(Fixture, "the invariant holds under random ingest, loading and firing", "[horizon][random]") {
+  std::mt19937_64 rng(GENERATE(1u, 2u, 3u));
+  Scheduler s(options(500, 7), T, store);
+  s.assign(shard);
+  std::int64_t now = T;
+  std::set<std::string> fired;
+  std::uniform_int_distribution<int> op(0, 9);
+  std::uniform_int_distribution<std::int64_t> ahead(-50, 1500);
+  for (int step = 0; step < 600; ++step) {
+    const int o = op(rng);
+    if (o < 6) {
+      ingest(s, "r" + std::to_string(step), now + ahead(rng));
+    } else if (o < 8) {
+      s.refill(now, 1 + static_cast<std::size_t>(step % 3));
+    } else {
+      now += 37;
+      for (auto slot : s.take_due(now)) {
+        CHECK(s.job(slot).due_at <= now);
+        fired.insert(s.job(slot).job_id);
+        store.mark_ready(std::vector<std::string>{s.job(slot).job_id}, now);
+        s.release(slot);
+      }
+    }
+    // The invariant itself: every pending job due by the horizon is held.
+    if (auto h = s.horizon(shard)) {
+      for (const auto& e : pending_upto(*h)) {
+        INFO("step " << step << ": " << e.job_id << " due " << e.deliver_at - T << " horizon " << *h - T);
+        REQUIRE(s.holds(e.job_id));
+      }
+    }
+  }
+  CHECK(fired.size() > 100);
+}
