@@ -1,17 +1,24 @@
 // HandleTable: which timer indices are in use, which are still pending, and which handles are
 // current.
 //
-// Per index the table keeps a 32-bit generation and one pending bit; free indices wait on a
-// stack together with their last generation. The pieces are split by how often they are read:
+// Per index the table keeps a 32-bit generation and one pending bit; free indices wait in a
+// queue together with their last generation. The pieces are split by how often they are used:
 //
 //   pending bits   read for every entry the wheel cascades or fires. One bit per index keeps the
 //                  whole set cache-resident (10 M timers: 1.25 MB), so checking whether a timer
 //                  was cancelled costs no trip to main memory.
-//   generations    read only by cancel(), to tell a current handle from a stale one. Written when
-//                  an index is handed out again; the free stack remembers the old generation so
-//                  that write needs no read and the store buffer hides its cache miss.
-//   free stack     last in, first out: the index freed by the timer that just fired is the one
-//                  the caller's next schedule() gets, its pending bit still in cache.
+//   generations    read only by cancel(), to tell a current handle from a stale one; written when
+//                  an index is handed out again. At ten million timers this table is far larger
+//                  than the caches, and that write was the one cache miss left on the path from
+//                  fire to reschedule: measured, it cost more than everything else together.
+//   free queue     so the write is made cheap in advance: an index is reused only after
+//                  `reuse_delay` younger ones have been freed, and each acquire() prefetches, for
+//                  writing, the generation of the index it will hand out `reuse_delay` calls
+//                  later. By then the line is in cache. (Prefetching on release instead would
+//                  tax a wheel that only fires.) The queue also remembers the old generation, so the
+//                  write needs no read. The price is `reuse_delay` indices beyond the peak
+//                  number of live timers; the bonus is that a stale handle's index is not reused
+//                  at once.
 //
 // Lifetime of an index:  acquire() -> pending -> (fire | cancel) -> [entry still in a slot]
 //                        -> release() -> free -> acquire() with generation + 1.
@@ -19,11 +26,12 @@
 // names the index, so the index may only be reused once the wheel has dropped that entry.
 //
 // Invariants:
-//   - pending(i) implies i is not on the free stack;
-//   - every index on the free stack carries the generation generations_[i];
+//   - pending(i) implies i is not in the free queue;
+//   - every index in the free queue carries the generation generations_[i];
 //   - generations_[i] != 0 for every index ever handed out.
 #pragma once
 
+#include "wheel/free_index_queue.hpp"
 #include "wheel/timer_handle.hpp"
 
 #include <cstddef>
@@ -35,13 +43,20 @@ namespace delayd::wheel {
 
 class HandleTable {
  public:
+  // Freed indices younger than this many are not reused yet (see the free queue above). 64
+  // schedules take microseconds, well over a memory latency, and 64 cache lines fit in L1.
+  static constexpr std::size_t reuse_delay = 64;
+
   // Post: the returned handle is valid and pending; its generation differs from every earlier
   // handle with the same index. Amortised O(1); allocates only to grow past the high-water mark.
   // Throws std::length_error when all 2^32 indices are in use.
   TimerHandle acquire() {
-    if (!free_.empty()) {
-      const FreeIndex slot = free_.back();
-      free_.pop_back();
+    if (free_.size() > reuse_delay) {
+      const FreeIndex slot = free_.pop_front();
+      // Start the lines of the index handed out reuse_delay acquisitions from now on their way.
+      const std::uint32_t ahead = free_.at(reuse_delay - 1).index;
+      __builtin_prefetch(&generations_[ahead], 1);
+      __builtin_prefetch(&pending_bits_[ahead >> 6], 1);
       std::uint32_t generation = slot.generation + 1;
       if (generation == 0) generation = 1;  // 0 marks the invalid handle
       generations_[slot.index] = generation;
@@ -74,7 +89,9 @@ class HandleTable {
 
   // The wheel dropped the entry of a cancelled timer. Pre: !pending(index), generation current,
   // index not already free. Post: the index is free for reuse.
-  void release(std::uint32_t index, std::uint32_t generation) { free_.push_back(FreeIndex{index, generation}); }
+  void release(std::uint32_t index, std::uint32_t generation) {
+    free_.push_back(FreeIndex{index, generation});
+  }
 
   // Indices ever handed out (in use or free).
   [[nodiscard]] std::size_t capacity() const noexcept { return generations_.size(); }
@@ -90,18 +107,13 @@ class HandleTable {
   // Calls visit(index, generation) for each free index (invariant checks).
   template <typename Visit>
   void for_each_free(Visit&& visit) const {
-    for (const FreeIndex& f : free_) visit(f.index, f.generation);
+    free_.for_each([&visit](const FreeIndex& f) { visit(f.index, f.generation); });
   }
 
   // Number of pending indices, by counting bits (invariant checks; O(capacity)).
   [[nodiscard]] std::size_t count_pending() const noexcept;
 
  private:
-  struct FreeIndex {
-    std::uint32_t index;
-    std::uint32_t generation;
-  };
-
   TimerHandle acquire_fresh();
 
   void set_pending(std::uint32_t index) noexcept { pending_bits_[index >> 6] |= std::uint64_t{1} << (index & 63); }
@@ -109,7 +121,7 @@ class HandleTable {
 
   std::vector<std::uint32_t> generations_;
   std::vector<std::uint64_t> pending_bits_;
-  std::vector<FreeIndex> free_;
+  FreeIndexQueue free_;
 };
 
 }  // namespace delayd::wheel

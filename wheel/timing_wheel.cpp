@@ -68,7 +68,7 @@ ScheduleResult TimingWheel::schedule(std::uint64_t deadline, std::uint64_t paylo
   // advance(). Only a future deadline beyond the window is refused.
   const bool due = tick <= cursor_;
   const bool in_window = !due && tick - cursor_ < span_;
-  if (!due && !in_window && deadline > now_) return ScheduleResult{ScheduleStatus::beyond_range, TimerHandle{}};
+  if (!due && !in_window && deadline > now_) return ScheduleResult{TimerHandle{}, ScheduleStatus::beyond_range};
 
   const TimerHandle handle = handles_.acquire();
   const TimerEntry entry{deadline, payload, handle.index, handle.generation};
@@ -78,7 +78,7 @@ ScheduleResult TimingWheel::schedule(std::uint64_t deadline, std::uint64_t paylo
     due_.push_back(entry, pool_);
   }
   ++pending_;
-  return ScheduleResult{ScheduleStatus::scheduled, handle};
+  return ScheduleResult{handle, ScheduleStatus::scheduled};
 }
 
 bool TimingWheel::cancel(TimerHandle h) noexcept {

@@ -139,8 +139,8 @@ struct WheelConfig {
 enum class ScheduleStatus { scheduled, beyond_range };
 
 struct ScheduleResult {
-  ScheduleStatus status;
   TimerHandle handle;  // invalid unless status == scheduled
+  ScheduleStatus status;
 };
 
 struct Expired {

@@ -5,7 +5,7 @@
 // cancelled). The wheel's own invariant checker runs throughout.
 //
 // Scale: DELAYD_WHEEL_DIFF_OPS sets the operations per (shape, seed) run. The default gives a
-// few million operations in all; sanitizer builds default to a quarter of that. The [.long]
+// about three million operations in all; sanitizer builds default to a third of that. The [.long]
 // case runs ten times the default. DELAYD_WHEEL_DIFF_VERBOSE=1 prints what each run covered
 // (timers scheduled, refused, cancelled, released, batches cut by the limit, peak size).
 #include "tests/wheel/reference_wheel.hpp"
@@ -35,9 +35,9 @@ constexpr std::uint64_t max_u64 = std::numeric_limits<std::uint64_t>::max();
 constexpr std::size_t unlimited = std::numeric_limits<std::size_t>::max();
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
-constexpr std::size_t default_ops = 10'000;
+constexpr std::size_t default_ops = 20'000;
 #else
-constexpr std::size_t default_ops = 40'000;
+constexpr std::size_t default_ops = 60'000;
 #endif
 
 std::size_t ops_per_run(std::size_t multiplier) {
