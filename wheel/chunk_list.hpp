@@ -127,6 +127,14 @@ class ChunkList {
   // pool (that is how a cascade works): a chunk is released only after its last read.
   template <typename Visit>
   void drain(ChunkPool& pool, Visit&& visit) {
+    drain(pool, std::forward<Visit>(visit), [](const TimerEntry&) noexcept {});
+  }
+
+  // As drain(visit), and calls look_ahead(entry) a few entries before visit(entry) reaches it
+  // (within a chunk), so that what visit will need for it can be prefetched.
+  template <typename Visit, typename LookAhead>
+  void drain(ChunkPool& pool, Visit&& visit, LookAhead&& look_ahead) {
+    constexpr std::uint32_t distance = 8;
     EntryChunk* chunk = std::exchange(head_, nullptr);
     std::uint32_t first = std::exchange(read_, 0);
     tail_ = nullptr;
@@ -135,7 +143,11 @@ class ChunkList {
       EntryChunk* next = chunk->next;
       if (next != nullptr) __builtin_prefetch(next);
       const std::uint32_t count = chunk->count;
-      for (std::uint32_t i = first; i < count; ++i) visit(chunk->entries[i]);
+      for (std::uint32_t i = first; i < count && i < first + distance; ++i) look_ahead(chunk->entries[i]);
+      for (std::uint32_t i = first; i < count; ++i) {
+        if (i + distance < count) look_ahead(chunk->entries[i + distance]);
+        visit(chunk->entries[i]);
+      }
       pool.release(chunk);
       chunk = next;
       first = 0;

@@ -141,7 +141,7 @@ void TimingWheel::open_slot(const SlotRef& ref) {
     } else {
       file(entry, tick);
     }
-  });
+  }, [this](const TimerEntry& entry) { handles_.prefetch_pending(entry.index); });
 }
 
 std::size_t TimingWheel::release_due(std::size_t budget, std::vector<Expired>& out) {
