@@ -1,11 +1,10 @@
 // Baseline 1: a binary-heap timer queue, std::priority_queue with lazy cancel.
 //
 // The textbook answer. cancel() only clears the timer's pending bit (the same HandleTable the
-// wheel uses); the node stays in the heap until it reaches the top and is dropped there. Nodes
-// order by (deadline, schedule sequence), so equal deadlines come out in schedule order, as the
-// wheel's do.
+// wheel uses); the node stays in the heap until it reaches the top and is dropped there.
 #pragma once
 
+#include "bench/heap_node.hpp"
 #include "wheel/handle_table.hpp"
 #include "wheel/timing_wheel.hpp"
 
@@ -23,7 +22,7 @@ class BinaryHeapTimers {
 
   wheel::TimerHandle schedule(std::uint64_t deadline, std::uint64_t payload) {
     const wheel::TimerHandle h = handles_.acquire();
-    heap_.push(Node{deadline, seq_++, payload, h.index, h.generation});
+    heap_.push(HeapNode{deadline, seq_++, payload, h.index, h.generation});
     ++pending_;
     return h;
   }
@@ -38,11 +37,11 @@ class BinaryHeapTimers {
     if (now > now_) now_ = now;
     std::size_t released = 0;
     while (released < limit && !heap_.empty() && heap_.top().deadline <= now_) {
-      const Node n = heap_.top();
+      const HeapNode n = heap_.top();
       heap_.pop();
       if (handles_.pending(n.index)) {
         handles_.fire(n.index, n.generation);
-        out.push_back(wheel::Expired{wheel::TimerHandle{n.index, n.generation}, n.deadline, n.payload});
+        out.push_back(n.expired());
         ++released;
       } else {
         handles_.release(n.index, n.generation);
@@ -64,20 +63,11 @@ class BinaryHeapTimers {
   [[nodiscard]] std::size_t size() const { return pending_; }
 
  private:
-  struct Node {
-    std::uint64_t deadline;
-    std::uint64_t seq;
-    std::uint64_t payload;
-    std::uint32_t index;
-    std::uint32_t generation;
-  };
-  struct Later {
-    bool operator()(const Node& a, const Node& b) const {
-      return a.deadline != b.deadline ? a.deadline > b.deadline : a.seq > b.seq;
-    }
+  struct FiresLater {  // std::priority_queue keeps the greatest on top
+    bool operator()(const HeapNode& a, const HeapNode& b) const { return fires_before(b, a); }
   };
 
-  std::priority_queue<Node, std::vector<Node>, Later> heap_;
+  std::priority_queue<HeapNode, std::vector<HeapNode>, FiresLater> heap_;
   wheel::HandleTable handles_;
   std::uint64_t seq_ = 0;
   std::uint64_t now_;

