@@ -68,7 +68,7 @@ ScheduleResult TimingWheel::schedule(std::uint64_t deadline, std::uint64_t paylo
   // advance(). Only a future deadline beyond the window is refused.
   const bool due = tick <= cursor_;
   const bool in_window = !due && tick - cursor_ < span_;
-  if (!due && !in_window && deadline > now_) return ScheduleResult{TimerHandle{}, ScheduleStatus::beyond_range};
+  if (!due && !in_window && deadline > now_) return ScheduleResult{ScheduleStatus::beyond_range, TimerHandle{}};
 
   const TimerHandle handle = handles_.acquire();
   const TimerEntry entry{deadline, payload, handle.index, handle.generation};
@@ -78,13 +78,7 @@ ScheduleResult TimingWheel::schedule(std::uint64_t deadline, std::uint64_t paylo
     due_.push_back(entry, pool_);
   }
   ++pending_;
-  return ScheduleResult{handle, ScheduleStatus::scheduled};
-}
-
-bool TimingWheel::cancel(TimerHandle h) noexcept {
-  if (!handles_.cancel(h)) return false;
-  --pending_;
-  return true;
+  return ScheduleResult{ScheduleStatus::scheduled, handle};
 }
 
 std::optional<TimingWheel::SlotRef> TimingWheel::earliest_slot() const noexcept {

@@ -142,8 +142,8 @@ struct WheelConfig {
 enum class ScheduleStatus { scheduled, beyond_range };
 
 struct ScheduleResult {
-  TimerHandle handle;  // invalid unless status == scheduled
   ScheduleStatus status;
+  TimerHandle handle;  // invalid unless status == scheduled
 };
 
 struct Expired {
@@ -194,7 +194,11 @@ class TimingWheel {
   // Stale handles (fired, cancelled, index reused), foreign and default handles: false, no-op.
   // Post (true): size() shrank by one. The entry's memory is reclaimed when its slot is opened.
   // O(1).
-  bool cancel(TimerHandle h) noexcept;
+  bool cancel(TimerHandle h) noexcept {
+    if (!handles_.cancel(h)) return false;
+    --pending_;
+    return true;
+  }
 
   // Moves now() to max(now(), now) and releases due timers into `out`, appending at most
   // `limit` of them in release order (see the header). Returns how many were appended.
