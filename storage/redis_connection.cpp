@@ -1,6 +1,5 @@
 #include "storage/redis_connection.hpp"
 
-#include <charconv>
 #include <stdexcept>
 #include <sys/time.h>
 
@@ -15,51 +14,7 @@ timeval to_timeval(int ms) {
   return tv;
 }
 
-int parse_int(std::string_view s, const char* what, std::string_view url) {
-  int v = 0;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < 0) {
-    throw std::invalid_argument("redis url '" + std::string(url) + "': " + what + " '" + std::string(s) +
-                                "' is not a non-negative number");
-  }
-  return v;
-}
-
 }  // namespace
-
-RedisOptions parse_redis_url(std::string_view url) {
-  constexpr std::string_view scheme = "redis://";
-  if (url.substr(0, scheme.size()) != scheme) {
-    throw std::invalid_argument("redis url '" + std::string(url) + "': must start with redis://");
-  }
-  RedisOptions o;
-  std::string_view rest = url.substr(scheme.size());
-  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
-    const std::string_view userinfo = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    if (const auto colon = userinfo.find(':'); colon != std::string_view::npos) {
-      o.user = std::string(userinfo.substr(0, colon));
-      o.password = std::string(userinfo.substr(colon + 1));
-    } else {
-      o.password = std::string(userinfo);
-    }
-  }
-  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
-    const std::string_view db = rest.substr(slash + 1);
-    if (!db.empty()) o.db = parse_int(db, "db", url);
-    rest = rest.substr(0, slash);
-  }
-  if (const auto colon = rest.rfind(':'); colon != std::string_view::npos) {
-    o.port = parse_int(rest.substr(colon + 1), "port", url);
-    if (o.port == 0 || o.port > 65535) {
-      throw std::invalid_argument("redis url '" + std::string(url) + "': port out of range");
-    }
-    rest = rest.substr(0, colon);
-  }
-  if (rest.empty()) throw std::invalid_argument("redis url '" + std::string(url) + "': no host");
-  o.host = std::string(rest);
-  return o;
-}
 
 RedisConnection::RedisConnection(RedisOptions options) : options_(std::move(options)) {
   ensure_connected();

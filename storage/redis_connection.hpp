@@ -34,9 +34,6 @@ struct RedisOptions {
   int timeout_ms = 2000;  // connect and per-command timeout
 };
 
-// Parses redis://[[user]:password@]host[:port][/db]. Throws std::invalid_argument naming what is wrong.
-RedisOptions parse_redis_url(std::string_view url);
-
 using Command = std::vector<std::string>;
 
 class RedisConnection {

@@ -11,6 +11,7 @@
 #include "connectors/kafka_producer.hpp"
 #include "connectors/record.hpp"
 #include "storage/redis_connection.hpp"
+#include "storage/redis_url.hpp"
 
 #include <sys/types.h>
 

@@ -18,7 +18,7 @@ int count_id(const std::vector<delayd::connectors::Record>& recs, const std::str
 
 }  // namespace
 
-TEST_CASE("the same job-id twice is delivered once; cancel wins before due and is void after", "[e2e][cancel]") {
+TEST_CASE("the same job-id twice is delivered once, and cancel wins before due and is void after", "[e2e][cancel]") {
   World w("semantics");
   w.create_topics({"orders"});
   DelaydProcess delayd(w);

@@ -5,6 +5,7 @@
 
 #include "broker/scheduler.hpp"
 #include "storage/job_store.hpp"
+#include "storage/redis_url.hpp"
 #include "support/test_env.hpp"
 
 #include <random>
@@ -62,7 +63,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE_METHOD(Fixture, "a job due exactly at the horizon is held at once; one a millisecond later waits for the loader", "[horizon]") {
+TEST_CASE_METHOD(Fixture, "a job due exactly at the horizon is held at once but one a millisecond later waits for the loader", "[horizon]") {
   Scheduler s(options(1000), T, store);
   s.assign(shard);
   CHECK_FALSE(s.horizon(shard).has_value());
@@ -122,7 +123,7 @@ TEST_CASE_METHOD(Fixture, "timers come out at their deliver-at, never before", "
   CHECK(s.job(due[0]).job_id == "a");
 }
 
-TEST_CASE_METHOD(Fixture, "revoke drops a shard's waiting jobs; a new assignment loads them again", "[horizon]") {
+TEST_CASE_METHOD(Fixture, "revoke drops a shard's waiting jobs and a new assignment loads them again", "[horizon]") {
   Scheduler s(options(1000), T, store);
   s.assign(shard);
   s.refill(T);

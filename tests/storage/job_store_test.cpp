@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "storage/job_store.hpp"
+#include "storage/redis_url.hpp"
 #include "support/test_env.hpp"
 
 #include <string>
@@ -68,7 +69,7 @@ TEST_CASE_METHOD(Fixture, "accept creates the job hash and its pending entry", "
   CHECK(members.view()[0].str() == shard);
 }
 
-TEST_CASE_METHOD(Fixture, "the same job-id twice is one job; the first publish wins", "[store]") {
+TEST_CASE_METHOD(Fixture, "the same job-id twice is one job and the first publish wins", "[store]") {
   std::vector<NewJob> first{job("dup", 1000)};
   store.accept(first, 1);
   NewJob again = job("dup", 9999);
@@ -101,7 +102,7 @@ TEST_CASE_METHOD(Fixture, "a duplicate published to another partition leaves the
   CHECK(pending().size() == 1);
 }
 
-TEST_CASE_METHOD(Fixture, "pending_between is (after, upto], ascending, limited", "[store]") {
+TEST_CASE_METHOD(Fixture, "pending_between returns after < deliver_at <= upto, ascending, limited", "[store]") {
   std::vector<NewJob> jobs;
   for (int i = 1; i <= 5; ++i) jobs.push_back(job("p" + std::to_string(i), i * 100));
   store.accept(jobs, 0);

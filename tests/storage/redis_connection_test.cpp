@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "storage/redis_connection.hpp"
+#include "storage/redis_url.hpp"
 #include "support/test_env.hpp"
 
 using namespace delayd::storage;
@@ -27,7 +28,14 @@ TEST_CASE("redis urls parse into host, port, credentials and db", "[redis][url]"
   CHECK_THROWS_WITH(parse_redis_url("http://h:1"), Catch::Contains("redis://"));
   CHECK_THROWS_WITH(parse_redis_url("redis://h:port"), Catch::Contains("port"));
   CHECK_THROWS_WITH(parse_redis_url("redis://h:70000"), Catch::Contains("port"));
-  CHECK_THROWS_WITH(parse_redis_url("redis://h:1/x"), Catch::Contains("db"));
+  CHECK_THROWS_WITH(parse_redis_url("redis://h:1/x"), Catch::Contains("database"));
+  CHECK_THROWS_WITH(parse_redis_url("redis://secret@h"), !Catch::Contains("secret"));
+  o = parse_redis_url("redis://u:p%40ss@[::1]:6380/2");
+  CHECK(o.host == "::1");
+  CHECK(o.password == "p@ss");
+  CHECK(o.port == 6380);
+  CHECK(o.db == 2);
+  CHECK(mask_redis_url("redis://u:pw@h:1") == "redis://u:***@h:1");
   CHECK_THROWS_WITH(parse_redis_url("redis://:1"), Catch::Contains("host"));
 }
 

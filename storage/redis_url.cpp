@@ -1,0 +1,158 @@
+// redis://[[user]:password@]host[:port][/db], as hiredis users write it. Only the plain
+// redis:// scheme: TLS and unix sockets would need connection options delayd does not have.
+#include "storage/redis_url.hpp"
+
+#include <charconv>
+#include <cstdint>
+#include <stdexcept>
+
+namespace delayd::storage {
+
+namespace {
+
+constexpr std::string_view kScheme = "redis://";
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(std::string_view s, const char* what) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out.push_back(s[i]);
+      continue;
+    }
+    const int hi = i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
+    const int lo = i + 2 < s.size() ? hex_digit(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0) {
+      throw std::invalid_argument(std::string("bad percent-escape in the ") + what);
+    }
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// Splits the authority (between "redis://" and the first '/') into userinfo and host:port.
+// The last '@' separates them, so an unescaped '@' in a password still parses.
+struct Authority {
+  std::string_view userinfo;  // without the '@'
+  bool has_userinfo = false;
+  std::string_view hostport;
+};
+
+Authority split_authority(std::string_view authority) {
+  Authority a;
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+    a.userinfo = authority.substr(0, at);
+    a.has_userinfo = true;
+    a.hostport = authority.substr(at + 1);
+  } else {
+    a.hostport = authority;
+  }
+  return a;
+}
+
+}  // namespace
+
+RedisOptions parse_redis_url(std::string_view url) {
+  if (!url.starts_with(kScheme)) {
+    throw std::invalid_argument("must start with redis:// (form: redis://[[user]:password@]host[:port][/db])");
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  const auto slash = rest.find('/');
+  const std::string_view authority = rest.substr(0, slash);
+  const std::string_view path =
+      slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
+
+  RedisOptions ep;
+  const Authority a = split_authority(authority);
+  if (a.has_userinfo) {
+    const auto colon = a.userinfo.find(':');
+    if (colon == std::string_view::npos) {
+      // "redis://secret@host" is ambiguous between a user and a password; refusing it also
+      // keeps a password from being printed as if it were a user name.
+      throw std::invalid_argument("the part before '@' must be user:password or :password");
+    }
+    ep.user = percent_decode(a.userinfo.substr(0, colon), "user");
+    ep.password = percent_decode(a.userinfo.substr(colon + 1), "password");
+  }
+
+  std::string_view host = a.hostport;
+  std::string_view port;
+  if (host.starts_with('[')) {
+    const auto close = host.find(']');
+    if (close == std::string_view::npos) throw std::invalid_argument("unclosed '[' in the host");
+    const std::string_view after = host.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') throw std::invalid_argument("unexpected text after ']' in the host");
+      port = after.substr(1);
+      if (port.empty()) throw std::invalid_argument("empty port");
+    }
+    host = host.substr(1, close - 1);
+  } else if (auto colon = host.rfind(':'); colon != std::string_view::npos) {
+    port = host.substr(colon + 1);
+    host = host.substr(0, colon);
+    if (port.empty()) throw std::invalid_argument("empty port");
+  }
+  if (host.empty()) throw std::invalid_argument("missing host");
+  for (char c : host) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f || c == '/' || c == '?' || c == '#' || c == '@' || c == '[' ||
+        c == ']') {
+      throw std::invalid_argument("bad character in the host");
+    }
+  }
+  ep.host = std::string(host);
+
+  if (!port.empty()) {
+    unsigned p = 0;
+    const auto r = std::from_chars(port.data(), port.data() + port.size(), p);
+    if (!all_digits(port) || r.ec != std::errc{} || p < 1 || p > 65535) {
+      throw std::invalid_argument("port must be a number from 1 to 65535");
+    }
+    ep.port = static_cast<int>(p);
+  }
+
+  if (!path.empty()) {
+    std::int64_t db = 0;
+    const auto r = std::from_chars(path.data(), path.data() + path.size(), db);
+    if (!all_digits(path) || r.ec != std::errc{} || db > 2'147'483'647) {
+      throw std::invalid_argument("the path must be a database number (/0, /1, ...)");
+    }
+    ep.db = static_cast<int>(db);
+  }
+  return ep;
+}
+
+std::string mask_redis_url(std::string_view url) {
+  // Best effort for any text, valid or not, since it also masks urls that failed to parse.
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return std::string(url);
+  const std::size_t start = scheme_end + 3;
+  const auto slash = url.find('/', start);
+  const std::string_view authority =
+      url.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+  const auto at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  const auto colon = authority.find(':');
+  std::string out(url.substr(0, start));
+  if (colon != std::string_view::npos && colon < at) {
+    out += authority.substr(0, colon + 1);
+  }
+  // Without a ':' the whole userinfo might be a password; hide all of it.
+  out += "***";
+  out += url.substr(start + at);
+  return out;
+}
+
+}  // namespace delayd::storage
