@@ -7,8 +7,8 @@
 
 Each source of truth is read where it lives (stack.sh's defaults and server.properties, the pom's
 kafka.version, install-deps' package list); this script holds only what has no other home yet:
-the topic names and group id delayd uses by default (EXPECTED_DELAYD_ENV), which it also looks
-for in broker/config.cpp once that file exists.
+the topic names and group id delayd uses by default (EXPECTED_DELAYD_ENV), which it also checks
+against what the built delayd prints with --print-config json, when given its path.
 
 Every disagreement is printed with both sides; the exit status is 1 if there is any, 2 if the
 check could not run (docker-compose missing, a file unreadable). Python 3 standard library, plus
@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 # What delayd's environment in docker-compose.yml must say, and what the broker documents as its
-# defaults (broker/config.cpp).
+# defaults (checked against `delayd --print-config json`).
 EXPECTED_DELAYD_ENV = {
     "DELAYD_KAFKA_INGEST_TOPIC": "delay-ingest",
     "DELAYD_KAFKA_DLQ_TOPIC": "delay-ingest.dlq",
@@ -359,15 +359,17 @@ def agree(root):
     expect((denv.get("DELAYD_KAFKA_CREATE_TOPICS") or "").lower() == "true",
            "delayd: DELAYD_KAFKA_CREATE_TOPICS must be 'true' since Kafka's auto-create is off, "
            f"found {denv.get('DELAYD_KAFKA_CREATE_TOPICS')!r}")
-    config_cpp = os.path.join(root, "broker", "config.cpp")
-    if os.path.exists(config_cpp):
-        source = read(root, "broker/config.cpp")
+    # The broker's own word on its defaults: the built delayd prints its effective configuration.
+    if DELAYD_BIN:
+        defaults = delayd_defaults(DELAYD_BIN)
         for var, want in EXPECTED_DELAYD_ENV.items():
-            expect(f'"{want}"' in source,
-                   f"broker/config.cpp: no string literal \"{want}\" (the default behind {var}); "
-                   f"docker-compose.yml and this check expect it")
+            section, key = var[len("DELAYD_"):].lower().split("_", 1)
+            have = defaults.get(section, {}).get(key)
+            if have != want:
+                mismatch(f"{var} default", want, have, ours_name="this check",
+                         theirs_name="delayd --print-config")
     else:
-        print("note: broker/config.cpp does not exist yet; defaults checked against this script only")
+        print("note: no delayd binary given; defaults checked against this script only")
 
     # Dockerfile: builds with what install-deps.sh installs.
     stages = dockerfile_stages(read(root, "Dockerfile"))
@@ -391,11 +393,27 @@ def agree(root):
         expect(entry and "delayd" in entry[-1], f"Dockerfile: ENTRYPOINT must run delayd, found {entry!r}")
 
 
+def delayd_defaults(binary):
+    """delayd's built-in defaults: --print-config with no DELAYD_* variable in sight."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DELAYD_")}
+    try:
+        out = subprocess.run([binary, "--print-config", "json"], env=env, capture_output=True,
+                             text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise CannotRun(f"cannot run {binary} --print-config json: {e}")
+    return json.loads(out)
+
+
+DELAYD_BIN = None
+
+
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("validate", "agree"):
-        print("usage: check_compose.py validate|agree <repo>", file=sys.stderr)
+    global DELAYD_BIN
+    if len(argv) not in (3, 4) or argv[1] not in ("validate", "agree"):
+        print("usage: check_compose.py validate|agree <repo> [path to delayd]", file=sys.stderr)
         return 2
     root = os.path.abspath(argv[2])
+    DELAYD_BIN = argv[3] if len(argv) == 4 else None
     try:
         (validate if argv[1] == "validate" else agree)(root)
     except CannotRun as e:
