@@ -6,6 +6,7 @@
 #include "broker/scheduler.hpp"
 #include "storage/job_store.hpp"
 #include "storage/redis_url.hpp"
+#include "support/redis_cleanup.hpp"
 #include "support/test_env.hpp"
 
 #include <random>
@@ -50,15 +51,7 @@ struct Fixture {
   std::vector<storage::PendingEntry> pending_upto(std::int64_t upto) {
     return store.pending_between(shard, std::nullopt, upto, 1'000'000);
   }
-  ~Fixture() {
-    try {
-      auto r = redis.command({"KEYS", keys.prefix() + ":*"});
-      storage::Command del{"DEL"};
-      for (size_t i = 0; i < r.view().size(); ++i) del.emplace_back(r.view()[i].str());
-      if (del.size() > 1) redis.command(del);
-    } catch (...) {
-    }
-  }
+  ~Fixture() { delayd::testing::delete_prefixed_keys(redis, keys.prefix()); }
 };
 
 }  // namespace

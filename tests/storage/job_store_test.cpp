@@ -4,6 +4,7 @@
 
 #include "storage/job_store.hpp"
 #include "storage/redis_url.hpp"
+#include "support/redis_cleanup.hpp"
 #include "support/test_env.hpp"
 
 #include <string>
@@ -37,16 +38,7 @@ struct Fixture {
     auto r = redis.command({"HGET", keys.job(id), f});
     return r.view().is_nil() ? "<nil>" : std::string(r.view().str());
   }
-  ~Fixture() {
-    // Tidy up this test's keys; a failure here must not hide the test's own result.
-    try {
-      auto r = redis.command({"KEYS", keys.prefix() + ":*"});
-      Command del{"DEL"};
-      for (size_t i = 0; i < r.view().size(); ++i) del.emplace_back(r.view()[i].str());
-      if (del.size() > 1) redis.command(del);
-    } catch (...) {
-    }
-  }
+  ~Fixture() { delayd::testing::delete_prefixed_keys(redis, keys.prefix()); }
 };
 
 }  // namespace
