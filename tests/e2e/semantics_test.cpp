@@ -51,6 +51,7 @@ TEST_CASE("the same job-id twice is delivered once, and cancel wins before due a
   const std::int64_t settle_until = t0 + 3000 + 2000;
   ready.collect_until([&](const auto&) { return now_ms() >= settle_until; }, std::chrono::seconds(30));
 
+  CHECK(delayd.stop() == 0);  // settles the last acknowledgements in Redis
   CHECK(count_id(ready.records(), "dup") == 1);
   for (const auto& r : ready.records()) {
     if (header(r, "job-id") == "dup") CHECK(r.value == "first");
@@ -62,5 +63,4 @@ TEST_CASE("the same job-id twice is delivered once, and cancel wins before due a
   CHECK_FALSE(redis.field("done", "cancelled_at").has_value());
   CHECK(redis.field("dup", "state") == "ready");
   CHECK(redis.field("ghost", "state") == std::nullopt);
-  CHECK(delayd.stop() == 0);
 }
