@@ -2,7 +2,6 @@
 // own wrappers) so that it tells "the stack is broken" apart from "delayd is broken":
 //   - a record with headers goes to a real Kafka topic and comes back with the same headers;
 //   - a Redis sorted set is written and read back in score order.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <hiredis/hiredis.h>
