@@ -1,0 +1,138 @@
+// Broker-side figures the wheel benchmark cannot give: what a job costs in Redis (throughput of
+// the job store's batched scripts, bytes per pending and per finished job) and what a held job
+// costs in delayd's memory (the held-jobs table plus its wheel timer). Needs a Redis; run by
+// bench/run-broker.sh, which starts the local stack. One JSON object per line.
+//
+//   broker_bench --redis-url redis://127.0.0.1:16379 --n 200000 [--value-bytes 100] [--batch 500]
+#include "broker/held_jobs.hpp"
+#include "storage/job_store.hpp"
+#include "storage/redis_url.hpp"
+#include "wheel/timing_wheel.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+long long redis_used_memory(delayd::storage::RedisConnection& redis) {
+  auto r = redis.command({"INFO", "memory"});
+  const std::string text(r.view().str());
+  const auto pos = text.find("used_memory:");
+  return std::stoll(text.substr(pos + 12));
+}
+
+long resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+void line(const std::string& what, long n, double seconds, double bytes_per_job) {
+  std::printf("{\"bench\":\"%s\",\"n\":%ld,\"seconds\":%.3f,\"jobs_per_s\":%.0f,\"bytes_per_job\":%.1f}\n",
+              what.c_str(), n, seconds, seconds > 0 ? static_cast<double>(n) / seconds : 0.0, bytes_per_job);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string url = "redis://127.0.0.1:16379";
+  long n = 200000;
+  std::size_t value_bytes = 100, batch = 500;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--redis-url") url = v;
+    else if (a == "--n") n = std::stol(v);
+    else if (a == "--value-bytes") value_bytes = std::stoul(v);
+    else if (a == "--batch") batch = std::stoul(v);
+    else {
+      std::cerr << "unknown option " << a << "\n";
+      return 2;
+    }
+  }
+
+  using namespace delayd::storage;
+  RedisConnection redis(parse_redis_url(url));
+  const std::string prefix = "bench-" + std::to_string(::getpid());
+  JobStore store(redis, KeySchema(prefix), 3600);
+  const std::int64_t base = 1'900'000'000'000;  // far in the future: nothing here is ever due
+
+  std::vector<std::string> ids;
+  ids.reserve(static_cast<size_t>(n));
+  for (long i = 0; i < n; ++i) ids.push_back("bench-job-" + std::to_string(i));
+
+  // accept: what ingest does per batch (scripts for the hashes, then ZADDs and counters).
+  const long long mem0 = redis_used_memory(redis);
+  auto t0 = Clock::now();
+  std::vector<NewJob> jobs;
+  for (long i = 0; i < n; i += static_cast<long>(batch)) {
+    jobs.clear();
+    for (long k = i; k < std::min(n, i + static_cast<long>(batch)); ++k) {
+      NewJob j;
+      j.job_id = ids[static_cast<size_t>(k)];
+      j.deliver_at = base + k;
+      j.business = "orders";
+      j.topic = "ready.orders";
+      j.shard = shard_id("delay-ingest", static_cast<std::int32_t>(k % 4));
+      j.source = "delay-ingest/" + std::to_string(k % 4) + "/" + std::to_string(k);
+      j.key = "order-" + std::to_string(k);
+      j.value = std::string(value_bytes, 'v');
+      j.headers = {{"trace-id", "abcdef0123456789"}, {"business", "orders"}, {"deliver-at", std::to_string(base + k)}};
+      jobs.push_back(std::move(j));
+    }
+    store.accept(jobs, base);
+  }
+  const double accept_s = seconds_since(t0);
+  const long long mem1 = redis_used_memory(redis);
+  line("redis_accept", n, accept_s, static_cast<double>(mem1 - mem0) / static_cast<double>(n));
+
+  // claim + mark_ready: what the fire path does per batch, around the Kafka round trip.
+  t0 = Clock::now();
+  for (long i = 0; i < n; i += static_cast<long>(batch)) {
+    const auto first = ids.begin() + i, last = ids.begin() + std::min(n, i + static_cast<long>(batch));
+    std::vector<std::string> part(first, last);
+    store.claim(part, base + n);
+    store.mark_ready(part, base + n);
+  }
+  const double fire_s = seconds_since(t0);
+  const long long mem2 = redis_used_memory(redis);
+  line("redis_claim_and_mark_ready", n, fire_s, static_cast<double>(mem2 - mem0) / static_cast<double>(n));
+
+  // Clean up: every key under the bench's prefix.
+  std::string cursor = "0";
+  do {
+    auto r = redis.command({"SCAN", cursor, "MATCH", prefix + ":*", "COUNT", "5000"});
+    cursor = std::string(r.view()[0].str());
+    Command unlink{"UNLINK"};
+    for (size_t i = 0; i < r.view()[1].size(); ++i) unlink.emplace_back(r.view()[1][i].str());
+    if (unlink.size() > 1) redis.command(unlink);
+  } while (cursor != "0");
+
+  // delayd's memory per held job: the table entry (id, slot, index node) plus the wheel timer.
+  {
+    delayd::broker::HeldJobs held;
+    delayd::wheel::TimingWheel wheel({}, static_cast<std::uint64_t>(base));
+    const long rss0 = resident_bytes();
+    t0 = Clock::now();
+    for (long i = 0; i < n; ++i) {
+      const auto slot = held.insert({ids[static_cast<size_t>(i)], 0, base + 1 + (i % 60000), {}, {}, false});
+      held.at(slot).timer = wheel.schedule(static_cast<std::uint64_t>(base + 1 + (i % 60000)), slot).handle;
+    }
+    const double hold_s = seconds_since(t0);
+    const long rss1 = resident_bytes();
+    line("delayd_held_job", n, hold_s, static_cast<double>(rss1 - rss0) / static_cast<double>(n));
+  }
+  return 0;
+}

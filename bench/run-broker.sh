@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Broker benchmarks against the local stack (started here if it is not up, stopped again after):
+#   1. broker_bench: job-store throughput and bytes per job in Redis, bytes per held job in delayd.
+#   2. the whole pipeline: N records published with kcat, all due at one instant 20 s later;
+#      measured: how fast delayd ingests them (accepted in Redis), and how fast it delivers them
+#      once due (from the due instant until Redis says ready for the last one).
+# Prints one JSON object per line.
+#   N=100000 bench/run-broker.sh
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+N="${N:-100000}"
+build="$root/build-release"
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=ON >/dev/null
+cmake --build "$build" -j "$(nproc)" --target broker_bench delayd >/dev/null
+
+started=0
+if ! scripts/stack.sh status >/dev/null 2>&1; then
+  scripts/stack.sh up >/dev/null
+  started=1
+fi
+pid=""
+cleanup() {
+  [[ -n "$pid" ]] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  ((started)) && scripts/stack.sh down >/dev/null || true
+}
+trap cleanup EXIT
+eval "$(scripts/stack.sh env | sed 's/^/export /')"
+
+"$build/bench/broker_bench" --redis-url "$REDIS_URL" --n 200000
+
+run="bench-$$-$(date +%s)"
+export DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL"
+export DELAYD_KAFKA_INGEST_TOPIC="$run.ingest" DELAYD_KAFKA_DLQ_TOPIC="$run.dlq"
+export DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$run.ready.{business}" DELAYD_KAFKA_GROUP_ID="$run"
+export DELAYD_REDIS_PREFIX="$run" DELAYD_KAFKA_CREATE_TOPICS=true DELAYD_LOG_LEVEL=warn
+log="$build/$run.log"
+"$build/broker/delayd" >"$log" 2>&1 &
+pid=$!
+# delayd creates the ingest topic; wait for it before publishing.
+for _ in $(seq 1 300); do
+  kcat -L -b "$KAFKA_BOOTSTRAP" -t "$run.ingest" 2>/dev/null | grep -q "partition 3" && break
+  sleep 0.1
+done
+
+due=$(($(date +%s%3N) + 20000))
+seq -f "payload %08g" 1 "$N" | kcat -P -b "$KAFKA_BOOTSTRAP" -t "$run.ingest" -H "deliver-at=$due" -H business=bench -X linger.ms=20
+published=$(date +%s%3N)
+
+count() { redis-cli -u "$REDIS_URL" hget "$run:stats" "bench|$1"; }
+# Ingest: until every record is a job in Redis.
+until [[ "$(count delay)" == "$N" || "$(count ready)" == "$N" ]]; do sleep 0.05; done
+t1=$(date +%s%3N)
+awk -v n="$N" -v ms="$((t1 - published + 1))" \
+  'BEGIN { printf "{\"bench\":\"pipeline_ingest\",\"n\":%d,\"seconds\":%.3f,\"jobs_per_s\":%.0f}\n", n, ms / 1000, n * 1000 / ms }'
+((t1 < due)) || echo "warning: ingest was not finished at the due instant; the figures below mix both" >&2
+
+until [[ "$(count ready)" == "$N" ]]; do sleep 0.05; done
+t2=$(date +%s%3N)
+awk -v n="$N" -v ms="$((t2 - due))" \
+  'BEGIN { printf "{\"bench\":\"pipeline_fire\",\"n\":%d,\"seconds\":%.3f,\"jobs_per_s\":%.0f,\"last_ready_after_due_ms\":%d}\n", n, ms / 1000, n * 1000 / ms, ms }'
