@@ -3,6 +3,7 @@
 #include "broker/delivery_tags.hpp"
 #include "broker/header_convert.hpp"
 #include "broker/ingest_parse.hpp"
+#include "connectors/kafka_error.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -44,8 +45,18 @@ void FirePath::produce(InFlight entry, TagKind kind) {
   const std::uint64_t tag = make_tag(kind, ++seq_);
   entry.record.tag = tag;
   auto [it, inserted] = in_flight_.emplace(tag, std::move(entry));
-  // A refusal at enqueue time comes back through on_report(), so there is one failure path.
-  producer_.produce(it->second.record);
+  // A refusal at enqueue time comes back through on_report(), so there is one failure path. So
+  // does a queue that stays full: the job then retries like any failed attempt, rather than
+  // wait for a report that will never come.
+  try {
+    producer_.produce(it->second.record);
+  } catch (const connectors::KafkaError& e) {
+    connectors::DeliveryReport r;
+    r.tag = tag;
+    r.topic = it->second.record.topic;
+    r.error = e.what();
+    on_report(r);
+  }
 }
 
 std::size_t FirePath::fire_due(std::int64_t now_ms) {

@@ -148,7 +148,11 @@ std::vector<Scheduler::Slot> Scheduler::take_due(std::int64_t now_ms) {
 bool Scheduler::retry_at(Slot slot, std::int64_t at) {
   HeldJob& job = held_.at(slot);
   const Shard& s = shards_[job.shard];
-  if (job.orphan || !s.owned || !s.horizon || at > *s.horizon) {
+  // Holding a job beyond the horizon is harmless (the loader finds it held and skips it), while
+  // letting go of one whose pending entry still lies below the horizon would strand it until a
+  // restart. So a job stays held unless it is no longer ours or the wheel cannot take its time;
+  // only then does Redis alone keep it (the fire path re-scores the entry before retrying).
+  if (job.orphan || !s.owned) {
     held_.erase(slot);
     return false;
   }

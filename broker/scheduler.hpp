@@ -14,7 +14,9 @@
 // A job held twice is impossible: both paths look the job-id up first.
 //
 // Retries move a job's timer, not its deliver_at: the sorted set is re-scored with the retry
-// time (by the caller, in Redis), and the job is held again only if that time is within h.
+// time (by the caller, in Redis), and the job stays held unless the wheel cannot take that time.
+// A held job beyond h is allowed: the invariant asks that nothing due by h is missing, and
+// holding more is harmless because both paths look the job-id up first.
 //
 // Never early: timers are set at deliver_at (or later, for a retry) and the wheel releases a
 // timer only when advanced to a time at or after its deadline; now comes from WallClock, which
@@ -69,8 +71,9 @@ class Scheduler {
   // now in phase in_flight. Postcondition: each returned job's due_at <= now_ms.
   std::vector<Slot> take_due(std::int64_t now_ms);
 
-  // A job taken by take_due() goes back to waiting, due at `at`, if `at` is within its shard's
-  // horizon; otherwise it is released from memory (Redis has it). Returns true if held.
+  // A job taken by take_due() goes back to waiting, due at `at`. It is released from memory
+  // instead (Redis has it) if its shard is no longer ours or `at` is beyond the wheel's range;
+  // the caller must then have re-scored its pending entry to `at`. Returns true if held.
   bool retry_at(Slot slot, std::int64_t at);
   // The job is finished (or no longer ours): forget it, cancelling its timer if waiting.
   void release(Slot slot);

@@ -165,3 +165,27 @@ TEST_CASE_METHOD(Fixture, "the invariant holds under random ingest, loading and 
   }
   CHECK(fired.size() > 100);
 }
+
+TEST_CASE_METHOD(Fixture, "a job put back beyond the horizon stays held; an orphan is let go", "[horizon]") {
+  Scheduler s(options(100), T, store);
+  s.assign(shard);
+  s.refill(T);
+  REQUIRE(s.horizon(shard) == T + 100);
+  ingest(s, "again", T + 10);
+  ingest(s, "orphaned", T + 10);
+  auto due = s.take_due(T + 10);
+  REQUIRE(due.size() == 2);
+  const auto again = s.job(due[0]).job_id == "again" ? due[0] : due[1];
+  const auto orphaned = again == due[0] ? due[1] : due[0];
+
+  // Its pending entry may still lie below the horizon (an outage kept it from being re-scored):
+  // letting it go would strand it, since the loader has already passed it.
+  CHECK(s.retry_at(again, T + 5000));
+  CHECK(s.holds("again"));
+  CHECK(s.next_due() == T + 5000);
+
+  s.revoke(shard);  // "orphaned" is in flight: it stays until its outcome is known
+  CHECK(s.holds("orphaned"));
+  CHECK_FALSE(s.retry_at(orphaned, T + 20));
+  CHECK_FALSE(s.holds("orphaned"));
+}
