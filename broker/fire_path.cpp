@@ -90,9 +90,17 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
         scheduler_.retry_at(slots[i], c.deliver_at);
         break;
       case storage::Claim::Kind::gone:
-        stale[scheduler_.shard_name(scheduler_.job(slots[i]).shard)].push_back(c.job_id);
+        if (c.state == "payload_missing") {
+          // Cannot happen through delayd's own writes (the payload is written before the
+          // pending entry); if someone deleted it, fail the job loudly rather than retry forever.
+          spdlog::error("job {}: its payload is missing from Redis; marking it failed", c.job_id);
+          store_.mark_failed(c.job_id, "payload missing from Redis", now_ms);
+          ++counters_.failed;
+        } else {
+          stale[scheduler_.shard_name(scheduler_.job(slots[i]).shard)].push_back(c.job_id);
+          ++counters_.dropped_stale;
+        }
         scheduler_.release(slots[i]);
-        ++counters_.dropped_stale;
         break;
     }
   }

@@ -49,8 +49,12 @@ nlohmann::json job_to_json(const std::string& job_id, const std::map<std::string
       j[std::string(f) + "_iso"] = format_rfc3339_ms(*ms);
     }
   }
-  if (!fields.count("key")) j["key"] = nullptr;
-  if (!fields.count("value")) j["value"] = nullptr;
+  if (fields.count("headers")) {
+    if (!fields.count("key")) j["key"] = nullptr;
+    if (!fields.count("value")) j["value"] = nullptr;
+  } else {
+    j["payload_deleted"] = true;  // a finished job keeps its record, not its payload
+  }
   return j;
 }
 

@@ -31,35 +31,62 @@ std::string_view get_bytes(std::string_view& in, std::uint32_t n) {
   return s;
 }
 
-}  // namespace
+void put_optional(std::string& out, const std::optional<std::string>& s) {
+  if (s) {
+    put_u32(out, static_cast<std::uint32_t>(s->size()));
+    out += *s;
+  } else {
+    put_u32(out, kNull);
+  }
+}
 
-std::string encode_headers(const StoredHeaders& headers) {
-  std::string out;
+std::optional<std::string> get_optional(std::string_view& in) {
+  const std::uint32_t len = get_u32(in);
+  if (len == kNull) return std::nullopt;
+  return std::string(get_bytes(in, len));
+}
+
+void put_headers(std::string& out, const StoredHeaders& headers) {
   for (const auto& [name, value] : headers) {
     put_u32(out, static_cast<std::uint32_t>(name.size()));
     out += name;
-    if (value) {
-      put_u32(out, static_cast<std::uint32_t>(value->size()));
-      out += *value;
-    } else {
-      put_u32(out, kNull);
-    }
+    put_optional(out, value);
+  }
+}
+
+StoredHeaders get_headers(std::string_view in) {
+  StoredHeaders out;
+  while (!in.empty()) {
+    std::string name(get_bytes(in, get_u32(in)));
+    out.emplace_back(std::move(name), get_optional(in));
   }
   return out;
 }
 
-StoredHeaders decode_headers(std::string_view blob) {
-  StoredHeaders out;
-  while (!blob.empty()) {
-    std::string name(get_bytes(blob, get_u32(blob)));
-    const std::uint32_t len = get_u32(blob);
-    if (len == kNull) {
-      out.emplace_back(std::move(name), std::nullopt);
-    } else {
-      out.emplace_back(std::move(name), std::string(get_bytes(blob, len)));
-    }
-  }
+}  // namespace
+
+std::string encode_headers(const StoredHeaders& headers) {
+  std::string out;
+  put_headers(out, headers);
   return out;
+}
+
+StoredHeaders decode_headers(std::string_view blob) { return get_headers(blob); }
+
+std::string encode_payload(const StoredPayload& payload) {
+  std::string out;
+  put_optional(out, payload.key);
+  put_optional(out, payload.value);
+  put_headers(out, payload.headers);
+  return out;
+}
+
+StoredPayload decode_payload(std::string_view blob) {
+  StoredPayload p;
+  p.key = get_optional(blob);
+  p.value = get_optional(blob);
+  p.headers = get_headers(blob);
+  return p;
 }
 
 }  // namespace delayd::storage

@@ -1,9 +1,10 @@
-// How a job's Kafka headers are kept in one field of its Redis hash.
+// How a job's payload (Kafka key, value and headers) is kept in one Redis string.
 //
-// Format, repeated per header, in order: u32 name length, name bytes, u32 value length or
-// 0xFFFFFFFF for a null value, value bytes (lengths big-endian). Binary-safe, keeps order,
-// repeated names and null values, and costs 8 bytes per header beyond the bytes themselves.
-// decode_headers throws std::invalid_argument on a truncated or malformed blob.
+// Lengths are u32 big-endian; 0xFFFFFFFF stands for null. A payload is: key length, key bytes,
+// value length, value bytes, then the headers, each as name length, name bytes, value length,
+// value bytes. Binary-safe; keeps header order, repeated names and null values; costs 8 bytes
+// per header and 8 per payload beyond the bytes themselves.
+// The decoders throw std::invalid_argument on a truncated or malformed blob.
 // Threading: pure functions.
 #pragma once
 
@@ -18,7 +19,16 @@ namespace delayd::storage {
 using StoredHeader = std::pair<std::string, std::optional<std::string>>;
 using StoredHeaders = std::vector<StoredHeader>;
 
+struct StoredPayload {
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  StoredHeaders headers;
+  bool operator==(const StoredPayload&) const = default;
+};
+
 std::string encode_headers(const StoredHeaders& headers);
 StoredHeaders decode_headers(std::string_view blob);
+std::string encode_payload(const StoredPayload& payload);
+StoredPayload decode_payload(std::string_view blob);
 
 }  // namespace delayd::storage

@@ -58,29 +58,37 @@ void JobStore::load_scripts() {
   for (auto& r : replies) shas_.emplace_back(r.view().str());
 }
 
-std::vector<RedisReply> JobStore::eval_each(Script script, const std::vector<Command>& per_job) {
-  auto build = [&](const Command& job) {
+std::vector<RedisReply> JobStore::eval_each(Script script, const std::vector<Command>& per_job,
+                                            const std::function<std::vector<Command>(size_t)>& also) {
+  auto build = [&](size_t i, std::vector<Command>& out) {
     Command c{"EVALSHA", shas_[static_cast<size_t>(script)], "1"};
-    c.insert(c.end(), job.begin(), job.end());
-    return c;
+    c.insert(c.end(), per_job[i].begin(), per_job[i].end());
+    out.push_back(std::move(c));
+    if (also) {
+      for (auto& extra : also(i)) out.push_back(std::move(extra));
+    }
   };
   std::vector<Command> cmds;
   cmds.reserve(per_job.size());
-  for (const auto& job : per_job) cmds.push_back(build(job));
+  for (size_t i = 0; i < per_job.size(); ++i) build(i, cmds);
   auto replies = redis_.pipeline(cmds);
+  const size_t stride = per_job.empty() ? 1 : replies.size() / per_job.size();
 
   // A restarted Redis without persistence of its script cache (or SCRIPT FLUSH) answers
-  // NOSCRIPT; only those commands did not run, so only those are sent again.
+  // NOSCRIPT; only those jobs' scripts did not run, so only those are sent again.
   std::vector<size_t> lost;
-  for (size_t i = 0; i < replies.size(); ++i) {
-    if (replies[i].view().is_error() && replies[i].view().error().rfind("NOSCRIPT", 0) == 0) lost.push_back(i);
+  for (size_t i = 0; i < per_job.size(); ++i) {
+    const ReplyView r = replies[i * stride].view();
+    if (r.is_error() && r.error().rfind("NOSCRIPT", 0) == 0) lost.push_back(i);
   }
   if (!lost.empty()) {
     load_scripts();
     std::vector<Command> again;
-    for (size_t i : lost) again.push_back(build(per_job[i]));
+    for (size_t i : lost) build(i, again);
     auto retried = redis_.pipeline(again);
-    for (size_t k = 0; k < lost.size(); ++k) replies[lost[k]] = std::move(retried[k]);
+    for (size_t k = 0; k < lost.size(); ++k) {
+      for (size_t j = 0; j < stride; ++j) replies[lost[k] * stride + j] = std::move(retried[k * stride + j]);
+    }
   }
   return replies;
 }
@@ -91,8 +99,7 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
   const std::string now = std::to_string(now_ms);
   for (const auto& j : jobs) {
     per_job.push_back({keys_.job(j.job_id), std::to_string(j.deliver_at), j.business, j.topic, j.shard, now,
-                       j.source, encode_headers(j.headers), j.key ? "1" : "0", j.key.value_or(""),
-                       j.value ? "1" : "0", j.value.value_or("")});
+                       j.source});
   }
   auto replies = eval_each(Script::accept, per_job);
 
@@ -111,6 +118,8 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
     // A replay of our own record re-adds the entry in case the first try died before the ZADD;
     // a duplicate published to another partition leaves the first shard's entry alone.
     if (o.created || (o.state == "delay" && o.shard == jobs[i].shard)) {
+      follow.push_back({"SET", keys_.payload(jobs[i].job_id),
+                        encode_payload({jobs[i].key, jobs[i].value, jobs[i].headers}), "NX"});
       follow.push_back({"ZADD", keys_.pending(o.shard), std::to_string(o.deliver_at), jobs[i].job_id});
       shards.insert(o.shard);
     }
@@ -149,12 +158,15 @@ std::vector<Claim> JobStore::claim(std::span<const std::string> job_ids, std::in
   per_job.reserve(job_ids.size());
   const std::string now = std::to_string(now_ms);
   for (const auto& id : job_ids) per_job.push_back({keys_.job(id), now});
-  auto replies = eval_each(Script::claim, per_job);
+  auto replies = eval_each(Script::claim, per_job, [&](size_t i) {
+    return std::vector<Command>{{"GET", keys_.payload(job_ids[i])}};
+  });
 
   std::vector<Claim> out;
   out.reserve(job_ids.size());
   for (size_t i = 0; i < job_ids.size(); ++i) {
-    ReplyView r = replies[i].view();
+    ReplyView r = replies[2 * i].view();
+    const ReplyView payload = replies[2 * i + 1].view();
     Claim c;
     c.job_id = job_ids[i];
     const std::string_view kind = r[0].str();
@@ -163,12 +175,18 @@ std::vector<Claim> JobStore::claim(std::span<const std::string> job_ids, std::in
       c.state = "delay";
       c.deliver_at = to_i64(r[1].str());
       c.topic = std::string(r[2].str());
-      c.key = r[3].opt_str();
-      c.value = r[4].opt_str();
-      c.headers = decode_headers(r[5].str());
-      c.business = std::string(r[6].str());
-      c.shard = std::string(r[7].str());
-      c.attempt = static_cast<int>(r[8].integer());
+      c.business = std::string(r[3].str());
+      c.shard = std::string(r[4].str());
+      c.attempt = static_cast<int>(r[5].integer());
+      if (payload.is_nil()) {
+        c.kind = Claim::Kind::gone;  // accepted but its payload is gone: nothing to deliver
+        c.state = "payload_missing";
+      } else {
+        StoredPayload p = decode_payload(payload.str());
+        c.key = std::move(p.key);
+        c.value = std::move(p.value);
+        c.headers = std::move(p.headers);
+      }
     } else if (kind == "early") {
       c.kind = Claim::Kind::early;
       c.state = "delay";
@@ -189,6 +207,7 @@ void JobStore::after_transitions(const std::vector<Transition>& done, std::strin
     // clean-up of a crash between a transition and its ZREM.
     if (is_terminal(t.state) && !t.shard.empty()) {
       follow.push_back({"ZREM", keys_.pending(t.shard), t.job_id});
+      follow.push_back({"UNLINK", keys_.payload(t.job_id)});
     }
     if (t.changed && t.state != from_state) {
       follow.push_back({"HINCRBY", keys_.stats(), counter(t.business, from_state), "-1"});
@@ -244,16 +263,25 @@ void JobStore::drop_pending(std::string_view shard, std::span<const std::string>
   if (job_ids.empty()) return;
   Command zrem{"ZREM", keys_.pending(shard)};
   zrem.insert(zrem.end(), job_ids.begin(), job_ids.end());
-  auto r = redis_.command(zrem);
-  if (r.view().is_error()) throw RedisCommandError("redis: " + r.view().error());
+  Command unlink{"UNLINK"};
+  for (const auto& id : job_ids) unlink.push_back(keys_.payload(id));
+  for (auto& r : redis_.pipeline({zrem, unlink})) {
+    if (r.view().is_error()) throw RedisCommandError("redis: " + r.view().error());
+  }
 }
 
 std::optional<std::map<std::string, std::string>> JobStore::get(std::string_view job_id) {
-  auto reply = redis_.command({"HGETALL", keys_.job(job_id)});
-  ReplyView r = reply.view();
+  auto replies = redis_.pipeline({{"HGETALL", keys_.job(job_id)}, {"GET", keys_.payload(job_id)}});
+  ReplyView r = replies[0].view();
   if (r.size() == 0) return std::nullopt;
   std::map<std::string, std::string> out;
   for (size_t i = 0; i + 1 < r.size(); i += 2) out.emplace(r[i].str(), r[i + 1].str());
+  if (const ReplyView p = replies[1].view(); !p.is_nil()) {
+    StoredPayload payload = decode_payload(p.str());
+    if (payload.key) out.emplace("key", *payload.key);
+    if (payload.value) out.emplace("value", *payload.value);
+    out.emplace("headers", encode_headers(payload.headers));
+  }
   return out;
 }
 

@@ -4,21 +4,26 @@
 // point:
 //
 //   accept   1. job hash created (script, idempotent on job-id)
-//            2. ZADD to its shard's pending set        (always re-done on a replay)
+//            2. SET NX the payload, then ZADD to its shard's pending set (both re-done on a
+//               replay; NX keeps the first publish's payload)
 //            crash after 1: the ingest offset is not committed, the record is replayed, the
 //            script reports "exists, still delay" and step 2 runs again.
-//   deliver  1. claim: attempt+1, firing_at stamped   (a cancel now answers in_flight)
+//   deliver  1. claim: attempt+1, firing_at stamped   (a cancel now answers in_flight), and the
+//               payload read in the same round trip
 //            2. the broker produces the ready record and waits for Kafka's acknowledgement
-//            3. mark ready (only if still delay)        4. ZREM from the pending set
+//            3. mark ready (only if still delay)        4. ZREM and UNLINK the payload
 //            crash before 3: the job is still delay and pending, so it is loaded and delivered
 //            again after restart (a duplicate with the same job-id: at-least-once).
 //            crash between 3 and 4: the pending entry points at a ready job; claim answers
-//            "ready" and the broker drops the stale entry.
-//   cancel   1. cancelled (only if delay and not in flight)   2. ZREM
+//            "ready" and the broker drops the stale entry (and the payload).
+//   cancel   1. cancelled (only if delay and not in flight)   2. ZREM, UNLINK the payload
 //            crash between: the stale entry is dropped at claim time, as above.
 //   retry    1. release: firing_at cleared, last_error  2. ZADD XX re-scores the entry to the
 //            retry time (XX: never resurrect an entry that a finished job's ZREM removed).
 //   fail     the broker writes the dead-letter record first, then marks failed, then ZREM.
+//
+// A finished job keeps its hash for the retention period; its payload is deleted at once (it
+// is on the ready or dead-letter topic by then). That keeps finished jobs cheap.
 //
 // So: an entry in a pending set may point at a job that is no longer delay (harmless, dropped
 // when met), but a job in state delay is always in its shard's pending set once its offset is
@@ -36,6 +41,7 @@
 #include "storage/redis_connection.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -71,7 +77,7 @@ struct PendingEntry {
 };
 
 struct Claim {
-  enum class Kind { deliver, early, gone };
+  enum class Kind { deliver, early, gone };  // gone with state "payload_missing": cannot deliver
   Kind kind = Kind::gone;
   std::string job_id;
   std::string state;  // for gone: delay is impossible; ready | cancelled | failed | missing
@@ -132,7 +138,8 @@ class JobStore {
   // Drops pending entries that point at jobs that are gone (claim said so).
   void drop_pending(std::string_view shard, std::span<const std::string> job_ids);
 
-  // The job's hash as stored (binary-safe), or nullopt.
+  // The job's hash as stored (binary-safe), plus "key", "value" (each only if not null) and
+  // "headers" (encoded) from its payload while it has one; nullopt if there is no such job.
   std::optional<std::map<std::string, std::string>> get(std::string_view job_id);
   StoreStats stats();
 
@@ -141,7 +148,10 @@ class JobStore {
  private:
   enum class Script { accept, claim, mark_ready, release, mark_failed, cancel, count_ };
   // Runs `script` once per (job key, args), pipelined, reloading scripts if Redis lost them.
-  std::vector<RedisReply> eval_each(Script script, const std::vector<Command>& per_job);
+  // `also(i)`, if given, returns commands sent right after job i's script in the same round
+  // trip; the replies then come in groups of 1 + also(i).size(), which must be the same for all.
+  std::vector<RedisReply> eval_each(Script script, const std::vector<Command>& per_job,
+                                    const std::function<std::vector<Command>(size_t)>& also = {});
   void load_scripts();
   Transition transition(Script script, const std::string& job_id, Command args);
   void after_transitions(const std::vector<Transition>& done, std::string_view from_state);

@@ -12,34 +12,31 @@
 
 namespace delayd::storage::lua {
 
-// KEYS[1] job. ARGV: deliver_at, business, topic, shard, created_at, source, headers,
-// has_key, key, has_value, value. Creates the job in state delay unless it exists (the job-id is
-// the idempotency key: a second publish never overwrites the first).
+// KEYS[1] job. ARGV: deliver_at, business, topic, shard, created_at, source. Creates the job
+// in state delay unless it exists (the job-id is the idempotency key: a second publish never
+// overwrites the first). Returns {created, state, business, shard, deliver_at}.
 inline constexpr std::string_view kAccept = R"lua(
 local cur = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard', 'deliver_at')
 if cur[1] then return {0, cur[1], cur[2] or '', cur[3] or '', cur[4] or '0'} end
 redis.call('HSET', KEYS[1], 'state', 'delay', 'deliver_at', ARGV[1], 'business', ARGV[2],
-  'topic', ARGV[3], 'shard', ARGV[4], 'created_at', ARGV[5], 'source', ARGV[6],
-  'headers', ARGV[7], 'attempt', '0')
-if ARGV[8] == '1' then redis.call('HSET', KEYS[1], 'key', ARGV[9]) end
-if ARGV[10] == '1' then redis.call('HSET', KEYS[1], 'value', ARGV[11]) end
+  'topic', ARGV[3], 'shard', ARGV[4], 'created_at', ARGV[5], 'source', ARGV[6], 'attempt', '0')
 return {1, 'delay', ARGV[2], ARGV[4], ARGV[1]}
 )lua";
 
 // KEYS[1] job. ARGV: now. Takes a due job for delivery: counts the attempt and stamps firing_at,
 // which from here on makes a cancel answer "in_flight" (the record may already be on its way).
-// Returns {'deliver', deliver_at, topic, key|nil, value|nil, headers, business, shard, attempt},
-// {'early', deliver_at} when the caller's clock says it is not yet due (never early, enforced
-// here as well as in the wheel), or {state} when the job is no longer deliverable.
+// Returns {'deliver', deliver_at, topic, business, shard, attempt}, {'early', deliver_at} when
+// the caller's clock says it is not yet due (never early, enforced here as well as in the
+// wheel), or {state} when the job is no longer deliverable. The payload is read beside it, in
+// the same round trip (a different key, so not inside the script).
 inline constexpr std::string_view kClaim = R"lua(
-local f = redis.call('HMGET', KEYS[1], 'state', 'deliver_at', 'topic', 'key', 'value', 'headers',
-  'business', 'shard')
+local f = redis.call('HMGET', KEYS[1], 'state', 'deliver_at', 'topic', 'business', 'shard')
 if not f[1] then return {'missing'} end
 if f[1] ~= 'delay' then return {f[1]} end
 if tonumber(f[2]) > tonumber(ARGV[1]) then return {'early', f[2]} end
 local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
 redis.call('HSET', KEYS[1], 'firing_at', ARGV[1])
-return {'deliver', f[2], f[3], f[4], f[5], f[6] or '', f[7] or '', f[8] or '', attempt}
+return {'deliver', f[2], f[3], f[4] or '', f[5] or '', attempt}
 )lua";
 
 // KEYS[1] job. ARGV: now, retention_s. After Kafka acknowledged the ready record.

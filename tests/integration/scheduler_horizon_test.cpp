@@ -166,7 +166,7 @@ TEST_CASE_METHOD(Fixture, "the invariant holds under random ingest, loading and 
   CHECK(fired.size() > 100);
 }
 
-TEST_CASE_METHOD(Fixture, "a job put back beyond the horizon stays held; an orphan is let go", "[horizon]") {
+TEST_CASE_METHOD(Fixture, "a job put back beyond the horizon stays held, an orphan is let go", "[horizon]") {
   Scheduler s(options(100), T, store);
   s.assign(shard);
   s.refill(T);

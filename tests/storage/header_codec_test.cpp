@@ -23,3 +23,23 @@ TEST_CASE("a truncated header blob is refused, not read past its end", "[codec]"
     CHECK_THROWS_AS(decode_headers(std::string_view(blob).substr(0, n)), std::invalid_argument);
   }
 }
+
+TEST_CASE("a payload survives encoding: null and empty key and value, binary bytes, headers", "[codec]") {
+  using delayd::storage::decode_payload;
+  using delayd::storage::encode_payload;
+  using delayd::storage::StoredPayload;
+  const StoredPayload full{std::string("k\0y", 3), std::string(300, 'v'), {{"h", std::nullopt}, {"h", "2"}}};
+  CHECK(decode_payload(encode_payload(full)) == full);
+  const StoredPayload nulls{std::nullopt, std::nullopt, {}};
+  CHECK(decode_payload(encode_payload(nulls)) == nulls);
+  const StoredPayload empties{std::string(), std::string(), {}};
+  CHECK(decode_payload(encode_payload(empties)) == empties);
+  // Cut anywhere inside the key or the value (a cut between two headers would be a valid,
+  // shorter payload: the format has no count, only lengths).
+  const std::string blob = encode_payload(full);
+  const size_t value_end = 4 + 3 + 4 + 300;
+  for (size_t n = 1; n < value_end; ++n) {
+    INFO("prefix of " << n << " bytes");
+    CHECK_THROWS_AS(decode_payload(std::string_view(blob).substr(0, n)), std::invalid_argument);
+  }
+}

@@ -34,6 +34,14 @@ struct Fixture {
     return j;
   }
   std::vector<PendingEntry> pending() { return store.pending_between(shard, std::nullopt, INT64_MAX, 1000); }
+  std::string payload_field(const std::string& id, const std::string& f) {
+    auto job = store.get(id);
+    if (!job || !job->count(f)) return "<nil>";
+    return job->at(f);
+  }
+  bool has_payload(const std::string& id) {
+    return redis.command({"EXISTS", keys.payload(id)}).view().integer() == 1;
+  }
   std::string field(const std::string& id, const std::string& f) {
     auto r = redis.command({"HGET", keys.job(id), f});
     return r.view().is_nil() ? "<nil>" : std::string(r.view().str());
@@ -55,6 +63,10 @@ TEST_CASE_METHOD(Fixture, "accept creates the job hash and its pending entry", "
   CHECK(field("a", "topic") == "ready.orders");
   CHECK(field("a", "created_at") == "500");
   CHECK(field("a", "attempt") == "0");
+  CHECK(field("a", "value") == "<nil>");  // the payload lives apart from the hash
+  CHECK(payload_field("a", "value") == "v-a");
+  CHECK(payload_field("a", "key") == "k-a");
+  CHECK(decode_headers(payload_field("a", "headers")) == StoredHeaders{{"trace", "abc"}, {"nullh", std::nullopt}});
   CHECK(pending() == std::vector<PendingEntry>{{"b", 1000}, {"a", 2000}});
   auto members = redis.command({"SMEMBERS", keys.shards()});
   REQUIRE(members.view().size() == 1);
@@ -70,18 +82,20 @@ TEST_CASE_METHOD(Fixture, "the same job-id twice is one job and the first publis
   CHECK_FALSE(out[0].created);
   CHECK(out[0].deliver_at == 1000);
   CHECK(field("dup", "deliver_at") == "1000");
-  CHECK(field("dup", "value") == "v-dup");
+  CHECK(payload_field("dup", "value") == "v-dup");
   CHECK(pending() == std::vector<PendingEntry>{{"dup", 1000}});
 }
 
 TEST_CASE_METHOD(Fixture, "a replay after a crash between the hash and the ZADD restores the entry", "[store][crash]") {
   std::vector<NewJob> jobs{job("x", 1234)};
   store.accept(jobs, 1);
-  redis.command({"ZREM", keys.pending(shard), "x"});  // the crash: hash written, entry not
+  redis.command({"ZREM", keys.pending(shard), "x"});  // the crash: hash written, payload and entry not
+  redis.command({"DEL", keys.payload("x")});
   REQUIRE(pending().empty());
   auto out = store.accept(jobs, 2);  // the offset was not committed: the record comes again
   CHECK_FALSE(out[0].created);
   CHECK(pending() == std::vector<PendingEntry>{{"x", 1234}});
+  CHECK(payload_field("x", "value") == "v-x");
 }
 
 TEST_CASE_METHOD(Fixture, "a duplicate published to another partition leaves the first shard alone", "[store]") {
@@ -143,6 +157,7 @@ TEST_CASE_METHOD(Fixture, "mark_ready finishes the job, removes its entry and se
   CHECK(pending().empty());
   auto ttl = redis.command({"TTL", keys.job("r")});
   CHECK(ttl.view().integer() > 3500);
+  CHECK_FALSE(has_payload("r"));  // delivered: the payload is on the ready topic now
 
   auto again = store.mark_ready(ids, 13);  // a duplicate acknowledgement changes nothing
   CHECK_FALSE(again[0].changed);
@@ -158,6 +173,7 @@ TEST_CASE_METHOD(Fixture, "a crash between mark ready and ZREM leaves an entry t
   CHECK(c[0].state == "ready");
   store.drop_pending(shard, std::vector<std::string>{"z"});
   CHECK(pending().empty());
+  CHECK_FALSE(has_payload("z"));
 }
 
 TEST_CASE_METHOD(Fixture, "cancel wins before delivery, loses in flight and after, and wins again after a failed attempt", "[store][cancel]") {
@@ -193,6 +209,7 @@ TEST_CASE_METHOD(Fixture, "cancel wins before delivery, loses in flight and afte
   CHECK(field("k3", "state") == "ready");
 
   CHECK(store.cancel("never-existed", 1).state == "missing");
+  CHECK_FALSE(has_payload("k1"));
   CHECK(pending().empty());
 }
 
@@ -204,6 +221,14 @@ TEST_CASE_METHOD(Fixture, "mark_failed records the reason and removes the entry"
   CHECK(field("f", "state") == "failed");
   CHECK(field("f", "error") == "topic ready.orders does not exist");
   CHECK(pending().empty());
+}
+
+TEST_CASE_METHOD(Fixture, "a due job whose payload was deleted is reported, not delivered empty", "[store]") {
+  store.accept(std::vector<NewJob>{job("p", 5)}, 0);
+  redis.command({"DEL", keys.payload("p")});
+  auto c = store.claim(std::vector<std::string>{"p"}, 5);
+  CHECK(c[0].kind == Claim::Kind::gone);
+  CHECK(c[0].state == "payload_missing");
 }
 
 TEST_CASE_METHOD(Fixture, "scripts flushed from Redis are loaded again transparently", "[store]") {
