@@ -39,6 +39,6 @@ if [[ ! -f "$LIBS/.complete-$stamp" ]]; then
   echo "install-deps: fetching Apache Kafka jars from Maven Central"
   rm -rf "$LIBS"
   mkdir -p "$LIBS"
-  mvn -q -B -f "$POM" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$LIBS"
+  mvn -q -B -Dstyle.color=never -f "$POM" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$LIBS"
   touch "$LIBS/.complete-$stamp"
 fi

@@ -4,10 +4,11 @@
 //   - a Redis sorted set is written and read back in score order.
 #include <catch2/catch.hpp>
 
+#include "support/test_env.hpp"
+
 #include <hiredis/hiredis.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -18,19 +19,8 @@
 
 namespace {
 
-std::string require_env(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') {
-    FAIL(name << " is not set: start the stack with scripts/stack.sh up and export its env "
-                 "(scripts/test.sh does both)");
-  }
-  return v;
-}
-
-std::string unique_suffix() {
-  return std::to_string(::getpid()) + "-" +
-         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-}
+using delayd::testing::require_env;
+using delayd::testing::unique_name;
 
 // Topic auto-creation is off on the stack, as in production, so the test creates its topic.
 void create_topic(const std::string& bootstrap, const std::string& topic) {
@@ -74,7 +64,7 @@ std::unique_ptr<RdKafka::Conf> make_conf(const std::vector<std::pair<std::string
 
 TEST_CASE("a record with headers makes the round trip through the real Kafka", "[kafka]") {
   const std::string bootstrap = require_env("KAFKA_BOOTSTRAP");
-  const std::string topic = "smoke-" + unique_suffix();
+  const std::string topic = unique_name("smoke");
   create_topic(bootstrap, topic);
 
   {
@@ -97,7 +87,7 @@ TEST_CASE("a record with headers makes the round trip through the real Kafka", "
 
   std::string err;
   auto conf = make_conf({{"bootstrap.servers", bootstrap},
-                         {"group.id", "smoke-" + unique_suffix()},
+                         {"group.id", unique_name("smoke")},
                          {"auto.offset.reset", "earliest"},
                          {"enable.auto.commit", "false"}});
   std::unique_ptr<RdKafka::KafkaConsumer> consumer(RdKafka::KafkaConsumer::create(conf.get(), err));
@@ -150,7 +140,7 @@ TEST_CASE("a sorted set is written to and read back from the real Redis", "[redi
     REQUIRE(r->type != REDIS_REPLY_ERROR);
     return r;
   };
-  const std::string key = "smoke:zset:" + unique_suffix();
+  const std::string key = unique_name("smoke:zset");
   cmd("ZADD %s 300 %s 100 %s 200 %s", key.c_str(), "c", "a", "b");
   auto r = cmd("ZRANGE %s 0 -1 WITHSCORES", key.c_str());
   REQUIRE(r->type == REDIS_REPLY_ARRAY);
