@@ -72,10 +72,12 @@ else
   log_start=$(($(stat -c %s "$LOG" 2>/dev/null || echo 0) + 1))
   DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" \
     setsid nohup "$BUILD/broker/delayd" >>"$LOG" 2>&1 </dev/null &
-  echo $! >"$PIDFILE"
+  pid=$!
+  echo "$pid" >"$PIDFILE"
   # Up means: the consumer joined the group and got its partitions (or delayd died trying).
+  # Only liveness here: until exec completes, the child's command line is still the shell's.
   for _ in $(seq 1 300); do
-    pid="$(delayd_pid)" || { tail -n 20 "$LOG" >&2; echo "run: error: delayd exited at start-up (log: $LOG)" >&2; exit 1; }
+    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$LOG" >&2; echo "run: error: delayd exited at start-up (log: $LOG)" >&2; exit 1; }
     tail -c "+$log_start" "$LOG" | grep -q "assigned" && break
     sleep 0.1
   done
