@@ -103,6 +103,12 @@ struct LogConfig {
   std::string level = "info";  // trace, debug, info, warn, error
 };
 
+struct AdminConfig {
+  // host:port of the HTTP admin endpoint (/healthz, /stats); empty: no endpoint. Port 0 picks a
+  // free port (tests). Off by default so that instances sharing a host never collide.
+  std::string listen;
+};
+
 // The Redis server to talk to, once the url and the password/db overrides are combined.
 struct RedisEndpoint {
   std::string host;  // without brackets for IPv6 literals
@@ -127,6 +133,7 @@ struct Config {
   WheelConfig wheel;
   SchedulerConfig scheduler;
   LogConfig log;
+  AdminConfig admin;
 
   // Where each value came from, by dotted name ("redis.url", "kafka.properties.acks"):
   // "default", "file PATH line N", "env NAME", "--set", "--redis-url". Filled by load_config;

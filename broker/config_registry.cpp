@@ -77,6 +77,18 @@ std::string check_log_level(std::string_view v) {
   return "must be one of trace, debug, info, warn, error";
 }
 
+std::string check_listen(std::string_view v) {
+  if (v.empty()) return "";
+  const auto colon = v.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return "must be host:port (or empty to turn the endpoint off)";
+  const std::string_view port = v.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos ||
+      std::stoi(std::string(port)) > 65535) {
+    return "the port must be a number from 0 to 65535";
+  }
+  return "";
+}
+
 // clang-format off
 constexpr std::array kSettings = {
   Setting{"kafka.bootstrap", field<Str>([](auto& c) -> auto& { return c.kafka.bootstrap; }), 0, 0, check_non_empty},
@@ -115,6 +127,8 @@ constexpr std::array kSettings = {
   Setting{"scheduler.shutdown_timeout_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.shutdown_timeout_ms; }), 0, 3'600'000},
 
   Setting{"log.level", field<Str>([](auto& c) -> auto& { return c.log.level; }), 0, 0, check_log_level},
+
+  Setting{"admin.listen", field<Str>([](auto& c) -> auto& { return c.admin.listen; }), 0, 0, check_listen},
 };
 // clang-format on
 

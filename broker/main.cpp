@@ -9,6 +9,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <csignal>
 #include <iostream>
 #include <thread>
@@ -51,15 +53,31 @@ int main(int argc, char** argv) {
     spdlog::info("signal {} received: stopping", sig);
     stop = true;
   });
+  // The admin endpoint shares the Asio thread; binding happens here so a taken port stops
+  // start-up with a message naming the setting.
+  std::optional<delayd::broker::AdminServer> admin;
+  if (!config.admin.listen.empty()) {
+    try {
+      admin.emplace(io, config.admin.listen);
+      spdlog::info("admin endpoint on {}:{} (/healthz, /stats)",
+                   config.admin.listen.substr(0, config.admin.listen.rfind(':')), admin->port());
+    } catch (const std::exception& e) {
+      std::cerr << "delayd: " << e.what() << "\n";
+      return 2;
+    }
+  }
   std::thread signal_thread([&] { io.run(); });
 
   int status = 1;
   try {
-    status = delayd::broker::Service(config).run(stop);
+    std::function<void(delayd::broker::AdminSnapshot)> publish;
+    if (admin) publish = [&admin](delayd::broker::AdminSnapshot s) { admin->publish(std::move(s)); };
+    status = delayd::broker::Service(config).run(stop, publish);
   } catch (const std::exception& e) {
     spdlog::critical("delayd failed: {}", e.what());
   }
   io.stop();
   signal_thread.join();
+  admin.reset();
   return status;
 }

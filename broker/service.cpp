@@ -55,7 +55,7 @@ connectors::Properties with_defaults(connectors::Properties defaults, const Kafk
 
 }  // namespace
 
-int Service::run(const std::atomic<bool>& stop) {
+int Service::run(const std::atomic<bool>& stop, const std::function<void(AdminSnapshot)>& publish) {
   const Config& c = config_;
   WallClock clock;
   Backoff backoff;
@@ -164,6 +164,8 @@ int Service::run(const std::atomic<bool>& stop) {
 
   std::optional<std::vector<connectors::Record>> batch;
   std::int64_t next_report = clock.now_ms() + 10000;
+  std::int64_t next_publish = 0;
+  std::string problem;  // the outage being ridden out, for the admin endpoint
   backoff.reset();
   while (!stop) {
     try {
@@ -193,14 +195,37 @@ int Service::run(const std::atomic<bool>& stop) {
       }
       batch.reset();
       backoff.reset();
+      problem.clear();
     } catch (const storage::RedisIoError& e) {
       const auto wait = backoff.next();
       spdlog::warn("redis unavailable: {}; retrying in {} ms", e.what(), wait);
+      problem = std::string("redis unavailable: ") + e.what();
       nap(wait, stop);
     } catch (const connectors::KafkaError& e) {
       const auto wait = backoff.next();
       spdlog::warn("kafka trouble: {}; retrying in {} ms", e.what(), wait);
+      problem = std::string("kafka trouble: ") + e.what();
       nap(wait, stop);
+    }
+    if (publish && clock.now_ms() >= next_publish) {
+      next_publish = clock.now_ms() + 200;
+      const auto& f = fire_path.counters();
+      const auto& i = ingest_path.counters();
+      publish(AdminSnapshot{scheduler.held(),
+                            scheduler.in_wheel(),
+                            fire_path.unsettled(),
+                            scheduler.owned_shards(),
+                            scheduler.next_due(),
+                            {{"accepted", i.accepted},
+                             {"duplicates", i.duplicates},
+                             {"cancelled", i.cancelled},
+                             {"dead_lettered", i.dead_lettered},
+                             {"produced", f.produced},
+                             {"delivered", f.delivered},
+                             {"retried", f.retried},
+                             {"failed", f.failed},
+                             {"dropped_stale", f.dropped_stale}},
+                            problem});
     }
     if (clock.now_ms() >= next_report) {
       next_report = clock.now_ms() + 10000;

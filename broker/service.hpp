@@ -20,9 +20,11 @@
 // Threading: run() on one thread; `stop` may be set from any thread (a signal handler's).
 #pragma once
 
+#include "broker/admin_server.hpp"
 #include "broker/config.hpp"
 
 #include <atomic>
+#include <functional>
 
 namespace delayd::broker {
 
@@ -30,7 +32,9 @@ class Service {
  public:
   explicit Service(Config config) : config_(std::move(config)) {}
   // Returns the process exit status: 0 after a clean stop, 1 if start-up failed for good.
-  int run(const std::atomic<bool>& stop);
+  // `publish`, if given, receives a snapshot of the loop's state about five times a second
+  // (the admin endpoint serves it).
+  int run(const std::atomic<bool>& stop, const std::function<void(AdminSnapshot)>& publish = {});
 
  private:
   Config config_;

@@ -2,6 +2,8 @@
 
 #include "support/test_env.hpp"
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <signal.h>
@@ -218,6 +220,29 @@ std::vector<std::string> JobReader::fields(const std::vector<std::string>& job_i
 std::optional<std::string> JobReader::field(const std::string& job_id, const std::string& name) {
   auto r = redis_.command({"HGET", world_.redis_prefix + ":job:" + job_id, name});
   return r.view().opt_str();
+}
+
+std::uint16_t free_port() {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  return a.local_endpoint().port();
+}
+
+std::string http_get(std::uint16_t port, const std::string& path) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  boost::system::error_code ec;
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
+  if (ec) return "";
+  const std::string req = "GET " + path + " HTTP/1.0\r\n\r\n";
+  boost::asio::write(socket, boost::asio::buffer(req), ec);
+  std::string out;
+  char buf[4096];
+  while (!ec) {
+    const std::size_t n = socket.read_some(boost::asio::buffer(buf), ec);
+    out.append(buf, n);
+  }
+  return out;
 }
 
 std::int64_t percentile(const std::vector<std::int64_t>& sorted, double p) {

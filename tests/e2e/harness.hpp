@@ -139,6 +139,11 @@ class JobReader {
   storage::RedisConnection redis_;
 };
 
+// A loopback port nobody listens on right now (for the admin endpoint of a test's delayd).
+std::uint16_t free_port();
+// GET path from 127.0.0.1:port; the whole HTTP response, or "" if nothing answers.
+std::string http_get(std::uint16_t port, const std::string& path);
+
 // Percentile of a sorted sample (nearest rank).
 std::int64_t percentile(const std::vector<std::int64_t>& sorted, double p);
 

@@ -14,6 +14,8 @@ using namespace delayd::e2e;
 TEST_CASE("a Redis outage delays jobs but loses none", "[e2e][outage]") {
   World w("redis-outage");
   w.settings["DELAYD_REDIS_TIMEOUT_MS"] = "300";
+  const std::uint16_t admin = free_port();
+  w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(admin);
   w.create_topics({"orders"});
   DelaydProcess delayd(w);
   delayd.start();
@@ -32,10 +34,19 @@ TEST_CASE("a Redis outage delays jobs but loses none", "[e2e][outage]") {
   publish("early-", 200, now_ms() + 200, 4000);
   REQUIRE(ready.collect_until([](const auto& recs) { return recs.size() >= 20; }, std::chrono::seconds(30)));
 
+  CHECK_THAT(http_get(admin, "/healthz"), Catch::StartsWith("HTTP/1.0 200") && Catch::EndsWith("ok\n"));
   {
-    delayd::storage::RedisConnection admin(delayd::storage::parse_redis_url(w.redis_url));
-    REQUIRE(admin.command({"CLIENT", "PAUSE", "3000", "ALL"}).view().str() == "OK");
+    delayd::storage::RedisConnection redis(delayd::storage::parse_redis_url(w.redis_url));
+    REQUIRE(redis.command({"CLIENT", "PAUSE", "3000", "ALL"}).view().str() == "OK");
   }
+  // The admin endpoint tells the outage while it lasts (the loop keeps turning, so 200).
+  bool degraded = false;
+  const auto pause_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+  while (!degraded && std::chrono::steady_clock::now() < pause_end) {
+    degraded = http_get(admin, "/healthz").find("degraded: redis unavailable") != std::string::npos;
+    if (!degraded) ready.collect_until([](const auto&) { return false; }, std::chrono::milliseconds(50));
+  }
+  CHECK(degraded);
   // Arrives during the outage: ingest cannot write it to Redis, so it is not committed yet.
   publish("during-", 100, now_ms(), 1000);
 
