@@ -15,6 +15,7 @@ BUILD="$ROOT/build-release"
 STACK_DIR="${DELAYD_STACK_DIR:-$ROOT/.stack}"
 PIDFILE="$STACK_DIR/delayd.pid"
 LOG="$STACK_DIR/delayd.log"
+ADMIN="${DELAYD_ADMIN_LISTEN:-127.0.0.1:19464}"  # delayd's /healthz and /stats
 
 delayd_pid() {
   local pid
@@ -70,7 +71,7 @@ if pid="$(delayd_pid)"; then
 else
   mkdir -p "$STACK_DIR"
   log_start=$(($(stat -c %s "$LOG" 2>/dev/null || echo 0) + 1))
-  DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" \
+  DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" DELAYD_ADMIN_LISTEN="$ADMIN" \
     setsid nohup "$BUILD/broker/delayd" >>"$LOG" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PIDFILE"
@@ -88,6 +89,7 @@ cat <<EOF
 KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP
 REDIS_URL=$REDIS_URL
 delayd log:  $LOG
+admin:       http://$ADMIN/healthz  http://$ADMIN/stats
 delayctl:    $BUILD/broker/delayctl
 stop:        scripts/run.sh stop
 try it:
