@@ -105,13 +105,20 @@ void AdminServer::accept() {
   });
 }
 
-std::string AdminServer::respond(const std::string& request, Shared& shared) {
+std::optional<RequestHead> parse_request_head(std::string_view request) {
   const auto line_end = request.find("\r\n");
-  const std::string line = request.substr(0, line_end);
+  const std::string_view line = request.substr(0, line_end);
   const auto sp1 = line.find(' ');
-  const auto sp2 = line.find(' ', sp1 == std::string::npos ? 0 : sp1 + 1);
-  if (sp1 == std::string::npos || sp2 == std::string::npos) return http(400, "Bad Request", "text/plain", "bad request\n");
-  const std::string method = line.substr(0, sp1), path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const auto sp2 = line.find(' ', sp1 == std::string_view::npos ? 0 : sp1 + 1);
+  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) return std::nullopt;
+  return RequestHead{std::string(line.substr(0, sp1)), std::string(line.substr(sp1 + 1, sp2 - sp1 - 1))};
+}
+
+std::string AdminServer::respond(const std::string& request, Shared& shared) {
+  const std::optional<RequestHead> head = parse_request_head(request);
+  if (!head) return http(400, "Bad Request", "text/plain", "bad request\n");
+  const std::string& method = head->method;
+  const std::string& path = head->path;
   if (path != "/healthz" && path != "/stats") return http(404, "Not Found", "text/plain", "not found\n");
   if (method != "GET") return http(405, "Method Not Allowed", "text/plain", "only GET\n");
 

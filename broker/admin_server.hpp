@@ -23,9 +23,22 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace delayd::broker {
+
+// The request line of an HTTP request head, split at its first two spaces.
+struct RequestHead {
+  std::string method;
+  std::string path;
+  bool operator==(const RequestHead&) const = default;
+};
+
+// Reads the method and path from the first line of `request` (up to the first CRLF, or all of
+// it): "<method> <path> <rest>". nullopt when that line has fewer than two spaces, which the
+// server answers with 400. Header lines are not read. Pure and total on any bytes.
+std::optional<RequestHead> parse_request_head(std::string_view request);
 
 struct AdminSnapshot {
   std::size_t held = 0;

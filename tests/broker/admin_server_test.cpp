@@ -90,6 +90,18 @@ TEST_CASE("other paths, other methods and garbage get the right refusal", "[admi
   CHECK_THAT(request(r.server.port(), "nonsense\r\n\r\n"), Catch::StartsWith("HTTP/1.0 400"));
 }
 
+TEST_CASE("parse_request_head splits the first line at its first two spaces", "[admin]") {
+  using delayd::broker::parse_request_head;
+  using delayd::broker::RequestHead;
+  CHECK(parse_request_head("GET /healthz HTTP/1.0\r\n\r\n") == RequestHead{"GET", "/healthz"});
+  CHECK(parse_request_head("GET /stats HTTP/1.1\r\nHost: a b c\r\n\r\n") == RequestHead{"GET", "/stats"});
+  CHECK(parse_request_head("GET  HTTP/1.0\r\n") == RequestHead{"GET", ""});
+  CHECK(parse_request_head("GET /x ") == RequestHead{"GET", "/x"});  // no CRLF: the whole text
+  CHECK(parse_request_head("") == std::nullopt);
+  CHECK(parse_request_head("GET /healthz\r\n\r\n") == std::nullopt);
+  CHECK(parse_request_head("GET\r\n /a b\r\n") == std::nullopt);  // spaces after the first line do not count
+}
+
 TEST_CASE("a taken port or a bad address stops start-up with a message naming admin.listen", "[admin]") {
   Running r;
   asio::io_context io;
