@@ -4,6 +4,8 @@
 #   Debian packages: compiler, CMake, the libraries of the design card, redis-server, kcat,
 #                    Java 17 and Maven (for the Kafka server), docker-compose (config check only).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
+#   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
+#                    plain builds use g++ and never install these.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -16,6 +18,16 @@ PACKAGES=(
   docker-compose
   procps iproute2 python3
 )
+# Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
+# clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.
+FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev llvm-14)
+
+for arg in "$@"; do
+  case "$arg" in
+    --fuzz) PACKAGES+=("${FUZZ_PACKAGES[@]}") ;;
+    *) echo "usage: scripts/install-deps.sh [--fuzz]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do
