@@ -18,9 +18,21 @@
 //            "ready" and the broker drops the stale entry (and the payload).
 //   cancel   1. cancelled (only if delay and not in flight)   2. ZREM, UNLINK the payload
 //            crash between: the stale entry is dropped at claim time, as above.
-//   retry    1. release: firing_at cleared, last_error  2. ZADD XX re-scores the entry to the
-//            retry time (XX: never resurrect an entry that a finished job's ZREM removed).
+//   retry    1. release: firing_at cleared (kept when the record was possibly written, so that
+//               no cancel can win until a later attempt settles it), last_error, and the
+//               attempt refunded unless Kafka refused the record for good
+//            2. ZADD XX re-scores the entry to the retry time (XX: never resurrect an entry that
+//               a finished job's ZREM removed).
+//            crash between: the entry keeps its old score, so the job is retried sooner.
 //   fail     the broker writes the dead-letter record first, then marks failed, then ZREM.
+//   set aside (claim met a job that cannot be delivered; see set_aside())
+//            corrupt hash: the claim script itself marks it failed with error "corrupt job
+//               record: ..."; then ZREM and UNLINK the payload.
+//            payload unreadable or missing: mark failed with the reason, then ZREM, UNLINK.
+//            no readable hash (missing, or not a hash): HSET the reason into the shard's
+//               quarantine hash, then ZREM, UNLINK.
+//            crash between any two: the entry is still pending, the next claim meets the same
+//               job (now failed, or still unreadable) and the step is done again.
 //
 // A finished job keeps its hash for the retention period; its payload is deleted at once (it
 // is on the ready or dead-letter topic by then). That keeps finished jobs cheap.
@@ -30,13 +42,17 @@
 // committed. Counters in <prefix>:stats are bumped after each transition that happened; a crash
 // between the two can leave a counter off by one (they are for dashboards, not for truth).
 //
-// Errors: RedisIoError when Redis is unreachable (the caller retries the whole call later; every
-// call is safe to repeat), RedisCommandError when Redis refuses something (a bug or a
-// misconfigured server).
+// Errors: RedisIoError when Redis is unreachable or says "not now" (LOADING, READONLY, OOM, ...:
+// the caller retries the whole call later; every call is safe to repeat), RedisCommandError when
+// Redis refuses something for good (a bug or a misconfigured server). No byte read from Redis
+// can make a call throw anything else: fields that do not parse are reported per job (claim's
+// Kind::corrupt and Kind::unreadable, accept's JobState::corrupt) so that the caller can set
+// that one job aside.
 // Threading: one thread at a time, like the connection it owns.
 #pragma once
 
 #include "storage/header_codec.hpp"
+#include "storage/job_state.hpp"
 #include "storage/key_schema.hpp"
 #include "storage/redis_connection.hpp"
 
@@ -65,7 +81,7 @@ struct NewJob {
 
 struct AcceptOutcome {
   bool created = false;  // false: the job-id existed (a replay or a duplicate publish)
-  std::string state;     // the job's state now
+  JobState state = JobState::delay;  // the job's state now (corrupt: the existing hash is unreadable)
   std::string shard;     // the shard that holds it (the first publish's)
   std::int64_t deliver_at = 0;
 };
@@ -77,10 +93,18 @@ struct PendingEntry {
 };
 
 struct Claim {
-  enum class Kind { deliver, early, gone };  // gone with state "payload_missing": cannot deliver
-  Kind kind = Kind::gone;
+  enum class Kind {
+    deliver,     // produce it
+    early,       // Redis's deliver_at is later than the caller's now: wait for it
+    finished,    // ready, cancelled or failed already: the pending entry is stale
+    corrupt,     // cannot be delivered (`reason`); `marked_failed` says whether Redis says so yet
+    unreadable,  // no readable job hash (missing, or not a hash): the entry is moved aside
+  };
+  Kind kind = Kind::finished;
   std::string job_id;
-  std::string state;  // for gone: delay is impossible; ready | cancelled | failed | missing
+  JobState state = JobState::missing;  // for finished: ready | cancelled | failed
+  std::string reason;                  // for corrupt and unreadable, for people
+  bool marked_failed = false;          // for corrupt: the claim script already marked it failed
   std::int64_t deliver_at = 0;
   std::string topic;
   std::optional<std::string> key;
@@ -95,7 +119,7 @@ struct Claim {
 struct Transition {
   std::string job_id;
   bool changed = false;
-  std::string state;  // after the call; "missing" if there is no such job; "in_flight" for cancel
+  JobState state = JobState::missing;  // after the call; in_flight: a cancel met a record on its way
   std::string business;
   std::string shard;
 };
@@ -118,7 +142,8 @@ class JobStore {
   std::vector<AcceptOutcome> accept(std::span<const NewJob> jobs, std::int64_t now_ms);
 
   // Pending entries of one shard with after < deliver_at <= upto, ascending, at most `limit`.
-  // after = nullopt means from the beginning. Ties are returned in job-id order (Redis's order).
+  // after = nullopt means from the beginning; limit = 0 means no limit. Ties are returned in
+  // job-id order (Redis's order). Scores that are not whole milliseconds are rounded up.
   std::vector<PendingEntry> pending_between(std::string_view shard, std::optional<std::int64_t> after,
                                             std::int64_t upto, std::size_t limit);
 
@@ -127,19 +152,28 @@ class JobStore {
 
   // After Kafka acknowledged: ready, then ZREM. One round trip each.
   std::vector<Transition> mark_ready(std::span<const std::string> job_ids, std::int64_t now_ms);
-  // A failed attempt that will be retried at retry_at: no longer in flight, and its pending
-  // entry re-scored to retry_at so that a restart (or a retry beyond the load window) waits
-  // for the backoff too. The job hash keeps its deliver_at.
-  Transition release(const std::string& job_id, std::string_view error, std::int64_t retry_at);
+  // A failed attempt that will be retried at retry_at: its pending entry re-scored to retry_at
+  // so that a restart (or a retry beyond the load window) waits for the backoff too. The job hash
+  // keeps its deliver_at. `refund`: the attempt does not count (see kRelease). `keep_firing`: the
+  // record may be in Kafka, so the job stays in flight for cancels.
+  struct ReleaseOptions {
+    bool refund = false;
+    bool keep_firing = false;
+  };
+  Transition release(const std::string& job_id, std::string_view error, std::int64_t retry_at,
+                     ReleaseOptions options);
   // Attempts exhausted (the broker has already written the dead-letter record).
   Transition mark_failed(const std::string& job_id, std::string_view reason, std::int64_t now_ms);
   // Cancel by id: cancelled and removed from its pending set, if pending and not in flight.
   Transition cancel(const std::string& job_id, std::int64_t now_ms);
-  // Drops pending entries that point at jobs that are gone (claim said so).
-  void drop_pending(std::string_view shard, std::span<const std::string> job_ids);
+  // Gets jobs that claim() found undeliverable out of the way, in one round trip or two: claims
+  // of kind finished (stale entries), corrupt and unreadable, all of `shard` (see the header
+  // comment for the order of writes). Claims of other kinds are ignored. Safe to repeat.
+  void set_aside(std::string_view shard, std::span<const Claim> claims, std::int64_t now_ms);
 
   // The job's hash as stored (binary-safe), plus "key", "value" (each only if not null) and
   // "headers" (encoded) from its payload while it has one; nullopt if there is no such job.
+  // A key that is not a hash gives {"error": ...}, a payload that does not decode "payload_error".
   std::optional<std::map<std::string, std::string>> get(std::string_view job_id);
   StoreStats stats();
 
@@ -154,7 +188,8 @@ class JobStore {
                                     const std::function<std::vector<Command>(size_t)>& also = {});
   void load_scripts();
   Transition transition(Script script, const std::string& job_id, Command args);
-  void after_transitions(const std::vector<Transition>& done, std::string_view from_state);
+  void after_transitions(const std::vector<Transition>& done, JobState from_state);
+  void run_checked(const std::vector<Command>& commands);
 
   RedisConnection& redis_;
   KeySchema keys_;

@@ -4,6 +4,8 @@
 //   <prefix>:payload:<job-id>      string the job's key, value and headers (header_codec.hpp),
 //                                         from accept until the job is finished
 //   <prefix>:{<shard>}:pending     zset   the shard's jobs not yet delivered, scored by deliver_at
+//   <prefix>:{<shard>}:quarantine  hash   job-id -> reason, for pending entries of the shard that
+//                                         pointed at no readable job hash and were moved aside
 //   <prefix>:shards                set    every shard that ever held a job (for stats and tools)
 //   <prefix>:stats                 hash   counters "<business>|<state>" (see job_store.hpp)
 //
@@ -36,6 +38,9 @@ class KeySchema {
   std::string job(std::string_view job_id) const { return prefix_ + ":job:" + std::string(job_id); }
   std::string payload(std::string_view job_id) const { return prefix_ + ":payload:" + std::string(job_id); }
   std::string pending(std::string_view shard) const { return prefix_ + ":{" + std::string(shard) + "}:pending"; }
+  std::string quarantine(std::string_view shard) const {
+    return prefix_ + ":{" + std::string(shard) + "}:quarantine";
+  }
   std::string shards() const { return prefix_ + ":shards"; }
   std::string stats() const { return prefix_ + ":stats"; }
 

@@ -23,20 +23,39 @@ redis.call('HSET', KEYS[1], 'state', 'delay', 'deliver_at', ARGV[1], 'business',
 return {1, 'delay', ARGV[2], ARGV[4], ARGV[1]}
 )lua";
 
-// KEYS[1] job. ARGV: now. Takes a due job for delivery: counts the attempt and stamps firing_at,
-// which from here on makes a cancel answer "in_flight" (the record may already be on its way).
-// Returns {'deliver', deliver_at, topic, business, shard, attempt}, {'early', deliver_at} when
-// the caller's clock says it is not yet due (never early, enforced here as well as in the
-// wheel), or {state} when the job is no longer deliverable. The payload is read beside it, in
-// the same round trip (a different key, so not inside the script).
+// KEYS[1] job. ARGV: now, retention_s. Takes a due job for delivery: counts the attempt and
+// stamps firing_at, which from here on makes a cancel answer "in_flight" (the record may already
+// be on its way). Returns {'deliver', deliver_at, topic, business, shard, attempt},
+// {'early', deliver_at} when the caller's clock says it is not yet due (never early, enforced
+// here as well as in the wheel), {state} when the job is no longer deliverable ('missing' when
+// there is no hash), or {'corrupt', reason, business, shard} when a field the delivery needs
+// cannot be read: the script then marks the job failed with error "corrupt job record: ...",
+// so one bad hash is set aside once instead of failing every claim that meets it. The payload
+// is read beside it, in the same round trip (a different key, so not inside the script).
 inline constexpr std::string_view kClaim = R"lua(
-local f = redis.call('HMGET', KEYS[1], 'state', 'deliver_at', 'topic', 'business', 'shard')
+local f = redis.call('HMGET', KEYS[1], 'state', 'deliver_at', 'topic', 'business', 'shard', 'attempt')
 if not f[1] then return {'missing'} end
-if f[1] ~= 'delay' then return {f[1]} end
-if tonumber(f[2]) > tonumber(ARGV[1]) then return {'early', f[2]} end
+if f[1] == 'ready' or f[1] == 'cancelled' or f[1] == 'failed' then return {f[1]} end
+local function show(v) if v then return "'" .. string.sub(v, 1, 64) .. "'" end return 'absent' end
+local function int(v) local n = tonumber(v) return n and n == math.floor(n) and n >= 0 and n < 2^53 and n or nil end
+local at = int(f[2])
+local why
+if f[1] ~= 'delay' then why = 'state is not one delayd writes: ' .. show(f[1])
+elseif not at then why = 'deliver_at is not an integer: ' .. show(f[2])
+elseif not f[3] or f[3] == '' then why = 'topic is missing'
+elseif f[6] and not int(f[6]) then why = 'attempt is not an integer: ' .. show(f[6])
+end
+if why then
+  why = 'corrupt job record: ' .. why
+  redis.call('HSET', KEYS[1], 'state', 'failed', 'failed_at', ARGV[1], 'error', why)
+  redis.call('HDEL', KEYS[1], 'firing_at')
+  if tonumber(ARGV[2]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+  return {'corrupt', why, f[4] or '', f[5] or ''}
+end
+if at > tonumber(ARGV[1]) then return {'early', string.format('%.0f', at)} end
 local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
 redis.call('HSET', KEYS[1], 'firing_at', ARGV[1])
-return {'deliver', f[2], f[3], f[4] or '', f[5] or '', attempt}
+return {'deliver', string.format('%.0f', at), f[3], f[4] or '', f[5] or '', attempt}
 )lua";
 
 // KEYS[1] job. ARGV: now, retention_s. After Kafka acknowledged the ready record.
@@ -49,12 +68,18 @@ if tonumber(ARGV[2]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
 return {1, 'ready', f[2], f[3]}
 )lua";
 
-// KEYS[1] job. ARGV: error. A delivery attempt failed and will be retried: the job is no longer
-// in flight, so a cancel may win again until the next attempt.
+// KEYS[1] job. ARGV: error, refund, keep_firing. A delivery attempt failed and will be retried.
+// refund = 1: the attempt does not count (Kafka never answered it with a permanent error: an
+// outage, a timeout, a full queue), so `attempt` goes back down. keep_firing = 1: the record may
+// have been written ("possibly persisted"), so firing_at stays and a cancel keeps answering
+// in_flight until a later attempt settles the job; otherwise a cancel may win again.
 inline constexpr std::string_view kRelease = R"lua(
-local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard')
+local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard', 'attempt')
 if f[1] ~= 'delay' then return {0, f[1] or 'missing', f[2] or '', f[3] or ''} end
-redis.call('HDEL', KEYS[1], 'firing_at')
+if ARGV[3] ~= '1' then redis.call('HDEL', KEYS[1], 'firing_at') end
+if ARGV[2] == '1' and tonumber(f[4] or '0') and tonumber(f[4] or '0') > 0 then
+  redis.call('HINCRBY', KEYS[1], 'attempt', -1)
+end
 redis.call('HSET', KEYS[1], 'last_error', ARGV[1])
 return {1, 'delay', f[2], f[3]}
 )lua";

@@ -37,7 +37,7 @@ void RedisConnection::ensure_connected() {
   redisEnableKeepAlive(ctx_.get());
 
   auto checked = [this](const Command& argv, const char* what) {
-    RedisReply r = command(argv);
+    RedisReply r = command(argv);  // a transient refusal (LOADING) throws RedisIoError
     if (r.view().is_error()) {
       const std::string err = r.view().error();
       ctx_.reset();
@@ -81,6 +81,13 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<Command>& co
     void* raw = nullptr;
     if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) fail("connection lost");
     replies.emplace_back(static_cast<redisReply*>(raw));
+  }
+  for (const auto& r : replies) {
+    if (r.view().is_error() && is_transient_error_reply(r.view().error())) {
+      const std::string err = r.view().error();
+      ctx_.reset();  // after a failover the next connection may reach the new primary
+      throw RedisIoError("redis " + options_.host + ":" + std::to_string(options_.port) + ": " + err);
+    }
   }
   return replies;
 }

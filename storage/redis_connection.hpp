@@ -3,7 +3,10 @@
 // Every round trip either returns all replies or throws RedisIoError and leaves the connection
 // closed; the next call reconnects first. Callers therefore treat RedisIoError as "retry the
 // whole operation later", which is safe because every delayd write is idempotent.
-// Error replies inside a pipeline are returned as replies (callers decide), never thrown here.
+// RedisIoError means "transient": besides a lost connection it is thrown when any reply of a
+// round trip is one of the error replies that say "not now" (LOADING after a restart, READONLY
+// after a failover, OOM, MISCONF, BUSY, ...; see is_transient_error_reply). Other error replies
+// are returned as replies (callers decide), never thrown here.
 //
 // Threading: a connection is used by one thread at a time (hiredis contexts are not thread-safe).
 #pragma once
@@ -20,7 +23,8 @@
 
 namespace delayd::storage {
 
-// The server could not be reached, or the connection broke mid-exchange.
+// The server could not be reached, the connection broke mid-exchange, or the server said it
+// cannot serve now (a transient error reply). Retry later.
 struct RedisIoError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

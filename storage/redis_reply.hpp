@@ -23,6 +23,21 @@ struct RedisCommandError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// True for the error replies that say "not now" rather than "never": the server is loading its
+// data set (LOADING), busy with a script (BUSY), a replica after a failover (READONLY), a cluster
+// slot in migration or a cluster that is down (TRYAGAIN, CLUSTERDOWN, MASTERDOWN), writes are
+// refused because persistence or memory failed (MISCONF, OOM), or too few replicas acknowledge
+// (NOREPLICAS). The same command may succeed later, so callers retry with backoff.
+inline bool is_transient_error_reply(std::string_view message) {
+  constexpr std::string_view kTransient[] = {"LOADING",  "BUSY",       "READONLY",   "TRYAGAIN", "CLUSTERDOWN",
+                                             "MASTERDOWN", "MISCONF", "OOM", "NOREPLICAS"};
+  const std::string_view word = message.substr(0, message.find(' '));
+  for (std::string_view t : kTransient) {
+    if (word == t) return true;
+  }
+  return false;
+}
+
 class ReplyView {
  public:
   explicit ReplyView(const redisReply* r) : r_(r) {}

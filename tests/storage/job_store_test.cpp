@@ -56,7 +56,7 @@ TEST_CASE_METHOD(Fixture, "accept creates the job hash and its pending entry", "
   auto out = store.accept(jobs, 500);
   REQUIRE(out.size() == 2);
   CHECK(out[0].created);
-  CHECK(out[0].state == "delay");
+  CHECK(out[0].state == JobState::delay);
   CHECK(field("a", "state") == "delay");
   CHECK(field("a", "deliver_at") == "2000");
   CHECK(field("a", "business") == "orders");
@@ -141,8 +141,8 @@ TEST_CASE_METHOD(Fixture, "claim hands out the payload once due, and refuses ear
   CHECK(field("c", "firing_at") == "1000");
 
   auto gone = store.claim(std::vector<std::string>{"nope"}, 5000);
-  CHECK(gone[0].kind == Claim::Kind::gone);
-  CHECK(gone[0].state == "missing");
+  CHECK(gone[0].kind == Claim::Kind::unreadable);
+  CHECK(gone[0].reason == "no job hash for this pending entry");
 }
 
 TEST_CASE_METHOD(Fixture, "mark_ready finishes the job, removes its entry and sets the retention", "[store]") {
@@ -164,14 +164,14 @@ TEST_CASE_METHOD(Fixture, "mark_ready finishes the job, removes its entry and se
   CHECK(field("r", "ready_at") == "12");
 }
 
-TEST_CASE_METHOD(Fixture, "a crash between mark ready and ZREM leaves an entry that claim reports gone", "[store][crash]") {
+TEST_CASE_METHOD(Fixture, "a crash between mark ready and ZREM leaves an entry that claim reports finished", "[store][crash]") {
   store.accept(std::vector<NewJob>{job("z", 10)}, 0);
   redis.command({"HSET", keys.job("z"), "state", "ready"});  // marked, the ZREM never ran
   REQUIRE(pending().size() == 1);
   auto c = store.claim(std::vector<std::string>{"z"}, 20);
-  CHECK(c[0].kind == Claim::Kind::gone);
-  CHECK(c[0].state == "ready");
-  store.drop_pending(shard, std::vector<std::string>{"z"});
+  CHECK(c[0].kind == Claim::Kind::finished);
+  CHECK(c[0].state == JobState::ready);
+  store.set_aside(shard, c, 20);
   CHECK(pending().empty());
   CHECK_FALSE(has_payload("z"));
 }
@@ -182,17 +182,17 @@ TEST_CASE_METHOD(Fixture, "cancel wins before delivery, loses in flight and afte
 
   auto t = store.cancel("k1", 50);
   CHECK(t.changed);
-  CHECK(t.state == "cancelled");
+  CHECK(t.state == JobState::cancelled);
   CHECK(field("k1", "state") == "cancelled");
   CHECK(field("k1", "cancelled_at") == "50");
-  CHECK(store.claim(std::vector<std::string>{"k1"}, 100)[0].kind == Claim::Kind::gone);
+  CHECK(store.claim(std::vector<std::string>{"k1"}, 100)[0].kind == Claim::Kind::finished);
 
   store.claim(std::vector<std::string>{"k2"}, 100);
   t = store.cancel("k2", 101);
   CHECK_FALSE(t.changed);
-  CHECK(t.state == "in_flight");
+  CHECK(t.state == JobState::in_flight);
   CHECK(field("k2", "state") == "delay");
-  store.release("k2", "broker down", 5000);
+  store.release("k2", "broker down", 5000, {});
   CHECK(field("k2", "last_error") == "broker down");
   CHECK(field("k2", "deliver_at") == "100");  // the record keeps its deliver-at
   CHECK(pending() == std::vector<PendingEntry>{{"k3", 100}, {"k2", 5000}});  // k1 was cancelled
@@ -205,10 +205,10 @@ TEST_CASE_METHOD(Fixture, "cancel wins before delivery, loses in flight and afte
   store.mark_ready(std::vector<std::string>{"k3"}, 100);
   t = store.cancel("k3", 200);
   CHECK_FALSE(t.changed);
-  CHECK(t.state == "ready");
+  CHECK(t.state == JobState::ready);
   CHECK(field("k3", "state") == "ready");
 
-  CHECK(store.cancel("never-existed", 1).state == "missing");
+  CHECK(store.cancel("never-existed", 1).state == JobState::missing);
   CHECK_FALSE(has_payload("k1"));
   CHECK(pending().empty());
 }
@@ -227,8 +227,13 @@ TEST_CASE_METHOD(Fixture, "a due job whose payload was deleted is reported, not 
   store.accept(std::vector<NewJob>{job("p", 5)}, 0);
   redis.command({"DEL", keys.payload("p")});
   auto c = store.claim(std::vector<std::string>{"p"}, 5);
-  CHECK(c[0].kind == Claim::Kind::gone);
-  CHECK(c[0].state == "payload_missing");
+  CHECK(c[0].kind == Claim::Kind::corrupt);
+  CHECK_FALSE(c[0].marked_failed);
+  CHECK(c[0].reason == "corrupt job record: payload missing from Redis");
+  store.set_aside(shard, c, 6);
+  CHECK(field("p", "state") == "failed");
+  CHECK(field("p", "error") == "corrupt job record: payload missing from Redis");
+  CHECK(pending().empty());
 }
 
 TEST_CASE_METHOD(Fixture, "scripts flushed from Redis are loaded again transparently", "[store]") {
@@ -251,4 +256,93 @@ TEST_CASE_METHOD(Fixture, "stats count pending entries, the next due time and tr
   CHECK(s.by_business_state["orders"]["ready"] == 1);
   CHECK(s.by_business_state["mail"]["delay"] == 0);
   CHECK(s.by_business_state["mail"]["cancelled"] == 1);
+}
+
+// Fault tolerance: no byte in Redis can make a call throw or a script fail; each bad job is set
+// aside with a reason a person can read, and the others in the same batch go on.
+TEST_CASE_METHOD(Fixture, "a job hash with a garbled field is marked failed as corrupt, the rest of the batch is delivered", "[store][corrupt]") {
+  store.accept(std::vector<NewJob>{job("good", 5), job("garbled", 5), job("attempt", 5), job("notopic", 5),
+                                   job("weird", 5)},
+               0);
+  redis.command({"HSET", keys.job("garbled"), "deliver_at", "garbage"});
+  redis.command({"HSET", keys.job("attempt"), "attempt", "1.5"});
+  redis.command({"HDEL", keys.job("notopic"), "topic"});
+  redis.command({"HSET", keys.job("weird"), "state", "half-done"});
+  const std::vector<std::string> ids{"good", "garbled", "attempt", "notopic", "weird"};
+  auto c = store.claim(ids, 10);  // before the fix: "ERR user_script:5: attempt to compare number with nil"
+  REQUIRE(c.size() == 5);
+  CHECK(c[0].kind == Claim::Kind::deliver);
+  for (size_t i = 1; i < c.size(); ++i) {
+    CHECK(c[i].kind == Claim::Kind::corrupt);
+    CHECK(c[i].marked_failed);
+  }
+  CHECK(c[1].reason == "corrupt job record: deliver_at is not an integer: 'garbage'");
+  CHECK(c[2].reason == "corrupt job record: attempt is not an integer: '1.5'");
+  CHECK(c[3].reason == "corrupt job record: topic is missing");
+  CHECK(c[4].reason == "corrupt job record: state is not one delayd writes: 'half-done'");
+  store.set_aside(shard, c, 10);
+  CHECK(field("garbled", "state") == "failed");
+  CHECK(field("garbled", "error") == "corrupt job record: deliver_at is not an integer: 'garbage'");
+  CHECK(field("garbled", "failed_at") == "10");
+  CHECK_FALSE(has_payload("garbled"));
+  CHECK(pending() == std::vector<PendingEntry>{{"good", 5}});  // only the deliverable one is left
+  auto again = store.claim(std::vector<std::string>{"garbled"}, 11);
+  CHECK(again[0].kind == Claim::Kind::finished);  // set aside once, not again and again
+}
+
+TEST_CASE_METHOD(Fixture, "a pending entry without a readable hash is moved to the shard's quarantine", "[store][corrupt]") {
+  redis.command({"ZADD", keys.pending(shard), "5", "ghost"});        // no hash at all
+  redis.command({"ZADD", keys.pending(shard), "5", "stringy"});
+  redis.command({"SET", keys.job("stringy"), "not a hash"});          // WRONGTYPE for every script
+  store.accept(std::vector<NewJob>{job("truncated", 5)}, 0);
+  redis.command({"SET", keys.payload("truncated"), std::string("\x00\x00\x00\x09" "abc", 7)});
+  const std::vector<std::string> ids{"ghost", "stringy", "truncated"};
+  auto c = store.claim(ids, 10);
+  CHECK(c[0].kind == Claim::Kind::unreadable);
+  CHECK(c[1].kind == Claim::Kind::unreadable);
+  CHECK(c[1].reason.find("WRONGTYPE") != std::string::npos);
+  CHECK(c[2].kind == Claim::Kind::corrupt);
+  CHECK(c[2].reason.rfind("corrupt job record: payload unreadable: ", 0) == 0);
+  store.set_aside(shard, c, 10);
+  CHECK(pending().empty());
+  auto q = redis.command({"HGET", keys.quarantine(shard), "ghost"});
+  CHECK(q.view().str() == "no job hash for this pending entry");
+  CHECK(redis.command({"HEXISTS", keys.quarantine(shard), "stringy"}).view().integer() == 1);
+  CHECK(field("truncated", "state") == "failed");
+  auto got = store.get("stringy");  // a person's look-up does not throw either
+  REQUIRE(got.has_value());
+  CHECK(got->at("error").find("WRONGTYPE") != std::string::npos);
+}
+
+TEST_CASE_METHOD(Fixture, "scores that are not whole milliseconds are read rounded up, never early", "[store][corrupt]") {
+  redis.command({"ZADD", keys.pending(shard), "10.2", "frac"});
+  redis.command({"ZADD", keys.pending(shard), "-inf", "minus"});
+  CHECK(pending() == std::vector<PendingEntry>{{"minus", 0}, {"frac", 11}});
+}
+
+TEST_CASE_METHOD(Fixture, "a release after an outage refunds the attempt, and a possibly written one keeps the job in flight", "[store]") {
+  store.accept(std::vector<NewJob>{job("o", 5), job("p", 5)}, 0);
+  store.claim(std::vector<std::string>{"o", "p"}, 5);
+  CHECK(field("o", "attempt") == "1");
+  store.release("o", "timed out before sending", 100, {.refund = true, .keep_firing = false});
+  CHECK(field("o", "attempt") == "0");
+  CHECK(field("o", "firing_at") == "<nil>");
+  store.release("p", "timed out in flight", 100, {.refund = true, .keep_firing = true});
+  CHECK(field("p", "attempt") == "0");
+  CHECK(field("p", "firing_at") == "5");
+  CHECK(store.cancel("p", 50).state == JobState::in_flight);  // no cancel can win against a maybe-written record
+  CHECK(store.cancel("o", 50).changed);
+}
+
+TEST_CASE("error replies that mean 'not now' are transient", "[unit][store]") {
+  for (const char* e : {"LOADING Redis is loading the dataset in memory", "READONLY You can't write against a read only replica.",
+                        "OOM command not allowed when used memory > 'maxmemory'.", "MISCONF Redis is configured to save RDB snapshots",
+                        "BUSY Redis is busy running a script.", "TRYAGAIN Multiple keys request during rehashing of slot",
+                        "CLUSTERDOWN The cluster is down", "MASTERDOWN Link with MASTER is down", "NOREPLICAS Not enough good replicas"}) {
+    CHECK(is_transient_error_reply(e));
+  }
+  for (const char* e : {"ERR unknown command", "WRONGTYPE Operation against a key holding the wrong kind of value",
+                        "NOSCRIPT No matching script", "LOADINGX", ""}) {
+    CHECK_FALSE(is_transient_error_reply(e));
+  }
 }
