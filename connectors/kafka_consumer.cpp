@@ -71,7 +71,7 @@ int remaining_ms(Clock::time_point deadline) {
 
 }  // namespace
 
-struct KafkaConsumer::Impl final : RdKafka::RebalanceCb {
+struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb {
   Impl(Listener l, const std::string& group)
       : listener(std::move(l)), events("kafka consumer group=" + group) {}
 
@@ -114,6 +114,18 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb {
     notify(listener.revoked, held);
     revoked_in_poll.insert(held.begin(), held.end());
     check(c->unassign(), "unassign");
+  }
+
+  // Results of commit_async(), served inside consume() on the caller's thread. A failed commit is
+  // harmless (the records are read again and are idempotent), so it is logged, not thrown.
+  void offset_commit_cb(RdKafka::ErrorCode err, std::vector<RdKafka::TopicPartition*>& offsets) override {
+    if (err == RdKafka::ERR_NO_ERROR || err == RdKafka::ERR__NO_OFFSET) return;
+    std::string which;
+    for (const auto* tp : offsets) {
+      if (tp->err() != RdKafka::ERR_NO_ERROR) which += " " + tp->topic() + "[" + std::to_string(tp->partition()) + "]";
+    }
+    log(LogLevel::warning, "kafka offset commit failed: " + RdKafka::err2str(err) + which +
+                               " (those records will be read again)");
   }
 
   void notify(const std::function<void(const std::vector<TopicPartition>&)>& fn,
@@ -187,6 +199,8 @@ KafkaConsumer::KafkaConsumer(const Properties& props, Listener listener) {
   auto conf = make_conf(effective);
   std::string errstr;
   if (conf->set("rebalance_cb", static_cast<RdKafka::RebalanceCb*>(impl_.get()), errstr) !=
+          RdKafka::Conf::CONF_OK ||
+      conf->set("offset_commit_cb", static_cast<RdKafka::OffsetCommitCb*>(impl_.get()), errstr) !=
           RdKafka::Conf::CONF_OK ||
       conf->set("event_cb", static_cast<RdKafka::EventCb*>(&impl_->events), errstr) !=
           RdKafka::Conf::CONF_OK) {
@@ -293,6 +307,36 @@ void KafkaConsumer::commit(const std::vector<std::pair<TopicPartition, std::int6
   if (err != RdKafka::ERR_NO_ERROR || !failures.empty()) {
     throw KafkaError("kafka commit failed: " + RdKafka::err2str(err) +
                      (failures.empty() ? "" : ":" + failures));
+  }
+}
+
+void KafkaConsumer::commit_async(const std::vector<std::pair<TopicPartition, std::int64_t>>& next_offsets) {
+  impl_->ensure_open();
+  if (next_offsets.empty()) return;  // an empty list would commit every current position
+  std::map<TopicPartition, std::int64_t> unique;
+  for (const auto& [tp, offset] : next_offsets) unique[tp] = offset;
+  std::vector<TopicPartitionPtr> owned;
+  std::vector<RdKafka::TopicPartition*> raw;
+  for (const auto& [tp, offset] : unique) {
+    owned.emplace_back(RdKafka::TopicPartition::create(tp.topic, tp.partition, offset));
+    raw.push_back(owned.back().get());
+  }
+  const RdKafka::ErrorCode err = impl_->consumer->commitAsync(raw);
+  if (err != RdKafka::ERR_NO_ERROR) throw KafkaError("kafka commit failed: " + RdKafka::err2str(err));
+}
+
+void KafkaConsumer::set_paused(bool paused) {
+  impl_->ensure_open();
+  std::vector<TopicPartitionPtr> owned;
+  std::vector<RdKafka::TopicPartition*> raw;
+  for (const auto& tp : impl_->current_assignment()) {
+    owned.emplace_back(RdKafka::TopicPartition::create(tp.topic, tp.partition));
+    raw.push_back(owned.back().get());
+  }
+  if (raw.empty()) return;
+  const RdKafka::ErrorCode err = paused ? impl_->consumer->pause(raw) : impl_->consumer->resume(raw);
+  if (err != RdKafka::ERR_NO_ERROR) {
+    throw KafkaError(std::string("kafka consumer ") + (paused ? "pause" : "resume") + ": " + RdKafka::err2str(err));
   }
 }
 

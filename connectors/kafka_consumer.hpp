@@ -76,6 +76,16 @@ class KafkaConsumer {
   // The same, with the next offset to read given per partition.
   void commit(const std::vector<std::pair<TopicPartition, std::int64_t>>& next_offsets);
 
+  // Starts committing these offsets and returns at once (a thread that must not block uses it);
+  // a failure is logged when its result is served by a later poll_batch(), never thrown: the
+  // records are then read again, which callers must tolerate (delayd's ingest is idempotent).
+  void commit_async(const std::vector<std::pair<TopicPartition, std::int64_t>>& next_offsets);
+
+  // Pauses (or resumes) fetching for every partition currently assigned, while poll_batch()
+  // keeps the membership alive. Partitions assigned later start unpaused: call it again after a
+  // rebalance to keep a pause in force.
+  void set_paused(bool paused);
+
   // The partitions currently assigned to this member.
   std::vector<TopicPartition> assignment() const;
 

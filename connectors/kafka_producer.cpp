@@ -4,9 +4,12 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <unordered_set>
 #include <utility>
 
 #include "connectors/rdkafka_config.hpp"
+
+#include <librdkafka/rdkafka.h>
 
 namespace delayd::connectors {
 namespace {
@@ -38,6 +41,34 @@ std::unique_ptr<RdKafka::Headers> make_headers(const Headers& headers) {
   return out;
 }
 
+// The one place where librdkafka's error codes become decisions (record.hpp explains them).
+DeliveryError classify(RdKafka::ErrorCode err, RdKafka::Message::Status status) {
+  switch (err) {
+    case RdKafka::ERR_NO_ERROR:
+      return DeliveryError::none;
+    case RdKafka::ERR__FATAL:
+      return DeliveryError::fatal;
+    case RdKafka::ERR_MSG_SIZE_TOO_LARGE:
+    case RdKafka::ERR_RECORD_LIST_TOO_LARGE:
+    case RdKafka::ERR_INVALID_MSG_SIZE:
+      return DeliveryError::too_large;
+    case RdKafka::ERR__UNKNOWN_TOPIC:
+    case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
+    case RdKafka::ERR__UNKNOWN_PARTITION:
+    case RdKafka::ERR_TOPIC_EXCEPTION:
+    case RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RdKafka::ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RdKafka::ERR_INVALID_RECORD:
+    case RdKafka::ERR_INVALID_MSG:
+    case RdKafka::ERR_POLICY_VIOLATION:
+    case RdKafka::ERR__INVALID_ARG:
+      return DeliveryError::permanent;
+    default:
+      return status == RdKafka::Message::MSG_STATUS_NOT_PERSISTED ? DeliveryError::transient
+                                                                  : DeliveryError::possibly_persisted;
+  }
+}
+
 }  // namespace
 
 struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
@@ -55,13 +86,14 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
 
   void dr_cb(RdKafka::Message& message) override {
     if (destroying) return;
-    --outstanding;
     DeliveryReport report;
     report.tag = opaque_to_tag(message.msg_opaque());
+    forget(report.tag);
     report.topic = message.topic_name();
     report.partition = message.partition();
     report.offset = message.offset();
     report.ok = message.err() == RdKafka::ERR_NO_ERROR;
+    report.error_class = classify(message.err(), message.status());
     if (!report.ok) report.error = message.errstr();
     deliver(report);
   }
@@ -87,6 +119,8 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
     report.topic = rec.topic;
     report.partition = rec.partition;
     report.ok = false;
+    // Refused before it was queued: nothing was sent, so nothing can have been written.
+    report.error_class = classify(err, RdKafka::Message::MSG_STATUS_NOT_PERSISTED);
     report.error = RdKafka::err2str(err);
     if (err == RdKafka::ERR__FATAL) {
       std::string reason;
@@ -96,10 +130,29 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
     deliver(report);
   }
 
+  // A new librdkafka instance from the saved properties, with this object's callbacks.
+  void build() {
+    auto conf = make_conf(properties);
+    std::string errstr;
+    if (conf->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(this), errstr) != RdKafka::Conf::CONF_OK ||
+        conf->set("event_cb", static_cast<RdKafka::EventCb*>(&events), errstr) != RdKafka::Conf::CONF_OK) {
+      throw KafkaError("kafka producer callbacks: " + errstr);
+    }
+    producer.reset(RdKafka::Producer::create(conf.get(), errstr));
+    if (!producer) throw KafkaConfigError("", "", errstr);
+  }
+
+  void forget(std::uint64_t tag) {
+    if (auto it = unreported.find(tag); it != unreported.end()) unreported.erase(it);
+  }
+
+  Properties properties;
+  // Tags of records accepted by produce() and not yet reported (a multiset: tags are the
+  // caller's and need not be unique). Its size is outstanding().
+  std::unordered_multiset<std::uint64_t> unreported;
   ReportHandler on_report;
   LogEventBridge events;
   std::exception_ptr handler_error;
-  int outstanding = 0;
   bool destroying = false;
   // Declared last so that it is destroyed first, while the callbacks above are still alive.
   std::unique_ptr<RdKafka::Producer> producer;
@@ -107,18 +160,9 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
 
 KafkaProducer::KafkaProducer(const Properties& props, ReportHandler on_report)
     : impl_(std::make_unique<Impl>(std::move(on_report))) {
-  const Properties effective = with_defaults({{"enable.idempotence", "true"}, {"acks", "all"}}, props);
-  require_property(effective, {"bootstrap.servers", "metadata.broker.list"});
-  auto conf = make_conf(effective);
-  std::string errstr;
-  if (conf->set("dr_cb", static_cast<RdKafka::DeliveryReportCb*>(impl_.get()), errstr) !=
-          RdKafka::Conf::CONF_OK ||
-      conf->set("event_cb", static_cast<RdKafka::EventCb*>(&impl_->events), errstr) !=
-          RdKafka::Conf::CONF_OK) {
-    throw KafkaError("kafka producer callbacks: " + errstr);
-  }
-  impl_->producer.reset(RdKafka::Producer::create(conf.get(), errstr));
-  if (!impl_->producer) throw KafkaConfigError("", "", errstr);
+  impl_->properties = with_defaults({{"enable.idempotence", "true"}, {"acks", "all"}}, props);
+  require_property(impl_->properties, {"bootstrap.servers", "metadata.broker.list"});
+  impl_->build();
 }
 
 KafkaProducer::~KafkaProducer() = default;
@@ -143,7 +187,7 @@ void KafkaProducer::produce(const OutRecord& rec, int timeout_ms) {
     if (err == RdKafka::ERR_NO_ERROR) {
       // On success librdkafka has taken the headers and already deleted them.
       static_cast<void>(headers.release());
-      ++impl_->outstanding;
+      impl_->unreported.insert(rec.tag);
       return;
     }
     if (err != RdKafka::ERR__QUEUE_FULL) {
@@ -155,7 +199,7 @@ void KafkaProducer::produce(const OutRecord& rec, int timeout_ms) {
         std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       throw KafkaError("kafka producer queue still full after " + std::to_string(timeout_ms) +
-                       " ms (" + std::to_string(impl_->outstanding) +
+                       " ms (" + std::to_string(impl_->unreported.size()) +
                        " records outstanding); record for topic '" + rec.topic + "' not enqueued");
     }
     // Serving reports is what frees room in the queue.
@@ -175,15 +219,44 @@ bool KafkaProducer::flush(int timeout_ms) {
   // served here so that outstanding() tells the truth on return.
   impl_->producer->poll(0);
   impl_->rethrow_handler_error();
-  return impl_->outstanding == 0;
+  return impl_->unreported.empty();
 }
 
-int KafkaProducer::outstanding() const { return impl_->outstanding; }
+int KafkaProducer::outstanding() const { return static_cast<int>(impl_->unreported.size()); }
 
 std::optional<std::string> KafkaProducer::fatal_error() const {
   std::string reason;
   if (impl_->producer->fatal_error(reason) == RdKafka::ERR_NO_ERROR) return std::nullopt;
   return reason;
+}
+
+std::optional<std::string> KafkaProducer::recover_if_fatal() {
+  auto reason = fatal_error();
+  if (!reason) return std::nullopt;
+  // Purged records are reported (ERR__PURGE_QUEUE / ERR__PURGE_INFLIGHT, classified by their
+  // persistence status) when the reports are served, which the poll below does.
+  impl_->producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT |
+                         RdKafka::Producer::PURGE_NON_BLOCKING);
+  for (int i = 0; i < 50 && !impl_->unreported.empty(); ++i) impl_->producer->poll(10);
+  impl_->destroying = true;  // a straggling report from the old instance must not reach the handler
+  impl_->producer.reset();
+  impl_->destroying = false;
+  // Whatever the old instance did not report is reported here, as possibly written.
+  auto left = std::exchange(impl_->unreported, {});
+  for (std::uint64_t tag : left) {
+    DeliveryReport report;
+    report.tag = tag;
+    report.error_class = DeliveryError::possibly_persisted;
+    report.error = "producer replaced after a fatal error: " + *reason;
+    impl_->deliver(report);
+  }
+  impl_->build();
+  impl_->rethrow_handler_error();
+  return reason;
+}
+
+void KafkaProducer::inject_fatal_error_for_testing(const std::string& reason) {
+  rd_kafka_test_fatal_error(impl_->producer->c_ptr(), RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, reason.c_str());
 }
 
 }  // namespace delayd::connectors

@@ -14,7 +14,10 @@
 //     produce() on the calling thread; outstanding() counts accepted records not yet reported.
 //   - A record refused at enqueue time (invalid topic name, record too large, producer fenced
 //     by a fatal error) is reported through the handler with ok=false from inside produce();
-//     produce() throws only when librdkafka's queue stays full for the whole timeout.
+//     produce() throws only when librdkafka's queue stays full for the whole timeout (0: do not
+//     wait, which is what a thread that must never block passes).
+//   - Every failed report carries a DeliveryError class (record.hpp), so callers never parse
+//     librdkafka's messages to decide between "retry", "give up" and "unknown".
 //   - The destructor does not call the handler: records still outstanding are purged and their
 //     reports dropped. Call flush() first to learn their fate.
 //
@@ -68,6 +71,17 @@ class KafkaProducer {
   // sequence it cannot repair). From then on every record fails; the only remedy is a new
   // producer. nullopt while healthy.
   std::optional<std::string> fatal_error() const;
+
+  // If the producer has hit a fatal error: reports every outstanding record (class
+  // possibly_persisted for those that were in flight, transient for those still queued), replaces
+  // the librdkafka instance with a new one built from the same properties, and returns the
+  // reason. nullopt (and nothing done) while healthy. Throws KafkaConfigError if the new
+  // instance cannot be built. Postcondition: outstanding() == 0 when it returns a reason.
+  std::optional<std::string> recover_if_fatal();
+
+  // Puts the producer in librdkafka's fatal state on purpose (rd_kafka_test_fatal_error), so that
+  // tests can exercise recover_if_fatal() and the callers' handling of DeliveryError::fatal.
+  void inject_fatal_error_for_testing(const std::string& reason);
 
  private:
   struct Impl;

@@ -54,6 +54,20 @@ struct OutRecord {
   std::int32_t partition = -1;
 };
 
+// Why a record was not written, in the terms a caller decides by.
+enum class DeliveryError : std::uint8_t {
+  none,                // written: ok
+  transient,           // not written, and Kafka never refused it (broker unreachable, timed out
+                       // before it was sent, queue full, purged from the queue): try again later
+  possibly_persisted,  // unknown: it timed out or was purged while in flight, so the broker may
+                       // have written it; a retry may duplicate it
+  too_large,           // over a size limit (the producer's message.max.bytes or the topic's)
+  permanent,           // Kafka refused it for good: unknown topic or partition, authorization,
+                       // invalid record, policy
+  fatal,               // the producer instance is broken (an idempotence fatal error); only a
+                       // new instance can write again (KafkaProducer::recover_if_fatal)
+};
+
 // The outcome of one produced record, from librdkafka's delivery report.
 struct DeliveryReport {
   std::uint64_t tag = 0;
@@ -61,7 +75,8 @@ struct DeliveryReport {
   std::int32_t partition = -1;
   std::int64_t offset = -1;
   bool ok = false;
-  std::string error;  // empty when ok
+  DeliveryError error_class = DeliveryError::none;  // none exactly when ok
+  std::string error;                                // empty when ok
 };
 
 struct TopicPartition {
