@@ -490,11 +490,45 @@ void validate_config(const Config& c) {
                 " ms = wheel.tick_ms " + std::to_string(c.wheel.tick_ms) + " * 2^(3 * " +
                 "wheel.slot_bits " + std::to_string(c.wheel.slot_bits) + "))");
   }
+  if (c.scheduler.max_value_bytes + kReadyRecordReserveBytes > producer_max_message_bytes(c)) {
+    invalid(c, *config_detail::find_setting("scheduler.max_value_bytes"),
+            "leaves no room under the producer's message.max.bytes (" +
+                std::to_string(producer_max_message_bytes(c)) + ") for delayd's own headers: it must be at most " +
+                std::to_string(producer_max_message_bytes(c) - kReadyRecordReserveBytes) +
+                " (or raise kafka.producer_properties.message.max.bytes)");
+  }
   if (c.scheduler.retry_backoff_max_ms < c.scheduler.retry_backoff_ms) {
     invalid(c, *config_detail::find_setting("scheduler.retry_backoff_max_ms"),
             "must not be less than scheduler.retry_backoff_ms (" +
                 std::to_string(c.scheduler.retry_backoff_ms) + ")");
   }
+}
+
+std::vector<std::string> split_business_list(std::string_view list) {
+  std::vector<std::string> out;
+  if (trim(list).empty()) return out;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = list.find(',', start);
+    out.push_back(trim(list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
+std::int64_t producer_max_message_bytes(const Config& c) {
+  std::int64_t limit = 1'000'000;  // librdkafka's default
+  for (const auto& [k, v] : kafka_properties(c, KafkaClient::producer)) {
+    if (k != "message.max.bytes") continue;
+    std::int64_t n = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec == std::errc() && p == v.data() + v.size() && n > 0) limit = n;
+  }
+  return limit;
+}
+
+std::size_t max_ready_record_bytes(const Config& c) {
+  return static_cast<std::size_t>(std::max<std::int64_t>(producer_max_message_bytes(c) - kReadyRecordReserveBytes, 1));
 }
 
 KafkaProperties kafka_properties(const Config& c, KafkaClient client) {

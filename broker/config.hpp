@@ -58,6 +58,8 @@ struct KafkaConfig {
   std::string dlq_topic = "delay-ingest.dlq";
   std::string ready_topic_template = "ready.{business}";  // exactly one {business}
   bool create_topics = true;           // create missing ingest, DLQ and ready topics
+  std::int64_t max_ready_topics = 1000;  // 1..1000000: distinct ready topics one process asks to create
+  std::string allowed_businesses;        // comma-separated; empty: any business name
   std::int64_t topic_partitions = 4;   // 1..100000, for topics delayd creates
   std::int64_t topic_replication = 1;  // 1..32767, for topics delayd creates
   std::int64_t message_timeout_ms = 30000;  // 1..2^31-1, librdkafka delivery timeout
@@ -95,7 +97,7 @@ struct SchedulerConfig {
   std::int64_t max_attempts = 10;             // 1..1000000
   std::int64_t retry_backoff_ms = 500;        // 0..86400000
   std::int64_t retry_backoff_max_ms = 30000;  // retry_backoff_ms..86400000
-  std::int64_t max_value_bytes = 1000000;     // 1..1000000000
+  std::int64_t max_value_bytes = 990000;      // 1..1000000000, and + 1024 <= message.max.bytes
   std::int64_t shutdown_timeout_ms = 10000;   // 0..3600000
 };
 
@@ -149,6 +151,18 @@ struct Config {
 
 // Throws ConfigError for the first setting out of its range or otherwise invalid.
 void validate_config(const Config& config);
+
+// "a,b,c" -> {"a", "b", "c"}, spaces around names trimmed; "" -> {}.
+std::vector<std::string> split_business_list(std::string_view list);
+
+// Bytes delayd's own headers and Kafka's per-record framing may add to a ready or dead-letter
+// record; the rest of the producer's message.max.bytes is what a job's key, value and headers
+// may take.
+inline constexpr std::int64_t kReadyRecordReserveBytes = 1024;
+// The producer's message.max.bytes as configured (librdkafka's default 1000000 if not set).
+std::int64_t producer_max_message_bytes(const Config& config);
+// What a job's record (key, value and headers) may take so that its ready record fits.
+std::size_t max_ready_record_bytes(const Config& config);
 
 enum class KafkaClient { consumer, producer, admin };
 

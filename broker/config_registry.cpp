@@ -48,6 +48,18 @@ std::string check_ready_template(std::string_view v) {
   return "";
 }
 
+// Comma-separated business names, each as the ingest contract allows them; empty: every name.
+std::string check_business_list(std::string_view v) {
+  for (const auto& name : split_business_list(v)) {
+    if (name.empty() || name.size() > 100 ||
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+            std::string::npos) {
+      return "must be a comma-separated list of business names ([A-Za-z0-9._-]{1,100}), or empty for any";
+    }
+  }
+  return "";
+}
+
 std::string check_redis_url(std::string_view v) {
   try {
     (void)parse_redis_url(v);
@@ -97,6 +109,8 @@ constexpr std::array kSettings = {
   Setting{"kafka.dlq_topic", field<Str>([](auto& c) -> auto& { return c.kafka.dlq_topic; }), 0, 0, check_topic},
   Setting{"kafka.ready_topic_template", field<Str>([](auto& c) -> auto& { return c.kafka.ready_topic_template; }), 0, 0, check_ready_template},
   Setting{"kafka.create_topics", field<bool>([](auto& c) -> auto& { return c.kafka.create_topics; })},
+  Setting{"kafka.max_ready_topics", field<Int>([](auto& c) -> auto& { return c.kafka.max_ready_topics; }), 1, 1'000'000},
+  Setting{"kafka.allowed_businesses", field<Str>([](auto& c) -> auto& { return c.kafka.allowed_businesses; }), 0, 0, check_business_list},
   Setting{"kafka.topic_partitions", field<Int>([](auto& c) -> auto& { return c.kafka.topic_partitions; }), 1, 100'000},
   Setting{"kafka.topic_replication", field<Int>([](auto& c) -> auto& { return c.kafka.topic_replication; }), 1, 32'767},
   Setting{"kafka.message_timeout_ms", field<Int>([](auto& c) -> auto& { return c.kafka.message_timeout_ms; }), 1, kMaxInt32},

@@ -1,5 +1,6 @@
 #include "broker/fire_path.hpp"
 
+#include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
 #include "broker/header_convert.hpp"
 #include "broker/ingest_parse.hpp"
@@ -13,6 +14,8 @@
 namespace delayd::broker {
 
 namespace {
+
+using connectors::DeliveryError;
 
 // While Redis is unreachable, claimed-nothing jobs go back to the wheel this far ahead.
 constexpr std::int64_t kOutageRequeueMs = 200;
@@ -29,37 +32,69 @@ connectors::OutRecord ready_record(const storage::Claim& c) {
   return r;
 }
 
+std::size_t record_bytes(const connectors::OutRecord& r) {
+  std::size_t n = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+  for (const auto& h : r.headers) n += h.name.size() + (h.value ? h.value->size() : 0);
+  return n;
+}
+
 }  // namespace
+
+FailureAction decide(DeliveryError error, int attempt, const FireOptions& options) {
+  FailureAction a;
+  switch (error) {
+    case DeliveryError::none:
+    case DeliveryError::transient:
+      a.refund = true;
+      a.delay_ms = options.retry_outage_ms;
+      return a;
+    case DeliveryError::possibly_persisted:
+    case DeliveryError::fatal:
+      a.refund = true;
+      a.keep_firing = true;
+      a.delay_ms = options.retry_outage_ms;
+      return a;
+    case DeliveryError::too_large:
+      a.kind = FailureAction::Kind::dead_letter;
+      a.strip_value = true;
+      return a;
+    case DeliveryError::permanent:
+      if (attempt >= options.max_attempts) {
+        a.kind = FailureAction::Kind::dead_letter;
+        return a;
+      }
+      a.delay_ms = options.retry_backoff_ms;
+      for (int i = 1; i < attempt && a.delay_ms < options.retry_backoff_max_ms; ++i) a.delay_ms *= 2;
+      a.delay_ms = std::min(a.delay_ms, options.retry_backoff_max_ms);
+      return a;
+  }
+  return a;
+}
 
 FirePath::FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer,
                    FireOptions options)
     : scheduler_(scheduler), store_(store), producer_(producer), options_(std::move(options)) {}
 
-std::int64_t FirePath::backoff(int attempt) const {
-  std::int64_t d = options_.retry_backoff_ms;
-  for (int i = 1; i < attempt && d < options_.retry_backoff_max_ms; ++i) d *= 2;
-  return std::min(d, options_.retry_backoff_max_ms);
-}
-
 void FirePath::produce(InFlight entry, TagKind kind) {
   const std::uint64_t tag = make_tag(kind, ++seq_);
   entry.record.tag = tag;
   auto [it, inserted] = in_flight_.emplace(tag, std::move(entry));
-  // A refusal at enqueue time comes back through on_report(), so there is one failure path. So
-  // does a queue that stays full: the job then retries like any failed attempt, rather than
-  // wait for a report that will never come.
+  // A refusal at enqueue time comes back through on_report(), so there is one failure path. A
+  // full queue is not waited for (this thread must not block): it is a transient failure.
   try {
-    producer_.produce(it->second.record);
+    producer_.produce(it->second.record, 0);
   } catch (const connectors::KafkaError& e) {
     connectors::DeliveryReport r;
     r.tag = tag;
     r.topic = it->second.record.topic;
+    r.error_class = DeliveryError::transient;
     r.error = e.what();
     on_report(r);
   }
 }
 
 std::size_t FirePath::fire_due(std::int64_t now_ms) {
+  if (stuck()) return 0;
   const std::vector<Scheduler::Slot> slots = scheduler_.take_due(now_ms);
   if (slots.empty()) return 0;
   std::vector<std::string> ids;
@@ -75,10 +110,12 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
     throw;
   }
 
-  std::map<std::string, std::vector<std::string>> stale;  // shard -> job-ids
+  // The dispatch loop does no I/O, so it cannot stop half-way through the batch.
+  std::vector<Scheduler::Slot> aside_slots;
+  std::vector<storage::Claim> aside;
   std::size_t produced = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
-    const storage::Claim& c = claims[i];
+    storage::Claim& c = claims[i];
     switch (c.kind) {
       case storage::Claim::Kind::deliver:
         produce(InFlight{slots[i], c.job_id, c.attempt, ready_record(c), {}}, TagKind::ready);
@@ -86,27 +123,46 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
         break;
       case storage::Claim::Kind::early:
         // Our clock is behind the deliver-at Redis holds (only possible if they disagree, e.g.
-        // a job re-published with another deliver-at): wait for it, never deliver early.
+        // after the wall clock stepped back): wait for it, never deliver early.
         scheduler_.retry_at(slots[i], c.deliver_at);
         break;
-      case storage::Claim::Kind::gone:
-        if (c.state == "payload_missing") {
-          // Cannot happen through delayd's own writes (the payload is written before the
-          // pending entry); if someone deleted it, fail the job loudly rather than retry forever.
-          spdlog::error("job {}: its payload is missing from Redis; marking it failed", c.job_id);
-          store_.mark_failed(c.job_id, "payload missing from Redis", now_ms);
-          ++counters_.failed;
-        } else {
-          stale[scheduler_.shard_name(scheduler_.job(slots[i]).shard)].push_back(c.job_id);
-          ++counters_.dropped_stale;
-        }
-        scheduler_.release(slots[i]);
+      case storage::Claim::Kind::finished:
+      case storage::Claim::Kind::corrupt:
+      case storage::Claim::Kind::unreadable:
+        aside_slots.push_back(slots[i]);
+        aside.push_back(std::move(c));
         break;
     }
   }
   counters_.produced += produced;
-  for (const auto& [shard, job_ids] : stale) store_.drop_pending(shard, job_ids);
+  set_aside(aside_slots, aside, now_ms);
   return produced;
+}
+
+void FirePath::set_aside(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::Claim>& claims,
+                         std::int64_t now_ms) {
+  if (slots.empty()) return;
+  std::map<std::uint32_t, std::vector<storage::Claim>> by_shard;
+  for (size_t i = 0; i < slots.size(); ++i) by_shard[scheduler_.job(slots[i]).shard].push_back(claims[i]);
+  try {
+    for (const auto& [shard, list] : by_shard) store_.set_aside(scheduler_.shard_name(shard), list, now_ms);
+  } catch (...) {
+    // Redis went away: meet them again shortly (every step of set_aside may be repeated).
+    for (auto s : slots) scheduler_.retry_at(s, now_ms + kOutageRequeueMs);
+    throw;
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const storage::Claim& c = claims[i];
+    if (c.kind == storage::Claim::Kind::finished) {
+      ++counters_.dropped_stale;
+    } else {
+      // Logged once: the job is failed (or its entry quarantined) now, so it is not met again.
+      spdlog::error("job {} set aside: {}", c.job_id, c.reason);
+      ++counters_.set_aside;
+      if (c.kind == storage::Claim::Kind::corrupt) ++counters_.failed;
+    }
+    scheduler_.release(slots[i]);
+  }
 }
 
 void FirePath::on_report(const connectors::DeliveryReport& report) { reports_.push_back(report); }
@@ -128,8 +184,9 @@ void FirePath::settle(std::int64_t now_ms) {
     const auto marked = store_.mark_ready(ids, now_ms);
     for (size_t i = 0; i < tags.size(); ++i) {
       auto it = in_flight_.find(tags[i]);
-      if (!marked[i].changed && marked[i].state != "ready") {
-        spdlog::warn("job {} delivered but found in state {} (not marked ready)", ids[i], marked[i].state);
+      if (!marked[i].changed && marked[i].state != storage::JobState::ready) {
+        spdlog::warn("job {} delivered but found in state {} (not marked ready)", ids[i],
+                     storage::to_string(marked[i].state));
       }
       scheduler_.release(it->second.slot);
       in_flight_.erase(it);
@@ -138,7 +195,14 @@ void FirePath::settle(std::int64_t now_ms) {
   }
   while (!reports_.empty()) {
     const connectors::DeliveryReport& r = reports_.front();
-    if (in_flight_.count(r.tag) != 0) handle_failure(r.tag, r, now_ms);  // may throw: stays queued
+    if (in_flight_.count(r.tag) != 0) {
+      // May throw (Redis): the report stays queued and is handled again.
+      if (tag_kind(r.tag) == TagKind::failed_dlq) {
+        handle_dead_letter_report(r.tag, r, now_ms);
+      } else {
+        handle_failure(r.tag, r, now_ms);
+      }
+    }
     reports_.pop_front();
   }
 }
@@ -146,9 +210,37 @@ void FirePath::settle(std::int64_t now_ms) {
 void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms) {
   auto it = in_flight_.find(tag);
   InFlight& f = it->second;
-  const bool dlq_write = tag_kind(tag) == TagKind::failed_dlq;
+  const FailureAction action = decide(report.error_class, f.attempt, options_);
+  if (action.kind == FailureAction::Kind::retry) {
+    retry(f, report.error, action, now_ms);
+    in_flight_.erase(it);
+    return;
+  }
+  std::string reason =
+      report.error_class == DeliveryError::too_large
+          ? "ready record of " + std::to_string(record_bytes(f.record)) + " bytes refused as too large by Kafka: " +
+                report.error
+          : "delivery to " + f.record.topic + " failed after " + std::to_string(f.attempt) + " attempts: " + report.error;
+  spdlog::error("job {}: {}; writing it to {}", f.job_id, reason, options_.dlq_topic);
+  InFlight dead = std::move(f);
+  in_flight_.erase(it);
+  dead_letter(std::move(dead), std::move(reason), action.strip_value);
+}
 
-  if (dlq_write && report.ok) {
+void FirePath::dead_letter(InFlight entry, std::string reason, bool strip_value) {
+  entry.reason = std::move(reason);
+  entry.record.headers.push_back({std::string(kHeaderError), entry.reason});
+  entry.record.topic = options_.dlq_topic;
+  entry.record.partition = -1;
+  if (strip_value) shrink_dead_letter(entry.record);
+  produce(std::move(entry), TagKind::failed_dlq);
+}
+
+void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::DeliveryReport& report,
+                                         std::int64_t now_ms) {
+  auto it = in_flight_.find(tag);
+  InFlight& f = it->second;
+  if (report.ok) {
     // The dead-letter copy is safe: now the job may be called failed.
     store_.mark_failed(f.job_id, f.reason, now_ms);
     scheduler_.release(f.slot);
@@ -156,27 +248,32 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
     ++counters_.failed;
     return;
   }
-  if (!dlq_write && f.attempt >= options_.max_attempts) {
-    spdlog::error("job {}: attempt {} of {} failed ({}); writing it to {}", f.job_id, f.attempt,
-                  options_.max_attempts, report.error, options_.dlq_topic);
-    InFlight dead = std::move(f);
+  if (report.error_class == DeliveryError::too_large && shrink_dead_letter(f.record)) {
+    InFlight smaller = std::move(f);
     in_flight_.erase(it);
-    dead.reason = "delivery to " + dead.record.topic + " failed after " + std::to_string(dead.attempt) +
-                  " attempts: " + report.error;
-    dead.record.headers.push_back({std::string(kHeaderError), dead.reason});
-    dead.record.topic = options_.dlq_topic;
-    produce(std::move(dead), TagKind::failed_dlq);
+    produce(std::move(smaller), TagKind::failed_dlq);
     return;
   }
-  // A failed attempt (or a failed dead-letter write): free the job for a cancel, re-score its
-  // pending entry, and try again after the backoff.
-  const std::string error = dlq_write ? "dead-letter write failed: " + report.error : report.error;
-  const std::int64_t at = now_ms + backoff(f.attempt);
-  spdlog::warn("job {}: attempt {} failed ({}); retrying in {} ms", f.job_id, f.attempt, error, at - now_ms);
-  store_.release(f.job_id, error, at);
-  scheduler_.retry_at(f.slot, at);
+  // The copy could not be written: send the job round again (not counted), so that it is
+  // dead-lettered on a later try. It stays pending in Redis meanwhile.
+  FailureAction again = decide(DeliveryError::transient, f.attempt, options_);
+  again.keep_firing = report.error_class == DeliveryError::possibly_persisted;
+  retry(f, "dead-letter write failed: " + report.error, again, now_ms);
   in_flight_.erase(it);
-  ++counters_.retried;
+}
+
+void FirePath::retry(InFlight& f, const std::string& error, const FailureAction& action, std::int64_t now_ms) {
+  const std::int64_t at = now_ms + action.delay_ms;
+  // An outage fails every record in flight: those are logged once by the service, not per job.
+  spdlog::log(action.refund ? spdlog::level::debug : spdlog::level::warn, "job {}: attempt {} failed ({}); retrying in {} ms{}",
+              f.job_id, f.attempt, error, action.delay_ms, action.refund ? " (not counted)" : "");
+  store_.release(f.job_id, error, at, {action.refund, action.keep_firing});
+  scheduler_.retry_at(f.slot, at);
+  if (action.refund) {
+    ++counters_.retried_outage;
+  } else {
+    ++counters_.retried;
+  }
 }
 
 }  // namespace delayd::broker

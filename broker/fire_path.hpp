@@ -2,16 +2,34 @@
 //
 //   fire_due()   take due jobs from the scheduler; claim them in Redis (one round trip: the
 //                payload comes back, the attempt is counted, a cancel now answers in_flight);
-//                hand each record to the producer. Jobs Redis no longer calls pending (ready,
-//                cancelled, failed, missing) are dropped with their stale entries.
+//                hand each record to the producer without waiting for room in its queue. Jobs
+//                that cannot be delivered (finished already, corrupt, no readable hash) are set
+//                aside in Redis after the dispatch loop, which itself does no I/O and cannot
+//                throw half-way through a batch.
 //   on_report()  the producer's report handler forwards reports of this path's tags here.
-//   settle()     acknowledged records: mark ready and ZREM (one round trip for all); failed
-//                ones: retry with exponential backoff, or, once max_attempts is reached, write
-//                the job to the dead-letter topic and only then mark it failed.
+//   settle()     acknowledged records: mark ready and ZREM (one round trip for all); the others
+//                by what Kafka said (connectors::DeliveryError), see decide() below.
+//
+// What a failed delivery costs (the attempt counter is what max_attempts limits):
+//   transient            nothing written: retried after retry_outage_ms, attempt refunded, a
+//                        cancel may win meanwhile. An outage delays jobs; it never fails them.
+//   possibly_persisted,  maybe written: retried the same way, but the job stays in flight in
+//   fatal                Redis (firing_at kept) so that no cancel can win against a record that
+//                        may be in the ready topic; the retry settles it (at worst a duplicate).
+//   permanent            refused for good (unknown topic, authorization): counts; retried with
+//                        exponential backoff until max_attempts, then dead-lettered.
+//   too_large            retrying cannot help: dead-lettered at once, without its value.
+// Dead-letter copies: the job's record with an `error` header, on the DLQ topic; only once Kafka
+// acknowledged the copy is the job marked failed. A copy refused as too large is sent again
+// without its value (header `value-bytes` says how large it was), then without key and carried
+// headers; a copy that fails otherwise sends the job round again (attempt refunded).
 //
 // The ready record: the job's key and value, the producer's headers (less deliver-at, job-id and
 // attempt), then job-id, deliver-at (epoch ms) and attempt (from 1).
 //
+// Back-pressure: with max_unsettled records awaiting their reports (Kafka slow or down),
+// fire_due() takes nothing: due jobs wait in the wheel (late, never lost) and stuck() tells the
+// service to pause ingest.
 // Outages: if Redis fails mid-way, nothing already acknowledged is forgotten: reports stay
 // queued until settle() gets through, and jobs whose claim failed go back to the wheel. Every
 // step may be repeated (see storage/job_store.hpp for the crash points).
@@ -35,15 +53,29 @@ struct FireOptions {
   std::int64_t retry_backoff_ms = 500;
   std::int64_t retry_backoff_max_ms = 30000;
   std::string dlq_topic = "delay-ingest.dlq";
+  std::int64_t retry_outage_ms = 1000;   // delay before retrying a transient failure
+  std::size_t max_unsettled = 100'000;   // fire_due() pauses while this many await reports
 };
 
 struct FireCounters {
   std::uint64_t produced = 0;
   std::uint64_t delivered = 0;
-  std::uint64_t retried = 0;
+  std::uint64_t retried = 0;         // attempts Kafka refused (counted)
+  std::uint64_t retried_outage = 0;  // attempts lost to an outage (not counted)
   std::uint64_t failed = 0;
+  std::uint64_t set_aside = 0;       // corrupt or unreadable jobs moved out of the way
   std::uint64_t dropped_stale = 0;
 };
+
+// What to do with a ready record's failed report; pure, so that the table above is testable.
+struct FailureAction {
+  enum class Kind { retry, dead_letter } kind = Kind::retry;
+  bool refund = false;       // the attempt does not count
+  bool keep_firing = false;  // the record may be in Kafka: no cancel may win until settled
+  bool strip_value = false;  // the dead-letter copy goes without the value
+  std::int64_t delay_ms = 0;
+};
+FailureAction decide(connectors::DeliveryError error, int attempt, const FireOptions& options);
 
 class FirePath {
  public:
@@ -56,6 +88,8 @@ class FirePath {
 
   // Records handed to Kafka whose outcome is not yet written to Redis.
   std::size_t unsettled() const { return in_flight_.size(); }
+  // Kafka is not keeping up: fire_due() takes nothing until reports come back.
+  bool stuck() const { return in_flight_.size() >= options_.max_unsettled; }
   const FireCounters& counters() const { return counters_; }
 
  private:
@@ -68,7 +102,12 @@ class FirePath {
   };
   std::int64_t backoff(int attempt) const;
   void produce(InFlight entry, TagKind kind);
+  void set_aside(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::Claim>& claims,
+                 std::int64_t now_ms);
   void handle_failure(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms);
+  void handle_dead_letter_report(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms);
+  void dead_letter(InFlight entry, std::string reason, bool strip_value);
+  void retry(InFlight& f, const std::string& error, const FailureAction& action, std::int64_t now_ms);
 
   Scheduler& scheduler_;
   storage::JobStore& store_;

@@ -121,13 +121,24 @@ IngestRules ingest_rules(const Config& config) {
   IngestRules rules;
   rules.ready_topic_template = config.kafka.ready_topic_template;
   rules.max_value_bytes = static_cast<std::size_t>(config.scheduler.max_value_bytes);
+  rules.max_record_bytes = max_ready_record_bytes(config);
   rules.ingest_topic = config.kafka.ingest_topic;
   rules.dlq_topic = config.kafka.dlq_topic;
+  for (auto& name : split_business_list(config.kafka.allowed_businesses)) rules.allowed_businesses.insert(std::move(name));
   return rules;
 }
 
 std::string derived_job_id(const Record& rec) {
-  return rec.topic + '-' + std::to_string(rec.partition) + '-' + std::to_string(rec.offset);
+  std::string id = std::string(kDerivedJobIdPrefix) + rec.topic + '-' + std::to_string(rec.partition) + '-' +
+                   std::to_string(rec.offset);
+  if (rec.timestamp_ms >= 0) id += '@' + std::to_string(rec.timestamp_ms);
+  return id;
+}
+
+std::size_t record_bytes(const Record& rec) {
+  std::size_t n = (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
+  for (const auto& h : rec.headers) n += h.name.size() + (h.value ? h.value->size() : 0);
+  return n;
 }
 
 ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
@@ -145,6 +156,10 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   auto id_or = job_id_of(rec);
   if (auto* bad = std::get_if<Invalid>(&id_or)) return std::move(*bad);
   auto& explicit_id = std::get<std::optional<std::string>>(id_or);
+  if (explicit_id && explicit_id->starts_with(kDerivedJobIdPrefix)) {
+    return invalid(header_ref(kHeaderJobId) + " must not start with '" + std::string(kDerivedJobIdPrefix) +
+                   "', which is kept for the ids delayd derives: " + quote_for_message(*explicit_id));
+  }
 
   if (cancel) {
     if (!explicit_id) return invalid("op 'cancel' needs header 'job-id'");
@@ -155,6 +170,11 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
     return invalid("value is " + std::to_string(rec.value->size()) +
                    " bytes, larger than the limit of " + std::to_string(rules.max_value_bytes) +
                    " bytes");
+  }
+  if (rules.max_record_bytes > 0 && record_bytes(rec) > rules.max_record_bytes) {
+    return invalid("record is " + std::to_string(record_bytes(rec)) +
+                   " bytes (key, value and headers), larger than the " + std::to_string(rules.max_record_bytes) +
+                   " bytes a ready record can take (the producer's message.max.bytes less room for delayd's headers)");
   }
 
   auto at_or = deliver_at_of(rec);
@@ -168,6 +188,9 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
                    std::to_string(kMaxBusinessChars) + " characters of [A-Za-z0-9._-]: " +
                    quote_for_message(**business) + " (" + std::to_string((*business)->size()) +
                    " bytes)");
+  }
+  if (!rules.allowed_businesses.empty() && rules.allowed_businesses.count(**business) == 0) {
+    return invalid("business " + quote_for_message(**business) + " is not in kafka.allowed_businesses");
   }
   std::string topic = render_ready_topic(rules.ready_topic_template, **business);
   if (!is_valid_topic_name(topic)) {

@@ -4,14 +4,20 @@
 //
 // Headers (names matched exactly and case-sensitively; if a name repeats, the first counts):
 //   op          "schedule" (default) or "cancel".
-//   job-id      1-200 printable ASCII characters (0x21-0x7E). Optional for schedule: without it
-//               the id is derived from the record's position, "<topic>-<partition>-<offset>",
-//               which is stable when the same record is redelivered after a crash, so a replay
-//               reschedules the same job instead of adding a twin. Required for cancel.
+//   job-id      1-200 printable ASCII characters (0x21-0x7E), not starting with "auto:". Optional
+//               for schedule: without it the id is derived from the record's position and
+//               timestamp, "auto:<topic>-<partition>-<offset>@<timestamp ms>", which is stable
+//               when the same record is redelivered after a crash (a replay reschedules the same
+//               job instead of adding a twin), can never equal an id a producer chose (the
+//               prefix is refused in job-id), and differs for a record at the same offset of a
+//               re-created topic (its timestamp differs). Required for cancel.
 //   deliver-at  Unix epoch milliseconds (decimal digits) or RFC 3339 (see time_format.hpp).
 //   delay-ms    Alternative to deliver-at: decimal milliseconds after the record's timestamp.
 //               Exactly one of deliver-at and delay-ms must be present for schedule.
-//   business    [A-Za-z0-9._-]{1,100}; names the ready topic through the configured template.
+//   business    [A-Za-z0-9._-]{1,100}; names the ready topic through the configured template;
+//               must be in rules.allowed_businesses when that is not empty.
+// Size: a value over max_value_bytes, or a whole record (key, value, header names and values)
+// over max_record_bytes, is refused: it could never be delivered as a ready record.
 // A cancel reads only op and job-id; every other header, and the value, are ignored.
 //
 // Invariants of a ScheduleJob: 0 <= deliver_at_ms <= kMaxEpochMs; job_id is non-empty;
@@ -24,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -46,11 +53,15 @@ inline constexpr std::string_view kHeaderAttempt = "attempt";
 inline constexpr std::string_view kHeaderError = "error";
 
 inline constexpr std::size_t kMaxBusinessChars = 100;
+// Derived job-ids start with this; a job-id header may not.
+inline constexpr std::string_view kDerivedJobIdPrefix = "auto:";
 inline constexpr std::size_t kMaxJobIdChars = 200;
 
 struct IngestRules {
   std::string ready_topic_template = "ready.{business}";
   std::size_t max_value_bytes = 1'000'000;
+  std::size_t max_record_bytes = 0;  // 0: no limit beyond max_value_bytes
+  std::set<std::string, std::less<>> allowed_businesses;  // empty: every valid name
   // A business whose ready topic would be one of these is refused, so a record can never be
   // published back into delayd's own input. Empty strings disable the check.
   std::string ingest_topic;
@@ -86,7 +97,9 @@ using ParsedIngest = std::variant<ScheduleJob, CancelJob, Invalid>;
 
 ParsedIngest parse_ingest(const connectors::Record& rec, const IngestRules& rules);
 
-// The id a record gets when it carries no job-id: "<topic>-<partition>-<offset>".
+// The id a record gets when it carries no job-id (see job-id above).
 std::string derived_job_id(const connectors::Record& rec);
+// Key, value, header names and values: what counts against Kafka's message size.
+std::size_t record_bytes(const connectors::Record& rec);
 
 }  // namespace delayd::broker

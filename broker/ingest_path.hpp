@@ -1,4 +1,5 @@
-// IngestPath: makes one batch of ingest records durable, in record order.
+// IngestPath: makes batches of ingest records durable, in record order, and says when their
+// offsets may be committed.
 //
 //   schedule  accepted in Redis (job hash, then pending entry; see storage/job_store.hpp), then
 //             offered to the scheduler, which holds it at once if it is due within the shard's
@@ -7,23 +8,36 @@
 //             A cancel for an id Redis does not know is logged and ignored.
 //   invalid   copied to the dead-letter topic with an `error` header saying why, plus
 //             source-topic, source-partition and source-offset headers.
-// process() returns only when all of that is acknowledged (Redis replies, dead-letter records
-// reported ok); only then may the caller commit the batch's offsets. On an outage it throws and
-// the caller retries the same batch later: every step is idempotent (job-id), so the only cost
-// of a retry is a possible duplicate dead-letter record.
 //
-// Ready topics: when create_topics is on, a business's ready topic is created the first time a
-// job for it is accepted (one admin round trip per new business, then cached).
+// Commits. process() returns once the batch's jobs and cancels are in Redis; it does not wait
+// for Kafka to acknowledge the dead-letter copies (that could take as long as Kafka's message
+// timeout, and the scheduling loop must not wait). A batch's offsets become committable when
+// every dead-letter copy of it is acknowledged and every batch before it is committable too;
+// take_committable() hands them out in order. A copy refused as too large is sent again
+// smaller (dead_letter.hpp); one that fails otherwise is sent again after a backoff (1 s
+// doubling to 30 s), so an invalid record is never lost and never blocks the others' jobs.
+// backlogged() says when too many batches wait on Kafka: the service then pauses reading.
+//
+// Outages: on a Redis outage process() throws; the caller calls it again with the same batch
+// later, and it resumes: schedules after the last completed Redis write are written again
+// (idempotent by job-id) and records already dead-lettered are not copied twice.
+//
+// Ready topics: when creation is on, a job's ready topic is asked of the TopicCreator (never
+// waited for). A business outside rules.allowed_businesses, or one that would need a new topic
+// beyond the creator's cap, is dead-lettered with the reason.
 // Threading: the scheduling loop's thread.
 #pragma once
 
 #include "broker/ingest_parse.hpp"
 #include "broker/scheduler.hpp"
-#include "connectors/kafka_admin.hpp"
+#include "broker/topic_creator.hpp"
 #include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -34,10 +48,7 @@ namespace delayd::broker {
 struct IngestOptions {
   IngestRules rules;
   std::string dlq_topic = "delay-ingest.dlq";
-  bool create_topics = false;
-  int topic_partitions = 4;
-  int topic_replication = 1;
-  int dlq_timeout_ms = 30000;  // how long process() waits for the dead-letter acknowledgements
+  std::size_t max_waiting_batches = 64;  // backlogged() beyond this many uncommittable batches
 };
 
 struct IngestCounters {
@@ -45,35 +56,64 @@ struct IngestCounters {
   std::uint64_t duplicates = 0;  // job-ids seen before
   std::uint64_t cancelled = 0;
   std::uint64_t dead_lettered = 0;
+  std::uint64_t dead_letter_retries = 0;
 };
 
 class IngestPath {
  public:
-  // admin may be null when create_topics is off.
-  IngestPath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer,
-             connectors::KafkaAdmin* admin, IngestOptions options);
+  using Offsets = std::vector<std::pair<connectors::TopicPartition, std::int64_t>>;  // next offset to read
 
+  // topics may be null (ready topics are not created).
+  IngestPath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer,
+             TopicCreator* topics, IngestOptions options);
+
+  // Precondition: batch is not empty.
   void process(const std::vector<connectors::Record>& batch, std::int64_t now_ms);
   void on_report(const connectors::DeliveryReport& report);
+  // Sends again the dead-letter copies whose backoff has passed.
+  void retry_dead_letters();
+  // The offsets of the batches that are done, oldest first, in one list (later entries of a
+  // partition supersede earlier ones); they are forgotten here once taken.
+  Offsets take_committable();
+  bool backlogged() const { return batches_.size() >= options_.max_waiting_batches; }
+  std::size_t waiting_dead_letters() const { return dead_letters_.size(); }
   const IngestCounters& counters() const { return counters_; }
 
  private:
-  void flush_accepts(std::int64_t now_ms);
+  struct Batch {
+    std::uint64_t id = 0;
+    Offsets offsets;
+    std::size_t outstanding = 0;  // dead-letter copies not yet acknowledged
+    bool processed = false;       // process() has returned for it
+    // Resume point after an outage: records before `resume` are in Redis; those in
+    // `dead_lettered` have their copy on the way.
+    std::string first;  // "topic/partition/offset" of its first record, to know a retry
+    std::size_t resume = 0;
+    std::set<std::size_t> dead_lettered;
+  };
+  struct DeadLetter {
+    std::uint64_t batch = 0;
+    connectors::OutRecord record;
+    std::int64_t retry_at = 0;  // steady-clock ms when waiting for a retry; 0 while in flight
+    std::int64_t backoff_ms = 0;
+  };
+  Batch& batch_for(const std::vector<connectors::Record>& batch);
+  void flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms);
   void cancel(const std::string& job_id, std::int64_t now_ms);
-  void dead_letter(const connectors::Record& rec, const std::string& reason);
-  void ensure_topic(const std::string& topic);
-  void await_dead_letters();
+  void dead_letter(Batch& b, const connectors::Record& rec, const std::string& reason);  // b.outstanding + 1
+  void send(DeadLetter letter);
+  std::optional<std::string> refuse_topic(const ScheduleJob& job);
 
   Scheduler& scheduler_;
   storage::JobStore& store_;
   connectors::KafkaProducer& producer_;
-  connectors::KafkaAdmin* admin_;
+  TopicCreator* topics_;
   IngestOptions options_;
   std::vector<storage::NewJob> accepts_;  // the batch's schedules since the last cancel
-  std::unordered_map<std::uint64_t, bool> dlq_waiting_;  // tag -> reported
-  std::vector<std::string> dlq_errors_;
-  std::set<std::string> known_topics_;
+  std::deque<Batch> batches_;             // processed or in progress, not yet committable
+  std::unordered_map<std::uint64_t, DeadLetter> dead_letters_;  // by tag
   std::uint64_t seq_ = 0;
+  std::uint64_t batch_seq_ = 0;
   IngestCounters counters_;
 };
 

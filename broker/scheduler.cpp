@@ -6,7 +6,7 @@
 namespace delayd::broker {
 
 Scheduler::Scheduler(SchedulerOptions options, std::int64_t now_ms, storage::JobStore& store)
-    : options_(options), store_(store), wheel_(options.wheel, static_cast<std::uint64_t>(now_ms)) {
+    : options_(options), store_(store), wheel_(options.wheel, static_cast<std::uint64_t>(now_ms)), last_wall_(now_ms) {
   if (static_cast<std::uint64_t>(options_.load_window_ms) >= wheel_.range()) {
     throw std::invalid_argument("load window must be shorter than the wheel's range");
   }
@@ -26,10 +26,17 @@ std::uint32_t Scheduler::shard_index(const std::string& name) {
 }
 
 void Scheduler::assign(const std::string& shard) {
-  Shard& s = shards_[shard_index(shard)];
+  const std::uint32_t index = shard_index(shard);
+  Shard& s = shards_[index];
   if (s.owned) return;
   s.owned = true;
   s.horizon.reset();  // whatever was loaded before a revoke is gone: start from nothing
+  // Jobs still in flight from before a revoke are ours again. The first refill skips them (they
+  // are held) and moves the horizon past them, so if their delivery fails they must stay held:
+  // letting go of one would strand it below the horizon until the next rebalance.
+  held_.for_each([&](Slot, HeldJob& job) {
+    if (job.shard == index) job.orphan = false;
+  });
 }
 
 void Scheduler::revoke(const std::string& shard) {
@@ -72,7 +79,7 @@ bool Scheduler::hold(std::uint32_t shard, const std::string& job_id, std::int64_
   if (held_.find(job_id)) return true;
   const Slot slot = held_.insert(HeldJob{job_id, shard, due_at, {}, Phase::waiting, false});
   // A deadline in the past fires on the next advance; that is how overdue jobs go out at once.
-  auto r = wheel_.schedule(static_cast<std::uint64_t>(std::max<std::int64_t>(due_at, 0)), slot);
+  auto r = wheel_.schedule(to_wheel(due_at), slot);
   if (r.status != wheel::ScheduleStatus::scheduled) {
     // Cannot happen while horizons stay below wheel_now() + range (refill caps them so), but
     // if it did, Redis still has the job: forget it here rather than hold it without a timer.
@@ -91,10 +98,20 @@ bool Scheduler::offer(const std::string& shard, const std::string& job_id, std::
   return hold(*index, job_id, deliver_at);
 }
 
+std::uint64_t Scheduler::to_wheel(std::int64_t wall_ms) const {
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(wall_ms, 0) + offset_);
+}
+
+void Scheduler::observe(std::int64_t now_ms) {
+  if (now_ms < last_wall_) offset_ += last_wall_ - now_ms;  // the wall clock stepped back
+  last_wall_ = now_ms;
+}
+
 void Scheduler::refill(std::int64_t now_ms, std::size_t page_budget) {
+  observe(now_ms);
   // The wheel refuses deadlines at or beyond wheel_now + range; the horizon stays below that
   // even if the wheel has fallen behind now (a long stall), so every loaded job gets a timer.
-  const std::int64_t wheel_limit = static_cast<std::int64_t>(wheel_.now() + wheel_.range()) - 1;
+  const std::int64_t wheel_limit = static_cast<std::int64_t>(wheel_.now() + wheel_.range()) - 1 - offset_;
   const std::int64_t target = std::min(now_ms + options_.load_window_ms, wheel_limit);
   // Refill in steps of an eighth of the window, not on every loop turn: one Redis round trip per
   // shard every window/8 ms is the whole steady-state cost of loading.
@@ -109,7 +126,7 @@ void Scheduler::refill(std::int64_t now_ms, std::size_t page_budget) {
 }
 
 void Scheduler::refill_shard(Shard& s, std::uint32_t index, std::int64_t target, std::size_t page_budget) {
-  std::size_t limit = options_.load_batch;
+  const std::size_t limit = options_.load_batch;
   while (page_budget-- > 0) {
     const auto page = store_.pending_between(s.name, s.horizon, target, limit);
     for (const auto& e : page) hold(index, e.job_id, e.deliver_at);
@@ -119,9 +136,11 @@ void Scheduler::refill_shard(Shard& s, std::uint32_t index, std::int64_t target,
     }
     const std::int64_t last = page.back().deliver_at;
     if (page.front().deliver_at == last) {
-      // A full page of one score: the run may continue past the page. Read it again, larger,
-      // rather than move the horizon into the middle of the run.
-      limit *= 2;
+      // A full page of one score: the run may go on past the page, and the horizon cannot be put
+      // in the middle of a run (a score is all or nothing). Read the rest of the run in one
+      // call, whatever its length: it is bounded by the jobs of one millisecond of one shard.
+      for (const auto& e : store_.pending_between(s.name, last - 1, last, 0)) hold(index, e.job_id, e.deliver_at);
+      s.horizon = last;
       continue;
     }
     // All scores below `last` were read completely; the run at `last` may continue.
@@ -130,8 +149,10 @@ void Scheduler::refill_shard(Shard& s, std::uint32_t index, std::int64_t target,
 }
 
 std::vector<Scheduler::Slot> Scheduler::take_due(std::int64_t now_ms) {
+  observe(now_ms);
   expired_.clear();
-  wheel_.advance(static_cast<std::uint64_t>(now_ms), options_.fire_batch, expired_);
+  // to_wheel(now) never decreases (observe() keeps it so), as the wheel requires.
+  wheel_.advance(std::max(to_wheel(now_ms), wheel_.now()), options_.fire_batch, expired_);
   std::vector<Slot> out;
   out.reserve(expired_.size());
   for (const auto& e : expired_) {
@@ -156,7 +177,7 @@ bool Scheduler::retry_at(Slot slot, std::int64_t at) {
     held_.erase(slot);
     return false;
   }
-  auto r = wheel_.schedule(static_cast<std::uint64_t>(at), slot);
+  auto r = wheel_.schedule(to_wheel(at), slot);
   if (r.status != wheel::ScheduleStatus::scheduled) {
     held_.erase(slot);
     return false;
@@ -183,7 +204,7 @@ bool Scheduler::cancel(const std::string& job_id) {
 std::optional<std::int64_t> Scheduler::next_due() const {
   auto t = wheel_.next_expiry();
   if (!t) return std::nullopt;
-  return static_cast<std::int64_t>(*t);
+  return static_cast<std::int64_t>(*t) - offset_;
 }
 
 }  // namespace delayd::broker

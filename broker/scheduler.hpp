@@ -19,8 +19,18 @@
 // holding more is harmless because both paths look the job-id up first.
 //
 // Never early: timers are set at deliver_at (or later, for a retry) and the wheel releases a
-// timer only when advanced to a time at or after its deadline; now comes from WallClock, which
-// never runs backwards.
+// timer only when advanced to a time at or after its deadline.
+//
+// Time. deliver_at and every `now_ms` given here are wall-clock milliseconds, which can step
+// backwards (NTP, a person). The wheel's time must not, so the scheduler keeps an offset:
+//     wheel time = wall time + offset,   offset = the sum of every backward step seen so far.
+// A backward step of d raises the offset by d, so wheel time stands still while the wall clock
+// repeats those d milliseconds, and a timer set afterwards for deliver_at fires when the wall
+// clock reaches deliver_at. Timers set before the step fire up to d early by the wall clock;
+// the claim script compares deliver_at with the true wall time, answers "early", and the job is
+// re-timed with the new offset (retry_at), so nothing is produced early. A forward step fires
+// what is due by the new wall time (by definition not early) and, unlike a clock that refuses
+// to go back, leaves nothing pinned ahead when the step is corrected.
 //
 // Threading: one owner thread. refill() may throw storage errors; it is safe to call again, as
 // the horizon moves only past what was read.
@@ -64,7 +74,9 @@ class Scheduler {
   bool offer(const std::string& shard, const std::string& job_id, std::int64_t deliver_at);
 
   // The loader's half. Moves each owned shard's horizon towards now + load_window, reading at
-  // most `page_budget` pages per shard per call (so a large backlog is taken in steps).
+  // most `page_budget` pages per shard per call (so a large backlog is taken in steps). A page
+  // full of one score is followed by one read of the rest of that run (however long), so the
+  // horizon always moves.
   void refill(std::int64_t now_ms, std::size_t page_budget = 4);
 
   // Advances the wheel to now and returns the slots of up to fire_batch jobs that are due,
@@ -81,6 +93,7 @@ class Scheduler {
   // if it was waiting here. (In flight: false, the delivery is already under way.)
   bool cancel(const std::string& job_id);
 
+  // When the next timer is due, in wall-clock milliseconds.
   std::optional<std::int64_t> next_due() const;
   const HeldJob& job(Slot slot) const { return held_.at(slot); }
   bool live(Slot slot) const { return held_.live(slot); }
@@ -100,6 +113,9 @@ class Scheduler {
   std::optional<std::uint32_t> find_shard(const std::string& name) const;
   bool hold(std::uint32_t shard, const std::string& job_id, std::int64_t due_at);
   void refill_shard(Shard& shard, std::uint32_t index, std::int64_t target, std::size_t page_budget);
+  // The wall clock as seen now: a step back since the last call raises offset_.
+  void observe(std::int64_t now_ms);
+  std::uint64_t to_wheel(std::int64_t wall_ms) const;
 
   SchedulerOptions options_;
   storage::JobStore& store_;
@@ -107,6 +123,8 @@ class Scheduler {
   HeldJobs held_;
   std::vector<Shard> shards_;
   std::vector<wheel::Expired> expired_;  // reused by take_due()
+  std::int64_t last_wall_ = 0;           // the last wall time given, ms
+  std::int64_t offset_ = 0;              // wheel time - wall time, ms; only grows
 };
 
 }  // namespace delayd::broker

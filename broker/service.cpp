@@ -3,8 +3,10 @@
 #include "broker/delivery_tags.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/ingest_path.hpp"
+#include "broker/outage.hpp"
 #include "broker/redis_options.hpp"
 #include "broker/scheduler.hpp"
+#include "broker/topic_creator.hpp"
 #include "broker/wall_clock.hpp"
 #include "connectors/kafka_admin.hpp"
 #include "connectors/kafka_consumer.hpp"
@@ -17,33 +19,27 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <optional>
+#include <set>
 #include <thread>
 
 namespace delayd::broker {
 
 namespace {
 
-// Outage backoff: doubles from 100 ms to 10 s, reset by a turn that gets through.
-class Backoff {
- public:
-  std::int64_t next() {
-    const std::int64_t d = delay_;
-    delay_ = std::min<std::int64_t>(delay_ * 2, 10000);
-    return d;
-  }
-  void reset() { delay_ = 100; }
-
- private:
-  std::int64_t delay_ = 100;
-};
+using SteadyClock = std::chrono::steady_clock;
 
 // Sleeps up to ms, waking early when a stop is requested.
 void nap(std::int64_t ms, const std::atomic<bool>& stop) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (!stop && std::chrono::steady_clock::now() < until) {
+  const auto until = SteadyClock::now() + std::chrono::milliseconds(ms);
+  while (!stop && SteadyClock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(ms, 20)));
   }
+}
+
+std::int64_t elapsed_ms(SteadyClock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - since).count();
 }
 
 // Defaults delayd chooses for its clients, before the user's passthrough (later entries win).
@@ -52,211 +48,343 @@ connectors::Properties with_defaults(connectors::Properties defaults, const Kafk
   return defaults;
 }
 
+// A start-up step that needs a server: tried until it works or a stop is requested (then
+// nullopt). Every failure of the step is transient here; a bad configuration was refused before.
+template <typename Make>
+auto until_up(const char* what, const std::atomic<bool>& stop, Make make) -> std::optional<decltype(make())> {
+  Backoff backoff;
+  Outage outage(what);
+  while (!stop) {
+    try {
+      auto made = make();
+      outage.recovered();
+      return made;
+    } catch (const std::exception& e) {
+      outage.failed(e.what());
+      nap(backoff.next(), stop);
+    }
+  }
+  return std::nullopt;
+}
+
+// More than this many producer replacements within a minute: a fresh client cannot clear the
+// fault, which is the one kind of remote failure that is fatal.
+constexpr int kMaxProducerRecoveriesPerMinute = 5;
+
+// The scheduling loop: what one turn does, and the bookkeeping around it.
+class Loop {
+ public:
+  Loop(const Config& c, const std::atomic<bool>& stop, storage::JobStore& store, connectors::KafkaAdmin* admin)
+      : c_(c),
+        stop_(stop),
+        store_(store),
+        scheduler_(scheduler_options(c), clock_.now_ms(), store),
+        // linger.ms 1: a ready record waits at most a millisecond for company; precision first.
+        producer_(with_defaults({{"linger.ms", "1"}}, kafka_properties(c, KafkaClient::producer)),
+                  [this](const connectors::DeliveryReport& r) { route_report(r); }),
+        fire_(scheduler_, store_, producer_,
+              FireOptions{static_cast<int>(c.scheduler.max_attempts), c.scheduler.retry_backoff_ms,
+                          c.scheduler.retry_backoff_max_ms, c.kafka.dlq_topic}),
+        ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c)),
+        consumer_(with_defaults({{"session.timeout.ms", "10000"}, {"heartbeat.interval.ms", "2000"}},
+                                kafka_properties(c, KafkaClient::consumer)),
+                  listener()) {
+    consumer_.subscribe({c.kafka.ingest_topic});
+  }
+
+  // One turn; false when a fatal error ends the loop. Transient failures are absorbed here.
+  bool turn() {
+    const auto started = SteadyClock::now();
+    std::int64_t waited = 0;
+    try {
+      if (!recover_producer()) return false;
+      fire_and_settle();
+      waited = read_ingest();
+      redis_.recovered();
+      kafka_.recovered();
+      other_.recovered();
+      backoff_.reset();
+    } catch (const storage::RedisIoError& e) {
+      fail(redis_, e.what());
+    } catch (const storage::RedisCommandError& e) {
+      fail(redis_, std::string("refused: ") + e.what());
+    } catch (const connectors::KafkaError& e) {
+      fail(kafka_, e.what());
+    } catch (const std::exception& e) {
+      fail(other_, e.what());
+    }
+    note_turn(elapsed_ms(started) - waited);
+    publish_and_report();
+    return true;
+  }
+
+  void shutdown() {
+    spdlog::info("stopping: leaving the consumer group, settling {} in-flight records", fire_.unsettled());
+    try {
+      consumer_.close();
+    } catch (const std::exception& e) {
+      spdlog::warn("leaving the consumer group: {}", e.what());
+    }
+    const auto deadline = SteadyClock::now() + std::chrono::milliseconds(c_.scheduler.shutdown_timeout_ms);
+    while (fire_.unsettled() > 0 && SteadyClock::now() < deadline) {
+      try {
+        producer_.poll(20);
+        fire_.settle(clock_.now_ms());
+      } catch (const std::exception& e) {
+        spdlog::warn("settling at shutdown: {}", e.what());
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    if (fire_.unsettled() > 0) {
+      spdlog::warn("{} records unsettled at shutdown; they stay pending in Redis and are delivered again later",
+                   fire_.unsettled());
+    }
+    producer_.flush(1000);
+    spdlog::info("stopped: delivered {}, accepted {}", fire_.counters().delivered, ingest_.counters().accepted);
+  }
+
+  std::function<void(AdminSnapshot)> publish;
+
+ private:
+  static SchedulerOptions scheduler_options(const Config& c) {
+    SchedulerOptions so;
+    so.wheel.tick = static_cast<std::uint64_t>(c.wheel.tick_ms);
+    so.wheel.slot_bits = static_cast<unsigned>(c.wheel.slot_bits);
+    so.load_window_ms = c.scheduler.load_window_ms;
+    so.load_batch = static_cast<std::size_t>(c.scheduler.load_batch);
+    so.fire_batch = static_cast<std::size_t>(c.scheduler.fire_batch);
+    return so;
+  }
+  static IngestOptions ingest_options(const Config& c) {
+    IngestOptions io;
+    io.rules = ingest_rules(c);
+    io.dlq_topic = c.kafka.dlq_topic;
+    return io;
+  }
+  TopicCreator* topics(const Config& c, connectors::KafkaAdmin* admin) {
+    if (admin == nullptr) return nullptr;
+    topics_.emplace(kafka_properties(c, KafkaClient::admin),
+                    TopicCreator::Options{static_cast<int>(c.kafka.topic_partitions),
+                                          static_cast<int>(c.kafka.topic_replication),
+                                          static_cast<std::size_t>(c.kafka.max_ready_topics)});
+    return &*topics_;
+  }
+
+  connectors::KafkaConsumer::Listener listener() {
+    connectors::KafkaConsumer::Listener l;
+    l.assigned = [this](const std::vector<connectors::TopicPartition>& tps) {
+      for (const auto& tp : tps) {
+        scheduler_.assign(storage::shard_id(tp.topic, tp.partition));
+        spdlog::info("shard {} assigned", storage::shard_id(tp.topic, tp.partition));
+      }
+      ++rebalances_;
+    };
+    l.revoked = [this](const std::vector<connectors::TopicPartition>& tps) {
+      for (const auto& tp : tps) {
+        scheduler_.revoke(storage::shard_id(tp.topic, tp.partition));
+        spdlog::info("shard {} revoked", storage::shard_id(tp.topic, tp.partition));
+      }
+      ++rebalances_;
+    };
+    return l;
+  }
+
+  void route_report(const connectors::DeliveryReport& r) {
+    if (tag_kind(r.tag) == TagKind::ingest_dlq) {
+      ingest_.on_report(r);
+    } else {
+      fire_.on_report(r);
+    }
+  }
+
+  // A producer in librdkafka's fatal state fails every record; a new instance is the cure. Its
+  // outstanding records come back as possibly written, so their jobs stay in flight and retry.
+  bool recover_producer() {
+    const auto reason = producer_.recover_if_fatal();
+    if (!reason) return true;
+    const auto now = SteadyClock::now();
+    recoveries_.push_back(now);
+    while (!recoveries_.empty() && now - recoveries_.front() > std::chrono::minutes(1)) recoveries_.pop_front();
+    if (static_cast<int>(recoveries_.size()) > kMaxProducerRecoveriesPerMinute) {
+      spdlog::critical("kafka producer fatal error keeps coming back on fresh producers ({}); stopping", *reason);
+      return false;
+    }
+    spdlog::error("kafka producer fatal error ({}); replaced it with a new producer", *reason);
+    return true;
+  }
+
+  void fire_and_settle() {
+    const std::int64_t now = clock_.now_ms();
+    fire_.fire_due(now);
+    producer_.poll(0);
+    fire_.settle(clock_.now_ms());
+    ingest_.retry_dead_letters();
+    scheduler_.refill(now);
+  }
+
+  // Reads and processes one batch (or retries the one an outage interrupted); returns how long
+  // it waited for records, which is idle time, not work.
+  std::int64_t read_ingest() {
+    apply_pause();
+    std::int64_t waited = 0;
+    if (!batch_) {
+      // Sleep in the consumer until the next timer is due (at most 100 ms, so that stop and
+      // delivery reports are looked at often enough); at once if work is waiting.
+      std::int64_t wait = 100;
+      if (auto due = scheduler_.next_due()) wait = std::clamp<std::int64_t>(*due - clock_.now_ms(), 0, wait);
+      if (fire_.unsettled() > 0) wait = std::min<std::int64_t>(wait, 5);
+      const auto before = SteadyClock::now();
+      batch_ = consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch), static_cast<int>(wait));
+      waited = elapsed_ms(before);
+    }
+    if (!batch_->empty()) ingest_.process(*batch_, clock_.now_ms());
+    batch_.reset();
+    consumer_.commit_async(ingest_.take_committable());
+    return waited;
+  }
+
+  // Reading pauses while the fire side cannot get records out or dead letters pile up; a
+  // rebalance assigns partitions unpaused, so the pause is applied again after one.
+  void apply_pause() {
+    const bool want = fire_.stuck() || ingest_.backlogged();
+    if (want == paused_ && (!want || rebalances_ == paused_at_rebalance_)) return;
+    consumer_.set_paused(want);
+    if (want && !paused_) {
+      spdlog::warn("ingest paused: {} records await Kafka's reports, {} dead letters are unacknowledged",
+                   fire_.unsettled(), ingest_.waiting_dead_letters());
+    } else if (!want && paused_) {
+      spdlog::info("ingest resumed ({} records in flight)", fire_.unsettled());
+    }
+    paused_ = want;
+    paused_at_rebalance_ = rebalances_;
+  }
+
+  void fail(Outage& outage, const std::string& reason) {
+    outage.failed(reason);
+    nap(backoff_.next(), stop_);
+  }
+
+  // The longest turn of the last 10 s, without the time spent waiting for ingest records: how
+  // long a due job could have waited behind other work.
+  void note_turn(std::int64_t work_ms) {
+    if (SteadyClock::now() - window_start_ > std::chrono::seconds(10)) {
+      last_window_max_ = window_max_;
+      window_max_ = 0;
+      window_start_ = SteadyClock::now();
+    }
+    window_max_ = std::max(window_max_, work_ms);
+  }
+
+  std::string problem() const {
+    for (const Outage* o : {&redis_, &kafka_, &other_}) {
+      if (o->active()) return o->problem();
+    }
+    if (paused_) return "ingest paused: Kafka is not acknowledging records fast enough";
+    return {};
+  }
+
+  void publish_and_report() {
+    if (publish && SteadyClock::now() >= next_publish_) {
+      next_publish_ = SteadyClock::now() + std::chrono::milliseconds(200);
+      const auto& f = fire_.counters();
+      const auto& i = ingest_.counters();
+      publish(AdminSnapshot{scheduler_.held(),
+                            scheduler_.in_wheel(),
+                            fire_.unsettled(),
+                            scheduler_.owned_shards(),
+                            scheduler_.next_due(),
+                            {{"accepted", i.accepted},
+                             {"duplicates", i.duplicates},
+                             {"cancelled", i.cancelled},
+                             {"dead_lettered", i.dead_lettered},
+                             {"dead_letter_retries", i.dead_letter_retries},
+                             {"produced", f.produced},
+                             {"delivered", f.delivered},
+                             {"retried", f.retried},
+                             {"retried_outage", f.retried_outage},
+                             {"failed", f.failed},
+                             {"set_aside", f.set_aside},
+                             {"dropped_stale", f.dropped_stale},
+                             {"max_turn_ms", static_cast<std::uint64_t>(std::max(window_max_, last_window_max_))}},
+                            problem()});
+    }
+    if (SteadyClock::now() >= next_report_) {
+      next_report_ = SteadyClock::now() + std::chrono::seconds(10);
+      const auto& f = fire_.counters();
+      const auto& i = ingest_.counters();
+      spdlog::info("held {} (wheel {}), in flight {}; accepted {}, duplicates {}, cancelled {}, dead-lettered {}; "
+                   "delivered {}, retried {} (+{} outage), failed {}, set aside {}; longest turn {} ms",
+                   scheduler_.held(), scheduler_.in_wheel(), fire_.unsettled(), i.accepted, i.duplicates, i.cancelled,
+                   i.dead_lettered, f.delivered, f.retried, f.retried_outage, f.failed, f.set_aside,
+                   std::max(window_max_, last_window_max_));
+    }
+  }
+
+  const Config& c_;
+  const std::atomic<bool>& stop_;
+  storage::JobStore& store_;
+  WallClock clock_;
+  Scheduler scheduler_;
+  std::optional<TopicCreator> topics_;
+  connectors::KafkaProducer producer_;
+  FirePath fire_;
+  IngestPath ingest_;
+  connectors::KafkaConsumer consumer_;
+
+  std::optional<std::vector<connectors::Record>> batch_;  // kept across an outage, retried
+  Backoff backoff_;
+  Outage redis_{"redis"};
+  Outage kafka_{"kafka"};
+  Outage other_{"delayd"};  // anything else a turn threw
+  std::deque<SteadyClock::time_point> recoveries_;
+  bool paused_ = false;
+  std::uint64_t rebalances_ = 0;
+  std::uint64_t paused_at_rebalance_ = 0;
+  SteadyClock::time_point window_start_ = SteadyClock::now();
+  std::int64_t window_max_ = 0;
+  std::int64_t last_window_max_ = 0;
+  SteadyClock::time_point next_publish_{};
+  SteadyClock::time_point next_report_ = SteadyClock::now() + std::chrono::seconds(10);
+};
 
 }  // namespace
 
 int Service::run(const std::atomic<bool>& stop, const std::function<void(AdminSnapshot)>& publish) {
   const Config& c = config_;
-  WallClock clock;
-  Backoff backoff;
 
   // Redis first: without it nothing can be accepted, so there is no point joining the group.
-  std::optional<storage::RedisConnection> redis;
-  while (!redis) {
-    if (stop) return 0;
-    try {
-      redis.emplace(redis_options(c));
-    } catch (const std::exception& e) {
-      const auto wait = backoff.next();
-      spdlog::warn("redis not available ({}); retrying in {} ms", e.what(), wait);
-      nap(wait, stop);
-    }
-  }
-  backoff.reset();
-  std::optional<storage::JobStore> store_slot;
-  while (!store_slot) {
-    if (stop) return 0;
-    try {
-      store_slot.emplace(*redis, storage::KeySchema(c.redis.prefix), c.redis.job_retention_s);
-    } catch (const storage::RedisIoError& e) {
-      const auto wait = backoff.next();
-      spdlog::warn("redis not available ({}); retrying in {} ms", e.what(), wait);
-      nap(wait, stop);
-    }
-  }
-  storage::JobStore& store = *store_slot;
+  auto redis = until_up("redis", stop, [&] { return std::make_unique<storage::RedisConnection>(redis_options(c)); });
+  if (!redis) return 0;
+  auto store = until_up("redis", stop, [&] {
+    return std::make_unique<storage::JobStore>(**redis, storage::KeySchema(c.redis.prefix), c.redis.job_retention_s);
+  });
+  if (!store) return 0;
   spdlog::info("redis {} ready (prefix '{}')", mask_redis_url(c.redis.url), c.redis.prefix);
 
   std::optional<connectors::KafkaAdmin> admin;
   if (c.kafka.create_topics) {
     admin.emplace(kafka_properties(c, KafkaClient::admin));
-    backoff.reset();
-    for (;;) {
-      if (stop) return 0;
-      try {
-        admin->ensure_topics({c.kafka.ingest_topic, c.kafka.dlq_topic}, static_cast<int>(c.kafka.topic_partitions),
-                             static_cast<int>(c.kafka.topic_replication));
-        break;
-      } catch (const connectors::KafkaError& e) {
-        const auto wait = backoff.next();
-        spdlog::warn("cannot create topics {} and {} ({}); retrying in {} ms", c.kafka.ingest_topic, c.kafka.dlq_topic,
-                     e.what(), wait);
-        nap(wait, stop);
-      }
-    }
+    const auto made = until_up("kafka", stop, [&] {
+      admin->ensure_topics({c.kafka.ingest_topic, c.kafka.dlq_topic}, static_cast<int>(c.kafka.topic_partitions),
+                           static_cast<int>(c.kafka.topic_replication));
+      return true;
+    });
+    if (!made) return 0;
   }
 
-  SchedulerOptions so;
-  so.wheel.tick = static_cast<std::uint64_t>(c.wheel.tick_ms);
-  so.wheel.slot_bits = static_cast<unsigned>(c.wheel.slot_bits);
-  so.load_window_ms = c.scheduler.load_window_ms;
-  so.load_batch = static_cast<std::size_t>(c.scheduler.load_batch);
-  so.fire_batch = static_cast<std::size_t>(c.scheduler.fire_batch);
-  Scheduler scheduler(so, clock.now_ms(), store);
-
-  FirePath* fire = nullptr;
-  IngestPath* ingest = nullptr;
-  // linger.ms 1: a ready record waits at most a millisecond for company; precision first.
-  connectors::KafkaProducer producer(
-      with_defaults({{"linger.ms", "1"}}, kafka_properties(c, KafkaClient::producer)),
-      [&](const connectors::DeliveryReport& r) {
-        if (tag_kind(r.tag) == TagKind::ingest_dlq) {
-          ingest->on_report(r);
-        } else {
-          fire->on_report(r);
-        }
-      });
-  FirePath fire_path(scheduler, store, producer,
-                     FireOptions{static_cast<int>(c.scheduler.max_attempts), c.scheduler.retry_backoff_ms,
-                                 c.scheduler.retry_backoff_max_ms, c.kafka.dlq_topic});
-  IngestOptions io;
-  io.rules = ingest_rules(c);
-  io.dlq_topic = c.kafka.dlq_topic;
-  io.create_topics = c.kafka.create_topics;
-  io.topic_partitions = static_cast<int>(c.kafka.topic_partitions);
-  io.topic_replication = static_cast<int>(c.kafka.topic_replication);
-  IngestPath ingest_path(scheduler, store, producer, admin ? &*admin : nullptr, io);
-  fire = &fire_path;
-  ingest = &ingest_path;
-
-  connectors::KafkaConsumer::Listener listener;
-  listener.assigned = [&](const std::vector<connectors::TopicPartition>& tps) {
-    for (const auto& tp : tps) {
-      scheduler.assign(storage::shard_id(tp.topic, tp.partition));
-      spdlog::info("shard {} assigned", storage::shard_id(tp.topic, tp.partition));
-    }
-  };
-  listener.revoked = [&](const std::vector<connectors::TopicPartition>& tps) {
-    for (const auto& tp : tps) {
-      scheduler.revoke(storage::shard_id(tp.topic, tp.partition));
-      spdlog::info("shard {} revoked", storage::shard_id(tp.topic, tp.partition));
-    }
-  };
-  // A dead instance's partitions move after session.timeout.ms; 10 s (librdkafka: 45 s) keeps
-  // failover quick while tolerating a GC-free C++ process's pauses.
-  connectors::KafkaConsumer consumer(
-      with_defaults({{"session.timeout.ms", "10000"}, {"heartbeat.interval.ms", "2000"}},
-                    kafka_properties(c, KafkaClient::consumer)),
-      listener);
-  consumer.subscribe({c.kafka.ingest_topic});
+  Loop loop(c, stop, **store, admin ? &*admin : nullptr);
+  loop.publish = publish;
   spdlog::info("delayd running: ingest {} (group {}), ready topics {}, dead letters {}", c.kafka.ingest_topic,
                c.kafka.group_id, c.kafka.ready_topic_template, c.kafka.dlq_topic);
-
-  std::optional<std::vector<connectors::Record>> batch;
-  std::int64_t next_report = clock.now_ms() + 10000;
-  std::int64_t next_publish = 0;
-  std::string problem;  // the outage being ridden out, for the admin endpoint
-  backoff.reset();
+  int status = 0;
   while (!stop) {
-    try {
-      std::int64_t now = clock.now_ms();
-      fire_path.fire_due(now);
-      producer.poll(0);
-      fire_path.settle(clock.now_ms());
-      scheduler.refill(now);
-
-      if (!batch) {
-        // Sleep in the consumer until the next timer is due (at most 100 ms, so that stop and
-        // delivery reports are looked at often enough); at once if work is waiting.
-        std::int64_t wait = 100;
-        if (auto due = scheduler.next_due()) wait = std::clamp<std::int64_t>(*due - clock.now_ms(), 0, wait);
-        if (fire_path.unsettled() > 0) wait = std::min<std::int64_t>(wait, 5);
-        batch = consumer.poll_batch(static_cast<std::size_t>(c.scheduler.ingest_batch), static_cast<int>(wait));
-      }
-      if (!batch->empty()) {
-        ingest_path.process(*batch, clock.now_ms());
-        try {
-          consumer.commit(*batch);
-        } catch (const connectors::KafkaError& e) {
-          // Typically: the partitions were revoked meanwhile. The jobs are in Redis; the next
-          // owner re-reads the records and finds them there (idempotent by job-id).
-          spdlog::warn("offset commit failed ({}); the records will be re-read by their owner", e.what());
-        }
-      }
-      batch.reset();
-      backoff.reset();
-      problem.clear();
-    } catch (const storage::RedisIoError& e) {
-      const auto wait = backoff.next();
-      spdlog::warn("redis unavailable: {}; retrying in {} ms", e.what(), wait);
-      problem = std::string("redis unavailable: ") + e.what();
-      nap(wait, stop);
-    } catch (const connectors::KafkaError& e) {
-      const auto wait = backoff.next();
-      spdlog::warn("kafka trouble: {}; retrying in {} ms", e.what(), wait);
-      problem = std::string("kafka trouble: ") + e.what();
-      nap(wait, stop);
-    }
-    if (publish && clock.now_ms() >= next_publish) {
-      next_publish = clock.now_ms() + 200;
-      const auto& f = fire_path.counters();
-      const auto& i = ingest_path.counters();
-      publish(AdminSnapshot{scheduler.held(),
-                            scheduler.in_wheel(),
-                            fire_path.unsettled(),
-                            scheduler.owned_shards(),
-                            scheduler.next_due(),
-                            {{"accepted", i.accepted},
-                             {"duplicates", i.duplicates},
-                             {"cancelled", i.cancelled},
-                             {"dead_lettered", i.dead_lettered},
-                             {"produced", f.produced},
-                             {"delivered", f.delivered},
-                             {"retried", f.retried},
-                             {"failed", f.failed},
-                             {"dropped_stale", f.dropped_stale}},
-                            problem});
-    }
-    if (clock.now_ms() >= next_report) {
-      next_report = clock.now_ms() + 10000;
-      const auto& f = fire_path.counters();
-      const auto& i = ingest_path.counters();
-      spdlog::info("held {} (wheel {}), in flight {}; accepted {}, duplicates {}, cancelled {}, dead-lettered {}; "
-                   "delivered {}, retried {}, failed {}",
-                   scheduler.held(), scheduler.in_wheel(), fire_path.unsettled(), i.accepted, i.duplicates,
-                   i.cancelled, i.dead_lettered, f.delivered, f.retried, f.failed);
+    if (!loop.turn()) {
+      status = 1;
+      break;
     }
   }
-
-  spdlog::info("stopping: leaving the consumer group, settling {} in-flight records", fire_path.unsettled());
-  consumer.close();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.scheduler.shutdown_timeout_ms);
-  while (fire_path.unsettled() > 0 && std::chrono::steady_clock::now() < deadline) {
-    producer.poll(20);
-    try {
-      fire_path.settle(clock.now_ms());
-    } catch (const storage::RedisIoError& e) {
-      spdlog::warn("redis unavailable while settling: {}", e.what());
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  if (fire_path.unsettled() > 0) {
-    spdlog::warn("{} records unsettled at shutdown; they stay pending in Redis and are delivered again later",
-                 fire_path.unsettled());
-  }
-  producer.flush(1000);
-  spdlog::info("stopped: delivered {}, accepted {}", fire_path.counters().delivered, ingest_path.counters().accepted);
-  return 0;
+  loop.shutdown();
+  return status;
 }
 
 }  // namespace delayd::broker

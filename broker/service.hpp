@@ -2,22 +2,50 @@
 // thread until asked to stop.
 //
 // One loop turn, all on one thread (so the wheel, the horizons and ingest never race):
-//   1. fire what is due (wheel -> claim in Redis -> producer)
+//   1. fire what is due (wheel -> claim in Redis -> producer, never waiting for queue room)
 //   2. serve delivery reports and settle them in Redis (ready / retry / dead-letter)
 //   3. refill the wheel from Redis up to now + load window
-//   4. read an ingest batch, waiting at most until the next timer is due, make it durable,
-//      commit its offsets
-// An outage of Redis or Kafka throws out of a turn; the loop logs it, backs off (100 ms doubling
-// to 10 s) and tries again. What a failed turn was doing is either kept (the ingest batch, the
-// unsettled reports) or safe to redo, so an outage delays jobs but loses none.
+//   4. read an ingest batch, waiting at most until the next timer is due, make it durable, and
+//      start committing the offsets of every batch that is done (commits are asynchronous)
+// No step waits on Kafka: produce() never blocks, dead-letter acknowledgements and topic
+// creation are awaited by nobody (ingest_path.hpp, topic_creator.hpp), offsets are committed
+// asynchronously. Redis calls are the only waits, each bounded by redis.timeout_ms.
+//
+// THE ERROR MODEL. Every failure falls in one of three classes, and only the third ends delayd.
+//   transient   Redis unreachable or answering LOADING, BUSY, READONLY, TRYAGAIN, CLUSTERDOWN,
+//               MASTERDOWN, MISCONF, OOM (storage::RedisIoError); Kafka unreachable, timing out,
+//               its queue full (connectors::KafkaError, DeliveryError::transient and
+//               possibly_persisted); a producer fatal error that a new producer clears.
+//               The turn is abandoned and retried with backoff (100 ms doubling to 10 s);
+//               what it was doing is kept (the ingest batch, the unsettled reports) or safe to
+//               redo. /healthz says "degraded: <reason>"; the log says so once when the outage
+//               starts and once when it ends. Deliveries that fail this way do not count as
+//               attempts, so an outage delays jobs and never dead-letters them. While the fire
+//               side cannot get records out (too many awaiting reports) or too many ingest
+//               batches await their dead-letter acknowledgements, reading ingest pauses.
+//   one job or  a record that breaks the ingest contract or is too large to deliver
+//   one record  (dead-lettered with the reason, without its value if it is too large even for
+//               the dead-letter topic); a job hash or payload that cannot be read, or a pending
+//               entry without a readable hash (set aside: state failed with "corrupt job
+//               record: ...", or the entry moved to the shard's quarantine hash); a ready record
+//               Kafka refuses as too large (failed after one attempt) or refuses for good
+//               (failed after max_attempts). Each is logged once, counted, and the rest flows.
+//   fatal       a bad configuration at start-up (exit 2, before this class runs), an admin
+//               address that cannot be bound, or a producer fatal error that keeps coming back
+//               on fresh producers (more than 5 in a minute): run() returns 1.
+// Anything else thrown in a turn (an error reply nobody anticipated, a bug) is treated as
+// transient: logged once per distinct message, reported as degraded, retried with backoff.
+// Nothing a remote server says and no byte read from Redis or Kafka ends the process.
 //
 // Start: Redis must answer (retried with backoff until it does or a stop is requested); missing
-// ingest and dead-letter topics are created when kafka.create_topics is on. Jobs of each shard
-// that were due while delayd was down are loaded at assignment and fire at once.
+// ingest and dead-letter topics are created when kafka.create_topics is on (retried likewise).
+// Jobs of each shard that were due while delayd was down are loaded at assignment and fire at
+// once.
 // Stop: leave the consumer group (partitions go to other instances at once), wait up to
 // scheduler.shutdown_timeout_ms for in-flight records to be acknowledged and settled, flush.
 //
-// Threading: run() on one thread; `stop` may be set from any thread (a signal handler's).
+// Threading: run() on one thread; `stop` may be set from any thread (a signal handler's). The
+// topic creator runs a thread of its own.
 #pragma once
 
 #include "broker/admin_server.hpp"
@@ -31,7 +59,8 @@ namespace delayd::broker {
 class Service {
  public:
   explicit Service(Config config) : config_(std::move(config)) {}
-  // Returns the process exit status: 0 after a clean stop, 1 if start-up failed for good.
+  // Returns the process exit status: 0 after a clean stop, 1 if start-up failed for good or a
+  // fatal error (see the error model) stopped the loop.
   // `publish`, if given, receives a snapshot of the loop's state about five times a second
   // (the admin endpoint serves it).
   int run(const std::atomic<bool>& stop, const std::function<void(AdminSnapshot)>& publish = {});

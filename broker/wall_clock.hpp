@@ -1,8 +1,8 @@
 // WallClock: the broker's only source of time. deliver-at is wall-clock time and "never early"
-// is judged against the wall clock, so delayd reads the system clock, but never lets its own
-// notion of now run backwards: a step back of the system clock holds now() still until the
-// clock catches up (nothing fires early, nothing fires twice); a step forward fires what is due
-// by the new wall time, which is by definition not early.
+// is judged against the wall clock, so delayd reads the system clock as it is, steps and all:
+// a clock that refused to go back would stay pinned ahead after a forward step is corrected and
+// fire early everything due in between. Keeping the wheel's own time monotonic is the
+// scheduler's job (scheduler.hpp, "Time"). The source is injectable, so tests can step it.
 //
 // Threading: one owner thread (the scheduling loop).
 #pragma once
@@ -24,16 +24,11 @@ class WallClock {
   using Source = std::function<std::int64_t()>;
   explicit WallClock(Source source = system_now_ms) : source_(std::move(source)) {}
 
-  // Postcondition: never less than any value returned before.
-  std::int64_t now_ms() {
-    const std::int64_t t = source_();
-    if (t > last_) last_ = t;
-    return last_;
-  }
+  // Epoch milliseconds; may be less than a value returned before (the clock stepped back).
+  std::int64_t now_ms() const { return source_(); }
 
  private:
   Source source_;
-  std::int64_t last_ = 0;
 };
 
 }  // namespace delayd::broker

@@ -115,7 +115,7 @@ TEST_CASE("every setting has its documented default", "[unit][config]") {
   CHECK(c.scheduler.max_attempts == 10);
   CHECK(c.scheduler.retry_backoff_ms == 500);
   CHECK(c.scheduler.retry_backoff_max_ms == 30000);
-  CHECK(c.scheduler.max_value_bytes == 1000000);
+  CHECK(c.scheduler.max_value_bytes == 990000);
   CHECK(c.scheduler.shutdown_timeout_ms == 10000);
   CHECK(c.log.level == "info");
   CHECK(c.origins.empty());
@@ -376,6 +376,12 @@ TEST_CASE("every kind of bad setting is refused with the setting and its source 
     {"", {}, {"scheduler.fire_batch=0"}, {"scheduler.fire_batch = 0"}},
     {"", {}, {"scheduler.max_attempts=0"}, {"scheduler.max_attempts = 0"}},
     {"", {}, {"scheduler.max_value_bytes=0"}, {"scheduler.max_value_bytes = 0"}},
+    // Sizes that cannot agree: a value that fits the ingest limit must fit a ready record too.
+    {"", {}, {"scheduler.max_value_bytes=1000000"},
+     {"scheduler.max_value_bytes = 1000000 (from --set)", "message.max.bytes (1000000)", "at most 998976"}},
+    {"", {}, {"kafka.producer_properties.message.max.bytes=500000"},
+     {"scheduler.max_value_bytes = 990000", "message.max.bytes (500000)"}},
+    {"", {}, {"kafka.allowed_businesses=orders, bad name"}, {"kafka.allowed_businesses", "comma-separated list"}},
     {"", {}, {"kafka.topic_partitions=0"}, {"kafka.topic_partitions = 0", "must be from 1"}},
     {"", {}, {"kafka.topic_replication=0"}, {"kafka.topic_replication = 0"}},
     {"", {}, {"kafka.message_timeout_ms=0"}, {"kafka.message_timeout_ms = 0"}},

@@ -231,15 +231,53 @@ TEST_CASE("job-id: 1-200 printable ASCII characters", "[unit][ingest]") {
   }
 }
 
-TEST_CASE("without job-id the id is derived from the record's position", "[unit][ingest]") {
-  const ScheduleJob job = schedule_of(valid_with("job-id", std::nullopt));
-  CHECK(job.job_id == "delay-ingest-3-42");
+TEST_CASE("without job-id the id is derived from the record's position and timestamp", "[unit][ingest]") {
+  Record rec = valid_with("job-id", std::nullopt);
+  const ScheduleJob job = schedule_of(rec);
+  CHECK(job.job_id == "auto:delay-ingest-3-42@" + std::to_string(rec.timestamp_ms));
   CHECK(job.job_id_derived);
   // Redelivery of the same record yields the same id, so a replay does not duplicate the job.
   CHECK(schedule_of(valid_with("job-id", std::nullopt)).job_id == job.job_id);
   Record other = valid_with("job-id", std::nullopt);
   other.offset = 43;
-  CHECK(schedule_of(other).job_id == "delay-ingest-3-43");
+  CHECK(schedule_of(other).job_id == "auto:delay-ingest-3-43@" + std::to_string(rec.timestamp_ms));
+  // A record without a timestamp still gets an id.
+  other.timestamp_ms = -1;
+  CHECK(schedule_of(other).job_id == "auto:delay-ingest-3-43");
+}
+
+// Item 10 of the fault-tolerance issue: before the prefix, a producer's explicit id could equal a
+// derived one, and a re-created ingest topic (offsets from 0 again) made every record without a
+// job-id a silent "duplicate" of a retained job.
+TEST_CASE("derived ids cannot collide with explicit ids or with a re-created topic's records", "[unit][ingest]") {
+  Record rec = valid_with("job-id", std::nullopt);
+  const std::string derived = schedule_of(rec).job_id;
+  CHECK_THAT(reason_of(valid_with("job-id", derived)), Catch::StartsWith("header 'job-id' must not start with 'auto:'"));
+  CHECK(schedule_of(valid_with("job-id", "delay-ingest-3-42")).job_id == "delay-ingest-3-42");  // the old form is a plain id
+  Record recreated = rec;  // the same partition and offset, written after the topic was re-created
+  recreated.timestamp_ms += 86'400'000;
+  CHECK(schedule_of(recreated).job_id != derived);
+}
+
+TEST_CASE("an allow-list of businesses refuses every other business", "[unit][ingest]") {
+  IngestRules rules;
+  rules.allowed_businesses = {"orders", "mail"};
+  CHECK(std::holds_alternative<ScheduleJob>(parse_ingest(valid_with("business", "orders"), rules)));
+  const auto parsed = parse_ingest(valid_with("business", "invented-by-a-producer"), rules);
+  REQUIRE(std::holds_alternative<Invalid>(parsed));
+  CHECK(std::get<Invalid>(parsed).reason == "business \"invented-by-a-producer\" is not in kafka.allowed_businesses");
+}
+
+TEST_CASE("a record too large to become a ready record is refused at ingest", "[unit][ingest]") {
+  IngestRules rules;
+  rules.max_record_bytes = 1000;
+  Record rec = valid_with("job-id", "big");
+  rec.value = std::string(900, 'v');
+  CHECK(std::holds_alternative<ScheduleJob>(parse_ingest(rec, rules)));
+  rec.key = std::string(200, 'k');
+  const auto parsed = parse_ingest(rec, rules);
+  REQUIRE(std::holds_alternative<Invalid>(parsed));
+  CHECK_THAT(std::get<Invalid>(parsed).reason, Catch::StartsWith("record is 11"));
 }
 
 TEST_CASE("op: schedule (default), cancel, nothing else", "[unit][ingest]") {

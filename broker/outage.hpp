@@ -1,0 +1,64 @@
+// Outage and Backoff: how the service rides out a dependency that is down.
+//
+// Outage remembers whether a dependency (redis, kafka, ...) is failing and why, so that an
+// outage is logged once when it starts (with the first reason) and once when it ends (with its
+// length), however many retries it takes in between. Backoff spaces those retries: 100 ms,
+// doubling to 10 s, back to 100 ms after a success.
+// Threading: one owner thread.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace delayd::broker {
+
+class Backoff {
+ public:
+  // The next wait, in ms; each call doubles the one after it, up to 10 s.
+  std::int64_t next() {
+    const std::int64_t d = delay_;
+    delay_ = std::min<std::int64_t>(delay_ * 2, 10000);
+    return d;
+  }
+  void reset() { delay_ = 100; }
+
+ private:
+  std::int64_t delay_ = 100;
+};
+
+class Outage {
+ public:
+  explicit Outage(std::string dependency) : dependency_(std::move(dependency)) {}
+
+  // A failure: logs a warning only if this starts an outage (or the reason changes in kind).
+  void failed(const std::string& reason) {
+    if (!active_) {
+      active_ = true;
+      since_ = std::chrono::steady_clock::now();
+      spdlog::warn("{} unavailable: {}; delayd keeps retrying and will say when it is back", dependency_, reason);
+    }
+    reason_ = reason;
+  }
+  // A success: logs the end of the outage, if there was one.
+  void recovered() {
+    if (!active_) return;
+    active_ = false;
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since_);
+    spdlog::info("{} is back after {} ms", dependency_, ms.count());
+  }
+  bool active() const { return active_; }
+  // "<dependency> unavailable: <reason>" while active; empty otherwise.
+  std::string problem() const { return active_ ? dependency_ + " unavailable: " + reason_ : std::string(); }
+
+ private:
+  std::string dependency_;
+  std::string reason_;
+  bool active_ = false;
+  std::chrono::steady_clock::time_point since_;
+};
+
+}  // namespace delayd::broker

@@ -1,0 +1,78 @@
+#include "broker/topic_creator.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+namespace delayd::broker {
+
+TopicCreator::TopicCreator(const connectors::Properties& admin_properties, Options options)
+    : options_(options) {
+  // Built here, so that a bad property fails start-up instead of a thread.
+  connectors::KafkaAdmin probe(admin_properties);
+  worker_ = std::thread([this, admin_properties] { work(admin_properties); });
+}
+
+TopicCreator::~TopicCreator() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+bool TopicCreator::request(const std::string& topic) {
+  if (known_.count(topic) != 0) return true;
+  if (known_.size() >= options_.max_topics) return false;
+  known_.insert(topic);
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(topic);
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void TopicCreator::work(const connectors::Properties& admin_properties) {
+  using Clock = std::chrono::steady_clock;
+  connectors::KafkaAdmin admin(admin_properties);
+  std::map<std::string, std::pair<Clock::time_point, std::chrono::milliseconds>> retry;  // topic -> when, backoff
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    Clock::time_point next = Clock::time_point::max();
+    for (const auto& [topic, r] : retry) next = std::min(next, r.first);
+    if (queue_.empty()) {
+      if (next == Clock::time_point::max()) {
+        wake_.wait(lock);
+      } else {
+        wake_.wait_until(lock, next);
+      }
+    }
+    if (stop_) break;
+    std::vector<std::string> todo(queue_.begin(), queue_.end());
+    queue_.clear();
+    const auto now = Clock::now();
+    for (auto it = retry.begin(); it != retry.end(); ++it) {
+      if (it->second.first <= now) todo.push_back(it->first);
+    }
+    lock.unlock();
+    for (const auto& topic : todo) {
+      try {
+        admin.ensure_topics({topic}, options_.partitions, options_.replication);
+        retry.erase(topic);
+        spdlog::info("ready topic {} is in place", topic);
+      } catch (const std::exception& e) {
+        auto& [when, backoff] = retry[topic];
+        backoff = std::clamp(backoff * 2, std::chrono::milliseconds(1000), std::chrono::milliseconds(60000));
+        when = Clock::now() + backoff;
+        spdlog::warn("could not create ready topic {} ({}); trying again in {} ms", topic, e.what(), backoff.count());
+      }
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace delayd::broker
