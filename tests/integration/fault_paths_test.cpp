@@ -1,0 +1,316 @@
+// The fault-tolerance items, each where it can break: the fire path, the scheduler, the clock
+// and the topic creator, in-process against the stack's real Redis and Kafka (no delayd process,
+// so each fault can be made exactly: a producer limit, a dead broker address, a fatal error,
+// a revoke in the middle of a delivery, a clock that steps).
+// The numbers in the test names are those of the fault-tolerance issue's list.
+#include <catch2/catch.hpp>
+
+#include "broker/fire_path.hpp"
+#include "broker/scheduler.hpp"
+#include "broker/topic_creator.hpp"
+#include "broker/wall_clock.hpp"
+#include "connectors/kafka_test_support.hpp"
+#include "storage/job_store.hpp"
+#include "storage/redis_url.hpp"
+#include "support/redis_cleanup.hpp"
+#include "support/test_env.hpp"
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+using namespace delayd;
+using broker::FireOptions;
+using broker::FirePath;
+using broker::Scheduler;
+using connectors::DeliveryError;
+namespace kt = connectors::test;
+
+namespace {
+
+std::int64_t wall_now() { return broker::system_now_ms(); }
+
+struct Fixture {
+  storage::RedisConnection redis{storage::parse_redis_url(testing::require_env("REDIS_URL"))};
+  storage::KeySchema keys{testing::unique_name("f")};
+  storage::JobStore store{redis, keys, 600};
+  const std::string shard = storage::shard_id("delay-ingest", 0);
+
+  static broker::SchedulerOptions options(std::size_t load_batch = 1000) {
+    broker::SchedulerOptions o;
+    o.load_window_ms = 60000;
+    o.load_batch = load_batch;
+    o.fire_batch = 100000;
+    return o;
+  }
+  storage::NewJob job(const std::string& id, std::int64_t at, const std::string& topic, std::string value = "v") {
+    storage::NewJob j;
+    j.job_id = id;
+    j.deliver_at = at;
+    j.business = "b";
+    j.topic = topic;
+    j.shard = shard;
+    j.value = std::move(value);
+    return j;
+  }
+  void put(const std::vector<storage::NewJob>& jobs) { store.accept(jobs, wall_now()); }
+  std::string field(const std::string& id, const std::string& f) {
+    auto r = redis.command({"HGET", keys.job(id), f});
+    return r.view().is_nil() ? "<nil>" : std::string(r.view().str());
+  }
+  ~Fixture() { delayd::testing::delete_prefixed_keys(redis, keys.prefix()); }
+};
+
+// The fire side of one delayd, driven by hand: scheduler, producer and fire path.
+struct FireRig {
+  Scheduler scheduler;
+  FirePath* fire = nullptr;
+  connectors::KafkaProducer producer;
+  FirePath path;
+
+  FireRig(Fixture& f, connectors::Properties producer_props, FireOptions options)
+      : scheduler(Fixture::options(), wall_now(), f.store),
+        producer(std::move(producer_props), [this](const connectors::DeliveryReport& r) { fire->on_report(r); }),
+        path(scheduler, f.store, producer, std::move(options)) {
+    fire = &path;
+    scheduler.assign(f.shard);
+  }
+  // Turns the loop's fire half until `done` or the timeout; returns whether `done` was reached.
+  bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::int64_t now = wall_now();
+      path.fire_due(now);
+      producer.poll(10);
+      path.settle(wall_now());
+      scheduler.refill(now);
+      if (done()) return true;
+    }
+    return false;
+  }
+};
+
+FireOptions fire_options(const std::string& dlq, int max_attempts = 3) {
+  FireOptions o;
+  o.max_attempts = max_attempts;
+  o.retry_backoff_ms = 50;
+  o.retry_backoff_max_ms = 200;
+  o.retry_outage_ms = 50;
+  o.dlq_topic = dlq;
+  return o;
+}
+
+connectors::Properties producer_props(std::vector<std::pair<std::string, std::string>> extra = {}) {
+  connectors::Properties p = kt::base_props();
+  p.emplace_back("linger.ms", "1");
+  for (auto& kv : extra) p.push_back(std::move(kv));
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("what a failed delivery costs depends on what Kafka said", "[unit][fire]") {
+  FireOptions o;
+  o.max_attempts = 3;
+  auto transient = broker::decide(DeliveryError::transient, 3, o);
+  CHECK(transient.kind == broker::FailureAction::Kind::retry);
+  CHECK(transient.refund);  // item 5: an outage never burns an attempt, even the last one
+  CHECK_FALSE(transient.keep_firing);
+  auto maybe = broker::decide(DeliveryError::possibly_persisted, 3, o);
+  CHECK(maybe.kind == broker::FailureAction::Kind::retry);
+  CHECK(maybe.refund);
+  CHECK(maybe.keep_firing);  // item 6: no cancel may win against a record that may be in Kafka
+  CHECK(broker::decide(DeliveryError::fatal, 1, o).keep_firing);
+  auto big = broker::decide(DeliveryError::too_large, 1, o);
+  CHECK(big.kind == broker::FailureAction::Kind::dead_letter);  // item 2: after one attempt
+  CHECK(big.strip_value);
+  CHECK(broker::decide(DeliveryError::permanent, 2, o).kind == broker::FailureAction::Kind::retry);
+  CHECK_FALSE(broker::decide(DeliveryError::permanent, 2, o).refund);
+  CHECK(broker::decide(DeliveryError::permanent, 3, o).kind == broker::FailureAction::Kind::dead_letter);
+}
+
+TEST_CASE_METHOD(Fixture, "2: a job whose ready record is too large fails after one attempt, dead-lettered without its value", "[fire][faults]") {
+  const std::string ready = kt::create_topic("ready", 1);
+  const std::string dlq = kt::create_topic("dlq", 1);
+  put({job("big", wall_now(), ready, std::string(3000, 'x')), job("small", wall_now(), ready)});
+  {
+    FireRig rig(*this, producer_props({{"message.max.bytes", "2000"}}), fire_options(dlq, 5));
+    REQUIRE(rig.run_until([&] { return field("big", "state") != "delay" && field("small", "state") != "delay"; }));
+    CHECK(field("small", "state") == "ready");
+    CHECK(field("big", "state") == "failed");
+    CHECK(field("big", "attempt") == "1");
+    CHECK_THAT(field("big", "error"), Catch::Contains("refused as too large"));
+  }
+  connectors::KafkaConsumer consumer(kt::consumer_props(kt::unique_name("g")), {});
+  consumer.subscribe({dlq});
+  auto got = kt::consume_n(consumer, 1);
+  REQUIRE(got.size() == 1);
+  CHECK_FALSE(got[0].value.has_value());
+  auto* bytes = connectors::find_header(got[0].headers, "value-bytes");
+  REQUIRE(bytes != nullptr);
+  CHECK(**bytes == "3000");
+  consumer.close();
+}
+
+TEST_CASE_METHOD(Fixture, "3: a failed retry after a revoke and re-assign of the same shard does not strand the job", "[fire][faults]") {
+  Scheduler s(options(), wall_now(), store);
+  s.assign(shard);
+  const std::int64_t t0 = wall_now();
+  put({job("r", t0, "ready.b")});
+  s.refill(t0);
+  auto due = s.take_due(t0);
+  REQUIRE(due.size() == 1);  // in flight now
+  s.revoke(shard);           // an eager rebalance takes the shard away ...
+  s.assign(shard);           // ... and gives it straight back
+  s.refill(t0);              // skips the held job and moves the horizon past it
+  REQUIRE(s.horizon(shard).value_or(0) > t0);
+  // The delivery fails and is retried: the job must stay held, or nothing would ever fire it.
+  CHECK(s.retry_at(due[0], t0 + 5));
+  CHECK(s.holds("r"));
+  CHECK(s.take_due(t0 + 5).size() == 1);
+}
+
+TEST_CASE_METHOD(Fixture, "4: a Redis failure while setting jobs aside leaves no claimed job stuck in flight", "[fire][faults]") {
+  const std::string ready = kt::create_topic("ready", 1);
+  const std::string dlq = kt::create_topic("dlq", 1);
+  const std::int64_t t0 = wall_now();
+  put({job("a", t0, ready), job("b", t0, ready), job("c", t0, ready)});
+  redis.command({"ZADD", keys.pending(shard), std::to_string(t0), "b-ghost"});  // no hash: set aside
+  redis.command({"SET", keys.quarantine(shard), "not a hash"});                  // ... and that fails
+  FireRig rig(*this, producer_props(), fire_options(dlq));
+  rig.scheduler.refill(t0);
+  CHECK_THROWS_AS(rig.path.fire_due(wall_now()), storage::RedisCommandError);
+  // Every deliverable job of the batch went out; the one that could not be set aside waits.
+  CHECK(rig.path.unsettled() == 3);
+  CHECK(rig.scheduler.holds("b-ghost"));
+  redis.command({"DEL", keys.quarantine(shard)});  // Redis is fine again
+  REQUIRE(rig.run_until([&] { return rig.path.unsettled() == 0 && !rig.scheduler.holds("b-ghost"); }));
+  for (const char* id : {"a", "b", "c"}) CHECK(field(id, "state") == "ready");
+  CHECK(redis.command({"HEXISTS", keys.quarantine(shard), "b-ghost"}).view().integer() == 1);
+}
+
+TEST_CASE_METHOD(Fixture, "5: a Kafka outage delays jobs without burning attempts or dead-lettering them", "[fire][faults]") {
+  put({job("o", wall_now(), "ready.nowhere")});
+  // Nothing listens on port 1: every record times out unsent (not persisted).
+  connectors::Properties dead{{"bootstrap.servers", "127.0.0.1:1"}, {"message.timeout.ms", "200"}, {"linger.ms", "1"}};
+  FireRig rig(*this, dead, fire_options("dlq.nowhere", 2));
+  // Before the fix each timeout counted, so the job was failed after two of them.
+  REQUIRE(rig.run_until([&] { return rig.path.counters().retried_outage >= 4; }));
+  CHECK(field("o", "state") == "delay");
+  CHECK(field("o", "attempt") == "0");
+  CHECK(rig.path.counters().failed == 0);
+  CHECK(rig.path.counters().retried == 0);
+}
+
+TEST_CASE_METHOD(Fixture, "7: a full producer queue does not block the fire path; every job still goes out", "[fire][faults]") {
+  const std::string ready = kt::create_topic("ready", 1);
+  const std::int64_t t0 = wall_now();
+  std::vector<storage::NewJob> jobs;
+  for (int i = 0; i < 200; ++i) jobs.push_back(job("q" + std::to_string(i), t0, ready));
+  put(jobs);
+  FireRig rig(*this, producer_props({{"queue.buffering.max.messages", "20"}}), fire_options("dlq.unused"));
+  rig.scheduler.refill(t0);
+  const std::size_t produced = rig.path.fire_due(wall_now());  // before the fix: blocked up to 5 s per record
+  CHECK(produced == 200);
+  CHECK(rig.path.unsettled() == 200);
+  REQUIRE(rig.run_until([&] { return rig.path.counters().delivered == 200; }));
+  CHECK(rig.path.counters().retried_outage > 0);  // the queue was full for some: retried, not counted
+  CHECK(field("q199", "attempt") == "1");
+}
+
+TEST_CASE_METHOD(Fixture, "8: after a producer fatal error a new producer delivers, and no attempt is burned", "[fire][faults]") {
+  const std::string ready = kt::create_topic("ready", 1);
+  FireRig rig(*this, producer_props(), fire_options("dlq.unused", 1));
+  rig.producer.inject_fatal_error_for_testing("injected by the test");
+  put({job("x", wall_now(), ready)});
+  rig.scheduler.refill(wall_now());
+  // The fatal producer refuses the record (class fatal): the job stays in flight and retries.
+  REQUIRE(rig.run_until([&] { return rig.path.counters().retried_outage >= 1; }));
+  CHECK(field("x", "state") == "delay");
+  CHECK(field("x", "firing_at") != "<nil>");  // possibly written: a cancel cannot win now
+  CHECK(store.cancel("x", wall_now()).state == storage::JobState::in_flight);
+  // What the service does each turn: replace the broken producer.
+  const auto reason = rig.producer.recover_if_fatal();
+  REQUIRE(reason.has_value());
+  CHECK_THAT(*reason, Catch::Contains("injected by the test"));
+  CHECK_FALSE(rig.producer.fatal_error().has_value());
+  REQUIRE(rig.run_until([&] { return field("x", "state") == "ready"; }));
+  CHECK(field("x", "attempt") == "1");  // max_attempts is 1: the fatal error did not count
+}
+
+TEST_CASE_METHOD(Fixture, "9: a forward clock step that is corrected leaves nothing firing early afterwards", "[scheduler][faults]") {
+  std::int64_t wall = 1'795'000'000'000;
+  broker::WallClock clock([&] { return wall; });
+  Scheduler s(options(), clock.now_ms(), store);
+  s.assign(shard);
+  s.refill(clock.now_ms());
+  wall += 3'600'000;  // NTP steps an hour ahead ...
+  s.take_due(clock.now_ms());
+  s.refill(clock.now_ms());
+  wall -= 3'600'000;  // ... and back
+  s.refill(clock.now_ms());
+  put({job("after", wall + 1000, "ready.b")});
+  s.offer(shard, "after", wall + 1000);
+  REQUIRE(s.holds("after"));
+  // Before the fix delayd's clock stayed pinned an hour ahead, so this fired at once.
+  CHECK(s.take_due(clock.now_ms()).empty());
+  wall += 999;
+  CHECK(s.take_due(clock.now_ms()).empty());
+  wall += 1;
+  CHECK(s.take_due(clock.now_ms()).size() == 1);
+  CHECK(s.next_due() == std::nullopt);
+}
+
+TEST_CASE_METHOD(Fixture, "9: a timer set before a backward step is re-timed by the claim, never produced early", "[scheduler][faults]") {
+  std::int64_t wall = 1'795'000'000'000;
+  Scheduler s(options(), wall, store);
+  s.assign(shard);
+  s.refill(wall);
+  put({job("before", wall + 500, "ready.b")});
+  s.offer(shard, "before", wall + 500);
+  wall -= 10'000;  // the clock steps back 10 s
+  s.refill(wall);
+  wall += 500;     // the wheel reaches the old deadline while the wall clock is 9.5 s before it
+  auto due = s.take_due(wall);
+  REQUIRE(due.size() == 1);
+  auto claim = store.claim(std::vector<std::string>{"before"}, wall);
+  REQUIRE(claim[0].kind == storage::Claim::Kind::early);  // the fire path re-times it:
+  REQUIRE(s.retry_at(due[0], claim[0].deliver_at));
+  // deliver_at is wall + 10 000 now: it fires when the wall clock gets there, not before.
+  CHECK(s.take_due(wall + 9'999).empty());
+  CHECK(s.take_due(wall + 10'000).size() == 1);
+}
+
+TEST_CASE_METHOD(Fixture, "11: a run of equal deliver-at longer than every page still moves the horizon", "[scheduler][faults]") {
+  const std::int64_t t0 = wall_now();
+  std::vector<storage::NewJob> jobs;
+  for (int i = 0; i < 2500; ++i) jobs.push_back(job("same" + std::to_string(i), t0 + 100, "ready.b"));
+  jobs.push_back(job("later", t0 + 200, "ready.b"));
+  put(jobs);
+  Scheduler s(options(100), t0, store);  // pages of 100; before the fix, 4 doublings reached 1600 and stopped
+  s.assign(shard);
+  s.refill(t0, 4);
+  s.refill(t0, 4);
+  CHECK(s.held() == 2501);
+  CHECK(s.horizon(shard) == t0 + 60000);
+  CHECK(s.take_due(t0 + 100).size() == 2500);
+}
+
+TEST_CASE("12: the topic creator refuses new topics beyond its cap and never makes the caller wait", "[faults][topics]") {
+  broker::TopicCreator creator(kt::base_props(), {1, 1, 2});
+  const std::string a = kt::unique_name("cap-a"), b = kt::unique_name("cap-b"), c = kt::unique_name("cap-c");
+  CHECK(creator.request(a));
+  CHECK(creator.request(b));
+  CHECK(creator.request(a));  // asked before: still fine
+  CHECK_FALSE(creator.request(c));
+  CHECK(creator.requested() == 2);
+  // The topics appear without anyone waiting for them.
+  connectors::KafkaAdmin admin(kt::base_props());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline && !(admin.partition_count(a) && admin.partition_count(b))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(admin.partition_count(a) == std::optional<int>(1));
+  CHECK(admin.partition_count(b) == std::optional<int>(1));
+  CHECK(admin.partition_count(c) == std::nullopt);
+}
