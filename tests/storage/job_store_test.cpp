@@ -7,7 +7,12 @@
 #include "support/redis_cleanup.hpp"
 #include "support/test_env.hpp"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace delayd::storage;
@@ -345,4 +350,57 @@ TEST_CASE("error replies that mean 'not now' are transient", "[unit][store]") {
                         "NOSCRIPT No matching script", "LOADINGX", ""}) {
     CHECK_FALSE(is_transient_error_reply(e));
   }
+}
+
+namespace {
+
+// A real redis-server of the test's own, made a replica of a primary that does not exist: it
+// answers every write with READONLY, as a primary does right after a failover demoted it.
+struct ReadOnlyRedis {
+  int port = 0;
+  ReadOnlyRedis() {
+    for (port = 27000 + ::getpid() % 1000; port < 29000; ++port) {
+      const std::string cmd = "redis-server --port " + std::to_string(port) +
+                              " --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --replicaof 127.0.0.1 1"
+                              " --logfile /dev/null --pidfile /tmp/delayd-readonly-" + std::to_string(port) + ".pid";
+      if (std::system(cmd.c_str()) != 0) continue;
+      for (int i = 0; i < 100; ++i) {
+        try {
+          RedisConnection probe(RedisOptions{"127.0.0.1", port, "", "", 0, 500});
+          if (probe.command({"PING"}).view().is_string()) return;
+        } catch (const RedisIoError&) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    FAIL("could not start a redis-server for the test");
+  }
+  ~ReadOnlyRedis() {
+    try {
+      RedisConnection c(RedisOptions{"127.0.0.1", port, "", "", 0, 500});
+      c.command({"SHUTDOWN", "NOSAVE"});
+    } catch (const RedisIoError&) {  // the connection closes as it shuts down
+    }
+  }
+};
+
+}  // namespace
+
+// Item 1 of the fault-tolerance issue: before, an error reply such as READONLY or LOADING came
+// back as RedisCommandError, which the service did not catch, so delayd exited.
+TEST_CASE("a Redis that refuses writes for now (READONLY after a failover) is a transient error, not a crash", "[store][faults]") {
+  ReadOnlyRedis replica;
+  RedisConnection redis(RedisOptions{"127.0.0.1", replica.port, "", "", 0, 2000});
+  KeySchema keys(delayd::testing::unique_name("ro"));
+  JobStore store(redis, keys, 60);  // SCRIPT LOAD works on a replica
+  NewJob j;
+  j.job_id = "ro";
+  j.deliver_at = 5;
+  j.business = "b";
+  j.topic = "ready.b";
+  j.shard = "delay-ingest:0";
+  CHECK_THROWS_AS(store.accept(std::vector<NewJob>{j}, 0), RedisIoError);
+  CHECK_THROWS_WITH(store.accept(std::vector<NewJob>{j}, 0), Catch::Contains("READONLY"));
+  CHECK_THROWS_AS(redis.command({"SET", "k", "v"}), RedisIoError);
+  CHECK(redis.command({"PING"}).view().str() == "PONG");  // and it reconnects by itself
 }
