@@ -181,6 +181,7 @@ void FirePath::settle(std::int64_t now_ms) {
     }
   }
   if (!ids.empty()) {
+    delivery_outage_.reset();
     const auto marked = store_.mark_ready(ids, now_ms);
     for (size_t i = 0; i < tags.size(); ++i) {
       auto it = in_flight_.find(tags[i]);
@@ -211,6 +212,7 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
   auto it = in_flight_.find(tag);
   InFlight& f = it->second;
   const FailureAction action = decide(report.error_class, f.attempt, options_);
+  if (action.refund) delivery_outage_ = report.error;
   if (action.kind == FailureAction::Kind::retry) {
     retry(f, report.error, action, now_ms);
     in_flight_.erase(it);

@@ -43,6 +43,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -90,6 +91,10 @@ class FirePath {
   std::size_t unsettled() const { return in_flight_.size(); }
   // Kafka is not keeping up: fire_due() takes nothing until reports come back.
   bool stuck() const { return in_flight_.size() >= options_.max_unsettled; }
+  // The last delivery failure that was Kafka's fault rather than the record's (transient,
+  // possibly persisted, fatal), while no record has been delivered since: a Kafka outage as the
+  // fire path sees it. nullopt while deliveries succeed.
+  const std::optional<std::string>& delivery_outage() const { return delivery_outage_; }
   const FireCounters& counters() const { return counters_; }
 
  private:
@@ -117,6 +122,7 @@ class FirePath {
   std::deque<connectors::DeliveryReport> reports_;
   std::uint64_t seq_ = 0;
   FireCounters counters_;
+  std::optional<std::string> delivery_outage_;
 };
 
 }  // namespace delayd::broker

@@ -104,6 +104,11 @@ class Loop {
       kafka_.recovered();
       other_.recovered();
       backoff_.reset();
+      if (const auto& e = fire_.delivery_outage()) {
+        delivery_.failed(*e);  // the loop goes on: jobs wait, nothing is lost
+      } else {
+        delivery_.recovered();
+      }
     } catch (const storage::RedisIoError& e) {
       fail(redis_, e.what());
     } catch (const storage::RedisCommandError& e) {
@@ -120,6 +125,14 @@ class Loop {
 
   void shutdown() {
     spdlog::info("stopping: leaving the consumer group, settling {} in-flight records", fire_.unsettled());
+    try {
+      // Batches whose dead-letter copies are acknowledged by now are committed before leaving,
+      // so that the next owner does not read (and dead-letter) them again.
+      producer_.flush(static_cast<int>(std::min<std::int64_t>(c_.scheduler.shutdown_timeout_ms, 2000)));
+      consumer_.commit(ingest_.take_committable());
+    } catch (const std::exception& e) {
+      spdlog::warn("committing at shutdown: {}", e.what());
+    }
     try {
       consumer_.close();
     } catch (const std::exception& e) {
@@ -233,6 +246,7 @@ class Loop {
       std::int64_t wait = 100;
       if (auto due = scheduler_.next_due()) wait = std::clamp<std::int64_t>(*due - clock_.now_ms(), 0, wait);
       if (fire_.unsettled() > 0) wait = std::min<std::int64_t>(wait, 5);
+      if (fire_.stuck()) wait = 10;  // due jobs wait for Kafka's reports: do not spin
       const auto before = SteadyClock::now();
       batch_ = consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch), static_cast<int>(wait));
       waited = elapsed_ms(before);
@@ -276,7 +290,7 @@ class Loop {
   }
 
   std::string problem() const {
-    for (const Outage* o : {&redis_, &kafka_, &other_}) {
+    for (const Outage* o : {&redis_, &kafka_, &other_, &delivery_}) {
       if (o->active()) return o->problem();
     }
     if (paused_) return "ingest paused: Kafka is not acknowledging records fast enough";
@@ -336,6 +350,7 @@ class Loop {
   Outage redis_{"redis"};
   Outage kafka_{"kafka"};
   Outage other_{"delayd"};  // anything else a turn threw
+  Outage delivery_{"kafka (deliveries)"};  // records failing for Kafka's sake, not their own
   std::deque<SteadyClock::time_point> recoveries_;
   bool paused_ = false;
   std::uint64_t rebalances_ = 0;

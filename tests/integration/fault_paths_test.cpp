@@ -202,7 +202,7 @@ TEST_CASE_METHOD(Fixture, "5: a Kafka outage delays jobs without burning attempt
   CHECK(rig.path.counters().retried == 0);
 }
 
-TEST_CASE_METHOD(Fixture, "7: a full producer queue does not block the fire path; every job still goes out", "[fire][faults]") {
+TEST_CASE_METHOD(Fixture, "7: a full producer queue does not block the fire path, and every job still goes out", "[fire][faults]") {
   const std::string ready = kt::create_topic("ready", 1);
   const std::int64_t t0 = wall_now();
   std::vector<storage::NewJob> jobs;
