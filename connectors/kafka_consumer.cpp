@@ -282,21 +282,33 @@ void KafkaConsumer::commit(const std::vector<Record>& records) {
   commit(std::vector<std::pair<TopicPartition, std::int64_t>>(next.begin(), next.end()));
 }
 
+namespace {
+
+// librdkafka's partition list for (partition, offset) pairs, one entry per partition (the last
+// offset given wins). `owned` keeps the objects alive; `raw` is what the calls take.
+struct PartitionList {
+  explicit PartitionList(const std::vector<std::pair<TopicPartition, std::int64_t>>& offsets) {
+    std::map<TopicPartition, std::int64_t> unique;
+    for (const auto& [tp, offset] : offsets) unique[tp] = offset;
+    for (const auto& [tp, offset] : unique) {
+      owned.emplace_back(RdKafka::TopicPartition::create(tp.topic, tp.partition, offset));
+      raw.push_back(owned.back().get());
+    }
+  }
+  std::vector<TopicPartitionPtr> owned;
+  std::vector<RdKafka::TopicPartition*> raw;
+};
+
+}  // namespace
+
 void KafkaConsumer::commit(const std::vector<std::pair<TopicPartition, std::int64_t>>& next_offsets) {
   impl_->ensure_open();
   // commitSync() with an empty list would commit the current position of every assigned
   // partition, which is exactly what manual commits exist to prevent.
   if (next_offsets.empty()) return;
-  std::map<TopicPartition, std::int64_t> unique;
-  for (const auto& [tp, offset] : next_offsets) unique[tp] = offset;  // the last one given wins
-
-  std::vector<TopicPartitionPtr> owned;
-  std::vector<RdKafka::TopicPartition*> raw;
-  for (const auto& [tp, offset] : unique) {
-    owned.emplace_back(RdKafka::TopicPartition::create(tp.topic, tp.partition, offset));
-    raw.push_back(owned.back().get());
-  }
-  const RdKafka::ErrorCode err = impl_->consumer->commitSync(raw);
+  PartitionList list(next_offsets);
+  const auto& raw = list.raw;
+  const RdKafka::ErrorCode err = impl_->consumer->commitSync(list.raw);
   std::string failures;
   for (const auto* tp : raw) {
     if (tp->err() != RdKafka::ERR_NO_ERROR) {
@@ -313,28 +325,18 @@ void KafkaConsumer::commit(const std::vector<std::pair<TopicPartition, std::int6
 void KafkaConsumer::commit_async(const std::vector<std::pair<TopicPartition, std::int64_t>>& next_offsets) {
   impl_->ensure_open();
   if (next_offsets.empty()) return;  // an empty list would commit every current position
-  std::map<TopicPartition, std::int64_t> unique;
-  for (const auto& [tp, offset] : next_offsets) unique[tp] = offset;
-  std::vector<TopicPartitionPtr> owned;
-  std::vector<RdKafka::TopicPartition*> raw;
-  for (const auto& [tp, offset] : unique) {
-    owned.emplace_back(RdKafka::TopicPartition::create(tp.topic, tp.partition, offset));
-    raw.push_back(owned.back().get());
-  }
-  const RdKafka::ErrorCode err = impl_->consumer->commitAsync(raw);
+  PartitionList list(next_offsets);
+  const RdKafka::ErrorCode err = impl_->consumer->commitAsync(list.raw);
   if (err != RdKafka::ERR_NO_ERROR) throw KafkaError("kafka commit failed: " + RdKafka::err2str(err));
 }
 
 void KafkaConsumer::set_paused(bool paused) {
   impl_->ensure_open();
-  std::vector<TopicPartitionPtr> owned;
-  std::vector<RdKafka::TopicPartition*> raw;
-  for (const auto& tp : impl_->current_assignment()) {
-    owned.emplace_back(RdKafka::TopicPartition::create(tp.topic, tp.partition));
-    raw.push_back(owned.back().get());
-  }
-  if (raw.empty()) return;
-  const RdKafka::ErrorCode err = paused ? impl_->consumer->pause(raw) : impl_->consumer->resume(raw);
+  std::vector<std::pair<TopicPartition, std::int64_t>> assigned;
+  for (const auto& tp : impl_->current_assignment()) assigned.emplace_back(tp, RdKafka::Topic::OFFSET_INVALID);
+  if (assigned.empty()) return;
+  PartitionList list(assigned);
+  const RdKafka::ErrorCode err = paused ? impl_->consumer->pause(list.raw) : impl_->consumer->resume(list.raw);
   if (err != RdKafka::ERR_NO_ERROR) {
     throw KafkaError(std::string("kafka consumer ") + (paused ? "pause" : "resume") + ": " + RdKafka::err2str(err));
   }
