@@ -1,0 +1,117 @@
+// broker::parse_ingest on a record built from the fuzzer's bytes. parse_ingest promises to be
+// total (no exception but bad_alloc escapes, which libFuzzer reports as a crash) and every
+// outcome is checked against the invariants ingest_parse.hpp states.
+//
+// Input: lines separated by '\n', each one field of the record, in order:
+//   #key=<bytes>     the key            #value=<bytes>   the value
+//   #ts=<decimal>    timestamp_ms (may be negative; unreadable text leaves -1)
+//   <name>=<value>   a header           <name>           a header with a null value
+// The topic, partition and offset are fixed: delay-ingest, 3, 42.
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "broker/config_names.hpp"
+#include "broker/ingest_parse.hpp"
+#include "tests/fuzz/fuzz_check.hpp"
+
+namespace {
+
+using delayd::broker::CancelJob;
+using delayd::broker::Invalid;
+using delayd::broker::IngestRules;
+using delayd::broker::ParsedIngest;
+using delayd::broker::ScheduleJob;
+using delayd::connectors::Header;
+using delayd::connectors::Record;
+
+Record record_from(std::string_view in) {
+  Record rec;
+  rec.topic = "delay-ingest";
+  rec.partition = 3;
+  rec.offset = 42;
+  while (true) {
+    const auto nl = in.find('\n');
+    const std::string_view line = in.substr(0, nl);
+    if (line.starts_with("#key=")) {
+      rec.key = std::string(line.substr(5));
+    } else if (line.starts_with("#value=")) {
+      rec.value = std::string(line.substr(7));
+    } else if (line.starts_with("#ts=")) {
+      const std::string_view t = line.substr(4);
+      std::int64_t ts = -1;
+      if (std::from_chars(t.data(), t.data() + t.size(), ts).ec == std::errc{}) rec.timestamp_ms = ts;
+    } else if (const auto eq = line.find('='); eq != std::string_view::npos) {
+      rec.headers.push_back(Header{std::string(line.substr(0, eq)), std::string(line.substr(eq + 1))});
+    } else {
+      rec.headers.push_back(Header{std::string(line), std::nullopt});
+    }
+    if (nl == std::string_view::npos) break;
+    in.remove_prefix(nl + 1);
+  }
+  return rec;
+}
+
+bool printable_line(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+}
+
+void check(const Record& rec, const IngestRules& rules, const ParsedIngest& parsed) {
+  using delayd::broker::kHeaderAttempt;
+  using delayd::broker::kHeaderDeliverAt;
+  using delayd::broker::kHeaderJobId;
+  const auto* id = delayd::connectors::find_header(rec.headers, kHeaderJobId);
+  if (const auto* bad = std::get_if<Invalid>(&parsed)) {
+    FUZZ_CHECK(!bad->reason.empty());
+    FUZZ_CHECK(printable_line(bad->reason));
+  } else if (const auto* cancel = std::get_if<CancelJob>(&parsed)) {
+    FUZZ_CHECK(id != nullptr && id->has_value() && **id == cancel->job_id);
+  } else {
+    const auto& job = std::get<ScheduleJob>(parsed);
+    FUZZ_CHECK(job.deliver_at_ms >= 0 && job.deliver_at_ms <= delayd::broker::kMaxEpochMs);
+    FUZZ_CHECK(!job.job_id.empty());
+    FUZZ_CHECK(job.job_id_derived == (id == nullptr));
+    FUZZ_CHECK(job.job_id == (id == nullptr ? delayd::broker::derived_job_id(rec) : **id));
+    FUZZ_CHECK(job.job_id.starts_with(delayd::broker::kDerivedJobIdPrefix) == job.job_id_derived);
+    FUZZ_CHECK(rules.allowed_businesses.empty() || rules.allowed_businesses.count(job.business) == 1);
+    FUZZ_CHECK(delayd::broker::is_valid_topic_name(job.ready_topic));
+    FUZZ_CHECK(job.ready_topic != rules.ingest_topic && job.ready_topic != rules.dlq_topic);
+    FUZZ_CHECK(job.key == rec.key && job.value == rec.value);
+    FUZZ_CHECK(!job.value || job.value->size() <= rules.max_value_bytes);
+    FUZZ_CHECK(rules.max_record_bytes == 0 ||
+               delayd::broker::record_bytes(rec) <= rules.max_record_bytes);
+    std::size_t i = 0;
+    for (const auto& h : rec.headers) {
+      if (h.name == kHeaderDeliverAt || h.name == kHeaderJobId || h.name == kHeaderAttempt) continue;
+      FUZZ_CHECK(i < job.carried.size() && job.carried[i] == h);
+      ++i;
+    }
+    FUZZ_CHECK(i == job.carried.size());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const Record rec = record_from(delayd::fuzz::bytes(data, size));
+
+  const IngestRules defaults;
+  check(rec, defaults, delayd::broker::parse_ingest(rec, defaults));
+
+  // The branches the defaults cannot reach with small inputs: a value or a record over the
+  // limit, a business not allowed, and one whose ready topic would be delayd's own ingest or
+  // DLQ topic.
+  IngestRules strict;
+  strict.ready_topic_template = "{business}";
+  strict.max_value_bytes = 8;
+  strict.max_record_bytes = 96;
+  strict.allowed_businesses = {"orders", "delay-ingest", "a.b_c-d", "b"};
+  strict.ingest_topic = "delay-ingest";
+  strict.dlq_topic = "delay-dlq";
+  check(rec, strict, delayd::broker::parse_ingest(rec, strict));
+  return 0;
+}

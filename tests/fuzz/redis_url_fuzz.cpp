@@ -1,0 +1,47 @@
+// The Redis url parser (storage/redis_url.hpp) and the configuration's view of it
+// (broker/config_redis_url.cpp) on the fuzzer's bytes. A bad url must be refused with
+// std::invalid_argument only; a good one gives a usable endpoint, the same through both
+// entry points; and the masked url of a good one still parses to the same place, with "***"
+// for the password.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "broker/config.hpp"
+#include "storage/redis_url.hpp"
+#include "tests/fuzz/fuzz_check.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view url = delayd::fuzz::bytes(data, size);
+
+  // Masking works on any text, parseable or not.
+  const std::string masked = delayd::storage::mask_redis_url(url);
+  FUZZ_CHECK(delayd::broker::mask_redis_url(url) == masked);
+
+  delayd::storage::RedisOptions o;
+  try {
+    o = delayd::storage::parse_redis_url(url);
+  } catch (const std::invalid_argument&) {
+    bool refused = false;
+    try {
+      (void)delayd::broker::parse_redis_url(url);
+    } catch (const std::invalid_argument&) {
+      refused = true;
+    }
+    FUZZ_CHECK(refused);
+    return 0;
+  }
+  FUZZ_CHECK(!o.host.empty());
+  FUZZ_CHECK(o.port >= 1 && o.port <= 65535);
+  FUZZ_CHECK(o.db >= 0);
+
+  const delayd::broker::RedisEndpoint e = delayd::broker::parse_redis_url(url);
+  FUZZ_CHECK(e.host == o.host && e.port == o.port && e.user == o.user && e.password == o.password &&
+             e.db == o.db);
+
+  const delayd::storage::RedisOptions m = delayd::storage::parse_redis_url(masked);
+  FUZZ_CHECK(m.host == o.host && m.port == o.port && m.db == o.db && m.user == o.user);
+  FUZZ_CHECK(o.password.empty() ? (m.password.empty() || m.password == "***") : m.password == "***");
+  return 0;
+}
