@@ -5,20 +5,26 @@
 #   scripts/test.sh                  build/ (RelWithDebInfo) and all tests
 #   scripts/test.sh --sanitize       also build build-asan/ with ASan+UBSan and run the tests there
 #                                    (the default when CI=true; --no-sanitize turns it off)
+#   scripts/test.sh --fuzz           after the tests, fuzz the parsers with scripts/fuzz.sh
+#                                    ($FUZZ_SECONDS per target, default 60; the default when
+#                                    CI=true; --no-fuzz turns it off)
 #   scripts/test.sh -- -L unit       arguments after -- go to ctest (here: only unit tests)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 sanitize=0
-[[ "${CI:-}" == "true" ]] && sanitize=1
+fuzz=0
+[[ "${CI:-}" == "true" ]] && sanitize=1 && fuzz=1
 ctest_args=()
 while (($#)); do
   case "$1" in
     --sanitize) sanitize=1 ;;
     --no-sanitize) sanitize=0 ;;
+    --fuzz) fuzz=1 ;;
+    --no-fuzz) fuzz=0 ;;
     --) shift; ctest_args=("$@"); break ;;
-    *) echo "usage: scripts/test.sh [--sanitize|--no-sanitize] [-- ctest args]" >&2; exit 2 ;;
+    *) echo "usage: scripts/test.sh [--sanitize|--no-sanitize] [--fuzz|--no-fuzz] [-- ctest args]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -63,5 +69,12 @@ if ((sanitize)); then
   echo "test: ctest in build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer)"
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     ctest --test-dir build-asan --output-on-failure --timeout 900 "${ctest_args[@]}" || status=1
+fi
+if ((fuzz)); then
+  # The fuzzers need no servers: stop the stack first if this script started it.
+  stop_stack
+  started_stack=0
+  echo "test: scripts/fuzz.sh (libFuzzer, ${FUZZ_SECONDS:-60} s per target)"
+  scripts/fuzz.sh || status=1
 fi
 exit $status
