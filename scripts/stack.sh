@@ -8,11 +8,17 @@
 #   scripts/stack.sh status   say what runs; exit 0 only if both answer
 #   scripts/stack.sh env      print KAFKA_BOOTSTRAP=host:port and REDIS_URL=redis://host:port
 #   scripts/stack.sh reset    down, then delete the data (topics, offsets, Redis AOF)
+#   scripts/stack.sh restart redis|kafka
+#                             stop that one server (if it runs) and start it again with the same
+#                             ports and data dir; returns once it answers (Redis replays its AOF
+#                             first and answers LOADING meanwhile). For the fault tests.
 #
 # Settings (environment, read by `up`; later commands reuse what `up` recorded):
 #   DELAYD_KAFKA_PORT (19092)  DELAYD_KAFKA_CONTROLLER_PORT (19093)  DELAYD_REDIS_PORT (16379)
 #   DELAYD_KAFKA_AUTO_CREATE (false): Kafka's auto.create.topics.enable
 #   DELAYD_KAFKA_HEAP (512m)   DELAYD_STACK_DIR (.stack)   DELAYD_STACK_TIMEOUT (120 seconds)
+#   DELAYD_REDIS_EXTRA_ARGS: more redis-server arguments for this start only (`up`, `restart`),
+#     for the fault tests, e.g. "--key-load-delay 100" to make its LOADING phase last
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -85,10 +91,14 @@ redis_up() {
   command -v redis-server >/dev/null || die "redis-server not found: run scripts/install-deps.sh (Debian package redis-server)"
   port_in_use "$REDIS_PORT" && die "port $REDIS_PORT is already in use by another process; set DELAYD_REDIS_PORT to a free port"
   mkdir -p "$REDIS_DIR"
+  local extra=()
+  read -r -a extra <<<"${DELAYD_REDIS_EXTRA_ARGS:-}"
   # AOF with fsync every second: a job acknowledged by Redis survives a crash of Redis itself
   # except for at most the last second, the usual production trade-off.
+  # DEBUG (for DEBUG SLEEP in the fault tests) is allowed from loopback connections only.
   redis-server --bind "$HOST" --port "$REDIS_PORT" --protected-mode yes \
     --dir "$REDIS_DIR" --appendonly yes --appendfsync everysec --save "" \
+    --enable-debug-command local "${extra[@]}" \
     --daemonize yes --pidfile "$REDIS_PID" --logfile "$REDIS_DIR/redis.log" \
     || die "redis-server failed to start (log: $REDIS_DIR/redis.log)"
   local deadline=$((SECONDS + 10))
@@ -223,11 +233,23 @@ cmd_env() {
   echo "REDIS_URL=redis://$HOST:$REDIS_PORT"
 }
 
+# One server down (SIGTERM: Redis fsyncs its AOF, Kafka shuts down cleanly) and up again, on the
+# ports `up` recorded.
+cmd_restart() {
+  [[ -f "$RECORDED" ]] || die "no recorded stack in $STACK_DIR: run scripts/stack.sh up first"
+  case "${1:-}" in
+    redis) stop_pid redis "$REDIS_PID" redis-server; redis_up ;;
+    kafka) stop_pid kafka "$KAFKA_PID" kafka.Kafka; kafka_up ;;
+    *) echo "usage: scripts/stack.sh restart redis|kafka" >&2; exit 2 ;;
+  esac
+}
+
 case "${1:-}" in
   up) cmd_up ;;
+  restart) cmd_restart "${2:-}" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
   reset) cmd_down; rm -rf "$KAFKA_DIR" "$REDIS_DIR"; say "data removed" ;;
-  *) echo "usage: scripts/stack.sh up|down|status|env|reset" >&2; exit 2 ;;
+  *) echo "usage: scripts/stack.sh up|down|status|env|reset|restart redis|kafka" >&2; exit 2 ;;
 esac
