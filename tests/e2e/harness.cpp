@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,10 +80,16 @@ void DelaydProcess::start(std::chrono::milliseconds timeout) {
   struct stat st {};
   log_offset_ = ::stat(world_.log_path.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
   const auto env = world_.environment();
+  exit_status_.reset();
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   REQUIRE(pid_ >= 0);
   if (pid_ == 0) {
     // Child: only async-signal-safe calls until exec.
+    if (die_with_test_) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // the test died before prctl took effect
+    }
     const int fd = ::open(world_.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
@@ -139,6 +146,7 @@ bool DelaydProcess::running() {
   int status = 0;
   if (::waitpid(pid_, &status, WNOHANG) == pid_) {
     pid_ = -1;
+    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
     return false;
   }
   return true;

@@ -64,10 +64,21 @@ class DelaydProcess {
   void kill9();
   bool running();
 
+  // The child's pid while it runs (-1 otherwise).
+  pid_t pid() const { return pid_; }
+  // How the child ended, once running() has found it gone by itself: its exit status, or
+  // -signal. nullopt while it runs, and after stop() or kill9().
+  std::optional<int> exit_status() const { return exit_status_; }
+  // When set before start(), the child gets SIGKILL if the test process dies (PR_SET_PDEATHSIG),
+  // so that a test killed by ctest's timeout leaves no delayd behind.
+  void set_die_with_test(bool on) { die_with_test_ = on; }
+
  private:
   const World& world_;
   pid_t pid_ = -1;
   std::size_t log_offset_ = 0;
+  std::optional<int> exit_status_;
+  bool die_with_test_ = false;
 };
 
 struct Job {
