@@ -249,12 +249,13 @@ TEST_CASE("near_limit_record", "[chaos]") {
   const std::string topic_id = "topic-limit";  // fits the producer, not its ready topic
   Sender pub(w);
   const std::int64_t t0 = now_ms();
-  pub.send(delayd::e2e::job_at(near_id, t0 + 300, std::string(kNearValueBytes, 'n')));
-  pub.send(delayd::e2e::job_at(topic_id, t0 + 300, std::string(kTopicValueBytes, 't'), std::nullopt, "small"));
+  // Each big one on a partition of its own; ordinary jobs behind both and beside them.
+  pub.send(delayd::e2e::job_at(near_id, t0 + 300, std::string(kNearValueBytes, 'n')), 0);
+  pub.send(delayd::e2e::job_at(topic_id, t0 + 300, std::string(kTopicValueBytes, 't'), std::nullopt, "small"), 1);
   for (int i = 0; i < 50; ++i) {
     const std::string id = "ordinary-" + std::to_string(i);
     expected[id] = t0 + 300 + i * 20;
-    pub.send(delayd::e2e::job_at(id, expected[id], "value of " + id));
+    pub.send(delayd::e2e::job_at(id, expected[id], "value of " + id), i % 4);
   }
   pub.flush();
 
