@@ -88,6 +88,7 @@ int cmd_send(const Config& config, const SendArgs& a) {
   as_read.topic = report.topic;
   as_read.partition = report.partition;
   as_read.offset = report.offset;
+  as_read.timestamp_ms = report.timestamp_ms;  // the derived id includes the record's timestamp
   json out{{"job_id", a.job_id ? *a.job_id : derived_job_id(as_read)},
            {"topic", report.topic},
            {"partition", report.partition},

@@ -92,6 +92,10 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
     report.topic = message.topic_name();
     report.partition = message.partition();
     report.offset = message.offset();
+    if (const RdKafka::MessageTimestamp ts = message.timestamp();
+        ts.type != RdKafka::MessageTimestamp::MSG_TIMESTAMP_NOT_AVAILABLE) {
+      report.timestamp_ms = ts.timestamp;
+    }
     report.ok = message.err() == RdKafka::ERR_NO_ERROR;
     report.error_class = classify(message.err(), message.status());
     if (!report.ok) report.error = message.errstr();

@@ -74,6 +74,7 @@ struct DeliveryReport {
   std::string topic;
   std::int32_t partition = -1;
   std::int64_t offset = -1;
+  std::int64_t timestamp_ms = -1;  // the record's timestamp as written (-1 if not known)
   bool ok = false;
   DeliveryError error_class = DeliveryError::none;  // none exactly when ok
   std::string error;                                // empty when ok

@@ -66,6 +66,8 @@ TEST_CASE("a record with key, value and headers comes back unchanged in a fresh 
     CHECK(got[0].partition == 0);
     CHECK(got[0].offset == reports[0].offset);
     CHECK(got[0].timestamp_ms > 0);
+    // The report knows the timestamp the record was written with (delayctl derives job-ids from it).
+    CHECK(reports[0].timestamp_ms == got[0].timestamp_ms);
     CHECK(got[0].key == full.key);
     CHECK(got[0].value == full.value);
     CHECK(got[0].headers == full.headers);
