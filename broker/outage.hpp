@@ -3,7 +3,9 @@
 // Outage remembers whether a dependency (redis, kafka, ...) is failing and why, so that an
 // outage is logged once when it starts (with the first reason) and once when it ends (with its
 // length), however many retries it takes in between. Backoff spaces those retries: 100 ms,
-// doubling to 10 s, back to 100 ms after a success.
+// doubling to 1 s, back to 100 ms after a success. A retry costs one connection attempt or one
+// round trip, so trying every second is cheap, and it keeps the lateness an outage adds to
+// within a second of the outage's own length.
 // Threading: one owner thread.
 #pragma once
 
@@ -18,10 +20,10 @@ namespace delayd::broker {
 
 class Backoff {
  public:
-  // The next wait, in ms; each call doubles the one after it, up to 10 s.
+  // The next wait, in ms; each call doubles the one after it, up to 1 s.
   std::int64_t next() {
     const std::int64_t d = delay_;
-    delay_ = std::min<std::int64_t>(delay_ * 2, 10000);
+    delay_ = std::min<std::int64_t>(delay_ * 2, 1000);
     return d;
   }
   void reset() { delay_ = 100; }

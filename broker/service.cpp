@@ -80,13 +80,18 @@ class Loop {
         store_(store),
         scheduler_(scheduler_options(c), clock_.now_ms(), store),
         // linger.ms 1: a ready record waits at most a millisecond for company; precision first.
-        producer_(with_defaults({{"linger.ms", "1"}}, kafka_properties(c, KafkaClient::producer)),
+        // reconnect.backoff.max.ms 1000 (librdkafka: 10 s): after a broker restart, records go
+        // out within a second of the broker being back.
+        producer_(with_defaults({{"linger.ms", "1"}, {"reconnect.backoff.max.ms", "1000"}},
+                                kafka_properties(c, KafkaClient::producer)),
                   [this](const connectors::DeliveryReport& r) { route_report(r); }),
         fire_(scheduler_, store_, producer_,
               FireOptions{static_cast<int>(c.scheduler.max_attempts), c.scheduler.retry_backoff_ms,
                           c.scheduler.retry_backoff_max_ms, c.kafka.dlq_topic}),
         ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c)),
-        consumer_(with_defaults({{"session.timeout.ms", "10000"}, {"heartbeat.interval.ms", "2000"}},
+        consumer_(with_defaults({{"session.timeout.ms", "10000"},
+                                 {"heartbeat.interval.ms", "2000"},
+                                 {"reconnect.backoff.max.ms", "1000"}},
                                 kafka_properties(c, KafkaClient::consumer)),
                   listener()) {
     consumer_.subscribe({c.kafka.ingest_topic});

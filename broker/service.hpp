@@ -16,7 +16,7 @@
 //               MASTERDOWN, MISCONF, OOM (storage::RedisIoError); Kafka unreachable, timing out,
 //               its queue full (connectors::KafkaError, DeliveryError::transient and
 //               possibly_persisted); a producer fatal error that a new producer clears.
-//               The turn is abandoned and retried with backoff (100 ms doubling to 10 s);
+//               The turn is abandoned and retried with backoff (100 ms doubling to 1 s);
 //               what it was doing is kept (the ingest batch, the unsettled reports) or safe to
 //               redo. /healthz says "degraded: <reason>"; the log says so once when the outage
 //               starts and once when it ends. Deliveries that fail this way do not count as
