@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "broker/fire_path.hpp"
+#include "broker/ingest_path.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/topic_creator.hpp"
 #include "broker/wall_clock.hpp"
@@ -313,4 +314,84 @@ TEST_CASE("12: the topic creator refuses new topics beyond its cap and never mak
   CHECK(admin.partition_count(a) == std::optional<int>(1));
   CHECK(admin.partition_count(b) == std::optional<int>(1));
   CHECK(admin.partition_count(c) == std::nullopt);
+}
+
+namespace {
+
+connectors::Record ingest_record(const std::string& topic, std::int64_t offset, bool valid) {
+  connectors::Record r;
+  r.topic = topic;
+  r.partition = 0;
+  r.offset = offset;
+  r.timestamp_ms = wall_now();
+  r.value = "v";
+  if (valid) {
+    r.headers = {{"deliver-at", std::to_string(wall_now() + 60'000)}, {"business", "b"},
+                 {"job-id", "in-" + std::to_string(offset)}};
+  } else {
+    r.headers = {{"business", "b"}};  // no deliver-at: dead-lettered
+  }
+  return r;
+}
+
+struct IngestRig {
+  Scheduler scheduler;
+  broker::IngestPath* ingest = nullptr;
+  connectors::KafkaProducer producer;
+  broker::IngestPath path;
+
+  IngestRig(Fixture& f, connectors::Properties props, const std::string& dlq, std::size_t max_waiting = 64)
+      : scheduler(Fixture::options(), wall_now(), f.store),
+        producer(std::move(props), [this](const connectors::DeliveryReport& r) { ingest->on_report(r); }),
+        path(scheduler, f.store, producer, nullptr, options(dlq, max_waiting)) {
+    ingest = &path;
+  }
+  static broker::IngestOptions options(const std::string& dlq, std::size_t max_waiting) {
+    broker::IngestOptions o;
+    o.dlq_topic = dlq;
+    o.max_waiting_batches = max_waiting;
+    return o;
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "7: ingest never waits for dead-letter acknowledgements, and commits in batch order once they are in", "[ingest][faults]") {
+  const std::string dlq = kt::create_topic("dlq", 1);
+  IngestRig rig(*this, producer_props(), dlq);
+  // Batch 1 has a dead letter, batch 2 only good jobs: 2 may not be committed before 1.
+  rig.path.process({ingest_record("in", 0, true), ingest_record("in", 1, false)}, wall_now());
+  rig.path.process({ingest_record("in", 2, true)}, wall_now());
+  CHECK(field("in-0", "state") == "delay");  // the jobs are durable at once
+  CHECK(field("in-2", "state") == "delay");
+  CHECK(rig.path.take_committable().empty());  // batch 1's dead letter is not acknowledged yet
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  broker::IngestPath::Offsets offsets;
+  while (offsets.empty() && std::chrono::steady_clock::now() < deadline) {
+    rig.producer.poll(50);
+    offsets = rig.path.take_committable();
+  }
+  REQUIRE(offsets.size() == 1);
+  CHECK(offsets[0].first == connectors::TopicPartition{"in", 0});
+  CHECK(offsets[0].second == 3);  // both batches at once, in order
+}
+
+TEST_CASE_METHOD(Fixture, "7: with Kafka down, dead letters back up until ingest reports a backlog, and nothing is committed", "[ingest][faults]") {
+  connectors::Properties dead{{"bootstrap.servers", "127.0.0.1:1"}, {"message.timeout.ms", "200"}, {"linger.ms", "1"}};
+  IngestRig rig(*this, dead, "dlq.nowhere", 3);
+  for (std::int64_t b = 0; b < 3; ++b) {
+    CHECK_FALSE(rig.path.backlogged());
+    rig.path.process({ingest_record("in", 2 * b, true), ingest_record("in", 2 * b + 1, false)}, wall_now());
+  }
+  CHECK(rig.path.backlogged());  // the service pauses reading now
+  // The copies fail (timed out) and are retried with backoff; they are never dropped.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (rig.path.counters().dead_letter_retries < 3 && std::chrono::steady_clock::now() < deadline) {
+    rig.producer.poll(50);
+    rig.path.retry_dead_letters();
+  }
+  CHECK(rig.path.counters().dead_letter_retries >= 3);
+  CHECK(rig.path.waiting_dead_letters() == 3);
+  CHECK(rig.path.take_committable().empty());
+  CHECK(field("in-4", "state") == "delay");  // the good jobs went on regardless
 }
