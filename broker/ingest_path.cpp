@@ -102,6 +102,9 @@ void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) 
       const auto& o = outcomes[i];
       if (o.created) {
         ++counters_.accepted;
+      } else if (o.cancelled_early) {
+        ++counters_.cancelled;
+        spdlog::info("job {} arrived after its cancel: accepted as cancelled, never delivered", accepts_[i].job_id);
       } else {
         ++counters_.duplicates;
       }
@@ -117,13 +120,14 @@ void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) 
 }
 
 void IngestPath::cancel(const std::string& job_id, std::int64_t now_ms) {
-  const storage::Transition t = store_.cancel(job_id, now_ms);
+  const storage::Transition t = store_.cancel(job_id, now_ms, options_.cancel_memory_s);
   if (t.changed) {
     scheduler_.cancel(job_id);
     ++counters_.cancelled;
     spdlog::info("job {} cancelled", job_id);
   } else if (t.state == storage::JobState::missing) {
-    spdlog::warn("cancel for unknown job {} ignored", job_id);
+    spdlog::info("cancel for unknown job {}: remembered for {} s in case the job arrives", job_id,
+                 options_.cancel_memory_s);
   } else {
     spdlog::info("cancel for job {} had no effect: it is {}", job_id, storage::to_string(t.state));
   }

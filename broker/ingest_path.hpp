@@ -5,7 +5,9 @@
 //             offered to the scheduler, which holds it at once if it is due within the shard's
 //             loaded horizon (the ingest half of the horizon invariant, scheduler.hpp).
 //   cancel    cancelled in Redis if still pending and not in flight, then dropped from the wheel.
-//             A cancel for an id Redis does not know is logged and ignored.
+//             A cancel for an id Redis does not know is remembered for cancel_memory_s: its job
+//             may have been published to another partition and not be read yet; if it arrives
+//             in time it is accepted straight into cancelled and never delivered.
 //   invalid   copied to the dead-letter topic with an `error` header saying why, plus
 //             source-topic, source-partition and source-offset headers.
 //
@@ -49,12 +51,13 @@ struct IngestOptions {
   IngestRules rules;
   std::string dlq_topic = "delay-ingest.dlq";
   std::size_t max_waiting_batches = 64;  // backlogged() beyond this many uncommittable batches
+  std::int64_t cancel_memory_s = 300;    // how long a cancel for an unknown id is remembered
 };
 
 struct IngestCounters {
   std::uint64_t accepted = 0;    // new jobs
   std::uint64_t duplicates = 0;  // job-ids seen before
-  std::uint64_t cancelled = 0;
+  std::uint64_t cancelled = 0;       // including jobs that arrived after their cancel
   std::uint64_t dead_lettered = 0;
   std::uint64_t dead_letter_retries = 0;
 };

@@ -177,6 +177,7 @@ class Loop {
     IngestOptions io;
     io.rules = ingest_rules(c);
     io.dlq_topic = c.kafka.dlq_topic;
+    io.cancel_memory_s = c.scheduler.cancel_memory_s;
     return io;
   }
   TopicCreator* topics(const Config& c, connectors::KafkaAdmin* admin) {

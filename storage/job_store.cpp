@@ -107,7 +107,7 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
   const std::string now = std::to_string(now_ms);
   for (const auto& j : jobs) {
     per_job.push_back({keys_.job(j.job_id), std::to_string(j.deliver_at), j.business, j.topic, j.shard, now,
-                       j.source});
+                       j.source, std::to_string(retention_s_)});
   }
   auto replies = eval_each(Script::accept, per_job);
 
@@ -120,6 +120,7 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
     if (r.is_error()) throw RedisCommandError("redis: accept: " + r.error());
     AcceptOutcome o;
     o.created = r[0].integer() == 1;
+    o.cancelled_early = r[0].integer() == 2;
     o.state = parse_job_state(r[1].str()).value_or(JobState::corrupt);
     const std::string business(r[2].str());
     o.shard = std::string(r[3].str());
@@ -139,6 +140,7 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
       shards.insert(o.shard);
     }
     if (o.created) follow.push_back({"HINCRBY", keys_.stats(), counter(business, JobState::delay), "1"});
+    if (o.cancelled_early) follow.push_back({"HINCRBY", keys_.stats(), counter(business, JobState::cancelled), "1"});
     out.push_back(std::move(o));
   }
   if (!shards.empty()) {
@@ -342,8 +344,9 @@ Transition JobStore::mark_failed(const std::string& job_id, std::string_view rea
                     {std::to_string(now_ms), std::string(reason), std::to_string(retention_s_)});
 }
 
-Transition JobStore::cancel(const std::string& job_id, std::int64_t now_ms) {
-  return transition(Script::cancel, job_id, {std::to_string(now_ms), std::to_string(retention_s_)});
+Transition JobStore::cancel(const std::string& job_id, std::int64_t now_ms, std::int64_t remember_s) {
+  return transition(Script::cancel, job_id,
+                    {std::to_string(now_ms), std::to_string(retention_s_), std::to_string(remember_s)});
 }
 
 std::optional<std::map<std::string, std::string>> JobStore::get(std::string_view job_id) {

@@ -18,6 +18,8 @@
 //            "ready" and the broker drops the stale entry (and the payload).
 //   cancel   1. cancelled (only if delay and not in flight)   2. ZREM, UNLINK the payload
 //            crash between: the stale entry is dropped at claim time, as above.
+//            An unknown id: a remembered cancel (a cancelled hash that expires); accept then
+//            fills it in and writes no payload and no pending entry, in one script call.
 //   retry    1. release: firing_at cleared (kept when the record was possibly written, so that
 //               no cancel can win until a later attempt settles it), last_error, and the
 //               attempt refunded unless Kafka refused the record for good
@@ -81,6 +83,7 @@ struct NewJob {
 
 struct AcceptOutcome {
   bool created = false;  // false: the job-id existed (a replay or a duplicate publish)
+  bool cancelled_early = false;  // its cancel came first: accepted straight into cancelled
   JobState state = JobState::delay;  // the job's state now (corrupt: the existing hash is unreadable)
   std::string shard;     // the shard that holds it (the first publish's)
   std::int64_t deliver_at = 0;
@@ -165,7 +168,9 @@ class JobStore {
   // Attempts exhausted (the broker has already written the dead-letter record).
   Transition mark_failed(const std::string& job_id, std::string_view reason, std::int64_t now_ms);
   // Cancel by id: cancelled and removed from its pending set, if pending and not in flight.
-  Transition cancel(const std::string& job_id, std::int64_t now_ms);
+  // An unknown id is remembered for remember_s seconds (0: not at all): a job that arrives with
+  // that id within the time is accepted straight into cancelled and never delivered.
+  Transition cancel(const std::string& job_id, std::int64_t now_ms, std::int64_t remember_s = 0);
   // Gets jobs that claim() found undeliverable out of the way, in one round trip or two: claims
   // of kind finished (stale entries), corrupt and unreadable, all of `shard` (see the header
   // comment for the order of writes). Claims of other kinds are ignored. Safe to repeat.

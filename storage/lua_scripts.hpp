@@ -12,11 +12,19 @@
 
 namespace delayd::storage::lua {
 
-// KEYS[1] job. ARGV: deliver_at, business, topic, shard, created_at, source. Creates the job
-// in state delay unless it exists (the job-id is the idempotency key: a second publish never
-// overwrites the first). Returns {created, state, business, shard, deliver_at}.
+// KEYS[1] job. ARGV: deliver_at, business, topic, shard, created_at, source, retention_s.
+// Creates the job in state delay unless it exists (the job-id is the idempotency key: a second
+// publish never overwrites the first). A hash that is only a remembered cancel (see kCancel)
+// is filled in with the job's fields and stays cancelled: created = 2, "arrived after its
+// cancel". Returns {created, state, business, shard, deliver_at}.
 inline constexpr std::string_view kAccept = R"lua(
-local cur = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard', 'deliver_at')
+local cur = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard', 'deliver_at', 'cancelled_early')
+if cur[1] and cur[5] and not cur[4] then
+  redis.call('HSET', KEYS[1], 'deliver_at', ARGV[1], 'business', ARGV[2], 'topic', ARGV[3], 'shard', ARGV[4],
+    'created_at', ARGV[5], 'source', ARGV[6], 'attempt', '0')
+  if tonumber(ARGV[7]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[7]) else redis.call('PERSIST', KEYS[1]) end
+  return {2, cur[1], ARGV[2], ARGV[4], ARGV[1]}
+end
 if cur[1] then return {0, cur[1], cur[2] or '', cur[3] or '', cur[4] or '0'} end
 redis.call('HSET', KEYS[1], 'state', 'delay', 'deliver_at', ARGV[1], 'business', ARGV[2],
   'topic', ARGV[3], 'shard', ARGV[4], 'created_at', ARGV[5], 'source', ARGV[6], 'attempt', '0')
@@ -94,11 +102,21 @@ if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
 return {1, 'failed', f[2], f[3]}
 )lua";
 
-// KEYS[1] job. ARGV: now, retention_s. Cancels a job that is pending and not in flight.
-// Returns state 'in_flight' (unchanged) when a delivery attempt is under way.
+// KEYS[1] job. ARGV: now, retention_s, remember_s. Cancels a job that is pending and not in
+// flight. Returns state 'in_flight' (unchanged) when a delivery attempt is under way. For an id
+// with no hash (its job may be on another partition, not read yet) and remember_s > 0, the
+// cancel is remembered: a hash {state cancelled, cancelled_at, cancelled_early 1} that expires
+// after remember_s, which kAccept turns into the cancelled job if the job arrives in time.
+// Returns {0, 'missing'} then too (no job was cancelled yet).
 inline constexpr std::string_view kCancel = R"lua(
 local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard', 'firing_at')
-if not f[1] then return {0, 'missing', '', ''} end
+if not f[1] then
+  if tonumber(ARGV[3]) > 0 then
+    redis.call('HSET', KEYS[1], 'state', 'cancelled', 'cancelled_at', ARGV[1], 'cancelled_early', '1')
+    redis.call('EXPIRE', KEYS[1], ARGV[3])
+  end
+  return {0, 'missing', '', ''}
+end
 if f[1] ~= 'delay' then return {0, f[1], f[2] or '', f[3] or ''} end
 if f[4] then return {0, 'in_flight', f[2] or '', f[3] or ''} end
 redis.call('HSET', KEYS[1], 'state', 'cancelled', 'cancelled_at', ARGV[1])

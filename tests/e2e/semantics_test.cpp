@@ -62,5 +62,52 @@ TEST_CASE("the same job-id twice is delivered once, and cancel wins before due a
   CHECK(redis.field("done", "state") == "ready");
   CHECK_FALSE(redis.field("done", "cancelled_at").has_value());
   CHECK(redis.field("dup", "state") == "ready");
-  CHECK(redis.field("ghost", "state") == std::nullopt);
+  // A cancel for an id nobody published is remembered (its job may be on another partition).
+  CHECK(redis.field("ghost", "state") == "cancelled");
+  CHECK(redis.field("ghost", "cancelled_early") == "1");
+  CHECK_FALSE(redis.field("ghost", "deliver_at").has_value());
+}
+
+namespace {
+
+delayd::connectors::OutRecord on_partition(std::int32_t partition, const std::string& id, std::int64_t at) {
+  delayd::connectors::OutRecord rec;
+  rec.partition = partition;
+  rec.key = id;
+  rec.value = "value of " + id;
+  rec.headers = {{"deliver-at", std::to_string(at)}, {"business", "orders"}, {"job-id", id}};
+  return rec;
+}
+
+}  // namespace
+
+TEST_CASE("a cancel that arrives before its job, on another partition, prevents the delivery", "[e2e][cancel]") {
+  World w("early-cancel");
+  w.create_topics({"orders"});
+  DelaydProcess delayd(w);
+  delayd.start();
+  Publisher pub(w);
+  JobReader redis(w);
+  Collector ready(w, {w.ready_topic("orders")});
+
+  delayd::connectors::OutRecord cancel;
+  cancel.partition = 1;
+  cancel.key = "first-the-cancel";
+  cancel.headers = {{"op", "cancel"}, {"job-id", "first-the-cancel"}};
+  pub.send_raw(cancel);
+  pub.flush();
+  // delayd has read the cancel once Redis remembers it.
+  REQUIRE(ready.collect_until([&](const auto&) { return redis.field("first-the-cancel", "state") == "cancelled"; },
+                              std::chrono::seconds(30)));
+  const std::int64_t at = now_ms() + 500;
+  pub.send_raw(on_partition(0, "first-the-cancel", at));
+  pub.send_raw(on_partition(0, "after-it", at));  // same partition, later: its delivery shows the job was read
+  pub.flush();
+  REQUIRE(ready.collect_until([](const auto& recs) { return count_id(recs, "after-it") == 1; }, std::chrono::seconds(30)));
+  ready.collect_until([&](const auto&) { return now_ms() >= at + 1000; }, std::chrono::seconds(10));
+  CHECK(delayd.stop() == 0);
+  CHECK(count_id(ready.records(), "first-the-cancel") == 0);
+  CHECK(redis.field("first-the-cancel", "state") == "cancelled");
+  CHECK(redis.field("first-the-cancel", "deliver_at") == std::to_string(at));  // the job's own fields are kept
+  CHECK(redis.field("first-the-cancel", "business") == "orders");
 }

@@ -404,3 +404,28 @@ TEST_CASE("a Redis that refuses writes for now (READONLY after a failover) is a 
   CHECK_THROWS_AS(redis.command({"SET", "k", "v"}), RedisIoError);
   CHECK(redis.command({"PING"}).view().str() == "PONG");  // and it reconnects by itself
 }
+
+TEST_CASE_METHOD(Fixture, "a cancel for an unknown id is remembered, and the job arriving later is accepted as cancelled", "[store][cancel]") {
+  CHECK(store.cancel("early", 100, 300).state == JobState::missing);
+  CHECK(field("early", "state") == "cancelled");
+  CHECK(field("early", "cancelled_early") == "1");
+  const auto ttl = redis.command({"TTL", keys.job("early")}).view().integer();
+  CHECK(ttl > 0);
+  CHECK(ttl <= 300);
+  auto out = store.accept(std::vector<NewJob>{job("early", 5000)}, 200);
+  CHECK_FALSE(out[0].created);
+  CHECK(out[0].cancelled_early);
+  CHECK(out[0].state == JobState::cancelled);
+  CHECK(field("early", "deliver_at") == "5000");  // filled in, for people and delayctl get
+  CHECK(field("early", "business") == "orders");
+  CHECK(pending().empty());            // never to be delivered
+  CHECK_FALSE(has_payload("early"));
+  CHECK(redis.command({"TTL", keys.job("early")}).view().integer() > 3000);  // the job's retention now
+  CHECK(store.stats().by_business_state["orders"]["cancelled"] == 1);
+  auto again = store.accept(std::vector<NewJob>{job("early", 5000)}, 300);  // a replay: just a duplicate
+  CHECK_FALSE(again[0].cancelled_early);
+  CHECK(again[0].state == JobState::cancelled);
+
+  CHECK(store.cancel("not-remembered", 100, 0).state == JobState::missing);
+  CHECK(field("not-remembered", "state") == "<nil>");
+}
