@@ -58,14 +58,7 @@ Sender::Sender(const World& world, connectors::Properties extra)
                                }) {}
 
 void Sender::send(const Job& job, std::int32_t partition) {
-  connectors::OutRecord rec;
-  rec.key = job.key;
-  rec.value = job.value;
-  if (job.deliver_at) rec.headers.push_back({"deliver-at", *job.deliver_at});
-  if (job.delay_ms) rec.headers.push_back({"delay-ms", *job.delay_ms});
-  rec.headers.push_back({"business", job.business});
-  if (!job.job_id.empty()) rec.headers.push_back({"job-id", job.job_id});
-  for (const auto& h : job.extra) rec.headers.push_back(h);
+  connectors::OutRecord rec = e2e::ingest_record(job);
   rec.partition = partition;
   send_raw(std::move(rec));
 }

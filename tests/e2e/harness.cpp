@@ -157,9 +157,8 @@ Publisher::Publisher(const World& world)
       producer_({{"bootstrap.servers", world.bootstrap}, {"linger.ms", "5"}},
                 [this](const connectors::DeliveryReport& r) { reports_.push_back(r); }) {}
 
-void Publisher::send(const Job& job) {
+connectors::OutRecord ingest_record(const Job& job) {
   connectors::OutRecord rec;
-  rec.topic = world_.ingest_topic;
   rec.key = job.key;
   rec.value = job.value;
   if (job.deliver_at) rec.headers.push_back({"deliver-at", *job.deliver_at});
@@ -167,8 +166,10 @@ void Publisher::send(const Job& job) {
   rec.headers.push_back({"business", job.business});
   if (!job.job_id.empty()) rec.headers.push_back({"job-id", job.job_id});
   for (const auto& h : job.extra) rec.headers.push_back(h);
-  send_raw(std::move(rec));
+  return rec;
 }
+
+void Publisher::send(const Job& job) { send_raw(ingest_record(job)); }
 
 void Publisher::send_raw(connectors::OutRecord rec) {
   rec.topic = world_.ingest_topic;

@@ -103,6 +103,9 @@ inline Job job_at(std::string job_id, std::int64_t deliver_at, std::string value
   return j;
 }
 
+// The ingest record a producer would publish for `job` (no topic or partition set).
+connectors::OutRecord ingest_record(const Job& job);
+
 // Publishes records to the ingest topic and waits until Kafka acknowledged all of them.
 class Publisher {
  public:

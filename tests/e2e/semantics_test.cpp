@@ -71,11 +71,8 @@ TEST_CASE("the same job-id twice is delivered once, and cancel wins before due a
 namespace {
 
 delayd::connectors::OutRecord on_partition(std::int32_t partition, const std::string& id, std::int64_t at) {
-  delayd::connectors::OutRecord rec;
+  delayd::connectors::OutRecord rec = ingest_record(job_at(id, at, "value of " + id, id));
   rec.partition = partition;
-  rec.key = id;
-  rec.value = "value of " + id;
-  rec.headers = {{"deliver-at", std::to_string(at)}, {"business", "orders"}, {"job-id", id}};
   return rec;
 }
 
