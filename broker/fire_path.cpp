@@ -32,12 +32,6 @@ connectors::OutRecord ready_record(const storage::Claim& c) {
   return r;
 }
 
-std::size_t record_bytes(const connectors::OutRecord& r) {
-  std::size_t n = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
-  for (const auto& h : r.headers) n += h.name.size() + (h.value ? h.value->size() : 0);
-  return n;
-}
-
 }  // namespace
 
 FailureAction decide(DeliveryError error, int attempt, const FireOptions& options) {
@@ -220,7 +214,7 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
   }
   std::string reason =
       report.error_class == DeliveryError::too_large
-          ? "ready record of " + std::to_string(record_bytes(f.record)) + " bytes refused as too large by Kafka: " +
+          ? "ready record of " + std::to_string(connectors::record_bytes(f.record)) + " bytes refused as too large by Kafka: " +
                 report.error
           : "delivery to " + f.record.topic + " failed after " + std::to_string(f.attempt) + " attempts: " + report.error;
   spdlog::error("job {}: {}; writing it to {}", f.job_id, reason, options_.dlq_topic);

@@ -135,11 +135,6 @@ std::string derived_job_id(const Record& rec) {
   return id;
 }
 
-std::size_t record_bytes(const Record& rec) {
-  std::size_t n = (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
-  for (const auto& h : rec.headers) n += h.name.size() + (h.value ? h.value->size() : 0);
-  return n;
-}
 
 ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   bool cancel = false;
@@ -171,8 +166,8 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
                    " bytes, larger than the limit of " + std::to_string(rules.max_value_bytes) +
                    " bytes");
   }
-  if (rules.max_record_bytes > 0 && record_bytes(rec) > rules.max_record_bytes) {
-    return invalid("record is " + std::to_string(record_bytes(rec)) +
+  if (rules.max_record_bytes > 0 && connectors::record_bytes(rec) > rules.max_record_bytes) {
+    return invalid("record is " + std::to_string(connectors::record_bytes(rec)) +
                    " bytes (key, value and headers), larger than the " + std::to_string(rules.max_record_bytes) +
                    " bytes a ready record can take (the producer's message.max.bytes less room for delayd's headers)");
   }

@@ -99,7 +99,5 @@ ParsedIngest parse_ingest(const connectors::Record& rec, const IngestRules& rule
 
 // The id a record gets when it carries no job-id (see job-id above).
 std::string derived_job_id(const connectors::Record& rec);
-// Key, value, header names and values: what counts against Kafka's message size.
-std::size_t record_bytes(const connectors::Record& rec);
 
 }  // namespace delayd::broker

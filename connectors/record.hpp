@@ -6,6 +6,7 @@
 // Threading: plain values; no shared state.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -67,6 +68,15 @@ enum class DeliveryError : std::uint8_t {
   fatal,               // the producer instance is broken (an idempotence fatal error); only a
                        // new instance can write again (KafkaProducer::recover_if_fatal)
 };
+
+// Key, value, header names and header values of a Record or an OutRecord: what counts against
+// Kafka's message size limits (framing aside).
+template <typename R>
+std::size_t record_bytes(const R& r) {
+  std::size_t n = (r.key ? r.key->size() : 0) + (r.value ? r.value->size() : 0);
+  for (const auto& h : r.headers) n += h.name.size() + (h.value ? h.value->size() : 0);
+  return n;
+}
 
 // The outcome of one produced record, from librdkafka's delivery report.
 struct DeliveryReport {

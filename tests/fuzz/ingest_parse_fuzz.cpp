@@ -83,7 +83,7 @@ void check(const Record& rec, const IngestRules& rules, const ParsedIngest& pars
     FUZZ_CHECK(job.key == rec.key && job.value == rec.value);
     FUZZ_CHECK(!job.value || job.value->size() <= rules.max_value_bytes);
     FUZZ_CHECK(rules.max_record_bytes == 0 ||
-               delayd::broker::record_bytes(rec) <= rules.max_record_bytes);
+               delayd::connectors::record_bytes(rec) <= rules.max_record_bytes);
     std::size_t i = 0;
     for (const auto& h : rec.headers) {
       if (h.name == kHeaderDeliverAt || h.name == kHeaderJobId || h.name == kHeaderAttempt) continue;
