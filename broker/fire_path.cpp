@@ -1,5 +1,6 @@
 #include "broker/fire_path.hpp"
 
+#include "broker/config_names.hpp"
 #include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
 #include "broker/header_convert.hpp"
@@ -20,12 +21,13 @@ using connectors::DeliveryError;
 // While Redis is unreachable, claimed-nothing jobs go back to the wheel this far ahead.
 constexpr std::int64_t kOutageRequeueMs = 200;
 
-connectors::OutRecord ready_record(const storage::Claim& c) {
+connectors::OutRecord ready_record(const storage::Claim& c, const std::string& topic_template) {
   connectors::OutRecord r;
-  r.topic = c.topic;
+  r.topic = render_ready_topic(topic_template, c.business);
   r.key = c.key;
   r.value = c.value;
   r.headers = to_kafka(c.headers);
+  r.headers.push_back({std::string(kHeaderBusiness), c.business});
   r.headers.push_back({std::string(kHeaderJobId), c.job_id});
   r.headers.push_back({std::string(kHeaderDeliverAt), std::to_string(c.deliver_at)});
   r.headers.push_back({std::string(kHeaderAttempt), std::to_string(c.attempt)});
@@ -91,17 +93,25 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
   if (stuck()) return 0;
   const std::vector<Scheduler::Slot> slots = scheduler_.take_due(now_ms);
   if (slots.empty()) return 0;
-  std::vector<std::string> ids;
-  ids.reserve(slots.size());
-  for (auto s : slots) ids.push_back(scheduler_.job(s).job_id);
-
-  std::vector<storage::Claim> claims;
-  try {
-    claims = store_.claim(ids, now_ms);
-  } catch (...) {
-    // Not claimed, not produced: they stay due. Back into the wheel, shortly.
-    for (auto s : slots) scheduler_.retry_at(s, now_ms + kOutageRequeueMs);
-    throw;
+  std::vector<storage::Claim> claims(slots.size());
+  std::vector<bool> claimed(slots.size(), false);
+  std::exception_ptr outage;
+  for (const auto& [shard, index] : by_shard(slots)) {
+    std::vector<std::string> ids;
+    ids.reserve(index.size());
+    for (size_t i : index) ids.push_back(scheduler_.job(slots[i]).job_id);
+    try {
+      auto got = store_.claim(scheduler_.shard_name(shard), ids, now_ms);
+      for (size_t k = 0; k < index.size(); ++k) {
+        claims[index[k]] = std::move(got[k]);
+        claimed[index[k]] = true;
+      }
+    } catch (...) {
+      // Not claimed, not produced: they stay due. Back into the wheel, shortly. The shards
+      // claimed before the failure are dispatched below; the error is raised after that.
+      for (size_t i : index) scheduler_.retry_at(slots[i], now_ms + kOutageRequeueMs);
+      outage = std::current_exception();
+    }
   }
 
   // The dispatch loop does no I/O, so it cannot stop half-way through the batch.
@@ -109,10 +119,12 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
   std::vector<storage::Claim> aside;
   std::size_t produced = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
+    if (!claimed[i]) continue;
     storage::Claim& c = claims[i];
     switch (c.kind) {
       case storage::Claim::Kind::deliver:
-        produce(InFlight{slots[i], c.job_id, c.attempt, ready_record(c), {}}, TagKind::ready);
+        produce(InFlight{slots[i], c.job_id, c.attempt, ready_record(c, options_.ready_topic_template), {}},
+                TagKind::ready);
         ++produced;
         break;
       case storage::Claim::Kind::early:
@@ -130,7 +142,18 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
   }
   counters_.produced += produced;
   set_aside(aside_slots, aside, now_ms);
+  if (outage) std::rethrow_exception(outage);
   return produced;
+}
+
+std::map<std::uint32_t, std::vector<size_t>> FirePath::by_shard(const std::vector<Scheduler::Slot>& slots) const {
+  std::map<std::uint32_t, std::vector<size_t>> out;
+  for (size_t i = 0; i < slots.size(); ++i) out[scheduler_.job(slots[i]).shard].push_back(i);
+  return out;
+}
+
+std::string FirePath::shard_of(Scheduler::Slot slot) const {
+  return scheduler_.shard_name(scheduler_.job(slot).shard);
 }
 
 void FirePath::set_aside(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::Claim>& claims,
@@ -147,6 +170,12 @@ void FirePath::set_aside(const std::vector<Scheduler::Slot>& slots, const std::v
   }
   for (size_t i = 0; i < slots.size(); ++i) {
     const storage::Claim& c = claims[i];
+    if (c.kind == storage::Claim::Kind::unreadable && c.kept) {
+      // Redis could not move it aside (its quarantine hash is unwritable): meet it again later.
+      spdlog::debug("job {} not set aside yet: {}", c.job_id, c.reason);
+      scheduler_.retry_at(slots[i], now_ms + kOutageRequeueMs);
+      continue;
+    }
     if (c.kind == storage::Claim::Kind::finished) {
       ++counters_.dropped_stale;
     } else {
@@ -165,23 +194,26 @@ void FirePath::settle(std::int64_t now_ms) {
   if (reports_.empty()) return;
   // Acknowledged ready records first, all in one round trip; a report leaves the queue only
   // once Redis has taken its outcome.
-  std::vector<std::string> ids;
+  std::vector<Scheduler::Slot> slots;
   std::vector<std::uint64_t> tags;
   for (const auto& r : reports_) {
     auto it = in_flight_.find(r.tag);
     if (r.ok && it != in_flight_.end() && tag_kind(r.tag) == TagKind::ready) {
-      ids.push_back(it->second.job_id);
+      slots.push_back(it->second.slot);
       tags.push_back(r.tag);
     }
   }
-  if (!ids.empty()) {
-    delivery_outage_.reset();
-    const auto marked = store_.mark_ready(ids, now_ms);
-    for (size_t i = 0; i < tags.size(); ++i) {
-      auto it = in_flight_.find(tags[i]);
-      if (!marked[i].changed && marked[i].state != storage::JobState::ready) {
-        spdlog::warn("job {} delivered but found in state {} (not marked ready)", ids[i],
-                     storage::to_string(marked[i].state));
+  if (!tags.empty()) delivery_outage_.reset();
+  for (const auto& [shard, index] : by_shard(slots)) {
+    std::vector<std::string> ids;
+    ids.reserve(index.size());
+    for (size_t i : index) ids.push_back(in_flight_.at(tags[i]).job_id);
+    const auto marked = store_.mark_ready(scheduler_.shard_name(shard), ids, now_ms);  // may throw: all stay queued
+    for (size_t k = 0; k < index.size(); ++k) {
+      auto it = in_flight_.find(tags[index[k]]);
+      if (!marked[k].changed && marked[k].state != storage::JobState::ready) {
+        spdlog::warn("job {} delivered but found in state {} (not marked ready)", ids[k],
+                     storage::to_string(marked[k].state));
       }
       scheduler_.release(it->second.slot);
       in_flight_.erase(it);
@@ -238,7 +270,7 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
   InFlight& f = it->second;
   if (report.ok) {
     // The dead-letter copy is safe: now the job may be called failed.
-    store_.mark_failed(f.job_id, f.reason, now_ms);
+    store_.mark_failed(shard_of(f.slot), f.job_id, f.reason, now_ms);
     scheduler_.release(f.slot);
     in_flight_.erase(it);
     ++counters_.failed;
@@ -263,7 +295,7 @@ void FirePath::retry(InFlight& f, const std::string& error, const FailureAction&
   // An outage fails every record in flight: those are logged once by the service, not per job.
   spdlog::log(action.refund ? spdlog::level::debug : spdlog::level::warn, "job {}: attempt {} failed ({}); retrying in {} ms{}",
               f.job_id, f.attempt, error, action.delay_ms, action.refund ? " (not counted)" : "");
-  store_.release(f.job_id, error, at, {action.refund, action.keep_firing});
+  store_.release(shard_of(f.slot), f.job_id, error, at, {action.refund, action.keep_firing});
   scheduler_.retry_at(f.slot, at);
   if (action.refund) {
     ++counters_.retried_outage;

@@ -1,13 +1,14 @@
 // FirePath: from "the wheel says it is due" to "Redis says ready".
 //
-//   fire_due()   take due jobs from the scheduler; claim them in Redis (one round trip: the
-//                payload comes back, the attempt is counted, a cancel now answers in_flight);
+//   fire_due()   take due jobs from the scheduler; claim them in Redis (one script call per
+//                shard: the payload comes back, the attempt is counted, a cancel now answers
+//                in_flight, and what cannot be delivered is set aside in the same call);
 //                hand each record to the producer without waiting for room in its queue. Jobs
 //                that cannot be delivered (finished already, corrupt, no readable hash) are set
 //                aside in Redis after the dispatch loop, which itself does no I/O and cannot
 //                throw half-way through a batch.
 //   on_report()  the producer's report handler forwards reports of this path's tags here.
-//   settle()     acknowledged records: mark ready and ZREM (one round trip for all); the others
+//   settle()     acknowledged records: mark ready (one script call per shard); the others
 //                by what Kafka said (connectors::DeliveryError), see decide() below.
 //
 // What a failed delivery costs (the attempt counter is what max_attempts limits):
@@ -24,8 +25,9 @@
 // without its value (header `value-bytes` says how large it was), then without key and carried
 // headers; a copy that fails otherwise sends the job round again (attempt refunded).
 //
-// The ready record: the job's key and value, the producer's headers (less deliver-at, job-id and
-// attempt), then job-id, deliver-at (epoch ms) and attempt (from 1).
+// The ready record: on the topic the configured template names for the job's business; the
+// job's key and value, the producer's headers (less deliver-at, job-id, attempt and business),
+// then business, job-id, deliver-at (epoch ms) and attempt (from 1).
 //
 // Back-pressure: with max_unsettled records awaiting their reports (Kafka slow or down),
 // fire_due() takes nothing: due jobs wait in the wheel (late, never lost) and stuck() tells the
@@ -43,6 +45,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -56,6 +59,7 @@ struct FireOptions {
   std::string dlq_topic = "delay-ingest.dlq";
   std::int64_t retry_outage_ms = 1000;   // delay before retrying a transient failure
   std::size_t max_unsettled = 100'000;   // fire_due() pauses while this many await reports
+  std::string ready_topic_template = "ready.{business}";  // the ready topic of a job's business
 };
 
 struct FireCounters {
@@ -106,6 +110,9 @@ class FirePath {
     std::string reason;            // set once the job is on its way to the dead-letter topic
   };
   std::int64_t backoff(int attempt) const;
+  // Indices into `slots`, grouped by the shard of each slot's job.
+  std::map<std::uint32_t, std::vector<size_t>> by_shard(const std::vector<Scheduler::Slot>& slots) const;
+  std::string shard_of(Scheduler::Slot slot) const;
   void produce(InFlight entry, TagKind kind);
   void set_aside(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::Claim>& claims,
                  std::int64_t now_ms);

@@ -208,7 +208,9 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   job.value = rec.value;
   job.carried.reserve(rec.headers.size());
   for (const auto& h : rec.headers) {
-    if (h.name == kHeaderDeliverAt || h.name == kHeaderJobId || h.name == kHeaderAttempt) continue;
+    if (h.name == kHeaderDeliverAt || h.name == kHeaderJobId || h.name == kHeaderAttempt || h.name == kHeaderBusiness) {
+      continue;
+    }
     job.carried.push_back(h);
   }
   return job;

@@ -22,8 +22,9 @@
 //
 // Invariants of a ScheduleJob: 0 <= deliver_at_ms <= kMaxEpochMs; job_id is non-empty;
 // ready_topic is a legal Kafka topic name other than the ingest and DLQ topics; `carried` holds
-// the record's headers in their order, minus every deliver-at, job-id and attempt header (the
-// broker writes its own normalized ones on the ready record).
+// the record's headers in their order, minus every deliver-at, job-id, attempt and business
+// header (the broker writes its own normalized ones on the ready record; business is kept once,
+// in the job record, not twice).
 // Threading: pure functions over their arguments; callable from any thread.
 #pragma once
 

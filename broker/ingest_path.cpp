@@ -69,16 +69,14 @@ void IngestPath::process(const std::vector<connectors::Record>& batch, std::int6
       j.job_id = std::move(job->job_id);
       j.deliver_at = job->deliver_at_ms;
       j.business = std::move(job->business);
-      j.topic = std::move(job->ready_topic);
       j.shard = storage::shard_id(rec.topic, rec.partition);
-      j.source = position(rec);
       j.key = std::move(job->key);
       j.value = std::move(job->value);
       j.headers = to_stored(job->carried);
       accepts_.push_back(std::move(j));
     } else if (auto* c = std::get_if<CancelJob>(&parsed)) {
       flush_accepts(b, i, now_ms);  // a cancel applies to what came before it in the partition
-      cancel(c->job_id, now_ms);
+      cancel(storage::shard_id(rec.topic, rec.partition), c->job_id, now_ms);
       b.resume = i + 1;
     } else if (b.dead_lettered.insert(i).second) {
       dead_letter(b, rec, std::get<Invalid>(parsed).reason);
@@ -110,8 +108,8 @@ void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) 
       }
       // Hold it if it is due within the horizon: the ingest half of the horizon invariant. An
       // existing job is offered too (a replay after a crash may be the only way it gets held).
-      if (o.state == storage::JobState::delay && o.shard == accepts_[i].shard) {
-        scheduler_.offer(o.shard, accepts_[i].job_id, o.deliver_at);
+      if (o.state == storage::JobState::delay) {
+        scheduler_.offer(accepts_[i].shard, accepts_[i].job_id, o.deliver_at);
       }
     }
     accepts_.clear();
@@ -119,8 +117,8 @@ void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) 
   b.resume = next;
 }
 
-void IngestPath::cancel(const std::string& job_id, std::int64_t now_ms) {
-  const storage::Transition t = store_.cancel(job_id, now_ms, options_.cancel_memory_s);
+void IngestPath::cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms) {
+  const storage::Transition t = store_.cancel_anywhere(shard, job_id, now_ms, options_.cancel_memory_s);
   if (t.changed) {
     scheduler_.cancel(job_id);
     ++counters_.cancelled;

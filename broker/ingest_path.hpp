@@ -1,13 +1,15 @@
 // IngestPath: makes batches of ingest records durable, in record order, and says when their
 // offsets may be committed.
 //
-//   schedule  accepted in Redis (job hash, then pending entry; see storage/job_store.hpp), then
+//   schedule  accepted in Redis (record and pending entry in one script call per shard; see
+//             storage/job_store.hpp), then
 //             offered to the scheduler, which holds it at once if it is due within the shard's
 //             loaded horizon (the ingest half of the horizon invariant, scheduler.hpp).
 //   cancel    cancelled in Redis if still pending and not in flight, then dropped from the wheel.
-//             A cancel for an id Redis does not know is remembered for cancel_memory_s: its job
-//             may have been published to another partition and not be read yet; if it arrives
-//             in time it is accepted straight into cancelled and never delivered.
+//             The job is looked for in the cancel's own shard first, then in every shard. An id
+//             found nowhere is remembered in the cancel's shard for cancel_memory_s: a job that
+//             arrives there in time (published with the same Kafka key as its cancel, it lands
+//             in the same partition) is accepted straight into cancelled, never delivered.
 //   invalid   copied to the dead-letter topic with an `error` header saying why, plus
 //             source-topic, source-partition and source-offset headers.
 //
@@ -102,7 +104,8 @@ class IngestPath {
   };
   Batch& batch_for(const std::vector<connectors::Record>& batch);
   void flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms);
-  void cancel(const std::string& job_id, std::int64_t now_ms);
+  // A cancel read from `shard`: the job is looked for there first, then in every shard.
+  void cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms);
   void dead_letter(Batch& b, const connectors::Record& rec, const std::string& reason);  // b.outstanding + 1
   void send(DeadLetter letter);
   std::optional<std::string> refuse_topic(const ScheduleJob& job);

@@ -95,5 +95,6 @@ stop:        scripts/run.sh stop
 try it:
   kcat -P -b $KAFKA_BOOTSTRAP -t delay-ingest -H deliver-at=\$((\$(date +%s%3N)+3000)) -H business=demo -H job-id=hello-1 <<< 'hello'
   kcat -C -b $KAFKA_BOOTSTRAP -t ready.demo -e
-  redis-cli -u $REDIS_URL hget delayd:job:hello-1 state
+  $BUILD/broker/delayctl get hello-1
+  redis-cli -u $REDIS_URL --scan --pattern 'delayd:{*}:job:hello-1'    # its key, then GET it
 EOF

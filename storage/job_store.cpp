@@ -4,16 +4,16 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <cmath>
-#include <set>
+#include <cstdlib>
+#include <map>
 
 namespace delayd::storage {
 
 namespace {
 
-constexpr std::string_view kScriptTexts[] = {lua::kAccept,    lua::kClaim,      lua::kMarkReady,
-                                             lua::kRelease,   lua::kMarkFailed, lua::kCancel};
+constexpr std::string_view kScriptBodies[] = {lua::kAccept,    lua::kClaim,      lua::kMarkReady,
+                                              lua::kRelease,   lua::kMarkFailed, lua::kCancel};
 
 std::optional<std::int64_t> parse_i64(std::string_view s) {
   std::int64_t v = 0;
@@ -35,174 +35,90 @@ std::int64_t score_of(ReplyView v) {
   return static_cast<std::int64_t>(std::ceil(d));
 }
 
-// A script's {changed, state, business, shard}. A state the scripts never return means the reply
+// A script's {changed, state} for one job. A state the scripts never return means the reply
 // itself cannot be trusted; it is reported as corrupt rather than thrown.
-Transition parse_transition(const std::string& job_id, ReplyView r) {
+Transition parse_transition(const std::string& job_id, std::string_view shard, ReplyView r) {
   Transition t;
   t.job_id = job_id;
-  t.changed = r[0].integer() == 1;
-  t.state = parse_job_state(r[1].str()).value_or(JobState::corrupt);
-  t.business = std::string(r[2].str());
-  t.shard = std::string(r[3].str());
+  t.shard = std::string(shard);
+  try {
+    t.changed = r[0].integer() == 1;
+    t.state = parse_job_state(r[1].str()).value_or(JobState::corrupt);
+  } catch (const RedisCommandError&) {
+    t.state = JobState::corrupt;
+  }
   return t;
 }
 
-std::string counter(std::string_view business, JobState state) {
-  return std::string(business) + "|" + std::string(to_string(state));
-}
-
-}  // namespace
-
-JobStore::JobStore(RedisConnection& redis, KeySchema keys, std::int64_t retention_s)
-    : redis_(redis), keys_(std::move(keys)), retention_s_(retention_s) {
-  load_scripts();
-}
-
-void JobStore::load_scripts() {
-  std::vector<Command> cmds;
-  for (auto text : kScriptTexts) cmds.push_back({"SCRIPT", "LOAD", std::string(text)});
-  auto replies = redis_.pipeline(cmds);
-  shas_.clear();
-  for (auto& r : replies) shas_.emplace_back(r.view().str());
-}
-
-std::vector<RedisReply> JobStore::eval_each(Script script, const std::vector<Command>& per_job,
-                                            const std::function<std::vector<Command>(size_t)>& also) {
-  auto build = [&](size_t i, std::vector<Command>& out) {
-    Command c{"EVALSHA", shas_[static_cast<size_t>(script)], "1"};
-    c.insert(c.end(), per_job[i].begin(), per_job[i].end());
-    out.push_back(std::move(c));
-    if (also) {
-      for (auto& extra : also(i)) out.push_back(std::move(extra));
-    }
-  };
-  std::vector<Command> cmds;
-  cmds.reserve(per_job.size());
-  for (size_t i = 0; i < per_job.size(); ++i) build(i, cmds);
-  auto replies = redis_.pipeline(cmds);
-  const size_t stride = per_job.empty() ? 1 : replies.size() / per_job.size();
-
-  // A restarted Redis without persistence of its script cache (or SCRIPT FLUSH) answers
-  // NOSCRIPT; only those jobs' scripts did not run, so only those are sent again.
-  std::vector<size_t> lost;
-  for (size_t i = 0; i < per_job.size(); ++i) {
-    const ReplyView r = replies[i * stride].view();
-    if (r.is_error() && r.error().rfind("NOSCRIPT", 0) == 0) lost.push_back(i);
-  }
-  if (!lost.empty()) {
-    load_scripts();
-    std::vector<Command> again;
-    for (size_t i : lost) build(i, again);
-    auto retried = redis_.pipeline(again);
-    for (size_t k = 0; k < lost.size(); ++k) {
-      for (size_t j = 0; j < stride; ++j) replies[lost[k] * stride + j] = std::move(retried[k * stride + j]);
-    }
-  }
-  return replies;
-}
-
-std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::int64_t now_ms) {
-  std::vector<Command> per_job;
-  per_job.reserve(jobs.size());
-  const std::string now = std::to_string(now_ms);
-  for (const auto& j : jobs) {
-    per_job.push_back({keys_.job(j.job_id), std::to_string(j.deliver_at), j.business, j.topic, j.shard, now,
-                       j.source, std::to_string(retention_s_)});
-  }
-  auto replies = eval_each(Script::accept, per_job);
-
-  std::vector<AcceptOutcome> out;
-  out.reserve(jobs.size());
-  std::vector<Command> follow;
-  std::set<std::string> shards;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    ReplyView r = replies[i].view();
-    if (r.is_error()) throw RedisCommandError("redis: accept: " + r.error());
-    AcceptOutcome o;
-    o.created = r[0].integer() == 1;
-    o.cancelled_early = r[0].integer() == 2;
-    o.state = parse_job_state(r[1].str()).value_or(JobState::corrupt);
-    const std::string business(r[2].str());
-    o.shard = std::string(r[3].str());
-    // An existing hash whose deliver_at does not parse is left alone here: the claim that meets
-    // its pending entry sets it aside (see set_aside()).
-    if (auto at = parse_i64(r[4].str())) {
-      o.deliver_at = *at;
+// Undoes the scripts' enc(): "%XX" back to the byte. A malformed escape is kept as it is.
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned value = 0;
+    if (s[i] == '%' && i + 2 < s.size() &&
+        std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16).ptr == s.data() + i + 3) {
+      out.push_back(static_cast<char>(value));
+      i += 2;
     } else {
-      o.state = JobState::corrupt;
+      out.push_back(s[i]);
     }
-    // A replay of our own record re-adds the entry in case the first try died before the ZADD;
-    // a duplicate published to another partition leaves the first shard's entry alone.
-    if (o.created || (o.state == JobState::delay && o.shard == jobs[i].shard)) {
-      follow.push_back({"SET", keys_.payload(jobs[i].job_id),
-                        encode_payload({jobs[i].key, jobs[i].value, jobs[i].headers}), "NX"});
-      follow.push_back({"ZADD", keys_.pending(o.shard), std::to_string(o.deliver_at), jobs[i].job_id});
-      shards.insert(o.shard);
-    }
-    if (o.created) follow.push_back({"HINCRBY", keys_.stats(), counter(business, JobState::delay), "1"});
-    if (o.cancelled_early) follow.push_back({"HINCRBY", keys_.stats(), counter(business, JobState::cancelled), "1"});
-    out.push_back(std::move(o));
-  }
-  if (!shards.empty()) {
-    Command sadd{"SADD", keys_.shards()};
-    sadd.insert(sadd.end(), shards.begin(), shards.end());
-    follow.push_back(std::move(sadd));
-  }
-  run_checked(follow);
-  return out;
-}
-
-void JobStore::run_checked(const std::vector<Command>& commands) {
-  if (commands.empty()) return;
-  for (auto& r : redis_.pipeline(commands)) {
-    if (r.view().is_error()) throw RedisCommandError("redis: " + r.view().error());
-  }
-}
-
-std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std::optional<std::int64_t> after,
-                                                    std::int64_t upto, std::size_t limit) {
-  const std::string min = after ? "(" + std::to_string(*after) : "-inf";
-  Command cmd{"ZRANGEBYSCORE", keys_.pending(shard), min, std::to_string(upto), "WITHSCORES"};
-  if (limit > 0) cmd.insert(cmd.end(), {"LIMIT", "0", std::to_string(limit)});
-  auto reply = redis_.command(cmd);
-  ReplyView r = reply.view();
-  std::vector<PendingEntry> out;
-  out.reserve(r.size() / 2);
-  for (size_t i = 0; i + 1 < r.size(); i += 2) {
-    out.push_back({std::string(r[i].str()), score_of(r[i + 1])});
   }
   return out;
 }
 
-namespace {
+// The fields of a job record (key_schema.hpp), for people and tools; nullopt if the header
+// line does not have the documented shape.
+std::optional<std::map<std::string, std::string>> parse_record(std::string_view record) {
+  const auto nl = record.find('\n');
+  if (nl == std::string_view::npos) return std::nullopt;
+  std::string_view line = record.substr(0, nl);
+  std::vector<std::string_view> words;
+  while (!line.empty()) {
+    const auto sp = line.find(' ');
+    words.push_back(line.substr(0, sp));
+    line = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
+  }
+  if (words.size() < 4 || !parse_job_state(words[0]) || !parse_i64(words[1]) || !parse_i64(words[2])) {
+    return std::nullopt;
+  }
+  std::map<std::string, std::string> out{{"state", std::string(words[0])}, {"attempt", std::string(words[2])}};
+  if (words[3] != "-") {  // "-": a remembered cancel, whose job (and so its time) is not known yet
+    out.emplace("deliver_at", std::string(words[1]));
+    out.emplace("business", std::string(words[3]));
+  }
+  for (size_t i = 4; i < words.size(); ++i) {
+    const auto eq = words[i].find('=');
+    if (eq == std::string_view::npos) continue;
+    out[std::string(words[i].substr(0, eq))] = percent_decode(words[i].substr(eq + 1));
+  }
+  const std::string_view payload = record.substr(nl + 1);
+  if (!payload.empty()) {
+    try {
+      StoredPayload p = decode_payload(payload);
+      if (p.key) out.emplace("key", *p.key);
+      if (p.value) out.emplace("value", *p.value);
+      out.emplace("headers", encode_headers(p.headers));
+    } catch (const std::invalid_argument& e) {
+      out.emplace("payload_error", e.what());
+    }
+  }
+  return out;
+}
 
-// One job's claim from the script's reply and the payload read beside it. Never throws on what
-// the bytes say: an unexpected shape is reported as an unreadable job.
-Claim parse_claim(const std::string& job_id, ReplyView r, ReplyView payload) {
+// One job's claim from the script's reply. Never throws on what the bytes say: an unexpected
+// shape is reported as a corrupt job.
+Claim parse_claim(const std::string& job_id, ReplyView r) {
   Claim c;
   c.job_id = job_id;
-  if (r.is_error()) {
-    // WRONGTYPE (the key is not a hash) or a script failure on data no script anticipated.
-    c.kind = Claim::Kind::unreadable;
-    c.reason = "job hash unreadable: " + r.error().substr(0, 200);
-    return c;
-  }
   const std::string_view kind = r[0].str();
   if (kind == "deliver") {
     c.state = JobState::delay;
     c.deliver_at = parse_i64(r[1].str()).value_or(0);
-    c.topic = std::string(r[2].str());
-    c.business = std::string(r[3].str());
-    c.shard = std::string(r[4].str());
-    c.attempt = static_cast<int>(r[5].integer());
-    if (payload.is_error() || payload.is_nil()) {
-      c.kind = Claim::Kind::corrupt;
-      c.reason = payload.is_nil() ? "corrupt job record: payload missing from Redis"
-                                  : "corrupt job record: payload unreadable: " + payload.error().substr(0, 200);
-      return c;
-    }
+    c.business = std::string(r[2].str());
+    c.attempt = static_cast<int>(r[3].integer());
     try {
-      StoredPayload p = decode_payload(payload.str());
+      StoredPayload p = decode_payload(r[4].str());
       c.key = std::move(p.key);
       c.value = std::move(p.value);
       c.headers = std::move(p.headers);
@@ -220,39 +136,144 @@ Claim parse_claim(const std::string& job_id, ReplyView r, ReplyView payload) {
     c.marked_failed = true;
     c.state = JobState::failed;
     c.reason = std::string(r[1].str());
-    c.business = std::string(r[2].str());
-    c.shard = std::string(r[3].str());
-  } else if (kind == "missing") {
+  } else if (kind == "unreadable") {
     c.kind = Claim::Kind::unreadable;
-    c.reason = "no job hash for this pending entry";
+    c.reason = std::string(r[1].str());
+    if (r.size() > 2) {
+      c.kept = true;
+      c.reason += "; " + std::string(r[2].str());
+    }
   } else {
     c.kind = Claim::Kind::finished;
-    c.state = parse_job_state(kind).value_or(JobState::corrupt);
+    c.state = parse_job_state(r[1].str()).value_or(JobState::corrupt);
   }
   return c;
 }
 
 }  // namespace
 
-std::vector<Claim> JobStore::claim(std::span<const std::string> job_ids, std::int64_t now_ms) {
+JobStore::JobStore(RedisConnection& redis, KeySchema keys, std::int64_t retention_s)
+    : redis_(redis), keys_(std::move(keys)), retention_s_(retention_s) {
+  load_scripts();
+}
+
+void JobStore::load_scripts() {
+  std::vector<Command> cmds;
+  for (auto body : kScriptBodies) cmds.push_back({"SCRIPT", "LOAD", std::string(lua::kPrelude) + std::string(body)});
+  auto replies = redis_.pipeline(cmds);
+  shas_.clear();
+  for (auto& r : replies) {
+    if (r.view().is_error()) throw RedisCommandError("redis: SCRIPT LOAD: " + r.view().error());
+    shas_.emplace_back(r.view().str());
+  }
+}
+
+JobStore::Replies JobStore::run(Script script, std::string_view shard, const std::vector<Command>& per_job,
+                                std::int64_t now_ms, std::int64_t extra) {
+  const size_t calls = (per_job.size() + kJobsPerCall - 1) / kJobsPerCall;
+  auto build = [&](size_t call) {
+    const size_t from = call * kJobsPerCall, to = std::min(per_job.size(), from + kJobsPerCall);
+    Command c{"EVALSHA", shas_[static_cast<size_t>(script)], std::to_string(3 + to - from), keys_.pending(shard),
+              keys_.stats(shard), keys_.quarantine(shard)};
+    for (size_t i = from; i < to; ++i) c.push_back(keys_.job(shard, per_job[i].front()));
+    c.insert(c.end(), {std::to_string(now_ms), std::to_string(retention_s_), std::to_string(extra)});
+    for (size_t i = from; i < to; ++i) c.insert(c.end(), per_job[i].begin(), per_job[i].end());
+    return c;
+  };
+  std::vector<Command> cmds;
+  for (size_t k = 0; k < calls; ++k) cmds.push_back(build(k));
+  Replies out{redis_.pipeline(cmds)};
+
+  // A restarted Redis without persistence of its script cache (or SCRIPT FLUSH) answers
+  // NOSCRIPT; only those calls did not run, so only those are sent again.
+  std::vector<size_t> lost;
+  for (size_t k = 0; k < calls; ++k) {
+    const ReplyView r = out.calls[k].view();
+    if (r.is_error() && r.error().rfind("NOSCRIPT", 0) == 0) lost.push_back(k);
+  }
+  if (!lost.empty()) {
+    load_scripts();
+    std::vector<Command> again;
+    for (size_t k : lost) again.push_back(build(k));
+    auto retried = redis_.pipeline(again);
+    for (size_t i = 0; i < lost.size(); ++i) out.calls[lost[i]] = std::move(retried[i]);
+  }
+  for (auto& r : out.calls) {
+    if (r.view().is_error()) throw RedisCommandError("redis: script: " + r.view().error());
+  }
+  return out;
+}
+
+void JobStore::register_shard(std::string_view shard) {
+  if (registered_shards_.count(std::string(shard)) != 0) return;
+  if (auto r = redis_.command({"SADD", keys_.shards(), std::string(shard)}); r.view().is_error()) {
+    throw RedisCommandError("redis: " + r.view().error());
+  }
+  registered_shards_.emplace(shard);
+}
+
+std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::int64_t now_ms) {
+  std::map<std::string_view, std::vector<size_t>> by_shard;
+  for (size_t i = 0; i < jobs.size(); ++i) by_shard[jobs[i].shard].push_back(i);
+
+  std::vector<AcceptOutcome> out(jobs.size());
+  for (const auto& [shard, idx] : by_shard) {
+    register_shard(shard);
+    std::vector<Command> per_job;
+    per_job.reserve(idx.size());
+    for (size_t i : idx) {
+      const NewJob& j = jobs[i];
+      per_job.push_back({j.job_id, std::to_string(j.deliver_at), j.business, encode_payload({j.key, j.value, j.headers})});
+    }
+    const Replies replies = run(Script::accept, shard, per_job, now_ms);
+    for (size_t k = 0; k < idx.size(); ++k) {
+      const ReplyView r = replies[k];
+      AcceptOutcome& o = out[idx[k]];
+      o.created = r[0].integer() == 1;
+      o.cancelled_early = r[0].integer() == 2;
+      o.state = parse_job_state(r[1].str()).value_or(JobState::corrupt);
+      if (auto at = parse_i64(r[2].str())) {
+        o.deliver_at = *at;
+      } else {
+        o.state = JobState::corrupt;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std::optional<std::int64_t> after,
+                                                    std::int64_t upto, std::size_t limit) {
+  register_shard(shard);  // the loader reads every owned shard first: tools and cancels now see it
+  const std::string min = after ? "(" + std::to_string(*after) : "-inf";
+  Command cmd{"ZRANGEBYSCORE", keys_.pending(shard), min, std::to_string(upto), "WITHSCORES"};
+  if (limit > 0) cmd.insert(cmd.end(), {"LIMIT", "0", std::to_string(limit)});
+  auto reply = redis_.command(cmd);
+  ReplyView r = reply.view();
+  std::vector<PendingEntry> out;
+  out.reserve(r.size() / 2);
+  for (size_t i = 0; i + 1 < r.size(); i += 2) {
+    out.push_back({std::string(r[i].str()), score_of(r[i + 1])});
+  }
+  return out;
+}
+
+std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::string> job_ids,
+                                   std::int64_t now_ms) {
   std::vector<Command> per_job;
   per_job.reserve(job_ids.size());
-  const std::string now = std::to_string(now_ms), retention = std::to_string(retention_s_);
-  for (const auto& id : job_ids) per_job.push_back({keys_.job(id), now, retention});
-  auto replies = eval_each(Script::claim, per_job, [&](size_t i) {
-    return std::vector<Command>{{"GET", keys_.payload(job_ids[i])}};
-  });
-
+  for (const auto& id : job_ids) per_job.push_back({id});
+  const Replies replies = run(Script::claim, shard, per_job, now_ms);
   std::vector<Claim> out;
   out.reserve(job_ids.size());
   for (size_t i = 0; i < job_ids.size(); ++i) {
     try {
-      out.push_back(parse_claim(job_ids[i], replies[2 * i].view(), replies[2 * i + 1].view()));
+      out.push_back(parse_claim(job_ids[i], replies[i]));
     } catch (const RedisCommandError& e) {
       Claim c;
       c.job_id = job_ids[i];
-      c.kind = Claim::Kind::unreadable;
-      c.reason = std::string("claim reply unreadable: ") + e.what();
+      c.kind = Claim::Kind::corrupt;
+      c.reason = std::string("corrupt job record: claim reply unreadable: ") + e.what();
       out.push_back(std::move(c));
     }
   }
@@ -260,110 +281,121 @@ std::vector<Claim> JobStore::claim(std::span<const std::string> job_ids, std::in
 }
 
 void JobStore::set_aside(std::string_view shard, std::span<const Claim> claims, std::int64_t now_ms) {
-  std::vector<Transition> done;
-  std::vector<Command> follow;
+  std::vector<Command> per_job;
   for (const Claim& c : claims) {
-    switch (c.kind) {
-      case Claim::Kind::deliver:
-      case Claim::Kind::early:
-        break;
-      case Claim::Kind::finished:
-        follow.push_back({"ZREM", keys_.pending(shard), c.job_id});
-        follow.push_back({"UNLINK", keys_.payload(c.job_id)});
-        break;
-      case Claim::Kind::corrupt:
-        if (c.marked_failed) {
-          done.push_back({c.job_id, true, JobState::failed, c.business, std::string(shard)});
-        } else {
-          mark_failed(c.job_id, c.reason, now_ms);  // with its own ZREM, UNLINK and counters
-        }
-        break;
-      case Claim::Kind::unreadable:
-        follow.push_back({"HSET", keys_.quarantine(shard), c.job_id, c.reason});
-        follow.push_back({"ZREM", keys_.pending(shard), c.job_id});
-        follow.push_back({"UNLINK", keys_.payload(c.job_id)});
-        break;
-    }
+    if (c.kind == Claim::Kind::corrupt && !c.marked_failed) per_job.push_back({c.job_id, c.reason});
   }
-  run_checked(follow);
-  // Those the claim script marked failed: ZREM, UNLINK and counters, as any transition gets.
-  after_transitions(done, JobState::delay);
+  if (!per_job.empty()) run(Script::mark_failed, shard, per_job, now_ms);
 }
 
-void JobStore::after_transitions(const std::vector<Transition>& done, JobState from_state) {
-  std::vector<Command> follow;
-  for (const auto& t : done) {
-    // ZREM also when this call changed nothing but the job is already final: that is the
-    // clean-up of a crash between a transition and its ZREM.
-    if (is_final(t.state) && !t.shard.empty()) {
-      follow.push_back({"ZREM", keys_.pending(t.shard), t.job_id});
-      follow.push_back({"UNLINK", keys_.payload(t.job_id)});
-    }
-    if (t.changed && t.state != from_state) {
-      follow.push_back({"HINCRBY", keys_.stats(), counter(t.business, from_state), "-1"});
-      follow.push_back({"HINCRBY", keys_.stats(), counter(t.business, t.state), "1"});
-    }
-  }
-  run_checked(follow);
-}
-
-std::vector<Transition> JobStore::mark_ready(std::span<const std::string> job_ids, std::int64_t now_ms) {
+std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<const std::string> job_ids,
+                                             std::int64_t now_ms) {
   std::vector<Command> per_job;
   per_job.reserve(job_ids.size());
-  const std::string now = std::to_string(now_ms), retention = std::to_string(retention_s_);
-  for (const auto& id : job_ids) per_job.push_back({keys_.job(id), now, retention});
-  auto replies = eval_each(Script::mark_ready, per_job);
+  for (const auto& id : job_ids) per_job.push_back({id});
+  const Replies replies = run(Script::mark_ready, shard, per_job, now_ms);
   std::vector<Transition> out;
   out.reserve(job_ids.size());
-  for (size_t i = 0; i < job_ids.size(); ++i) out.push_back(parse_transition(job_ids[i], replies[i].view()));
-  after_transitions(out, JobState::delay);
+  for (size_t i = 0; i < job_ids.size(); ++i) out.push_back(parse_transition(job_ids[i], shard, replies[i]));
   return out;
 }
 
-Transition JobStore::transition(Script script, const std::string& job_id, Command args) {
-  args.insert(args.begin(), keys_.job(job_id));
-  auto replies = eval_each(script, {args});
-  Transition t = parse_transition(job_id, replies.front().view());
-  after_transitions({t}, JobState::delay);
-  return t;
+Transition JobStore::one(Script script, std::string_view shard, Command args, std::int64_t now_ms,
+                         std::int64_t extra) {
+  const Replies replies = run(script, shard, {args}, now_ms, extra);
+  return parse_transition(args.front(), shard, replies[0]);
 }
 
-Transition JobStore::release(const std::string& job_id, std::string_view error, std::int64_t retry_at,
-                             ReleaseOptions options) {
-  Transition t = transition(Script::release, job_id,
-                            {std::string(error), options.refund ? "1" : "0", options.keep_firing ? "1" : "0"});
-  if (t.changed && !t.shard.empty()) {
-    auto r = redis_.command({"ZADD", keys_.pending(t.shard), "XX", std::to_string(retry_at), job_id});
-    if (r.view().is_error()) throw RedisCommandError("redis: " + r.view().error());
+Transition JobStore::release(std::string_view shard, const std::string& job_id, std::string_view error,
+                             std::int64_t retry_at, ReleaseOptions options) {
+  return one(Script::release, shard,
+             {job_id, std::string(error), options.refund ? "1" : "0", options.keep_firing ? "1" : "0",
+              std::to_string(retry_at)},
+             0);
+}
+
+Transition JobStore::mark_failed(std::string_view shard, const std::string& job_id, std::string_view reason,
+                                 std::int64_t now_ms) {
+  return one(Script::mark_failed, shard, {job_id, std::string(reason)}, now_ms);
+}
+
+Transition JobStore::cancel(std::string_view shard, const std::string& job_id, std::int64_t now_ms,
+                            std::int64_t remember_s) {
+  if (remember_s > 0) register_shard(shard);  // so that tools find the remembered cancel
+  return one(Script::cancel, shard, {job_id}, now_ms, remember_s);
+}
+
+Transition JobStore::cancel_anywhere(std::string_view home, const std::string& job_id, std::int64_t now_ms,
+                                     std::int64_t remember_s) {
+  const std::vector<std::string> holders = shards_holding(job_id, home);
+  if (!holders.empty()) return cancel(holders.front(), job_id, now_ms, 0);
+  // Found nowhere: remembered in every shard, since the job may come through any partition.
+  // Each shard's call is atomic against that shard's accept, so a job accepted meanwhile is
+  // either cancelled here (it exists by then) or finds the remembered cancel.
+  register_shard(home);
+  Transition t = cancel(home, job_id, now_ms, remember_s);
+  for (const auto& shard : known_shards()) {
+    if (shard == home) continue;
+    Transition other = cancel(shard, job_id, now_ms, remember_s);
+    if (other.changed) t = other;  // the job arrived there since shards_holding() looked
   }
   return t;
 }
 
-Transition JobStore::mark_failed(const std::string& job_id, std::string_view reason, std::int64_t now_ms) {
-  return transition(Script::mark_failed, job_id,
-                    {std::to_string(now_ms), std::string(reason), std::to_string(retention_s_)});
+std::vector<std::string> JobStore::known_shards() {
+  auto members = redis_.command({"SMEMBERS", keys_.shards()});
+  std::vector<std::string> shards;
+  if (!members.view().is_array()) return shards;
+  for (size_t i = 0; i < members.view().size(); ++i) shards.emplace_back(members.view()[i].str());
+  std::sort(shards.begin(), shards.end());
+  return shards;
 }
 
-Transition JobStore::cancel(const std::string& job_id, std::int64_t now_ms, std::int64_t remember_s) {
-  return transition(Script::cancel, job_id,
-                    {std::to_string(now_ms), std::to_string(retention_s_), std::to_string(remember_s)});
+std::vector<std::string> JobStore::shards_holding(const std::string& job_id, std::string_view first) {
+  std::vector<std::string> shards = known_shards();
+  if (!first.empty()) {
+    shards.erase(std::remove(shards.begin(), shards.end(), first), shards.end());
+    shards.insert(shards.begin(), std::string(first));
+  }
+  std::vector<Command> cmds;
+  for (const auto& s : shards) cmds.push_back({"EXISTS", keys_.job(s, job_id)});
+  auto replies = redis_.pipeline(cmds);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const ReplyView r = replies[i].view();
+    if (r.is_integer() && r.integer() == 1) out.push_back(shards[i]);
+  }
+  return out;
 }
 
-std::optional<std::map<std::string, std::string>> JobStore::get(std::string_view job_id) {
-  auto replies = redis_.pipeline({{"HGETALL", keys_.job(job_id)}, {"GET", keys_.payload(job_id)}});
-  ReplyView r = replies[0].view();
-  if (r.is_error()) return std::map<std::string, std::string>{{"error", "job hash unreadable: " + r.error()}};
-  if (r.size() == 0) return std::nullopt;
-  std::map<std::string, std::string> out;
-  for (size_t i = 0; i + 1 < r.size(); i += 2) out.emplace(r[i].str(), r[i + 1].str());
-  if (const ReplyView p = replies[1].view(); p.is_string()) {
-    try {
-      StoredPayload payload = decode_payload(p.str());
-      if (payload.key) out.emplace("key", *payload.key);
-      if (payload.value) out.emplace("value", *payload.value);
-      out.emplace("headers", encode_headers(payload.headers));
-    } catch (const std::invalid_argument& e) {
-      out.emplace("payload_error", e.what());
+std::optional<std::map<std::string, std::string>> JobStore::get(const std::string& job_id) {
+  return get_many(std::span<const std::string>(&job_id, 1)).front();
+}
+
+std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const std::string> job_ids) {
+  const std::vector<std::string> shards = known_shards();
+  std::vector<Command> cmds;
+  cmds.reserve(job_ids.size() * shards.size());
+  for (const auto& id : job_ids) {
+    for (const auto& shard : shards) cmds.push_back({"GET", keys_.job(shard, id)});
+  }
+  auto replies = redis_.pipeline(cmds);
+  std::vector<std::optional<Fields>> out(job_ids.size());
+  for (size_t i = 0; i < job_ids.size(); ++i) {
+    for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
+      const ReplyView r = replies[i * shards.size() + k].view();
+      if (r.is_nil()) continue;
+      Fields fallback{{"shard", shards[k]}};
+      if (r.is_error()) {
+        fallback.emplace("error", "job record unreadable: " + r.error());
+        out[i] = std::move(fallback);
+      } else if (auto fields = parse_record(r.str())) {
+        fields->emplace("shard", shards[k]);
+        out[i] = std::move(fields);
+      } else {
+        fallback.emplace("error", "corrupt job record: header line unreadable");
+        out[i] = std::move(fallback);
+      }
     }
   }
   return out;
@@ -371,33 +403,31 @@ std::optional<std::map<std::string, std::string>> JobStore::get(std::string_view
 
 StoreStats JobStore::stats() {
   StoreStats s;
-  auto members = redis_.command({"SMEMBERS", keys_.shards()});
-  std::vector<std::string> shards;
-  for (size_t i = 0; i < members.view().size(); ++i) shards.emplace_back(members.view()[i].str());
+  const std::vector<std::string> shards = known_shards();
   std::vector<Command> cmds;
   for (const auto& shard : shards) {
     cmds.push_back({"ZCARD", keys_.pending(shard)});
     cmds.push_back({"ZRANGE", keys_.pending(shard), "0", "0", "WITHSCORES"});
+    cmds.push_back({"HGETALL", keys_.stats(shard)});
   }
-  cmds.push_back({"HGETALL", keys_.stats()});
   auto replies = redis_.pipeline(cmds);
   for (size_t i = 0; i < shards.size(); ++i) {
-    const std::int64_t n = replies[2 * i].view().integer();
+    const std::int64_t n = replies[3 * i].view().integer();
     s.pending += n;
     s.pending_by_shard[shards[i]] = n;
-    ReplyView first = replies[2 * i + 1].view();
+    ReplyView first = replies[3 * i + 1].view();
     if (first.size() == 2) {
       const std::int64_t due = score_of(first[1]);
       if (!s.next_due || due < *s.next_due) s.next_due = due;
     }
-  }
-  ReplyView counters = replies.back().view();
-  for (size_t i = 0; i + 1 < counters.size(); i += 2) {
-    const std::string_view field = counters[i].str();
-    const auto bar = field.rfind('|');
-    if (bar == std::string_view::npos) continue;
-    if (auto n = parse_i64(counters[i + 1].str())) {
-      s.by_business_state[std::string(field.substr(0, bar))][std::string(field.substr(bar + 1))] = *n;
+    ReplyView counters = replies[3 * i + 2].view();
+    for (size_t k = 0; k + 1 < counters.size(); k += 2) {
+      const std::string_view field = counters[k].str();
+      const auto bar = field.rfind('|');
+      if (bar == std::string_view::npos) continue;
+      if (auto v = parse_i64(counters[k + 1].str())) {
+        s.by_business_state[std::string(field.substr(0, bar))][std::string(field.substr(bar + 1))] += *v;
+      }
     }
   }
   return s;

@@ -1,55 +1,52 @@
 // JobStore: the durable side of delayd. Every job lives in Redis from the moment its ingest
 // offset may be committed until its retention ends; the in-memory wheel only mirrors the
 // near future. This class owns the order of writes that keeps Redis consistent at every crash
-// point:
+// point.
 //
-//   accept   1. job hash created (script, idempotent on job-id)
-//            2. SET NX the payload, then ZADD to its shard's pending set (both re-done on a
-//               replay; NX keeps the first publish's payload)
-//            crash after 1: the ingest offset is not committed, the record is replayed, the
-//            script reports "exists, still delay" and step 2 runs again.
-//   deliver  1. claim: attempt+1, firing_at stamped   (a cancel now answers in_flight), and the
-//               payload read in the same round trip
-//            2. the broker produces the ready record and waits for Kafka's acknowledgement
-//            3. mark ready (only if still delay)        4. ZREM and UNLINK the payload
-//            crash before 3: the job is still delay and pending, so it is loaded and delivered
-//            again after restart (a duplicate with the same job-id: at-least-once).
-//            crash between 3 and 4: the pending entry points at a ready job; claim answers
-//            "ready" and the broker drops the stale entry (and the payload).
-//   cancel   1. cancelled (only if delay and not in flight)   2. ZREM, UNLINK the payload
-//            crash between: the stale entry is dropped at claim time, as above.
-//            An unknown id: a remembered cancel (a cancelled hash that expires); accept then
-//            fills it in and writes no payload and no pending entry, in one script call.
-//   retry    1. release: firing_at cleared (kept when the record was possibly written, so that
-//               no cancel can win until a later attempt settles it), last_error, and the
-//               attempt refunded unless Kafka refused the record for good
-//            2. ZADD XX re-scores the entry to the retry time (XX: never resurrect an entry that
-//               a finished job's ZREM removed).
-//            crash between: the entry keeps its old score, so the job is retried sooner.
-//   fail     the broker writes the dead-letter record first, then marks failed, then ZREM.
-//   set aside (claim met a job that cannot be delivered; see set_aside())
-//            corrupt hash: the claim script itself marks it failed with error "corrupt job
-//               record: ..."; then ZREM and UNLINK the payload.
-//            payload unreadable or missing: mark failed with the reason, then ZREM, UNLINK.
-//            no readable hash (missing, or not a hash): HSET the reason into the shard's
-//               quarantine hash, then ZREM, UNLINK.
-//            crash between any two: the entry is still pending, the next claim meets the same
-//               job (now failed, or still unreadable) and the step is done again.
+// Each job is one record (key_schema.hpp) in its shard's hash slot, beside the shard's pending
+// set and counters, and every transition is one script call that moves a whole batch of one
+// shard's jobs (lua_scripts.hpp): record, pending entry and counters change together or not at
+// all. So the crash points lie between calls, never inside one:
 //
-// A finished job keeps its hash for the retention period; its payload is deleted at once (it
-// is on the ready or dead-letter topic by then). That keeps finished jobs cheap.
+//   step      the call                                      crash after it (delayd dies)
+//   accept    record SET NX + ZADD + counters               offset not committed: the record
+//                                                           is replayed; SET NX finds the job,
+//                                                           the script re-adds its entry, no
+//                                                           second job, first payload kept
+//   claim     attempt+1, firing_at (cancel: in_flight)      the job is delay and pending: it is
+//             (stale, corrupt, unreadable set aside)        loaded and claimed again after the
+//                                                           restart (attempt counts both)
+//   produce   the broker's Kafka write; no Redis call       as above: delivered twice, with the
+//                                                           same job-id (at-least-once)
+//   mark      ready, payload dropped, EX retention, ZREM    done: nothing left to repeat
+//   retry     release: firing_at cleared (kept when the     the entry waits for the retry time;
+//             record may be in Kafka), last_error, attempt  a restart meets it then
+//             refunded unless Kafka refused it for good,
+//             ZADD XX to the retry time
+//   fail      the broker writes the dead-letter record      before the call: the job is retried
+//             first, then failed + ZREM in one call         and dead-lettered again (twice in the
+//                                                           DLQ at worst, never lost)
+//   cancel    cancelled + ZREM (delay, not in flight)       done
+//             an unknown id: a remembered cancel that       accept fills it in: cancelled, no
+//             expires after remember_s                      payload, no pending entry
 //
-// So: an entry in a pending set may point at a job that is no longer delay (harmless, dropped
-// when met), but a job in state delay is always in its shard's pending set once its offset is
-// committed. Counters in <prefix>:stats are bumped after each transition that happened; a crash
-// between the two can leave a counter off by one (they are for dashboards, not for truth).
+// Redis itself acknowledges a script's writes together and, with AOF, logs them together
+// (MULTI/EXEC-style), so a Redis crash also leaves each call whole or absent.
+//
+// A finished job keeps its record (without payload) for the retention period. An entry in a
+// pending set may point at a job that is no longer delay only if someone edited Redis by hand
+// (harmless: claim drops it); a job in state delay is always in its shard's pending set.
+// Counters in <prefix>:{<shard>}:stats change in the same call as the jobs they count.
+//
+// Idempotency is per shard: the job-id names one job within one partition of the ingest topic.
+// Publish every record of one job (and its cancel) with the same Kafka key, so that they land
+// in the same partition; README says so.
 //
 // Errors: RedisIoError when Redis is unreachable or says "not now" (LOADING, READONLY, OOM, ...:
 // the caller retries the whole call later; every call is safe to repeat), RedisCommandError when
 // Redis refuses something for good (a bug or a misconfigured server). No byte read from Redis
-// can make a call throw anything else: fields that do not parse are reported per job (claim's
-// Kind::corrupt and Kind::unreadable, accept's JobState::corrupt) so that the caller can set
-// that one job aside.
+// can make a call throw anything else: records that do not parse are reported per job (claim's
+// Kind::corrupt and Kind::unreadable, accept's JobState::corrupt) and set aside.
 // Threading: one thread at a time, like the connection it owns.
 #pragma once
 
@@ -62,6 +59,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -72,21 +70,18 @@ namespace delayd::storage {
 struct NewJob {
   std::string job_id;
   std::int64_t deliver_at = 0;  // epoch ms
-  std::string business;
-  std::string topic;   // the ready topic
-  std::string shard;   // shard_id(ingest topic, partition)
-  std::string source;  // "<topic>/<partition>/<offset>" of the ingest record, for people
+  std::string business;  // [A-Za-z0-9._-]+ (the ingest contract checks it)
+  std::string shard;     // shard_id(ingest topic, partition)
   std::optional<std::string> key;
   std::optional<std::string> value;
   StoredHeaders headers;
 };
 
 struct AcceptOutcome {
-  bool created = false;  // false: the job-id existed (a replay or a duplicate publish)
+  bool created = false;  // false: the job-id existed in this shard (a replay or a duplicate publish)
   bool cancelled_early = false;  // its cancel came first: accepted straight into cancelled
-  JobState state = JobState::delay;  // the job's state now (corrupt: the existing hash is unreadable)
-  std::string shard;     // the shard that holds it (the first publish's)
-  std::int64_t deliver_at = 0;
+  JobState state = JobState::delay;  // the job's state now (corrupt: the existing record is unreadable)
+  std::int64_t deliver_at = 0;       // the stored one (the first publish's)
 };
 
 struct PendingEntry {
@@ -99,22 +94,21 @@ struct Claim {
   enum class Kind {
     deliver,     // produce it
     early,       // Redis's deliver_at is later than the caller's now: wait for it
-    finished,    // ready, cancelled or failed already: the pending entry is stale
+    finished,    // ready, cancelled or failed already: the stale entry was removed
     corrupt,     // cannot be delivered (`reason`); `marked_failed` says whether Redis says so yet
-    unreadable,  // no readable job hash (missing, or not a hash): the entry is moved aside
+    unreadable,  // no readable job record: the entry was moved to the quarantine hash
   };
   Kind kind = Kind::finished;
   std::string job_id;
   JobState state = JobState::missing;  // for finished: ready | cancelled | failed
   std::string reason;                  // for corrupt and unreadable, for people
   bool marked_failed = false;          // for corrupt: the claim script already marked it failed
+  bool kept = false;                   // for unreadable: could not be moved aside; meet it again later
   std::int64_t deliver_at = 0;
-  std::string topic;
   std::optional<std::string> key;
   std::optional<std::string> value;
   StoredHeaders headers;
   std::string business;
-  std::string shard;
   int attempt = 0;  // this attempt's number, from 1
 };
 
@@ -123,8 +117,7 @@ struct Transition {
   std::string job_id;
   bool changed = false;
   JobState state = JobState::missing;  // after the call; in_flight: a cancel met a record on its way
-  std::string business;
-  std::string shard;
+  std::string shard;                   // where the job is (cancel_anywhere: where it was found)
 };
 
 struct StoreStats {
@@ -136,70 +129,102 @@ struct StoreStats {
 
 class JobStore {
  public:
+  // Jobs per script call: a call of 500 takes Redis about 2-5 ms, short enough not to hold up
+  // other clients and long enough that the per-call cost disappears.
+  static constexpr std::size_t kJobsPerCall = 500;
+
   // Loads the scripts into Redis (SCRIPT LOAD) so that later calls are EVALSHA only.
   JobStore(RedisConnection& redis, KeySchema keys, std::int64_t retention_s);
 
-  // Precondition: every job has a non-empty job_id, business, topic and shard.
-  // Postcondition: each job that is created, or exists in state delay in this same shard, is in
-  // its shard's pending set. One round trip for the hashes, one for the sets and counters.
+  // Precondition: every job has a non-empty job_id, business and shard.
+  // Postcondition: each job that is created, or exists in state delay, is in its shard's
+  // pending set. One round trip: one script call per shard and 500 jobs, pipelined.
   std::vector<AcceptOutcome> accept(std::span<const NewJob> jobs, std::int64_t now_ms);
 
   // Pending entries of one shard with after < deliver_at <= upto, ascending, at most `limit`.
+  // The first read of a shard adds it to <prefix>:shards (see register_shard()).
   // after = nullopt means from the beginning; limit = 0 means no limit. Ties are returned in
   // job-id order (Redis's order). Scores that are not whole milliseconds are rounded up.
   std::vector<PendingEntry> pending_between(std::string_view shard, std::optional<std::int64_t> after,
                                             std::int64_t upto, std::size_t limit);
 
-  // Claims due jobs for delivery (see the header comment). One round trip.
-  std::vector<Claim> claim(std::span<const std::string> job_ids, std::int64_t now_ms);
+  // Claims due jobs of one shard for delivery, and sets aside in the same call what cannot be
+  // delivered (see kClaim). One round trip. Result i is job_ids[i]'s.
+  std::vector<Claim> claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms);
 
-  // After Kafka acknowledged: ready, then ZREM. One round trip each.
-  std::vector<Transition> mark_ready(std::span<const std::string> job_ids, std::int64_t now_ms);
+  // After Kafka acknowledged: ready, payload dropped, entry removed. One round trip.
+  std::vector<Transition> mark_ready(std::string_view shard, std::span<const std::string> job_ids,
+                                     std::int64_t now_ms);
   // A failed attempt that will be retried at retry_at: its pending entry re-scored to retry_at
-  // so that a restart (or a retry beyond the load window) waits for the backoff too. The job hash
-  // keeps its deliver_at. `refund`: the attempt does not count (see kRelease). `keep_firing`: the
-  // record may be in Kafka, so the job stays in flight for cancels.
+  // so that a restart (or a retry beyond the load window) waits for the backoff too. The record
+  // keeps its deliver_at. `refund`: the attempt does not count (see kRelease). `keep_firing`:
+  // the record may be in Kafka, so the job stays in flight for cancels.
   struct ReleaseOptions {
     bool refund = false;
     bool keep_firing = false;
   };
-  Transition release(const std::string& job_id, std::string_view error, std::int64_t retry_at,
-                     ReleaseOptions options);
-  // Attempts exhausted (the broker has already written the dead-letter record).
-  Transition mark_failed(const std::string& job_id, std::string_view reason, std::int64_t now_ms);
-  // Cancel by id: cancelled and removed from its pending set, if pending and not in flight.
-  // An unknown id is remembered for remember_s seconds (0: not at all): a job that arrives with
-  // that id within the time is accepted straight into cancelled and never delivered.
-  Transition cancel(const std::string& job_id, std::int64_t now_ms, std::int64_t remember_s = 0);
-  // Gets jobs that claim() found undeliverable out of the way, in one round trip or two: claims
-  // of kind finished (stale entries), corrupt and unreadable, all of `shard` (see the header
-  // comment for the order of writes). Claims of other kinds are ignored. Safe to repeat.
+  Transition release(std::string_view shard, const std::string& job_id, std::string_view error,
+                     std::int64_t retry_at, ReleaseOptions options);
+  // Attempts exhausted (the broker has already written the dead-letter record), or the payload
+  // unreadable.
+  Transition mark_failed(std::string_view shard, const std::string& job_id, std::string_view reason,
+                         std::int64_t now_ms);
+  // Cancel by id in one shard: cancelled and removed from its pending set, if pending and not in
+  // flight. An unknown id is remembered for remember_s seconds (0: not at all): a job that
+  // arrives in this shard with that id within the time is accepted straight into cancelled.
+  Transition cancel(std::string_view shard, const std::string& job_id, std::int64_t now_ms,
+                    std::int64_t remember_s = 0);
+  // Cancel by id wherever the job is: `home` (the cancel's own shard) first, then every known
+  // shard. An id found nowhere is remembered in every known shard and in `home` (a job may come
+  // through any partition; every owned shard is known once the loader has read it).
+  Transition cancel_anywhere(std::string_view home, const std::string& job_id, std::int64_t now_ms,
+                             std::int64_t remember_s = 0);
+  // Sets aside claims of kind corrupt that Redis does not say are failed yet (the payload did
+  // not decode): marked failed with their reason, in one call. Other kinds are ignored (the
+  // claim script already set them aside). Safe to repeat.
   void set_aside(std::string_view shard, std::span<const Claim> claims, std::int64_t now_ms);
 
-  // The job's hash as stored (binary-safe), plus "key", "value" (each only if not null) and
-  // "headers" (encoded) from its payload while it has one; nullopt if there is no such job.
-  // A key that is not a hash gives {"error": ...}, a payload that does not decode "payload_error".
-  std::optional<std::map<std::string, std::string>> get(std::string_view job_id);
+  // The shards whose record for job_id exists, `first` (if given and holding it) first.
+  std::vector<std::string> shards_holding(const std::string& job_id, std::string_view first = {});
+  // The job's fields as stored: state, deliver_at, attempt, business, shard and the named
+  // fields (free text decoded), plus "key", "value" (each only if not null) and "headers"
+  // (encoded) from its payload while it has one; nullopt if no shard has such a job (the first
+  // found if several do). A record that does not parse gives {"error": ...}, a payload that
+  // does not decode "payload_error".
+  using Fields = std::map<std::string, std::string>;
+  std::optional<Fields> get(const std::string& job_id);
+  // get() for many jobs in one round trip (plus one for the list of shards).
+  std::vector<std::optional<Fields>> get_many(std::span<const std::string> job_ids);
   StoreStats stats();
+
+  // Adds the shard to <prefix>:shards once per process (tools, stats and cancels list shards
+  // from it).
+  void register_shard(std::string_view shard);
 
   const KeySchema& keys() const { return keys_; }
 
  private:
   enum class Script { accept, claim, mark_ready, release, mark_failed, cancel, count_ };
-  // Runs `script` once per (job key, args), pipelined, reloading scripts if Redis lost them.
-  // `also(i)`, if given, returns commands sent right after job i's script in the same round
-  // trip; the replies then come in groups of 1 + also(i).size(), which must be the same for all.
-  std::vector<RedisReply> eval_each(Script script, const std::vector<Command>& per_job,
-                                    const std::function<std::vector<Command>(size_t)>& also = {});
+  // The replies of one run(): job i's is calls[i / kJobsPerCall][i % kJobsPerCall].
+  struct Replies {
+    std::vector<RedisReply> calls;
+    ReplyView operator[](std::size_t i) const { return calls[i / kJobsPerCall].view()[i % kJobsPerCall]; }
+  };
+  // Runs `script` over the jobs of one shard, kJobsPerCall per call, pipelined, reloading the
+  // scripts if Redis lost them. per_job[i] are job i's arguments (the first is its id); `extra`
+  // is ARGV[3]. Throws RedisCommandError if a call failed (a script error: a bug, or a key of
+  // the shard that is not of delayd's type).
+  Replies run(Script script, std::string_view shard, const std::vector<Command>& per_job,
+                              std::int64_t now_ms, std::int64_t extra = 0);
   void load_scripts();
-  Transition transition(Script script, const std::string& job_id, Command args);
-  void after_transitions(const std::vector<Transition>& done, JobState from_state);
-  void run_checked(const std::vector<Command>& commands);
+  Transition one(Script script, std::string_view shard, Command args, std::int64_t now_ms, std::int64_t extra = 0);
+  std::vector<std::string> known_shards();
 
   RedisConnection& redis_;
   KeySchema keys_;
   std::int64_t retention_s_;
   std::vector<std::string> shas_;
+  std::set<std::string> registered_shards_;  // added to <prefix>:shards by this process
 };
 
 }  // namespace delayd::storage

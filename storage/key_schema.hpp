@@ -1,19 +1,28 @@
 // The names of every Redis key delayd writes. README's "Keys in Redis" section mirrors this file.
 //
-//   <prefix>:job:<job-id>          hash   one job: state, deliver_at, topic, timestamps
-//   <prefix>:payload:<job-id>      string the job's key, value and headers (header_codec.hpp),
-//                                         from accept until the job is finished
-//   <prefix>:{<shard>}:pending     zset   the shard's jobs not yet delivered, scored by deliver_at
-//   <prefix>:{<shard>}:quarantine  hash   job-id -> reason, for pending entries of the shard that
-//                                         pointed at no readable job hash and were moved aside
-//   <prefix>:shards                set    every shard that ever held a job (for stats and tools)
-//   <prefix>:stats                 hash   counters "<business>|<state>" (see job_store.hpp)
+//   <prefix>:{<shard>}:job:<job-id>  string  one job: a header line, "\n", then its payload
+//   <prefix>:{<shard>}:pending       zset    the shard's jobs not yet delivered, by deliver_at
+//   <prefix>:{<shard>}:stats         hash    counters "<business>|<state>" of the shard's jobs
+//   <prefix>:{<shard>}:quarantine    hash    job-id -> reason, for pending entries of the shard
+//                                            that pointed at no readable job record
+//   <prefix>:shards                  set     every shard that ever held a job (tools, stats)
 //
-// A shard is one partition of the ingest topic, named "<topic>:<partition>". Its keys carry the
-// shard in a hash tag so that under Redis Cluster they share a slot; a job hash lives in its own
-// slot, which is why no script ever touches a job hash and a sorted set together. The payload
-// is kept apart from the hash so that the hash stays small enough for Redis's compact
-// encoding (a field over 64 bytes turns a whole hash into a hashtable, about 3x the memory).
+// A shard is one partition of the ingest topic, named "<topic>:<partition>". Every key of a
+// shard carries the shard in a hash tag, so under Redis Cluster they share a slot and one
+// script call can move a whole batch of the shard's jobs (lua_scripts.hpp).
+//
+// The job record (one string, so that a pending job costs one key and one sorted-set entry):
+//   <state> <deliver_at> <attempt> <business>[ <name>=<value>]...\n<payload>
+//   state      delay | ready | cancelled | failed
+//   deliver_at epoch ms; attempt: delivery attempts so far; business: "-" for a remembered
+//              cancel whose job has not arrived
+//   names      firing_at, last_error, ready_at, cancelled_at, failed_at, error, cancelled_early
+//              (times in epoch ms; free text percent-encoded: %20 space, %0A newline, %25 %)
+//   payload    header_codec.hpp's encoding of the record's key, value and headers; present
+//              while the job is delay, dropped when it finishes (it is on its topic by then)
+// So `GET <prefix>:{<shard>}:job:<id>` shows the state as the first word; a finished job's
+// record expires after the retention. The first line is short on purpose: with a 200-byte
+// value the whole record stays within one allocator size class (see README, "Memory").
 //
 // Invariant: the prefix matches [A-Za-z0-9._-]+ (the config checks it), so the first "{...}" in a
 // shard key is always the shard's hash tag.
@@ -35,16 +44,16 @@ class KeySchema {
   explicit KeySchema(std::string prefix) : prefix_(std::move(prefix)) {}
 
   const std::string& prefix() const { return prefix_; }
-  std::string job(std::string_view job_id) const { return prefix_ + ":job:" + std::string(job_id); }
-  std::string payload(std::string_view job_id) const { return prefix_ + ":payload:" + std::string(job_id); }
-  std::string pending(std::string_view shard) const { return prefix_ + ":{" + std::string(shard) + "}:pending"; }
-  std::string quarantine(std::string_view shard) const {
-    return prefix_ + ":{" + std::string(shard) + "}:quarantine";
+  std::string job(std::string_view shard, std::string_view job_id) const {
+    return tagged(shard) + ":job:" + std::string(job_id);
   }
+  std::string pending(std::string_view shard) const { return tagged(shard) + ":pending"; }
+  std::string stats(std::string_view shard) const { return tagged(shard) + ":stats"; }
+  std::string quarantine(std::string_view shard) const { return tagged(shard) + ":quarantine"; }
   std::string shards() const { return prefix_ + ":shards"; }
-  std::string stats() const { return prefix_ + ":stats"; }
 
  private:
+  std::string tagged(std::string_view shard) const { return prefix_ + ":{" + std::string(shard) + "}"; }
   std::string prefix_;
 };
 

@@ -1,9 +1,19 @@
-// The Lua scripts that move a job between states. Each touches exactly one key, the job's hash,
-// so each is atomic on a single primary and legal under Redis Cluster; the sorted-set updates
-// that accompany them are separate commands, ordered as job_store.hpp explains.
+// The Lua scripts that move jobs between states, a whole batch of one shard per call.
 //
-// Every transition script returns {changed, state, business, shard}: changed is 1 when this call
-// moved the job, and state is the state after the call ("missing" when there is no such job).
+// Every script takes the same keys, all in the shard's hash slot (so one call is atomic on a
+// single primary and legal under Redis Cluster):
+//   KEYS[1] the shard's pending set, KEYS[2] its counters, KEYS[3] its quarantine hash,
+//   KEYS[4..] one job record per job of the batch.
+// and ARGV[1] now (epoch ms), ARGV[2] retention_s of finished jobs (0: kept for ever),
+// ARGV[3] a script-specific number, then a fixed number of arguments per job (its "stride",
+// given under each script), the first of which is always the job-id.
+// A call returns one flat group of values per job, in the order of KEYS[4..].
+//
+// A job record is one Redis string (key_schema.hpp gives the format): a header line
+// "<state> <deliver_at> <attempt> <business>[ <name>=<value>]..." then "\n" then the payload.
+// kPrelude parses and writes it; every script is kPrelude followed by its body. A record that
+// does not parse is "corrupt": the script that meets it says so, and claim sets it aside.
+// Counters ("<business>|<state>" in KEYS[2]) are bumped once per batch and business.
 //
 // Threading: immutable texts.
 #pragma once
@@ -12,116 +22,241 @@
 
 namespace delayd::storage::lua {
 
-// KEYS[1] job. ARGV: deliver_at, business, topic, shard, created_at, source, retention_s.
-// Creates the job in state delay unless it exists (the job-id is the idempotency key: a second
-// publish never overwrites the first). A hash that is only a remembered cancel (see kCancel)
-// is filled in with the job's fields and stays cancelled: created = 2, "arrived after its
-// cancel". Returns {created, state, business, shard, deliver_at}.
-inline constexpr std::string_view kAccept = R"lua(
-local cur = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard', 'deliver_at', 'cancelled_early')
-if cur[1] and cur[5] and not cur[4] then
-  redis.call('HSET', KEYS[1], 'deliver_at', ARGV[1], 'business', ARGV[2], 'topic', ARGV[3], 'shard', ARGV[4],
-    'created_at', ARGV[5], 'source', ARGV[6], 'attempt', '0')
-  if tonumber(ARGV[7]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[7]) else redis.call('PERSIST', KEYS[1]) end
-  return {2, cur[1], ARGV[2], ARGV[4], ARGV[1]}
+// Shared helpers. parse(v) -> job table {st, at, att, biz, f = {name = value}, payload} or nil.
+// write(key, job, ex) SETs the record, with EX ex when ex > 0. enc() percent-encodes whitespace
+// and '%' so that free text (an error) fits in one field. bump() counts; flush() writes counts.
+inline constexpr std::string_view kPrelude = R"lua(
+local FIELDS = {'firing_at', 'last_error', 'ready_at', 'cancelled_at', 'failed_at', 'error', 'cancelled_early'}
+local STATES = {delay = true, ready = true, cancelled = true, failed = true}
+local function parse(v)
+  if type(v) ~= 'string' then return nil end
+  local nl = string.find(v, '\n', 1, true)
+  if not nl then return nil end
+  local st, at, att, biz, rest = string.match(string.sub(v, 1, nl - 1), '^(%l+) (%d+) (%d+) (%S+)(.*)$')
+  if not st or not STATES[st] or #at > 15 or #att > 9 then return nil end
+  local f = {}
+  for k, val in string.gmatch(rest, ' ([%w_]+)=(%S*)') do f[k] = val end
+  return {st = st, at = tonumber(at), att = tonumber(att), biz = biz, f = f, payload = string.sub(v, nl + 1)}
 end
-if cur[1] then return {0, cur[1], cur[2] or '', cur[3] or '', cur[4] or '0'} end
-redis.call('HSET', KEYS[1], 'state', 'delay', 'deliver_at', ARGV[1], 'business', ARGV[2],
-  'topic', ARGV[3], 'shard', ARGV[4], 'created_at', ARGV[5], 'source', ARGV[6], 'attempt', '0')
-return {1, 'delay', ARGV[2], ARGV[4], ARGV[1]}
-)lua";
-
-// KEYS[1] job. ARGV: now, retention_s. Takes a due job for delivery: counts the attempt and
-// stamps firing_at, which from here on makes a cancel answer "in_flight" (the record may already
-// be on its way). Returns {'deliver', deliver_at, topic, business, shard, attempt},
-// {'early', deliver_at} when the caller's clock says it is not yet due (never early, enforced
-// here as well as in the wheel), {state} when the job is no longer deliverable ('missing' when
-// there is no hash), or {'corrupt', reason, business, shard} when a field the delivery needs
-// cannot be read: the script then marks the job failed with error "corrupt job record: ...",
-// so one bad hash is set aside once instead of failing every claim that meets it. The payload
-// is read beside it, in the same round trip (a different key, so not inside the script).
-inline constexpr std::string_view kClaim = R"lua(
-local f = redis.call('HMGET', KEYS[1], 'state', 'deliver_at', 'topic', 'business', 'shard', 'attempt')
-if not f[1] then return {'missing'} end
-if f[1] == 'ready' or f[1] == 'cancelled' or f[1] == 'failed' then return {f[1]} end
-local function show(v) if v then return "'" .. string.sub(v, 1, 64) .. "'" end return 'absent' end
-local function int(v) local n = tonumber(v) return n and n == math.floor(n) and n >= 0 and n < 2^53 and n or nil end
-local at = int(f[2])
-local why
-if f[1] ~= 'delay' then why = 'state is not one delayd writes: ' .. show(f[1])
-elseif not at then why = 'deliver_at is not an integer: ' .. show(f[2])
-elseif not f[3] or f[3] == '' then why = 'topic is missing'
-elseif f[6] and not int(f[6]) then why = 'attempt is not an integer: ' .. show(f[6])
-end
-if why then
-  why = 'corrupt job record: ' .. why
-  redis.call('HSET', KEYS[1], 'state', 'failed', 'failed_at', ARGV[1], 'error', why)
-  redis.call('HDEL', KEYS[1], 'firing_at')
-  if tonumber(ARGV[2]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
-  return {'corrupt', why, f[4] or '', f[5] or ''}
-end
-if at > tonumber(ARGV[1]) then return {'early', string.format('%.0f', at)} end
-local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
-redis.call('HSET', KEYS[1], 'firing_at', ARGV[1])
-return {'deliver', string.format('%.0f', at), f[3], f[4] or '', f[5] or '', attempt}
-)lua";
-
-// KEYS[1] job. ARGV: now, retention_s. After Kafka acknowledged the ready record.
-inline constexpr std::string_view kMarkReady = R"lua(
-local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard')
-if f[1] ~= 'delay' then return {0, f[1] or 'missing', f[2] or '', f[3] or ''} end
-redis.call('HSET', KEYS[1], 'state', 'ready', 'ready_at', ARGV[1])
-redis.call('HDEL', KEYS[1], 'firing_at', 'last_error')
-if tonumber(ARGV[2]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
-return {1, 'ready', f[2], f[3]}
-)lua";
-
-// KEYS[1] job. ARGV: error, refund, keep_firing. A delivery attempt failed and will be retried.
-// refund = 1: the attempt does not count (Kafka never answered it with a permanent error: an
-// outage, a timeout, a full queue), so `attempt` goes back down. keep_firing = 1: the record may
-// have been written ("possibly persisted"), so firing_at stays and a cancel keeps answering
-// in_flight until a later attempt settles the job; otherwise a cancel may win again.
-inline constexpr std::string_view kRelease = R"lua(
-local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard', 'attempt')
-if f[1] ~= 'delay' then return {0, f[1] or 'missing', f[2] or '', f[3] or ''} end
-if ARGV[3] ~= '1' then redis.call('HDEL', KEYS[1], 'firing_at') end
-if ARGV[2] == '1' and tonumber(f[4] or '0') and tonumber(f[4] or '0') > 0 then
-  redis.call('HINCRBY', KEYS[1], 'attempt', -1)
-end
-redis.call('HSET', KEYS[1], 'last_error', ARGV[1])
-return {1, 'delay', f[2], f[3]}
-)lua";
-
-// KEYS[1] job. ARGV: now, reason, retention_s. Attempts exhausted.
-inline constexpr std::string_view kMarkFailed = R"lua(
-local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard')
-if f[1] ~= 'delay' then return {0, f[1] or 'missing', f[2] or '', f[3] or ''} end
-redis.call('HSET', KEYS[1], 'state', 'failed', 'failed_at', ARGV[1], 'error', ARGV[2])
-redis.call('HDEL', KEYS[1], 'firing_at')
-if tonumber(ARGV[3]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
-return {1, 'failed', f[2], f[3]}
-)lua";
-
-// KEYS[1] job. ARGV: now, retention_s, remember_s. Cancels a job that is pending and not in
-// flight. Returns state 'in_flight' (unchanged) when a delivery attempt is under way. For an id
-// with no hash (its job may be on another partition, not read yet) and remember_s > 0, the
-// cancel is remembered: a hash {state cancelled, cancelled_at, cancelled_early 1} that expires
-// after remember_s, which kAccept turns into the cancelled job if the job arrives in time.
-// Returns {0, 'missing'} then too (no job was cancelled yet).
-inline constexpr std::string_view kCancel = R"lua(
-local f = redis.call('HMGET', KEYS[1], 'state', 'business', 'shard', 'firing_at')
-if not f[1] then
-  if tonumber(ARGV[3]) > 0 then
-    redis.call('HSET', KEYS[1], 'state', 'cancelled', 'cancelled_at', ARGV[1], 'cancelled_early', '1')
-    redis.call('EXPIRE', KEYS[1], ARGV[3])
+local function write(key, j, ex)
+  local parts = {j.st, string.format('%.0f', j.at), tostring(j.att), j.biz}
+  for _, k in ipairs(FIELDS) do
+    if j.f[k] then parts[#parts + 1] = k .. '=' .. j.f[k] end
   end
-  return {0, 'missing', '', ''}
+  local v = table.concat(parts, ' ') .. '\n' .. (j.payload or '')
+  if ex > 0 then redis.call('SET', key, v, 'EX', ex) else redis.call('SET', key, v) end
 end
-if f[1] ~= 'delay' then return {0, f[1], f[2] or '', f[3] or ''} end
-if f[4] then return {0, 'in_flight', f[2] or '', f[3] or ''} end
-redis.call('HSET', KEYS[1], 'state', 'cancelled', 'cancelled_at', ARGV[1])
-if tonumber(ARGV[2]) > 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
-return {1, 'cancelled', f[2] or '', f[3] or ''}
+local function enc(s)
+  return (string.gsub(s, '[%%%s]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+local counts = {}
+local function bump(biz, st, n)
+  if biz == '-' then return end
+  local k = biz .. '|' .. st
+  counts[k] = (counts[k] or 0) + n
+end
+local function flush()
+  -- pcall: counters are for dashboards; a broken counters key must not fail the jobs' call
+  -- after their writes are done (a script's writes are not rolled back on error).
+  for k, n in pairs(counts) do if n ~= 0 then redis.pcall('HINCRBY', KEYS[2], k, n) end end
+end
+local function read(key)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'table' and v.err then return nil, v.err end
+  return v
+end
+local now, retention, extra = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local stamp = ARGV[1]
+-- Finishes a job that was delay: the payload goes (it is on its topic by now), the record
+-- expires after the retention, the pending entry is removed.
+local function finish(key, id, j, st, field, extra_fields)
+  j.st = st
+  j.payload = nil
+  j.f.firing_at = nil
+  j.f.last_error = nil
+  j.f[field] = stamp
+  for k, v in pairs(extra_fields or {}) do j.f[k] = v end
+  write(key, j, retention)
+  redis.call('ZREM', KEYS[1], id)
+  bump(j.biz, 'delay', -1)
+  bump(j.biz, st, 1)
+end
+local out = {}
+)lua";
+
+// Stride 4: job-id, deliver_at, business, payload. ARGV[3] unused.
+// Creates each job in state delay unless its record exists (the job-id is the idempotency key
+// within a shard: a second publish never overwrites the first) and adds it to the pending set.
+// A record that exists in state delay is re-added to the pending set at its own deliver_at
+// (harmless, and it repairs nothing that could be missing: record and entry are written in the
+// same call). A remembered cancel (see kCancel) is filled in with the job and stays cancelled.
+// Per job: {code, state, deliver_at}; code 1 created, 0 existed, 2 "arrived after its cancel".
+inline constexpr std::string_view kAccept = R"lua(
+for i = 4, #KEYS do
+  local a = 4 + (i - 4) * 4
+  local id, at, biz = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  local fresh = 'delay ' .. at .. ' 0 ' .. biz .. '\n' .. ARGV[a + 3]
+  if redis.call('SET', KEYS[i], fresh, 'NX') then
+    redis.call('ZADD', KEYS[1], at, id)
+    bump(biz, 'delay', 1)
+    out[#out + 1] = {1, 'delay', at}
+  else
+    local j = parse((read(KEYS[i])))
+    if not j then
+      out[#out + 1] = {0, 'corrupt', '0'}
+    elseif j.st == 'cancelled' and j.f.cancelled_early and j.biz == '-' then
+      j.at = tonumber(at); j.biz = biz
+      write(KEYS[i], j, retention)
+      bump(biz, 'cancelled', 1)
+      out[#out + 1] = {2, 'cancelled', at}
+    else
+      if j.st == 'delay' then redis.call('ZADD', KEYS[1], j.at, id) end
+      out[#out + 1] = {0, j.st, string.format('%.0f', j.at)}
+    end
+  end
+end
+flush()
+return out
+)lua";
+
+// Stride 1: job-id. ARGV[3] unused. Takes due jobs for delivery: counts the attempt and stamps
+// firing_at, which from here on makes a cancel answer "in_flight" (the record may already be
+// on its way). Never early: a job whose deliver_at is after `now` is left alone ('early').
+// What cannot be delivered is set aside in the same call: a stale entry (job finished) is
+// removed; a corrupt record is kept for people as the payload of a record marked failed with
+// error "corrupt job record: ..."; an entry with no readable record (none, or not a string)
+// is moved to the quarantine hash with the reason.
+// Per job: {'deliver', deliver_at, business, attempt, payload}, {'early', deliver_at},
+// {'finished', state}, {'corrupt', reason, business} or {'unreadable', reason[, why kept]}:
+// the third value when the quarantine hash could not be written, so the entry was kept.
+inline constexpr std::string_view kClaim = R"lua(
+for i = 4, #KEYS do
+  local id = ARGV[3 + (i - 3)]
+  local v, err = read(KEYS[i])
+  local j = parse(v)
+  if err or not v then
+    local why = err and ('job record unreadable: ' .. string.sub(err, 1, 200)) or 'no job record for this pending entry'
+    local q = redis.pcall('HSET', KEYS[3], id, why)
+    if type(q) == 'table' and q.err then
+      out[#out + 1] = {'unreadable', why, 'kept: quarantine hash unwritable: ' .. string.sub(q.err, 1, 200)}
+    else
+      redis.call('ZREM', KEYS[1], id)
+      out[#out + 1] = {'unreadable', why}
+    end
+  elseif not j then
+    local why = "corrupt job record: header line unreadable: '" .. string.sub(string.match(v, '^[^\n]*'), 1, 64) .. "'"
+    write(KEYS[i], {st = 'failed', at = 0, att = 0, biz = '-', f = {failed_at = stamp, error = enc(why)}, payload = v}, retention)
+    redis.call('ZREM', KEYS[1], id)
+    out[#out + 1] = {'corrupt', why, '-'}
+  elseif j.st ~= 'delay' then
+    redis.call('ZREM', KEYS[1], id)
+    out[#out + 1] = {'finished', j.st}
+  elseif j.at > now then
+    out[#out + 1] = {'early', string.format('%.0f', j.at)}
+  else
+    j.att = j.att + 1
+    j.f.firing_at = stamp
+    write(KEYS[i], j, 0)
+    out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, j.att, j.payload}
+  end
+end
+flush()
+return out
+)lua";
+
+// Stride 1: job-id. ARGV[3] unused. After Kafka acknowledged each job's ready record.
+// Per job: {changed, state}. A job already final only loses its (stale) pending entry.
+inline constexpr std::string_view kMarkReady = R"lua(
+for i = 4, #KEYS do
+  local id = ARGV[3 + (i - 3)]
+  local v = read(KEYS[i])
+  local j = parse(v)
+  if j and j.st == 'delay' then
+    finish(KEYS[i], id, j, 'ready', 'ready_at')
+    out[#out + 1] = {1, 'ready'}
+  else
+    if j then redis.call('ZREM', KEYS[1], id) end
+    out[#out + 1] = {0, j and j.st or (v and 'corrupt' or 'missing')}
+  end
+end
+flush()
+return out
+)lua";
+
+// Stride 5: job-id, error, refund, keep_firing, retry_at. ARGV[3] unused. A delivery attempt
+// failed and will be retried at retry_at: the pending entry is re-scored (XX: never resurrect
+// an entry a finished job left). refund = 1: the attempt does not count (Kafka never answered
+// with a permanent error), so `attempt` goes back down. keep_firing = 1: the record may have
+// been written ("possibly persisted"), so firing_at stays and a cancel keeps answering
+// in_flight until a later attempt settles the job; otherwise a cancel may win again.
+// Per job: {changed, state}.
+inline constexpr std::string_view kRelease = R"lua(
+for i = 4, #KEYS do
+  local a = 4 + (i - 4) * 5
+  local j = parse((read(KEYS[i])))
+  if j and j.st == 'delay' then
+    if ARGV[a + 3] ~= '1' then j.f.firing_at = nil end
+    if ARGV[a + 2] == '1' and j.att > 0 then j.att = j.att - 1 end
+    j.f.last_error = enc(ARGV[a + 1])
+    write(KEYS[i], j, 0)
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[a + 4], ARGV[a])
+    out[#out + 1] = {1, 'delay'}
+  else
+    out[#out + 1] = {0, j and j.st or 'missing'}
+  end
+end
+flush()
+return out
+)lua";
+
+// Stride 2: job-id, reason. ARGV[3] unused. Attempts exhausted, or the payload could not be
+// read (the broker has already written the dead-letter record where there was one).
+// Per job: {changed, state}.
+inline constexpr std::string_view kMarkFailed = R"lua(
+for i = 4, #KEYS do
+  local a = 4 + (i - 4) * 2
+  local j = parse((read(KEYS[i])))
+  if j and j.st == 'delay' then
+    finish(KEYS[i], ARGV[a], j, 'failed', 'failed_at', {error = enc(ARGV[a + 1])})
+    out[#out + 1] = {1, 'failed'}
+  else
+    if j then redis.call('ZREM', KEYS[1], ARGV[a]) end
+    out[#out + 1] = {0, j and j.st or 'missing'}
+  end
+end
+flush()
+return out
+)lua";
+
+// Stride 1: job-id. ARGV[3] remember_s. Cancels each job that is pending and not in flight;
+// answers 'in_flight' (unchanged) when a delivery attempt is under way. An id with no record
+// (its job may not have been read yet) is remembered when remember_s > 0: a record
+// "cancelled 0 0 - cancelled_at=<now> cancelled_early=1" that expires after remember_s, which
+// kAccept turns into the cancelled job if the job arrives in time. Per job: {changed, state}
+// with state 'missing' for an unknown id (remembered or not).
+inline constexpr std::string_view kCancel = R"lua(
+for i = 4, #KEYS do
+  local id = ARGV[3 + (i - 3)]
+  local v = read(KEYS[i])
+  local j = parse(v)
+  if not v then
+    if extra > 0 then
+      write(KEYS[i], {st = 'cancelled', at = 0, att = 0, biz = '-', f = {cancelled_at = stamp, cancelled_early = '1'}}, extra)
+    end
+    out[#out + 1] = {0, 'missing'}
+  elseif not j then
+    out[#out + 1] = {0, 'corrupt'}
+  elseif j.st ~= 'delay' then
+    out[#out + 1] = {0, j.st}
+  elseif j.f.firing_at then
+    out[#out + 1] = {0, 'in_flight'}
+  else
+    finish(KEYS[i], id, j, 'cancelled', 'cancelled_at')
+    out[#out + 1] = {1, 'cancelled'}
+  end
+end
+flush()
+return out
 )lua";
 
 }  // namespace delayd::storage::lua

@@ -78,7 +78,7 @@ TEST_CASE("a complete schedule record", "[unit][ingest]") {
   CHECK(job.ready_topic == "ready.orders");
   CHECK(job.key == "k");
   CHECK(job.value == "payload");
-  CHECK(job.carried == Headers{{"business", "orders"}, {"trace-id", "abc"}});
+  CHECK(job.carried == Headers{{"trace-id", "abc"}});  // business is kept in the job record
 }
 
 TEST_CASE("deliver-at: epoch milliseconds and RFC 3339 name the same instant", "[unit][ingest]") {
@@ -136,7 +136,7 @@ TEST_CASE("delay-ms counts from the record's timestamp", "[unit][ingest]") {
   CHECK(schedule_of(rec).deliver_at_ms == kNoon + 7);
 
   // delay-ms is carried; the broker adds a normalized deliver-at on the ready record.
-  CHECK(schedule_of(rec).carried == Headers{{"delay-ms", "007"}, {"business", "orders"}});
+  CHECK(schedule_of(rec).carried == Headers{{"delay-ms", "007"}});
 
   for (const char* bad : {"-1", "+1", "1.5", "", " 1", "1s", "0x10"}) {
     INFO(bad);
@@ -318,7 +318,7 @@ TEST_CASE("the value size limit", "[unit][ingest]") {
   CHECK_FALSE(schedule_of(rec).key.has_value());
 }
 
-TEST_CASE("carried headers keep their order, minus deliver-at, job-id and attempt",
+TEST_CASE("carried headers keep their order, minus deliver-at, job-id, attempt and business",
           "[unit][ingest]") {
   const Record rec = record({{"z-first", "1"},
                              {"attempt", "3"},
@@ -338,7 +338,6 @@ TEST_CASE("carried headers keep their order, minus deliver-at, job-id and attemp
   CHECK(job.deliver_at_ms == kNoon);
   CHECK(job.carried == Headers{{"z-first", "1"},
                                {"nullable", std::nullopt},
-                               {"business", "orders"},
                                {"a-dup", "x"},
                                {"a-dup", "y"},
                                {"Deliver-At", "case differs"},
@@ -421,7 +420,7 @@ TEST_CASE("random bytes never throw and always give Invalid or a well-formed job
       bool carried_ok = true;
       for (const auto& h : job->carried) {
         carried_ok = carried_ok && h.name != "deliver-at" && h.name != "job-id" &&
-                     h.name != "attempt";
+                     h.name != "attempt" && h.name != "business";
       }
       const bool ok = job->deliver_at_ms >= 0 && job->deliver_at_ms <= kMaxEpochMs &&
                       !job->job_id.empty() && job->ready_topic == "ready." + job->business &&

@@ -45,6 +45,7 @@
 #include "chaos_support.hpp"
 
 #include "storage/header_codec.hpp"
+#include "storage/job_store.hpp"
 #include "storage/key_schema.hpp"
 
 #include <catch2/catch.hpp>
@@ -79,15 +80,12 @@ TEST_CASE("garbled_job", "[chaos]") {
   const std::int64_t t0 = now_ms();
   {
     auto redis = redis_for(w);
+    // Records as a bad restore or a hand edit could leave them (key_schema.hpp gives the format).
     auto write_job = [&](const std::string& id, const std::string& deliver_at, const std::string& attempt) {
-      REQUIRE(redis
-                  .command({"HSET", keys.job(id), "state", "delay", "deliver_at", deliver_at, "business", "orders",
-                            "topic", w.ready_topic("orders"), "shard", shard, "created_at", std::to_string(t0),
-                            "source", w.ingest_topic + "/0/0", "attempt", attempt})
-                  .view()
-                  .is_integer());
-      delayd::storage::StoredPayload p{id, "value of " + id, {{"business", "orders"}}};
-      redis.command({"SET", keys.payload(id), delayd::storage::encode_payload(p)});
+      delayd::storage::StoredPayload p{id, "value of " + id, {}};
+      const std::string record =
+          "delay " + deliver_at + " " + attempt + " orders\n" + delayd::storage::encode_payload(p);
+      REQUIRE(redis.command({"SET", keys.job(shard, id), record}).view().is_string());
     };
     write_job("garbled-deliver-at", "garbage", "0");
     write_job("garbled-attempt", std::to_string(t0 - 1000), "many");
@@ -114,9 +112,12 @@ TEST_CASE("garbled_job", "[chaos]") {
   pub.flush();
 
   auto redis = redis_for(w);
-  auto state = [&](const std::string& id) {
-    return redis.command({"HGET", keys.job(id), "state"}).view().opt_str().value_or("<none>");
+  delayd::storage::JobStore store(redis, keys, 0);
+  auto job_field = [&](const std::string& id, const std::string& name) {
+    auto job = store.get(id);
+    return job && job->count(name) != 0 ? job->at(name) : std::string("<none>");
   };
+  auto state = [&](const std::string& id) { return job_field(id, "state"); };
   auto in_pending = [&](const std::string& id) { return !is_nil(redis, {"ZSCORE", pending, id}); };
   auto settled = [&] {
     try {
@@ -130,12 +131,10 @@ TEST_CASE("garbled_job", "[chaos]") {
   ready.poll_for(1s);
 
   const std::string garbled_state = state("garbled-deliver-at");
-  const std::string garbled_error =
-      redis.command({"HGET", keys.job("garbled-deliver-at"), "error"}).view().opt_str().value_or("<none>");
+  const std::string garbled_error = job_field("garbled-deliver-at", "error");
   const auto quarantined = redis.command({"HGET", quarantine, "no-hash"}).view().opt_str();
   const std::string attempt_state = state("garbled-attempt");
-  const std::string attempt_error =
-      redis.command({"HGET", keys.job("garbled-attempt"), "error"}).view().opt_str().value_or("<none>");
+  const std::string attempt_error = job_field("garbled-attempt", "error");
   int attempt_delivered = 0;
   for (const auto& d : ready.deliveries()) attempt_delivered += delayd::e2e::header(d.record, "job-id") == "garbled-attempt";
   line.note("garbled job", garbled_state + (in_pending("garbled-deliver-at") ? " and pending" : ""));
@@ -261,9 +260,11 @@ TEST_CASE("near_limit_record", "[chaos]") {
 
   auto redis = redis_for(w);
   const delayd::storage::KeySchema keys(w.redis_prefix);
+  delayd::storage::JobStore store(redis, keys, 0);
   auto field = [&](const std::string& id, const std::string& name) {
     try {
-      return redis.command({"HGET", keys.job(id), name}).view().opt_str().value_or("<none>");
+      auto job = store.get(id);
+      return job && job->count(name) != 0 ? job->at(name) : std::string("<none>");
     } catch (...) {
       return std::string("<redis error>");
     }

@@ -216,19 +216,23 @@ std::optional<std::string> header(const connectors::Record& r, const std::string
   return **v;
 }
 
-JobReader::JobReader(const World& world) : world_(world), redis_(storage::parse_redis_url(world.redis_url)) {}
+JobReader::JobReader(const World& world)
+    : world_(world),
+      redis_(storage::parse_redis_url(world.redis_url)),
+      store_(redis_, storage::KeySchema(world.redis_prefix), 0) {}
 
 std::vector<std::string> JobReader::fields(const std::vector<std::string>& job_ids, const std::string& name) {
-  std::vector<storage::Command> cmds;
-  for (const auto& id : job_ids) cmds.push_back({"HGET", world_.redis_prefix + ":job:" + id, name});
   std::vector<std::string> out;
-  for (auto& r : redis_.pipeline(cmds)) out.push_back(r.view().is_nil() ? "<none>" : std::string(r.view().str()));
+  for (auto& job : store_.get_many(job_ids)) {
+    out.push_back(job && job->count(name) != 0 ? job->at(name) : "<none>");
+  }
   return out;
 }
 
 std::optional<std::string> JobReader::field(const std::string& job_id, const std::string& name) {
-  auto r = redis_.command({"HGET", world_.redis_prefix + ":job:" + job_id, name});
-  return r.view().opt_str();
+  const std::string got = fields({job_id}, name).front();
+  if (got == "<none>") return std::nullopt;
+  return got;
 }
 
 std::uint16_t free_port() {

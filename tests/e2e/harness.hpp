@@ -10,6 +10,7 @@
 #include "connectors/kafka_consumer.hpp"
 #include "connectors/kafka_producer.hpp"
 #include "connectors/record.hpp"
+#include "storage/job_store.hpp"
 #include "storage/redis_connection.hpp"
 #include "storage/redis_url.hpp"
 
@@ -142,7 +143,7 @@ std::optional<std::string> header(const connectors::Record& r, const std::string
 class JobReader {
  public:
   explicit JobReader(const World& world);
-  // The state of each job, in one round trip ("<none>" for a missing job).
+  // The state of each job, in one round trip per call ("<none>" for a missing job).
   std::vector<std::string> states(const std::vector<std::string>& job_ids) { return fields(job_ids, "state"); }
   // One field of each job, in one round trip ("<none>" where absent).
   std::vector<std::string> fields(const std::vector<std::string>& job_ids, const std::string& name);
@@ -151,6 +152,7 @@ class JobReader {
  private:
   const World& world_;
   storage::RedisConnection redis_;
+  storage::JobStore store_;  // get_many(): the documented look-up, as delayctl get does it
 };
 
 // A loopback port nobody listens on right now (for the admin endpoint of a test's delayd).

@@ -47,7 +47,11 @@ echo "delivered $((ts - deliver_at)) ms after deliver-at"
 
 state=""
 for _ in $(seq 1 50); do
-  state=$(redis-cli -u "$REDIS_URL" hget "$run:job:$run-job" state)
+  # The documented look-up without delayctl: find the job's key in whichever shard holds it,
+  # then the record's first word is its state.
+  key=$(redis-cli -u "$REDIS_URL" --scan --pattern "$run:{*}:job:$run-job" | head -n 1)
+  state=""
+  [[ -n "$key" ]] && state=$(redis-cli -u "$REDIS_URL" getrange "$key" 0 40 | head -n 1 | cut -d' ' -f1)
   [[ "$state" == ready ]] && break
   sleep 0.1
 done

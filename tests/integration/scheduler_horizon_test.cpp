@@ -39,14 +39,13 @@ struct Fixture {
     j.job_id = id;
     j.deliver_at = at;
     j.business = "b";
-    j.topic = "ready.b";
     j.shard = shard;
     return store.accept(std::vector<storage::NewJob>{j}, T).front();
   }
   // What ingest does: accept in Redis, then offer to the scheduler.
   bool ingest(Scheduler& s, const std::string& id, std::int64_t at) {
     const auto out = put(id, at);
-    return s.offer(out.shard, id, out.deliver_at);
+    return s.offer(shard, id, out.deliver_at);
   }
   std::vector<storage::PendingEntry> pending_upto(std::int64_t upto) {
     return store.pending_between(shard, std::nullopt, upto, 1'000'000);
@@ -151,7 +150,7 @@ TEST_CASE_METHOD(Fixture, "the invariant holds under random ingest, loading and 
       for (auto slot : s.take_due(now)) {
         CHECK(s.job(slot).due_at <= now);
         fired.insert(s.job(slot).job_id);
-        store.mark_ready(std::vector<std::string>{s.job(slot).job_id}, now);
+        store.mark_ready(shard, std::vector<std::string>{s.job(slot).job_id}, now);
         s.release(slot);
       }
     }

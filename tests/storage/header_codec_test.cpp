@@ -37,9 +37,19 @@ TEST_CASE("a payload survives encoding: null and empty key and value, binary byt
   // Cut anywhere inside the key or the value (a cut between two headers would be a valid,
   // shorter payload: the format has no count, only lengths).
   const std::string blob = encode_payload(full);
-  const size_t value_end = 4 + 3 + 4 + 300;
+  const size_t value_end = 1 + 3 + 2 + 300;  // varint lengths: one byte for 3 + 1, two for 300 + 1
   for (size_t n = 1; n < value_end; ++n) {
     INFO("prefix of " << n << " bytes");
     CHECK_THROWS_AS(decode_payload(std::string_view(blob).substr(0, n)), std::invalid_argument);
   }
+}
+
+TEST_CASE("lengths are short varints, and a length that cannot be is refused", "[codec]") {
+  using delayd::storage::decode_payload;
+  using delayd::storage::encode_payload;
+  // key null (1 byte), value of 200 (2 bytes of length), header "h"="2" (1 + 1 + 1 + 1).
+  CHECK(encode_payload({std::nullopt, std::string(200, 'v'), {{"h", "2"}}}).size() == 1 + 2 + 200 + 4);
+  CHECK_THROWS_AS(decode_payload(std::string("\xff\xff\xff\xff\xff\x01", 6)), std::invalid_argument);  // > 5 bytes
+  CHECK_THROWS_AS(decode_payload(std::string("\xff\xff\xff\xff\x7f", 5)), std::invalid_argument);  // > 4 GiB
+  CHECK_THROWS_AS(decode_headers(std::string("\x00", 1)), std::invalid_argument);  // a null header name
 }
