@@ -100,6 +100,7 @@ struct SchedulerConfig {
   std::int64_t max_value_bytes = 990000;      // 1..1000000000, and + 1024 <= message.max.bytes
   std::int64_t shutdown_timeout_ms = 10000;   // 0..3600000
   std::int64_t cancel_memory_s = 300;         // 0..604800: how long a cancel for an unknown id is remembered
+  std::int64_t claim_ahead_ms = 50;           // 0..1000: jobs are claimed this long before due, then held in memory
 };
 
 struct LogConfig {

@@ -140,6 +140,7 @@ constexpr std::array kSettings = {
   Setting{"scheduler.max_value_bytes", field<Int>([](auto& c) -> auto& { return c.scheduler.max_value_bytes; }), 1, 1'000'000'000},
   Setting{"scheduler.shutdown_timeout_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.shutdown_timeout_ms; }), 0, 3'600'000},
   Setting{"scheduler.cancel_memory_s", field<Int>([](auto& c) -> auto& { return c.scheduler.cancel_memory_s; }), 0, 604'800},
+  Setting{"scheduler.claim_ahead_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.claim_ahead_ms; }), 0, 1'000},
 
   Setting{"log.level", field<Str>([](auto& c) -> auto& { return c.log.level; }), 0, 0, check_log_level},
 

@@ -89,10 +89,33 @@ void FirePath::produce(InFlight entry, TagKind kind) {
   }
 }
 
+std::size_t FirePath::send_prepared(std::int64_t now_ms) {
+  std::size_t sent = 0;
+  while (!prepared_.empty() && prepared_.begin()->first <= now_ms) {
+    InFlight entry = std::move(prepared_.extract(prepared_.begin()).mapped());
+    if (scheduler_.job(entry.slot).orphan) {
+      // Its shard was revoked while the record waited: the new owner delivers it (the job is
+      // still delay in Redis). Not sending it here saves a duplicate.
+      scheduler_.release(entry.slot);
+      continue;
+    }
+    produce(std::move(entry), TagKind::ready);
+    ++sent;
+  }
+  counters_.produced += sent;
+  return sent;
+}
+
+std::optional<std::int64_t> FirePath::next_prepared() const {
+  if (prepared_.empty()) return std::nullopt;
+  return prepared_.begin()->first;
+}
+
 std::size_t FirePath::fire_due(std::int64_t now_ms) {
-  if (stuck()) return 0;
-  const std::vector<Scheduler::Slot> slots = scheduler_.take_due(now_ms);
-  if (slots.empty()) return 0;
+  std::size_t produced = send_prepared(now_ms);
+  if (stuck()) return produced;
+  const std::vector<Scheduler::Slot> slots = scheduler_.take_due(now_ms, options_.claim_ahead_ms);
+  if (slots.empty()) return produced;
   std::vector<storage::Claim> claims(slots.size());
   std::vector<bool> claimed(slots.size(), false);
   std::exception_ptr outage;
@@ -101,7 +124,7 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
     ids.reserve(index.size());
     for (size_t i : index) ids.push_back(scheduler_.job(slots[i]).job_id);
     try {
-      auto got = store_.claim(scheduler_.shard_name(shard), ids, now_ms);
+      auto got = store_.claim(scheduler_.shard_name(shard), ids, now_ms, options_.claim_ahead_ms);
       for (size_t k = 0; k < index.size(); ++k) {
         claims[index[k]] = std::move(got[k]);
         claimed[index[k]] = true;
@@ -117,15 +140,14 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
   // The dispatch loop does no I/O, so it cannot stop half-way through the batch.
   std::vector<Scheduler::Slot> aside_slots;
   std::vector<storage::Claim> aside;
-  std::size_t produced = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (!claimed[i]) continue;
     storage::Claim& c = claims[i];
     switch (c.kind) {
       case storage::Claim::Kind::deliver:
-        produce(InFlight{slots[i], c.job_id, c.attempt, ready_record(c, options_.ready_topic_template), {}},
-                TagKind::ready);
-        ++produced;
+        // Never early: held back until the wall clock reaches deliver_at (send_prepared()).
+        prepared_.emplace(c.deliver_at,
+                          InFlight{slots[i], c.job_id, c.attempt, ready_record(c, options_.ready_topic_template), {}});
         break;
       case storage::Claim::Kind::early:
         // Our clock is behind the deliver-at Redis holds (only possible if they disagree, e.g.
@@ -140,8 +162,8 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
         break;
     }
   }
-  counters_.produced += produced;
   set_aside(aside_slots, aside, now_ms);
+  produced += send_prepared(now_ms);
   if (outage) std::rethrow_exception(outage);
   return produced;
 }

@@ -1,9 +1,13 @@
 // FirePath: from "the wheel says it is due" to "Redis says ready".
 //
-//   fire_due()   take due jobs from the scheduler; claim them in Redis (one script call per
-//                shard: the payload comes back, the attempt is counted, a cancel now answers
-//                in_flight, and what cannot be delivered is set aside in the same call);
-//                hand each record to the producer without waiting for room in its queue. Jobs
+//   fire_due()   take the jobs due within claim_ahead_ms from the scheduler; claim them in
+//                Redis (one script call per shard: the payload comes back, the attempt is
+//                counted, a cancel now answers in_flight, and what cannot be delivered is set
+//                aside in the same call); hold each record in memory until the wall clock
+//                reaches its deliver_at (send_prepared(), no I/O), then hand it to the producer
+//                without waiting for room in its queue. Claiming ahead takes the Redis round
+//                trip out of the moment of delivery: at the due instant only the producer
+//                call is left, so a slow ingest batch or refill cannot make a record late. Jobs
 //                that cannot be delivered (finished already, corrupt, no readable hash) are set
 //                aside in Redis after the dispatch loop, which itself does no I/O and cannot
 //                throw half-way through a batch.
@@ -60,6 +64,10 @@ struct FireOptions {
   std::int64_t retry_outage_ms = 1000;   // delay before retrying a transient failure
   std::size_t max_unsettled = 100'000;   // fire_due() pauses while this many await reports
   std::string ready_topic_template = "ready.{business}";  // the ready topic of a job's business
+  // How long before its deliver_at a job is claimed; its record then waits in memory. A cancel
+  // that arrives within this time of the deliver_at is late (answered in_flight). 0: claim at
+  // the due instant.
+  std::int64_t claim_ahead_ms = 0;
 };
 
 struct FireCounters {
@@ -86,8 +94,16 @@ class FirePath {
  public:
   FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer, FireOptions options);
 
-  // Returns how many records were handed to the producer.
+  // Returns how many records were handed to the producer (including those send_prepared()
+  // found due). May throw storage errors; what was claimed before the error is kept.
   std::size_t fire_due(std::int64_t now_ms);
+  // Hands the claimed records whose deliver_at <= now_ms to the producer. No I/O, no throw
+  // (a refusal comes back as a report): cheap enough to call between any two pieces of work.
+  std::size_t send_prepared(std::int64_t now_ms);
+  // The deliver_at of the earliest claimed record still held back, if any.
+  std::optional<std::int64_t> next_prepared() const;
+  // Claimed records held back until their deliver_at.
+  std::size_t prepared() const { return prepared_.size(); }
   void on_report(const connectors::DeliveryReport& report);
   void settle(std::int64_t now_ms);
 
@@ -126,6 +142,7 @@ class FirePath {
   connectors::KafkaProducer& producer_;
   FireOptions options_;
   std::unordered_map<std::uint64_t, InFlight> in_flight_;
+  std::multimap<std::int64_t, InFlight> prepared_;  // by deliver_at (epoch ms): claimed, not yet due
   std::deque<connectors::DeliveryReport> reports_;
   std::uint64_t seq_ = 0;
   FireCounters counters_;

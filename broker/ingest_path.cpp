@@ -23,7 +23,7 @@ std::string position(const connectors::Record& rec) {
   return rec.topic + "/" + std::to_string(rec.partition) + "/" + std::to_string(rec.offset);
 }
 
-IngestPath::Offsets next_offsets(const std::vector<connectors::Record>& batch) {
+IngestPath::Offsets next_offsets(std::span<const connectors::Record> batch) {
   std::map<connectors::TopicPartition, std::int64_t> next;
   for (const auto& r : batch) {
     auto& n = next[{r.topic, r.partition}];
@@ -38,7 +38,7 @@ IngestPath::IngestPath(Scheduler& scheduler, storage::JobStore& store, connector
                        TopicCreator* topics, IngestOptions options)
     : scheduler_(scheduler), store_(store), producer_(producer), topics_(topics), options_(std::move(options)) {}
 
-IngestPath::Batch& IngestPath::batch_for(const std::vector<connectors::Record>& batch) {
+IngestPath::Batch& IngestPath::batch_for(std::span<const connectors::Record> batch) {
   const std::string first = position(batch.front());
   if (!batches_.empty() && !batches_.back().processed) {
     if (batches_.back().first == first) return batches_.back();  // a retry after an outage
@@ -55,7 +55,7 @@ IngestPath::Batch& IngestPath::batch_for(const std::vector<connectors::Record>& 
   return batches_.back();
 }
 
-void IngestPath::process(const std::vector<connectors::Record>& batch, std::int64_t now_ms) {
+void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t now_ms) {
   Batch& b = batch_for(batch);
   accepts_.clear();
   for (std::size_t i = b.resume; i < batch.size(); ++i) {

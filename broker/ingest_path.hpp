@@ -43,6 +43,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,7 +74,7 @@ class IngestPath {
              TopicCreator* topics, IngestOptions options);
 
   // Precondition: batch is not empty.
-  void process(const std::vector<connectors::Record>& batch, std::int64_t now_ms);
+  void process(std::span<const connectors::Record> batch, std::int64_t now_ms);
   void on_report(const connectors::DeliveryReport& report);
   // Sends again the dead-letter copies whose backoff has passed.
   void retry_dead_letters();
@@ -102,7 +103,7 @@ class IngestPath {
     std::int64_t retry_at = 0;  // steady-clock ms when waiting for a retry; 0 while in flight
     std::int64_t backoff_ms = 0;
   };
-  Batch& batch_for(const std::vector<connectors::Record>& batch);
+  Batch& batch_for(std::span<const connectors::Record> batch);
   void flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms);
   // A cancel read from `shard`: the job is looked for there first, then in every shard.
   void cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms);

@@ -1,6 +1,8 @@
 #include "broker/scheduler.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace delayd::broker {
@@ -148,11 +150,16 @@ void Scheduler::refill_shard(Shard& s, std::uint32_t index, std::int64_t target,
   }
 }
 
-std::vector<Scheduler::Slot> Scheduler::take_due(std::int64_t now_ms) {
+std::vector<Scheduler::Slot> Scheduler::take_due(std::int64_t now_ms, std::int64_t ahead_ms) {
+  if (ahead_ms < 0) {  // a broken contract: abort, never carry on with a wheel moved backwards
+    std::fprintf(stderr, "Scheduler::take_due: ahead_ms %lld < 0\n", static_cast<long long>(ahead_ms));
+    std::abort();
+  }
   observe(now_ms);
   expired_.clear();
-  // to_wheel(now) never decreases (observe() keeps it so), as the wheel requires.
-  wheel_.advance(std::max(to_wheel(now_ms), wheel_.now()), options_.fire_batch, expired_);
+  // to_wheel(now) never decreases (observe() keeps it so), and the max() keeps a smaller ahead_ms
+  // than the last call's from moving the wheel back, as the wheel requires.
+  wheel_.advance(std::max(to_wheel(now_ms + ahead_ms), wheel_.now()), options_.fire_batch, expired_);
   std::vector<Slot> out;
   out.reserve(expired_.size());
   for (const auto& e : expired_) {

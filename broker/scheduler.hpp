@@ -79,9 +79,11 @@ class Scheduler {
   // horizon always moves.
   void refill(std::int64_t now_ms, std::size_t page_budget = 4);
 
-  // Advances the wheel to now and returns the slots of up to fire_batch jobs that are due,
-  // now in phase in_flight. Postcondition: each returned job's due_at <= now_ms.
-  std::vector<Slot> take_due(std::int64_t now_ms);
+  // Advances the wheel to now + ahead_ms and returns the slots of up to fire_batch jobs due by
+  // then, now in phase in_flight. ahead_ms lets the fire path claim jobs before they are due;
+  // it must hold each record until the wall clock reaches its deliver_at.
+  // Precondition: ahead_ms >= 0. Postcondition: each returned job's due_at <= now_ms + ahead_ms.
+  std::vector<Slot> take_due(std::int64_t now_ms, std::int64_t ahead_ms = 0);
 
   // A job taken by take_due() goes back to waiting, due at `at`. It is released from memory
   // instead (Redis has it) if its shard is no longer ours or `at` is beyond the wheel's range;

@@ -70,6 +70,9 @@ auto until_up(const char* what, const std::atomic<bool>& stop, Make make) -> std
 // More than this many producer replacements within a minute: a fresh client cannot clear the
 // fault, which is the one kind of remote failure that is fatal.
 constexpr int kMaxProducerRecoveriesPerMinute = 5;
+// Ingest records processed between two looks at the fire side: one accept call per shard of
+// at most this many jobs, about 1-3 ms of Redis time.
+constexpr std::size_t kIngestChunk = 256;
 
 // The scheduling loop: what one turn does, and the bookkeeping around it.
 class Loop {
@@ -79,10 +82,16 @@ class Loop {
         stop_(stop),
         store_(store),
         scheduler_(scheduler_options(c), clock_.now_ms(), store),
-        // linger.ms 1: a ready record waits at most a millisecond for company; precision first.
+        // Batching that adapts to the load, with no fixed wait: linger.ms 0 sends a lone record
+        // at once, and librdkafka's queue.buffering.backpressure.threshold (1: one request not
+        // yet sent) makes the records produced meanwhile wait and leave together in the next
+        // request, so a burst forms large batches by itself. batch.num.messages 10000 lets one
+        // request carry a whole turn's records (100 000 due in 2 s is 5 000 per 100 ms).
         // reconnect.backoff.max.ms 1000 (librdkafka: 10 s): after a broker restart, records go
-        // out within a second of the broker being back.
-        producer_(with_defaults({{"linger.ms", "1"}, {"reconnect.backoff.max.ms", "1000"}},
+        // out within a second of the broker being back. Every one of these may be overridden.
+        producer_(with_defaults({{"linger.ms", "0"},
+                                 {"batch.num.messages", "10000"},
+                                 {"reconnect.backoff.max.ms", "1000"}},
                                 kafka_properties(c, KafkaClient::producer)),
                   [this](const connectors::DeliveryReport& r) { route_report(r); }),
         fire_(scheduler_, store_, producer_,
@@ -90,7 +99,8 @@ class Loop {
                           .retry_backoff_ms = c.scheduler.retry_backoff_ms,
                           .retry_backoff_max_ms = c.scheduler.retry_backoff_max_ms,
                           .dlq_topic = c.kafka.dlq_topic,
-                          .ready_topic_template = c.kafka.ready_topic_template}),
+                          .ready_topic_template = c.kafka.ready_topic_template,
+                          .claim_ahead_ms = c.scheduler.claim_ahead_ms}),
         ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c)),
         consumer_(with_defaults({{"session.timeout.ms", "10000"},
                                  {"heartbeat.interval.ms", "2000"},
@@ -107,6 +117,9 @@ class Loop {
     try {
       if (!recover_producer()) return false;
       fire_and_settle();
+      ingest_.retry_dead_letters();
+      scheduler_.refill(clock_.now_ms());
+      fire_and_settle();  // what the refill found due within claim_ahead_ms
       waited = read_ingest();
       redis_.recovered();
       kafka_.recovered();
@@ -235,35 +248,50 @@ class Loop {
     return true;
   }
 
+  // The fire side's share of a turn: claim what is due within claim_ahead_ms, send what is due
+  // now, and write Kafka's acknowledgements to Redis.
   void fire_and_settle() {
-    const std::int64_t now = clock_.now_ms();
-    fire_.fire_due(now);
+    fire_.fire_due(clock_.now_ms());
     producer_.poll(0);
     fire_.settle(clock_.now_ms());
-    ingest_.retry_dead_letters();
-    scheduler_.refill(now);
   }
 
-  // Reads and processes one batch (or retries the one an outage interrupted); returns how long
-  // it waited for records, which is idle time, not work.
+  // Reads one batch of ingest records (or goes on with the one an outage interrupted) and
+  // processes it in chunks of kIngestChunk records, doing the fire side's share between chunks,
+  // so a due job waits behind one chunk's Redis call at most (and, claimed ahead, not even
+  // that: see FirePath). Returns how long it waited for records, which is idle time, not work.
   std::int64_t read_ingest() {
     apply_pause();
     std::int64_t waited = 0;
     if (!batch_) {
-      // Sleep in the consumer until the next timer is due (at most 100 ms, so that stop and
-      // delivery reports are looked at often enough); at once if work is waiting.
-      std::int64_t wait = 100;
-      if (auto due = scheduler_.next_due()) wait = std::clamp<std::int64_t>(*due - clock_.now_ms(), 0, wait);
-      if (fire_.unsettled() > 0) wait = std::min<std::int64_t>(wait, 5);
-      if (fire_.stuck()) wait = 10;  // due jobs wait for Kafka's reports: do not spin
       const auto before = SteadyClock::now();
-      batch_ = consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch), static_cast<int>(wait));
+      batch_ = consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch), static_cast<int>(idle_wait_ms()));
+      batch_done_ = 0;
       waited = elapsed_ms(before);
     }
-    if (!batch_->empty()) ingest_.process(*batch_, clock_.now_ms());
+    while (batch_done_ < batch_->size()) {
+      const std::size_t n = std::min(kIngestChunk, batch_->size() - batch_done_);
+      // The same cut after an outage: IngestPath resumes a chunk by its first record.
+      ingest_.process(std::span<const connectors::Record>(*batch_).subspan(batch_done_, n), clock_.now_ms());
+      batch_done_ += n;
+      fire_and_settle();
+    }
     batch_.reset();
     consumer_.commit_async(ingest_.take_committable());
     return waited;
+  }
+
+  // How long the consumer may sleep: until the next claim (a timer due within claim_ahead_ms)
+  // or the next held-back record is due, at most 100 ms so that stop and delivery reports are
+  // looked at often enough; at once if work is waiting.
+  std::int64_t idle_wait_ms() const {
+    const std::int64_t now = clock_.now_ms();
+    std::int64_t wait = 100;
+    if (auto due = scheduler_.next_due()) wait = std::min(wait, *due - c_.scheduler.claim_ahead_ms - now);
+    if (auto held = fire_.next_prepared()) wait = std::min(wait, *held - now);
+    if (fire_.unsettled() > 0) wait = std::min<std::int64_t>(wait, 5);
+    if (fire_.stuck()) wait = 10;  // due jobs wait for Kafka's reports: do not spin
+    return std::max<std::int64_t>(wait, 0);
   }
 
   // Reading pauses while the fire side cannot get records out or dead letters pile up; a
@@ -355,6 +383,7 @@ class Loop {
   connectors::KafkaConsumer consumer_;
 
   std::optional<std::vector<connectors::Record>> batch_;  // kept across an outage, retried
+  std::size_t batch_done_ = 0;                            // records of batch_ already processed
   Backoff backoff_;
   Outage redis_{"redis"};
   Outage kafka_{"kafka"};

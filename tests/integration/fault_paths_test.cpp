@@ -360,8 +360,8 @@ TEST_CASE_METHOD(Fixture, "7: ingest never waits for dead-letter acknowledgement
   const std::string dlq = kt::create_topic("dlq", 1);
   IngestRig rig(*this, producer_props(), dlq);
   // Batch 1 has a dead letter, batch 2 only good jobs: 2 may not be committed before 1.
-  rig.path.process({ingest_record("in", 0, true), ingest_record("in", 1, false)}, wall_now());
-  rig.path.process({ingest_record("in", 2, true)}, wall_now());
+  rig.path.process(std::vector<connectors::Record>{ingest_record("in", 0, true), ingest_record("in", 1, false)}, wall_now());
+  rig.path.process(std::vector<connectors::Record>{ingest_record("in", 2, true)}, wall_now());
   CHECK(field("in-0", "state") == "delay");  // the jobs are durable at once
   CHECK(field("in-2", "state") == "delay");
   CHECK(rig.path.take_committable().empty());  // batch 1's dead letter is not acknowledged yet
@@ -381,7 +381,7 @@ TEST_CASE_METHOD(Fixture, "7: with Kafka down, dead letters back up until ingest
   IngestRig rig(*this, dead, "dlq.nowhere", 3);
   for (std::int64_t b = 0; b < 3; ++b) {
     CHECK_FALSE(rig.path.backlogged());
-    rig.path.process({ingest_record("in", 2 * b, true), ingest_record("in", 2 * b + 1, false)}, wall_now());
+    rig.path.process(std::vector<connectors::Record>{ingest_record("in", 2 * b, true), ingest_record("in", 2 * b + 1, false)}, wall_now());
   }
   CHECK(rig.path.backlogged());  // the service pauses reading now
   // The copies fail (timed out) and are retried with backoff; they are never dropped.
@@ -394,4 +394,32 @@ TEST_CASE_METHOD(Fixture, "7: with Kafka down, dead letters back up until ingest
   CHECK(rig.path.waiting_dead_letters() == 3);
   CHECK(rig.path.take_committable().empty());
   CHECK(field("in-4", "state") == "delay");  // the good jobs went on regardless
+}
+
+// Throughput: jobs are claimed claim_ahead_ms before they are due, so that at the due instant
+// only the producer call is left. Never early still holds by the wall clock, and a cancel in
+// that window is late (truthfully: the record will go).
+TEST_CASE_METHOD(Fixture, "a job claimed ahead is held until its deliver-at, and a cancel meanwhile is late", "[fire][ahead]") {
+  const std::string ready = kt::create_topic("ready", 1);
+  const std::string dlq = kt::create_topic("dlq", 1);
+  FireOptions o = fire_options(dlq);
+  o.claim_ahead_ms = 5'000;
+  FireRig rig(*this, producer_props(), o);
+  const std::int64_t t0 = wall_now();
+  put({job("soon", t0 + 3'000, ready), job("later", t0 + 60'000, ready)});
+  rig.scheduler.refill(t0);
+
+  CHECK(rig.path.fire_due(t0) == 0);  // nothing is due yet ...
+  CHECK(rig.path.prepared() == 1);    // ... but "soon" is claimed and its record waits
+  CHECK(rig.path.next_prepared() == std::optional<std::int64_t>(t0 + 3'000));
+  CHECK(field("soon", "attempt") == "1");
+  CHECK(field("later", "attempt") == "0");
+  CHECK(store.cancel(shard, "soon", t0 + 10).state == storage::JobState::in_flight);
+
+  CHECK(rig.path.send_prepared(t0 + 2'999) == 0);  // never early
+  CHECK(rig.path.unsettled() == 0);
+  CHECK(rig.path.send_prepared(t0 + 3'000) == 1);
+  REQUIRE(rig.run_until([&] { return field("soon", "state") == "ready"; }));
+  CHECK(field("later", "state") == "delay");
+  CHECK(rig.path.prepared() == 0);
 }
