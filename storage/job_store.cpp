@@ -106,9 +106,29 @@ std::optional<std::map<std::string, std::string>> parse_record(std::string_view 
   return out;
 }
 
-// One job's claim from the script's reply. Never throws on what the bytes say: an unexpected
-// shape is reported as a corrupt job.
-Claim parse_claim(const std::string& job_id, ReplyView r) {
+// The payload of a record read back (what follows its header line).
+StoredPayload payload_of(ReplyView record) {
+  if (!record.is_string()) throw std::invalid_argument("record gone or not a string");
+  const std::string_view v = record.str();
+  const auto nl = v.find('\n');
+  if (nl == std::string_view::npos) throw std::invalid_argument("no header line");
+  return decode_payload(v.substr(nl + 1));
+}
+
+// A job in flight: its entry "<attempt> <firing_at>" in the shard's in-flight hash shows as
+// the fields attempt (the attempt under way) and firing_at.
+void add_in_flight(std::map<std::string, std::string>& fields, ReplyView entry) {
+  if (!entry.is_string()) return;
+  const std::string_view e = entry.str();
+  const auto sp = e.find(' ');
+  if (sp == std::string_view::npos) return;
+  fields["attempt"] = std::string(e.substr(0, sp));
+  fields["firing_at"] = std::string(e.substr(sp + 1));
+}
+
+// One job's claim from the script's reply and the record read right after it. Never throws on
+// what the bytes say: an unexpected shape is reported as a corrupt job.
+Claim parse_claim(const std::string& job_id, ReplyView r, ReplyView record) {
   Claim c;
   c.job_id = job_id;
   const std::string_view kind = r[0].str();
@@ -118,7 +138,7 @@ Claim parse_claim(const std::string& job_id, ReplyView r) {
     c.business = std::string(r[2].str());
     c.attempt = static_cast<int>(r[3].integer());
     try {
-      StoredPayload p = decode_payload(r[4].str());
+      StoredPayload p = payload_of(record);
       c.key = std::move(p.key);
       c.value = std::move(p.value);
       c.headers = std::move(p.headers);
@@ -169,23 +189,44 @@ void JobStore::load_scripts() {
 }
 
 JobStore::Replies JobStore::run(Script script, std::string_view shard, const std::vector<Command>& per_job,
-                                std::int64_t now_ms, std::int64_t extra) {
+                                std::int64_t now_ms, std::int64_t extra, bool read_records) {
   const size_t calls = (per_job.size() + kJobsPerCall - 1) / kJobsPerCall;
-  auto build = [&](size_t call) {
-    const size_t from = call * kJobsPerCall, to = std::min(per_job.size(), from + kJobsPerCall);
-    Command c{"EVALSHA", shas_[static_cast<size_t>(script)], std::to_string(3 + to - from), keys_.pending(shard),
-              keys_.stats(shard), keys_.quarantine(shard)};
+  auto range = [&](size_t call) {
+    return std::pair{call * kJobsPerCall, std::min(per_job.size(), (call + 1) * kJobsPerCall)};
+  };
+  // One call's commands: the script, then (read_records) a GET of each of its jobs' records.
+  auto build = [&](size_t call, std::vector<Command>& out) {
+    const auto [from, to] = range(call);
+    Command c{"EVALSHA",           shas_[static_cast<size_t>(script)], std::to_string(4 + to - from),
+              keys_.pending(shard), keys_.stats(shard),                 keys_.quarantine(shard),
+              keys_.in_flight(shard)};
     for (size_t i = from; i < to; ++i) c.push_back(keys_.job(shard, per_job[i].front()));
     c.insert(c.end(), {std::to_string(now_ms), std::to_string(retention_s_), std::to_string(extra)});
     for (size_t i = from; i < to; ++i) c.insert(c.end(), per_job[i].begin(), per_job[i].end());
-    return c;
+    out.push_back(std::move(c));
+    if (read_records) {
+      for (size_t i = from; i < to; ++i) out.push_back({"GET", keys_.job(shard, per_job[i].front())});
+    }
+  };
+  auto collect = [&](size_t call, std::vector<RedisReply>& replies, size_t at, Replies& into) {
+    const auto [from, to] = range(call);
+    into.calls[call] = std::move(replies[at]);
+    if (read_records) {
+      for (size_t i = from; i < to; ++i) into.records[i] = std::move(replies[at + 1 + (i - from)]);
+    }
+    return at + 1 + (read_records ? to - from : 0);
   };
   std::vector<Command> cmds;
-  for (size_t k = 0; k < calls; ++k) cmds.push_back(build(k));
-  Replies out{redis_.pipeline(cmds)};
+  for (size_t k = 0; k < calls; ++k) build(k, cmds);
+  auto replies = redis_.pipeline(cmds);
+  Replies out;
+  // Placeholders (no reply yet), each replaced by collect() below.
+  for (size_t k = 0; k < calls; ++k) out.calls.emplace_back(nullptr);
+  for (size_t i = 0; read_records && i < per_job.size(); ++i) out.records.emplace_back(nullptr);
+  for (size_t k = 0, at = 0; k < calls; ++k) at = collect(k, replies, at, out);
 
   // A restarted Redis without persistence of its script cache (or SCRIPT FLUSH) answers
-  // NOSCRIPT; only those calls did not run, so only those are sent again.
+  // NOSCRIPT; only those calls did not run, so only those are sent again (with their reads).
   std::vector<size_t> lost;
   for (size_t k = 0; k < calls; ++k) {
     const ReplyView r = out.calls[k].view();
@@ -194,9 +235,9 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
   if (!lost.empty()) {
     load_scripts();
     std::vector<Command> again;
-    for (size_t k : lost) again.push_back(build(k));
+    for (size_t k : lost) build(k, again);
     auto retried = redis_.pipeline(again);
-    for (size_t i = 0; i < lost.size(); ++i) out.calls[lost[i]] = std::move(retried[i]);
+    for (size_t k = 0, at = 0; k < lost.size(); ++k) at = collect(lost[k], retried, at, out);
   }
   for (auto& r : out.calls) {
     if (r.view().is_error()) throw RedisCommandError("redis: script: " + r.view().error());
@@ -223,7 +264,9 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
     per_job.reserve(idx.size());
     for (size_t i : idx) {
       const NewJob& j = jobs[i];
-      per_job.push_back({j.job_id, std::to_string(j.deliver_at), j.business, encode_payload({j.key, j.value, j.headers})});
+      const std::string at = std::to_string(j.deliver_at);
+      per_job.push_back({j.job_id, at, j.business,
+                         "delay " + at + " 0 " + j.business + "\n" + encode_payload({j.key, j.value, j.headers})});
     }
     const Replies replies = run(Script::accept, shard, per_job, now_ms);
     for (size_t k = 0; k < idx.size(); ++k) {
@@ -259,16 +302,16 @@ std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std:
 }
 
 std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::string> job_ids,
-                                   std::int64_t now_ms) {
+                                   std::int64_t now_ms, std::int64_t ahead_ms) {
   std::vector<Command> per_job;
   per_job.reserve(job_ids.size());
   for (const auto& id : job_ids) per_job.push_back({id});
-  const Replies replies = run(Script::claim, shard, per_job, now_ms);
+  const Replies replies = run(Script::claim, shard, per_job, now_ms, ahead_ms, true);
   std::vector<Claim> out;
   out.reserve(job_ids.size());
   for (size_t i = 0; i < job_ids.size(); ++i) {
     try {
-      out.push_back(parse_claim(job_ids[i], replies[i]));
+      out.push_back(parse_claim(job_ids[i], replies[i], replies.records[i].view()));
     } catch (const RedisCommandError& e) {
       Claim c;
       c.job_id = job_ids[i];
@@ -374,28 +417,32 @@ std::optional<std::map<std::string, std::string>> JobStore::get(const std::strin
 
 std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const std::string> job_ids) {
   const std::vector<std::string> shards = known_shards();
+  // Per job and shard: its record, and its entry in the in-flight hash.
   std::vector<Command> cmds;
-  cmds.reserve(job_ids.size() * shards.size());
+  cmds.reserve(2 * job_ids.size() * shards.size());
   for (const auto& id : job_ids) {
-    for (const auto& shard : shards) cmds.push_back({"GET", keys_.job(shard, id)});
+    for (const auto& shard : shards) {
+      cmds.push_back({"GET", keys_.job(shard, id)});
+      cmds.push_back({"HGET", keys_.in_flight(shard), id});
+    }
   }
   auto replies = redis_.pipeline(cmds);
   std::vector<std::optional<Fields>> out(job_ids.size());
   for (size_t i = 0; i < job_ids.size(); ++i) {
     for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
-      const ReplyView r = replies[i * shards.size() + k].view();
+      const size_t at = 2 * (i * shards.size() + k);
+      const ReplyView r = replies[at].view();
       if (r.is_nil()) continue;
-      Fields fallback{{"shard", shards[k]}};
+      Fields fields{{"shard", shards[k]}};
       if (r.is_error()) {
-        fallback.emplace("error", "job record unreadable: " + r.error());
-        out[i] = std::move(fallback);
-      } else if (auto fields = parse_record(r.str())) {
-        fields->emplace("shard", shards[k]);
-        out[i] = std::move(fields);
+        fields.emplace("error", "job record unreadable: " + r.error());
+      } else if (auto parsed = parse_record(r.str())) {
+        fields.merge(*parsed);
+        add_in_flight(fields, replies[at + 1].view());
       } else {
-        fallback.emplace("error", "corrupt job record: header line unreadable");
-        out[i] = std::move(fallback);
+        fields.emplace("error", "corrupt job record: header line unreadable");
       }
+      out[i] = std::move(fields);
     }
   }
   return out;

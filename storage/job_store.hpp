@@ -13,16 +13,20 @@
 //                                                           is replayed; SET NX finds the job,
 //                                                           the script re-adds its entry, no
 //                                                           second job, first payload kept
-//   claim     attempt+1, firing_at (cancel: in_flight)      the job is delay and pending: it is
-//             (stale, corrupt, unreadable set aside)        loaded and claimed again after the
-//                                                           restart (attempt counts both)
+//   claim     in-flight entry "<attempt+1> <firing_at>"     the job is delay and pending: it is
+//             (cancel: in_flight); the record is read       loaded and claimed again after the
+//             in the same round trip, not rewritten         restart (the entry's attempt counts
+//             (stale, corrupt, unreadable set aside)        both)
 //   produce   the broker's Kafka write; no Redis call       as above: delivered twice, with the
 //                                                           same job-id (at-least-once)
-//   mark      ready, payload dropped, EX retention, ZREM    done: nothing left to repeat
-//   retry     release: firing_at cleared (kept when the     the entry waits for the retry time;
-//             record may be in Kafka), last_error, attempt  a restart meets it then
-//             refunded unless Kafka refused it for good,
-//             ZADD XX to the retry time
+//   mark      ready (attempt from the in-flight entry,      done: nothing left to repeat
+//             which goes), payload dropped, EX retention,
+//             ZREM
+//   retry     release: in-flight entry removed (kept when   the entry waits for the retry time;
+//             the record may be in Kafka), last_error and   a restart meets it then
+//             the attempt (refunded unless Kafka refused it
+//             for good) into the record, ZADD XX to the
+//             retry time
 //   fail      the broker writes the dead-letter record      before the call: the job is retried
 //             first, then failed + ZREM in one call         and dead-lettered again (twice in the
 //                                                           DLQ at worst, never lost)
@@ -148,9 +152,12 @@ class JobStore {
   std::vector<PendingEntry> pending_between(std::string_view shard, std::optional<std::int64_t> after,
                                             std::int64_t upto, std::size_t limit);
 
-  // Claims due jobs of one shard for delivery, and sets aside in the same call what cannot be
-  // delivered (see kClaim). One round trip. Result i is job_ids[i]'s.
-  std::vector<Claim> claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms);
+  // Claims jobs of one shard due by now_ms + ahead_ms for delivery, and sets aside in the same
+  // call what cannot be delivered (see kClaim). One round trip. Result i is job_ids[i]'s.
+  // A claim of kind deliver may be due up to ahead_ms after now_ms: the caller holds its record
+  // until the wall clock reaches deliver_at (never early).
+  std::vector<Claim> claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms,
+                           std::int64_t ahead_ms = 0);
 
   // After Kafka acknowledged: ready, payload dropped, entry removed. One round trip.
   std::vector<Transition> mark_ready(std::string_view shard, std::span<const std::string> job_ids,
@@ -205,17 +212,20 @@ class JobStore {
 
  private:
   enum class Script { accept, claim, mark_ready, release, mark_failed, cancel, count_ };
-  // The replies of one run(): job i's is calls[i / kJobsPerCall][i % kJobsPerCall].
+  // The replies of one run(): job i's is calls[i / kJobsPerCall][i % kJobsPerCall], and its
+  // record as read right after the call is records[i] (when run() was asked to read them).
   struct Replies {
     std::vector<RedisReply> calls;
+    std::vector<RedisReply> records;
     ReplyView operator[](std::size_t i) const { return calls[i / kJobsPerCall].view()[i % kJobsPerCall]; }
   };
   // Runs `script` over the jobs of one shard, kJobsPerCall per call, pipelined, reloading the
   // scripts if Redis lost them. per_job[i] are job i's arguments (the first is its id); `extra`
-  // is ARGV[3]. Throws RedisCommandError if a call failed (a script error: a bug, or a key of
-  // the shard that is not of delayd's type).
-  Replies run(Script script, std::string_view shard, const std::vector<Command>& per_job,
-                              std::int64_t now_ms, std::int64_t extra = 0);
+  // is ARGV[3]. read_records: each job's record is read (GET) right after its call, in the
+  // same round trip. Throws RedisCommandError if a call failed (a script error: a bug, or a
+  // key of the shard that is not of delayd's type).
+  Replies run(Script script, std::string_view shard, const std::vector<Command>& per_job, std::int64_t now_ms,
+              std::int64_t extra = 0, bool read_records = false);
   void load_scripts();
   Transition one(Script script, std::string_view shard, Command args, std::int64_t now_ms, std::int64_t extra = 0);
   std::vector<std::string> known_shards();

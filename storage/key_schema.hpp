@@ -5,6 +5,9 @@
 //   <prefix>:{<shard>}:stats         hash    counters "<business>|<state>" of the shard's jobs
 //   <prefix>:{<shard>}:quarantine    hash    job-id -> reason, for pending entries of the shard
 //                                            that pointed at no readable job record
+//   <prefix>:{<shard>}:inflight      hash    job-id -> "<attempt> <firing_at>" for each job claimed
+//                                            for delivery and not settled yet (a cancel then
+//                                            answers in_flight); the attempt counts this one
 //   <prefix>:shards                  set     every shard that ever held a job (tools, stats)
 //
 // A shard is one partition of the ingest topic, named "<topic>:<partition>". Every key of a
@@ -14,9 +17,10 @@
 // The job record (one string, so that a pending job costs one key and one sorted-set entry):
 //   <state> <deliver_at> <attempt> <business>[ <name>=<value>]...\n<payload>
 //   state      delay | ready | cancelled | failed
-//   deliver_at epoch ms; attempt: delivery attempts so far; business: "-" for a remembered
+//   deliver_at epoch ms; attempt: delivery attempts settled so far (the one under way, if any,
+//              is in the in-flight hash); business: "-" for a remembered
 //              cancel whose job has not arrived
-//   names      firing_at, last_error, ready_at, cancelled_at, failed_at, error, cancelled_early
+//   names      last_error, ready_at, cancelled_at, failed_at, error, cancelled_early
 //              (times in epoch ms; free text percent-encoded: %20 space, %0A newline, %25 %)
 //   payload    header_codec.hpp's encoding of the record's key, value and headers; present
 //              while the job is delay, dropped when it finishes (it is on its topic by then)
@@ -50,6 +54,7 @@ class KeySchema {
   std::string pending(std::string_view shard) const { return tagged(shard) + ":pending"; }
   std::string stats(std::string_view shard) const { return tagged(shard) + ":stats"; }
   std::string quarantine(std::string_view shard) const { return tagged(shard) + ":quarantine"; }
+  std::string in_flight(std::string_view shard) const { return tagged(shard) + ":inflight"; }
   std::string shards() const { return prefix_ + ":shards"; }
 
  private:

@@ -3,11 +3,11 @@
 // Every script takes the same keys, all in the shard's hash slot (so one call is atomic on a
 // single primary and legal under Redis Cluster):
 //   KEYS[1] the shard's pending set, KEYS[2] its counters, KEYS[3] its quarantine hash,
-//   KEYS[4..] one job record per job of the batch.
+//   KEYS[4] its in-flight hash, KEYS[5..] one job record per job of the batch.
 // and ARGV[1] now (epoch ms), ARGV[2] retention_s of finished jobs (0: kept for ever),
 // ARGV[3] a script-specific number, then a fixed number of arguments per job (its "stride",
 // given under each script), the first of which is always the job-id.
-// A call returns one flat group of values per job, in the order of KEYS[4..].
+// A call returns one group of values per job, in the order of KEYS[5..].
 //
 // A job record is one Redis string (key_schema.hpp gives the format): a header line
 // "<state> <deliver_at> <attempt> <business>[ <name>=<value>]..." then "\n" then the payload.
@@ -26,17 +26,21 @@ namespace delayd::storage::lua {
 // write(key, job, ex) SETs the record, with EX ex when ex > 0. enc() percent-encodes whitespace
 // and '%' so that free text (an error) fits in one field. bump() counts; flush() writes counts.
 inline constexpr std::string_view kPrelude = R"lua(
-local FIELDS = {'firing_at', 'last_error', 'ready_at', 'cancelled_at', 'failed_at', 'error', 'cancelled_early'}
+local FIELDS = {'last_error', 'ready_at', 'cancelled_at', 'failed_at', 'error', 'cancelled_early'}
 local STATES = {delay = true, ready = true, cancelled = true, failed = true}
-local function parse(v)
+local function parse(v, with_payload)
   if type(v) ~= 'string' then return nil end
   local nl = string.find(v, '\n', 1, true)
   if not nl then return nil end
   local st, at, att, biz, rest = string.match(string.sub(v, 1, nl - 1), '^(%l+) (%d+) (%d+) (%S+)(.*)$')
   if not st or not STATES[st] or #at > 15 or #att > 9 then return nil end
   local f = {}
-  for k, val in string.gmatch(rest, ' ([%w_]+)=(%S*)') do f[k] = val end
-  return {st = st, at = tonumber(at), att = tonumber(att), biz = biz, f = f, payload = string.sub(v, nl + 1)}
+  if rest ~= '' then
+    for k, val in string.gmatch(rest, ' ([%w_]+)=(%S*)') do f[k] = val end
+  end
+  local j = {st = st, at = tonumber(at), att = tonumber(att), biz = biz, f = f}
+  if with_payload then j.payload = string.sub(v, nl + 1) end
+  return j
 end
 local function write(key, j, ex)
   local parts = {j.st, string.format('%.0f', j.at), tostring(j.att), j.biz}
@@ -65,14 +69,36 @@ local function read(key)
   if type(v) == 'table' and v.err then return nil, v.err end
   return v
 end
+-- The header line only (for transitions that drop or keep the payload untouched): the first
+-- 256 bytes, or the whole record if its line is longer than that.
+local function read_head(key)
+  local v = redis.pcall('GETRANGE', key, 0, 255)
+  if type(v) == 'table' and v.err then return nil, v.err end
+  if v == '' then return false end
+  if #v == 256 and not string.find(v, '\n', 1, true) then return read(key) end
+  return v
+end
+-- A job in flight (claimed, its record maybe on its way) has an entry in the shard's in-flight
+-- hash, "<attempt> <firing_at>", and its record is not rewritten by the claim (so the payload
+-- never passes through Lua). in_flight(id) -> attempt, firing_at, or nil.
+local function in_flight(id)
+  local e = redis.call('HGET', KEYS[4], id)
+  if not e then return nil end
+  local att, at = string.match(e, '^(%d+) (%d+)$')
+  return tonumber(att), at
+end
 local now, retention, extra = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local stamp = ARGV[1]
 -- Finishes a job that was delay: the payload goes (it is on its topic by now), the record
 -- expires after the retention, the pending entry is removed.
 local function finish(key, id, j, st, field, extra_fields)
+  local att = in_flight(id)
+  if att then
+    j.att = att
+    redis.call('HDEL', KEYS[4], id)
+  end
   j.st = st
   j.payload = nil
-  j.f.firing_at = nil
   j.f.last_error = nil
   j.f[field] = stamp
   for k, v in pairs(extra_fields or {}) do j.f[k] = v end
@@ -84,7 +110,9 @@ end
 local out = {}
 )lua";
 
-// Stride 4: job-id, deliver_at, business, payload. ARGV[3] unused.
+// Stride 4: job-id, deliver_at, business, record (the whole new record, "delay <deliver_at> 0
+// <business>\n<payload>", written by the caller so that Lua does not copy the payload).
+// ARGV[3] unused.
 // Creates each job in state delay unless its record exists (the job-id is the idempotency key
 // within a shard: a second publish never overwrites the first) and adds it to the pending set.
 // A record that exists in state delay is re-added to the pending set at its own deliver_at
@@ -92,16 +120,15 @@ local out = {}
 // same call). A remembered cancel (see kCancel) is filled in with the job and stays cancelled.
 // Per job: {code, state, deliver_at}; code 1 created, 0 existed, 2 "arrived after its cancel".
 inline constexpr std::string_view kAccept = R"lua(
-for i = 4, #KEYS do
-  local a = 4 + (i - 4) * 4
+for i = 5, #KEYS do
+  local a = 4 + (i - 5) * 4
   local id, at, biz = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-  local fresh = 'delay ' .. at .. ' 0 ' .. biz .. '\n' .. ARGV[a + 3]
-  if redis.call('SET', KEYS[i], fresh, 'NX') then
+  if redis.call('SET', KEYS[i], ARGV[a + 3], 'NX') then
     redis.call('ZADD', KEYS[1], at, id)
     bump(biz, 'delay', 1)
     out[#out + 1] = {1, 'delay', at}
   else
-    local j = parse((read(KEYS[i])))
+    local j = parse((read_head(KEYS[i])))
     if not j then
       out[#out + 1] = {0, 'corrupt', '0'}
     elseif j.st == 'cancelled' and j.f.cancelled_early and j.biz == '-' then
@@ -119,20 +146,24 @@ flush()
 return out
 )lua";
 
-// Stride 1: job-id. ARGV[3] unused. Takes due jobs for delivery: counts the attempt and stamps
-// firing_at, which from here on makes a cancel answer "in_flight" (the record may already be
-// on its way). Never early: a job whose deliver_at is after `now` is left alone ('early').
+// Stride 1: job-id. ARGV[3] ahead_ms. Takes jobs due by now + ahead_ms for delivery: counts the
+// attempt and stamps firing_at in the in-flight hash, which from here on makes a cancel answer
+// "in_flight" (the record may already be on its way, or held by the broker until its
+// deliver_at). A job whose deliver_at is after now + ahead_ms is left alone ('early'); the
+// broker never produces a record before its deliver_at by the wall clock (ahead_ms only lets
+// it claim in advance). The caller reads each claimed record (GET) right after the call, in
+// the same round trip, for the payload.
 // What cannot be delivered is set aside in the same call: a stale entry (job finished) is
 // removed; a corrupt record is kept for people as the payload of a record marked failed with
 // error "corrupt job record: ..."; an entry with no readable record (none, or not a string)
 // is moved to the quarantine hash with the reason.
-// Per job: {'deliver', deliver_at, business, attempt, payload}, {'early', deliver_at},
+// Per job: {'deliver', deliver_at, business, attempt}, {'early', deliver_at},
 // {'finished', state}, {'corrupt', reason, business} or {'unreadable', reason[, why kept]}:
 // the third value when the quarantine hash could not be written, so the entry was kept.
 inline constexpr std::string_view kClaim = R"lua(
-for i = 4, #KEYS do
-  local id = ARGV[3 + (i - 3)]
-  local v, err = read(KEYS[i])
+for i = 5, #KEYS do
+  local id = ARGV[i - 1]
+  local v, err = read_head(KEYS[i])
   local j = parse(v)
   if err or not v then
     local why = err and ('job record unreadable: ' .. string.sub(err, 1, 200)) or 'no job record for this pending entry'
@@ -144,20 +175,22 @@ for i = 4, #KEYS do
       out[#out + 1] = {'unreadable', why}
     end
   elseif not j then
-    local why = "corrupt job record: header line unreadable: '" .. string.sub(string.match(v, '^[^\n]*'), 1, 64) .. "'"
-    write(KEYS[i], {st = 'failed', at = 0, att = 0, biz = '-', f = {failed_at = stamp, error = enc(why)}, payload = v}, retention)
+    local whole = read(KEYS[i])
+    local why = "corrupt job record: header line unreadable: '" .. string.sub(string.match(whole, '^[^\n]*'), 1, 64) .. "'"
+    write(KEYS[i], {st = 'failed', at = 0, att = 0, biz = '-', f = {failed_at = stamp, error = enc(why)}, payload = whole}, retention)
     redis.call('ZREM', KEYS[1], id)
+    redis.call('HDEL', KEYS[4], id)
     out[#out + 1] = {'corrupt', why, '-'}
   elseif j.st ~= 'delay' then
     redis.call('ZREM', KEYS[1], id)
+    redis.call('HDEL', KEYS[4], id)
     out[#out + 1] = {'finished', j.st}
-  elseif j.at > now then
+  elseif j.at > now + extra then
     out[#out + 1] = {'early', string.format('%.0f', j.at)}
   else
-    j.att = j.att + 1
-    j.f.firing_at = stamp
-    write(KEYS[i], j, 0)
-    out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, j.att, j.payload}
+    local att = (in_flight(id) or j.att) + 1
+    redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp)
+    out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att}
   end
 end
 flush()
@@ -167,9 +200,9 @@ return out
 // Stride 1: job-id. ARGV[3] unused. After Kafka acknowledged each job's ready record.
 // Per job: {changed, state}. A job already final only loses its (stale) pending entry.
 inline constexpr std::string_view kMarkReady = R"lua(
-for i = 4, #KEYS do
-  local id = ARGV[3 + (i - 3)]
-  local v = read(KEYS[i])
+for i = 5, #KEYS do
+  local id = ARGV[i - 1]
+  local v = read_head(KEYS[i])
   local j = parse(v)
   if j and j.st == 'delay' then
     finish(KEYS[i], id, j, 'ready', 'ready_at')
@@ -191,12 +224,19 @@ return out
 // in_flight until a later attempt settles the job; otherwise a cancel may win again.
 // Per job: {changed, state}.
 inline constexpr std::string_view kRelease = R"lua(
-for i = 4, #KEYS do
-  local a = 4 + (i - 4) * 5
-  local j = parse((read(KEYS[i])))
+for i = 5, #KEYS do
+  local a = 4 + (i - 5) * 5
+  local j = parse((read(KEYS[i])), true)
   if j and j.st == 'delay' then
-    if ARGV[a + 3] ~= '1' then j.f.firing_at = nil end
-    if ARGV[a + 2] == '1' and j.att > 0 then j.att = j.att - 1 end
+    local att, firing = in_flight(ARGV[a])
+    att = att or j.att
+    if ARGV[a + 2] == '1' and att > j.att then att = att - 1 end
+    if ARGV[a + 3] == '1' and firing then
+      redis.call('HSET', KEYS[4], ARGV[a], att .. ' ' .. firing)
+    else
+      redis.call('HDEL', KEYS[4], ARGV[a])
+    end
+    j.att = att
     j.f.last_error = enc(ARGV[a + 1])
     write(KEYS[i], j, 0)
     redis.call('ZADD', KEYS[1], 'XX', ARGV[a + 4], ARGV[a])
@@ -213,9 +253,9 @@ return out
 // read (the broker has already written the dead-letter record where there was one).
 // Per job: {changed, state}.
 inline constexpr std::string_view kMarkFailed = R"lua(
-for i = 4, #KEYS do
-  local a = 4 + (i - 4) * 2
-  local j = parse((read(KEYS[i])))
+for i = 5, #KEYS do
+  local a = 4 + (i - 5) * 2
+  local j = parse((read_head(KEYS[i])))
   if j and j.st == 'delay' then
     finish(KEYS[i], ARGV[a], j, 'failed', 'failed_at', {error = enc(ARGV[a + 1])})
     out[#out + 1] = {1, 'failed'}
@@ -235,11 +275,13 @@ return out
 // kAccept turns into the cancelled job if the job arrives in time. Per job: {changed, state}
 // with state 'missing' for an unknown id (remembered or not).
 inline constexpr std::string_view kCancel = R"lua(
-for i = 4, #KEYS do
-  local id = ARGV[3 + (i - 3)]
-  local v = read(KEYS[i])
+for i = 5, #KEYS do
+  local id = ARGV[i - 1]
+  local v, err = read_head(KEYS[i])
   local j = parse(v)
-  if not v then
+  if err then
+    out[#out + 1] = {0, 'corrupt'}
+  elseif not v then
     if extra > 0 then
       write(KEYS[i], {st = 'cancelled', at = 0, att = 0, biz = '-', f = {cancelled_at = stamp, cancelled_early = '1'}}, extra)
     end
@@ -248,7 +290,7 @@ for i = 4, #KEYS do
     out[#out + 1] = {0, 'corrupt'}
   elseif j.st ~= 'delay' then
     out[#out + 1] = {0, j.st}
-  elseif j.f.firing_at then
+  elseif in_flight(id) then
     out[#out + 1] = {0, 'in_flight'}
   else
     finish(KEYS[i], id, j, 'cancelled', 'cancelled_at')

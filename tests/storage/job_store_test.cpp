@@ -187,7 +187,10 @@ TEST_CASE_METHOD(Fixture, "claim hands out the payload once due, and refuses ear
   CHECK(c[0].headers == StoredHeaders{{"trace", "abc"}, {"nullh", std::nullopt}});
   CHECK(c[0].attempt == 1);
   CHECK(field("c", "firing_at") == "1000");
-  CHECK(record("c").rfind("delay 1000 1 orders firing_at=1000\n", 0) == 0);
+  // The claim leaves the record alone (the payload never passes through Lua); the attempt under
+  // way and its time are in the shard's in-flight hash.
+  CHECK(record("c").rfind("delay 1000 0 orders\n", 0) == 0);
+  CHECK(redis.command({"HGET", keys.in_flight(shard), "c"}).view().str() == "1 1000");
 
   auto gone = store.claim(shard, Ids{"nope"}, 5000);
   CHECK(gone[0].kind == Claim::Kind::unreadable);
@@ -203,7 +206,8 @@ TEST_CASE_METHOD(Fixture, "mark_ready finishes the job, removes its entry and se
   CHECK(field("r", "state") == "ready");
   CHECK(field("r", "ready_at") == "12");
   CHECK(field("r", "firing_at") == "<nil>");
-  CHECK(record("r") == "ready 10 1 orders ready_at=12\n");
+  CHECK(record("r") == "ready 10 1 orders ready_at=12\n");  // the attempt settled into the record
+  CHECK(redis.command({"HEXISTS", keys.in_flight(shard), "r"}).view().integer() == 0);
   CHECK(pending().empty());
   CHECK(ttl("r") > 3500);
   CHECK_FALSE(has_payload("r"));  // delivered: the payload is on the ready topic now

@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# End-to-end benchmark: delayd through its contract (Kafka in, Kafka out, Redis INFO), next to the
+# limits of the same machine measured with the same tools. Starts the local stack if it is not up
+# (and stops it again then), starts delayd from the build for each phase with topics, group and
+# Redis prefix of its own, and removes the run's topics, groups and Redis keys at the end.
+#
+#   1. machine limits: redis-benchmark on the scripts of a lean job store (bench/redis-scripts/:
+#      accept, claim, finish; 500 jobs per call), and Kafka produce / consume rates (e2e_load);
+#   2. delayd: durable ingest rate and Redis bytes per pending and finished job; fire capacity
+#      (a burst due over 2 s); lateness at fixed fire rates with ingest running; restart recovery
+#      (overdue jobs after delayd was down);
+#   3. one JSON line per figure into bench/results/e2e.jsonl, then a table;
+#   4. plots with gnuplot (skipped if it is missing): lateness-cdf.png, burst-throughput.png.
+# Raw data (lateness samples, burst buckets, delayd logs) goes to bench/results/data/ (ignored).
+#
+#   bench/run-e2e.sh                         the full run (Release build in build-release/)
+#   SMOKE=1 BUILD_DIR=build bench/run-e2e.sh tiny sizes with the binaries of BUILD_DIR, results
+#                                            under BUILD_DIR/e2e-smoke/ (the ctest bench.e2e_smoke)
+# Sizes (environment): N_INGEST (200000), INGEST_DUE_MS (60000), N_BURST (100000),
+#   BURST_SPREAD_MS (2000), RATES ("1000:20 10000:20 50000:10", rate:seconds), RATE_DELAY_MS (3000),
+#   RESTART_FAR (900000), RESTART_OVERDUE (100000), RESTART_MARGIN_MS (10000),
+#   REDIS_BENCH_CALLS (400 calls of 500 jobs), KAFKA_LIMIT_N (= N_INGEST), RESULTS_DIR, KEEP_DATA=1
+#   (leave topics and Redis keys in place), BUILD_JOBS.
+# Exit status: 0 when every job of every phase was delivered and none early; 1 otherwise.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+SMOKE="${SMOKE:-0}"
+if [[ "$SMOKE" == 1 ]]; then
+  N_INGEST="${N_INGEST:-2000}" INGEST_DUE_MS="${INGEST_DUE_MS:-3000}"
+  N_BURST="${N_BURST:-2000}" RATES="${RATES:-200:3}"
+  RESTART_FAR="${RESTART_FAR:-1800}" RESTART_OVERDUE="${RESTART_OVERDUE:-200}"
+  RESTART_MARGIN_MS="${RESTART_MARGIN_MS:-3000}" REDIS_BENCH_CALLS="${REDIS_BENCH_CALLS:-4}"
+fi
+N_INGEST="${N_INGEST:-200000}"
+INGEST_DUE_MS="${INGEST_DUE_MS:-60000}"
+N_BURST="${N_BURST:-100000}"
+BURST_SPREAD_MS="${BURST_SPREAD_MS:-2000}"
+RATES="${RATES:-1000:20 10000:20 50000:10}"
+RATE_DELAY_MS="${RATE_DELAY_MS:-3000}"
+RESTART_FAR="${RESTART_FAR:-900000}"
+RESTART_OVERDUE="${RESTART_OVERDUE:-100000}"
+RESTART_MARGIN_MS="${RESTART_MARGIN_MS:-10000}"
+REDIS_BENCH_CALLS="${REDIS_BENCH_CALLS:-400}"
+KAFKA_LIMIT_N="${KAFKA_LIMIT_N:-$N_INGEST}"
+JOBS_PER_CALL=500
+
+say() { echo "e2e: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+t_start=$SECONDS
+
+# --- binaries -------------------------------------------------------------------------------
+if [[ -n "${BUILD_DIR:-}" ]]; then
+  build="$(cd "$BUILD_DIR" && pwd)"
+else
+  build="$root/build-release"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=ON >/dev/null
+  cmake --build "$build" -j "${BUILD_JOBS:-$(nproc)}" --target e2e_load delayd >/dev/null
+fi
+load_bin="$build/bench/e2e_load"
+delayd_bin="$build/broker/delayd"
+[[ -x "$load_bin" && -x "$delayd_bin" ]] || die "no $load_bin or $delayd_bin: build the targets e2e_load and delayd"
+
+if [[ "$SMOKE" == 1 ]]; then results="${RESULTS_DIR:-$build/e2e-smoke}"; else results="${RESULTS_DIR:-$root/bench/results}"; fi
+data="$results/data"
+rm -rf "$data/logs" "$data"/raw-*.jsonl  # the previous run's; this run's stay until the next one
+mkdir -p "$data/logs"
+run="bench-e2e-$$-$(date +%s)"
+raw="$data/raw-$run.jsonl"
+out="$data/last-output.jsonl"
+
+# --- the stack, and leaving nothing behind ---------------------------------------------------
+started=0
+if [[ -z "${KAFKA_BOOTSTRAP:-}" || -z "${REDIS_URL:-}" ]]; then
+  if ! scripts/stack.sh status >/dev/null 2>&1; then
+    scripts/stack.sh up >/dev/null
+    started=1
+  fi
+  eval "$(scripts/stack.sh env | sed 's/^/export /')"
+fi
+[[ "$REDIS_URL" =~ ^redis://([^@/]*@)?([^:/]+)(:([0-9]+))? ]] || die "cannot read host and port from REDIS_URL=$REDIS_URL"
+redis_host="${BASH_REMATCH[2]}" redis_port="${BASH_REMATCH[4]:-6379}"
+rcli() { redis-cli -h "$redis_host" -p "$redis_port" "$@"; }
+
+pid=""
+groups=()
+phase_logs=()
+phase_forks0=0
+cleanup() {
+  local status=$?
+  stop_delayd
+  if [[ "${KEEP_DATA:-0}" != 1 ]]; then
+    local joined
+    joined="$(IFS=,; echo "${groups[*]}")"
+    "$load_bin" cleanup --bootstrap "$KAFKA_BOOTSTRAP" --redis-url "$REDIS_URL" --topic-prefix "$run" \
+      --groups "$joined" --redis-match "$run*,{bench}:$run:*" >/dev/null 2>"$data/logs/cleanup-$run.log" ||
+      say "cleanup of $run failed: $(tail -n 1 "$data/logs/cleanup-$run.log")"
+  fi
+  ((started)) && scripts/stack.sh down >/dev/null || true
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- delayd, one instance per phase ----------------------------------------------------------
+# start_delayd NAME: starts delayd on topics NAME.ingest, NAME.dlq, NAME.ready.{business}, group
+# NAME and Redis prefix NAME, and returns once its consumer has partitions ("assigned" in its
+# log). Sets pid, log and started_ms (the epoch ms just before the start).
+start_delayd() {
+  local name="$1" i
+  log="$data/logs/$name-$(date +%s%3N).log"
+  started_ms=$(date +%s%3N)
+  env DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" \
+    DELAYD_KAFKA_INGEST_TOPIC="$name.ingest" DELAYD_KAFKA_DLQ_TOPIC="$name.dlq" \
+    DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$name.ready.{business}" DELAYD_KAFKA_GROUP_ID="$name" \
+    DELAYD_REDIS_PREFIX="$name" DELAYD_KAFKA_CREATE_TOPICS=true DELAYD_LOG_LEVEL=info \
+    "$delayd_bin" >"$log" 2>&1 &
+  pid=$!
+  groups+=("$name")
+  ((${#phase_logs[@]})) || phase_forks0="$(redis_forks)"
+  phase_logs+=("$log")
+  for i in $(seq 1 600); do
+    grep -q assigned "$log" && return 0
+    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$log" >&2; pid=""; die "delayd ($name) exited during start-up"; }
+    sleep 0.1
+  done
+  tail -n 20 "$log" >&2
+  die "delayd ($name) got no partitions within 60 s (log: $log)"
+}
+# stop_delayd: SIGTERM, and waits until it is gone.
+stop_delayd() {
+  [[ -n "$pid" ]] || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  pid=""
+}
+
+# --- the load generator ----------------------------------------------------------------------
+failed=()
+# load SUBCOMMAND [options]: runs e2e_load; its JSON lines go to the terminal, to $raw and to $out.
+# A broken pipeline (status 3) is remembered and the run goes on; any other failure ends it.
+load() {
+  local cmd="$1" status=0
+  shift
+  "$load_bin" "$cmd" --bootstrap "$KAFKA_BOOTSTRAP" --redis-url "$REDIS_URL" --data-dir "$data" "$@" >"$out" || status=$?
+  cat "$out"
+  cat "$out" >>"$raw"
+  if ((status == 3)); then
+    failed+=("$cmd")
+  elif ((status != 0)); then
+    die "e2e_load $cmd failed (status $status)"
+  fi
+}
+# field FIGURE NAME: a numeric field of the first JSON line of that figure in $out.
+field() { grep -F "\"figure\":\"$1\"" "$out" | head -n 1 | sed -n "s/.*\"$2\":\(-\{0,1\}[0-9][0-9.]*\).*/\1/p"; }
+emit() { echo "$1"; echo "$1" >>"$raw"; }
+json_string() { printf '"%s"' "$(tr -d '\000-\037' <<<"$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
+redis_run_id() { rcli INFO server | tr -d '\r' | awk -F: '$1 == "run_id" { print $2 }'; }
+# Forks of Redis so far: with `save ""` (the stack's setting) each is an AOF rewrite, which on two
+# cores competes with everything else for a few seconds.
+redis_forks() { rcli INFO stats | tr -d '\r' | awk -F: '$1 == "total_forks" { print $2 }'; }
+# phase_end PHASE: stops delayd and notes how many warnings and errors its logs of this phase hold
+# (on this shared machine they show when something else disturbed the stack, such as a Redis
+# restart or pause by another user's fault tests) and how many AOF rewrites Redis ran meanwhile.
+phase_end() {
+  local phase="$1" count first forks
+  stop_delayd
+  forks=$(($(redis_forks) - phase_forks0))
+  count="$(cat "${phase_logs[@]}" | grep -cE '^[^ ]+ (warning|error|critical) ' || true)"
+  first="$(cat "${phase_logs[@]}" | grep -m 1 -E '^[^ ]+ (warning|error|critical) ' || true)"
+  emit "{\"figure\":\"${phase}_log\",\"warnings\":$count,\"first_warning\":$(json_string "$first"),\"redis_forks\":$forks}"
+  ((count == 0)) || say "delayd logged $count warnings in phase $phase; first: $first"
+  phase_logs=()
+}
+
+emit "{\"figure\":\"run\",\"run\":\"$run\",\"smoke\":$([[ "$SMOKE" == 1 ]] && echo true || echo false),\"started_at_ms\":$(date +%s%3N),\"nproc\":$(nproc),\"n_ingest\":$N_INGEST,\"n_burst\":$N_BURST,\"rates\":\"$RATES\",\"restart_far\":$RESTART_FAR,\"restart_overdue\":$RESTART_OVERDUE,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\",\"uncommitted_changes\":$([[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]] && echo true || echo false)}"
+run_id_at_start="$(redis_run_id)"
+
+# --- 1a. Redis: a lean job store's scripts with redis-benchmark ------------------------------
+# redis_lean STEP VALUE: runs bench/redis-scripts/lean-STEP.lua REDIS_BENCH_CALLS times (4
+# clients) and emits jobs/s; prints nothing else.
+redis_lean() {
+  local step="$1" value="$2" sha csv rps
+  sha="$(rcli SCRIPT LOAD "$(cat "$root/bench/redis-scripts/lean-$step.lua")")"
+  csv="$(redis-benchmark -h "$redis_host" -p "$redis_port" -c 4 -n "$REDIS_BENCH_CALLS" --csv \
+    EVALSHA "$sha" 2 "{bench}:$run:seq:$step" "{bench}:$run:pending" "{bench}:$run:job:" "$JOBS_PER_CALL" "$value")"
+  rps="$(tail -n 1 <<<"$csv" | awk -F'","' '{ print $2 }')"
+  [[ "$rps" =~ ^[0-9.]+$ ]] || die "redis-benchmark printed no rate for $step: $csv"
+  emit "$(awk -v s="$step" -v r="$rps" -v k="$JOBS_PER_CALL" -v c="$REDIS_BENCH_CALLS" \
+    'BEGIN { printf "{\"figure\":\"redis_%s_jobs_per_s\",\"value\":%.0f,\"unit\":\"jobs/s\",\"machine\":true,\"calls_per_s\":%s,\"jobs_per_call\":%d,\"calls\":%d}", s, r * k, r, k, c }')"
+}
+used_memory() { rcli INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }'; }
+bytes_per_job() { # name before after
+  emit "$(awk -v n="$1" -v a="$2" -v b="$3" -v j="$((REDIS_BENCH_CALLS * JOBS_PER_CALL))" \
+    'BEGIN { printf "{\"figure\":\"%s\",\"value\":%.1f,\"unit\":\"B\",\"machine\":true,\"jobs\":%d}", n, (b - a) / j, j }')"
+}
+say "machine limits: redis-benchmark, $REDIS_BENCH_CALLS calls x $JOBS_PER_CALL jobs per step"
+value240="$(printf 'v%.0s' $(seq 1 240))"
+mem0="$(used_memory)"
+redis_lean accept "$value240"
+mem1="$(used_memory)"
+redis_lean claim "$value240"
+redis_lean finish "ready:1900000000000"
+mem2="$(used_memory)"
+bytes_per_job redis_lean_bytes_per_pending_job "$mem0" "$mem1"
+bytes_per_job redis_lean_bytes_per_finished_job "$mem0" "$mem2"
+
+# --- 1b. Kafka alone -------------------------------------------------------------------------
+say "machine limits: Kafka, $KAFKA_LIMIT_N records"
+load kafka-limit --topic "$run-kafka-limit" --n "$KAFKA_LIMIT_N" --tag "$run-limit"
+
+# --- 2. delayd -------------------------------------------------------------------------------
+# phase NAME: the delayd names of one phase
+phase_args() { echo --ingest-topic "$1.ingest" --ready-topic "$1.ready.bench" --group "$1" --tag "$1"; }
+
+say "ingest: $N_INGEST jobs due ${INGEST_DUE_MS} ms after publish"
+name="$run-ingest"
+start_delayd "$name"
+# shellcheck disable=SC2046
+load ingest $(phase_args "$name") --n "$N_INGEST" --due-ms "$INGEST_DUE_MS" --stats-match "$name:*stats"
+phase_end ingest
+
+say "burst: $N_BURST jobs due over $BURST_SPREAD_MS ms"
+name="$run-burst"
+start_delayd "$name"
+# shellcheck disable=SC2046
+load burst $(phase_args "$name") --n "$N_BURST" --spread-ms "$BURST_SPREAD_MS"
+phase_end burst
+
+rate_list=()
+for spec in $RATES; do
+  rate="${spec%%:*}" secs="${spec##*:}"
+  rate_list+=("$rate")
+  say "lateness: $rate jobs/s for $secs s, due ${RATE_DELAY_MS} ms after publish"
+  name="$run-rate$rate"
+  start_delayd "$name"
+  # shellcheck disable=SC2046
+  load rate $(phase_args "$name") --rate "$rate" --seconds "$secs" --delay-ms "$RATE_DELAY_MS"
+  phase_end "rate$rate"
+done
+
+say "restart: $RESTART_FAR jobs due in 1 h, $RESTART_OVERDUE due while delayd is down"
+name="$run-restart"
+start_delayd "$name"
+# shellcheck disable=SC2046
+load restart-publish $(phase_args "$name") --far "$RESTART_FAR" --overdue "$RESTART_OVERDUE" \
+  --margin-ms "$RESTART_MARGIN_MS"
+overdue_at="$(field restart_setup overdue_at_ms)"
+[[ -n "$overdue_at" ]] || die "restart-publish printed no overdue_at_ms"
+stop_delayd
+wait_ms=$((overdue_at + 2000 - $(date +%s%3N)))
+((wait_ms > 0)) && sleep "$(awk -v ms="$wait_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
+start_delayd "$name"
+load restart-measure --ready-topic "$name.ready.bench" --tag "$name" --overdue "$RESTART_OVERDUE" \
+  --start-ms "$started_ms" --log "$log"
+phase_end restart
+run_id_at_end="$(redis_run_id)"
+emit "{\"figure\":\"stack\",\"redis_restarted\":$([[ "$run_id_at_start" == "$run_id_at_end" ]] && echo false || echo true),\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+[[ "$run_id_at_start" == "$run_id_at_end" ]] || say "Redis was restarted during the run (by another user of the stack): the figures include it"
+
+# --- 3. report, 4. plots ---------------------------------------------------------------------
+echo
+"$load_bin" report --in "$raw" --out "$results/e2e.jsonl" || true
+if command -v gnuplot >/dev/null; then
+  gnuplot -e "data='$data'; out='$results'; rates='${rate_list[*]}'" "$root/bench/plot-e2e.gp" \
+    && say "plots: $results/lateness-cdf.png, $results/burst-throughput.png"
+else
+  say "gnuplot not found: plots skipped (Debian package gnuplot-nox)"
+fi
+
+say "results: $results/e2e.jsonl ($((SECONDS - t_start)) s)"
+if ((${#failed[@]})); then
+  say "pipeline broken in: ${failed[*]}"
+  exit 1
+fi
+say "pipeline whole: every job delivered, none early"
