@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
     const long rss0 = resident_bytes();
     t0 = Clock::now();
     for (long i = 0; i < n; ++i) {
-      const auto slot = held.insert({.job_id = ids[static_cast<size_t>(i)], .due_at = base + 1 + (i % 60000)});
+      const auto slot = held.insert({.job_id = ids[static_cast<size_t>(i)], .due_at = base + 1 + (i % 60000), .timer = {}});
       held.at(slot).timer = wheel.schedule(static_cast<std::uint64_t>(base + 1 + (i % 60000)), slot).handle;
     }
     const double hold_s = seconds_since(t0);

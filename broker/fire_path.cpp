@@ -20,6 +20,10 @@ using connectors::DeliveryError;
 
 // While Redis is unreachable, claimed-nothing jobs go back to the wheel this far ahead.
 constexpr std::int64_t kOutageRequeueMs = 200;
+// Batches of the scheduler's fire_batch one fire_due() call takes at most.
+constexpr int kMaxFireRounds = 10;
+// Delivery reports one settle() call handles at most: as many as fire_due() may send.
+constexpr std::size_t kSettleBudget = 5000;
 
 connectors::OutRecord ready_record(const storage::Claim& c, const std::string& topic_template) {
   connectors::OutRecord r;
@@ -113,9 +117,21 @@ std::optional<std::int64_t> FirePath::next_prepared() const {
 
 std::size_t FirePath::fire_due(std::int64_t now_ms) {
   std::size_t produced = send_prepared(now_ms);
-  if (stuck()) return produced;
-  const std::vector<Scheduler::Slot> slots = scheduler_.take_due(now_ms, options_.claim_ahead_ms);
-  if (slots.empty()) return produced;
+  // A burst is taken in several batches of the scheduler's fire_batch, up to kMaxFireRounds per
+  // call, so that one call keeps up with tens of thousands due per second; each claim call is
+  // short and followed by the sends that fell due, so no record waits behind the rounds.
+  for (int round = 0; round < kMaxFireRounds && !stuck(); ++round) {
+    const std::vector<Scheduler::Slot> slots = scheduler_.take_due(now_ms, options_.claim_ahead_ms);
+    if (slots.empty()) break;
+    produced += claim_and_dispatch(slots, now_ms);
+    if (slots.size() < scheduler_.fire_batch()) break;
+    now_ms = options_.clock();
+  }
+  return produced;
+}
+
+std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms) {
+  std::size_t produced = 0;
   std::vector<storage::Claim> claims(slots.size());
   std::vector<bool> claimed(slots.size(), false);
   std::exception_ptr outage;
@@ -129,6 +145,7 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
         claims[index[k]] = std::move(got[k]);
         claimed[index[k]] = true;
       }
+      produced += send_prepared(options_.clock());  // those claimed earlier that fell due meanwhile
     } catch (...) {
       // Not claimed, not produced: they stay due. Back into the wheel, shortly. The shards
       // claimed before the failure are dispatched below; the error is raised after that.
@@ -146,8 +163,8 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
     switch (c.kind) {
       case storage::Claim::Kind::deliver:
         // Never early: held back until the wall clock reaches deliver_at (send_prepared()).
-        prepared_.emplace(c.deliver_at,
-                          InFlight{slots[i], c.job_id, c.attempt, ready_record(c, options_.ready_topic_template), {}});
+        prepared_.emplace(c.deliver_at, InFlight{slots[i], c.job_id, c.attempt, c.deliver_at, c.business,
+                                                 ready_record(c, options_.ready_topic_template), {}});
         break;
       case storage::Claim::Kind::early:
         // Our clock is behind the deliver-at Redis holds (only possible if they disagree, e.g.
@@ -168,9 +185,19 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
   return produced;
 }
 
-std::map<std::uint32_t, std::vector<size_t>> FirePath::by_shard(const std::vector<Scheduler::Slot>& slots) const {
-  std::map<std::uint32_t, std::vector<size_t>> out;
-  for (size_t i = 0; i < slots.size(); ++i) out[scheduler_.job(slots[i]).shard].push_back(i);
+std::vector<std::pair<std::uint32_t, std::vector<size_t>>> FirePath::by_shard(
+    const std::vector<Scheduler::Slot>& slots) const {
+  std::map<std::uint32_t, std::vector<size_t>> groups;
+  for (size_t i = 0; i < slots.size(); ++i) groups[scheduler_.job(slots[i]).shard].push_back(i);
+  std::vector<std::pair<std::uint32_t, std::vector<size_t>>> out;
+  const size_t per_call = std::max<size_t>(options_.jobs_per_call, 1);
+  for (auto& [shard, index] : groups) {
+    for (size_t from = 0; from < index.size(); from += per_call) {
+      const auto first = index.begin() + static_cast<std::ptrdiff_t>(from);
+      out.emplace_back(shard, std::vector<size_t>(first, first + static_cast<std::ptrdiff_t>(
+                                                                   std::min(per_call, index.size() - from))));
+    }
+  }
   return out;
 }
 
@@ -214,11 +241,15 @@ void FirePath::on_report(const connectors::DeliveryReport& report) { reports_.pu
 
 void FirePath::settle(std::int64_t now_ms) {
   if (reports_.empty()) return;
-  // Acknowledged ready records first, all in one round trip; a report leaves the queue only
-  // once Redis has taken its outcome.
+  // At most kSettleBudget reports per call, so that claims for what falls due next are not held
+  // up behind a large backlog of acknowledgements (the loop calls settle() again soon).
+  // Acknowledged ready records first, a mark call per shard and jobs_per_call; a report leaves
+  // the queue only once Redis has taken its outcome.
+  const std::size_t budget = std::min(reports_.size(), kSettleBudget);
   std::vector<Scheduler::Slot> slots;
   std::vector<std::uint64_t> tags;
-  for (const auto& r : reports_) {
+  for (std::size_t i = 0; i < budget; ++i) {
+    const connectors::DeliveryReport& r = reports_[i];
     auto it = in_flight_.find(r.tag);
     if (r.ok && it != in_flight_.end() && tag_kind(r.tag) == TagKind::ready) {
       slots.push_back(it->second.slot);
@@ -227,14 +258,19 @@ void FirePath::settle(std::int64_t now_ms) {
   }
   if (!tags.empty()) delivery_outage_.reset();
   for (const auto& [shard, index] : by_shard(slots)) {
-    std::vector<std::string> ids;
-    ids.reserve(index.size());
-    for (size_t i : index) ids.push_back(in_flight_.at(tags[i]).job_id);
-    const auto marked = store_.mark_ready(scheduler_.shard_name(shard), ids, now_ms);  // may throw: all stay queued
+    std::vector<storage::JobStore::Delivered> jobs;
+    jobs.reserve(index.size());
+    for (size_t i : index) {
+      const InFlight& f = in_flight_.at(tags[i]);
+      jobs.push_back({f.job_id, f.deliver_at, f.attempt, f.business});
+    }
+    send_prepared(options_.clock());  // a due record waits behind one call at most
+    const auto marked = store_.mark_ready(scheduler_.shard_name(shard), std::span<const storage::JobStore::Delivered>(jobs),
+                                          now_ms);  // may throw: all stay queued
     for (size_t k = 0; k < index.size(); ++k) {
       auto it = in_flight_.find(tags[index[k]]);
       if (!marked[k].changed && marked[k].state != storage::JobState::ready) {
-        spdlog::warn("job {} delivered but found in state {} (not marked ready)", ids[k],
+        spdlog::warn("job {} delivered but found in state {} (not marked ready)", jobs[k].job_id,
                      storage::to_string(marked[k].state));
       }
       scheduler_.release(it->second.slot);
@@ -242,7 +278,7 @@ void FirePath::settle(std::int64_t now_ms) {
       ++counters_.delivered;
     }
   }
-  while (!reports_.empty()) {
+  for (std::size_t i = 0; i < budget; ++i) {
     const connectors::DeliveryReport& r = reports_.front();
     if (in_flight_.count(r.tag) != 0) {
       // May throw (Redis): the report stays queued and is handled again.

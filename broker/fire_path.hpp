@@ -44,11 +44,13 @@
 
 #include "broker/delivery_tags.hpp"
 #include "broker/scheduler.hpp"
+#include "broker/wall_clock.hpp"
 #include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -68,6 +70,11 @@ struct FireOptions {
   // that arrives within this time of the deliver_at is late (answered in_flight). 0: claim at
   // the due instant.
   std::int64_t claim_ahead_ms = 0;
+  // Jobs per claim or mark call. Between two calls the held-back records that have fallen due
+  // are sent, so a due record waits behind one call at most (about 2 ms for 200 jobs).
+  std::size_t jobs_per_call = 200;
+  // The wall clock, read between calls (the loop's clock; injectable for tests).
+  std::function<std::int64_t()> clock = system_now_ms;
 };
 
 struct FireCounters {
@@ -122,14 +129,19 @@ class FirePath {
     Scheduler::Slot slot;
     std::string job_id;
     int attempt = 0;
+    std::int64_t deliver_at = 0;
+    std::string business;
     connectors::OutRecord record;  // kept for the dead-letter copy if every attempt fails
     std::string reason;            // set once the job is on its way to the dead-letter topic
   };
   std::int64_t backoff(int attempt) const;
-  // Indices into `slots`, grouped by the shard of each slot's job.
-  std::map<std::uint32_t, std::vector<size_t>> by_shard(const std::vector<Scheduler::Slot>& slots) const;
+  // Indices into `slots`, grouped by the shard of each slot's job, in runs of at most
+  // jobs_per_call (one store call each).
+  std::vector<std::pair<std::uint32_t, std::vector<size_t>>> by_shard(const std::vector<Scheduler::Slot>& slots) const;
   std::string shard_of(Scheduler::Slot slot) const;
   void produce(InFlight entry, TagKind kind);
+  // Claims the jobs of `slots` (taken from the scheduler) and holds or sends their records.
+  std::size_t claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms);
   void set_aside(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::Claim>& claims,
                  std::int64_t now_ms);
   void handle_failure(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms);

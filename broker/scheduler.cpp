@@ -79,7 +79,7 @@ std::optional<std::int64_t> Scheduler::horizon(const std::string& shard) const {
 
 bool Scheduler::hold(std::uint32_t shard, const std::string& job_id, std::int64_t due_at) {
   if (held_.find(job_id)) return true;
-  const Slot slot = held_.insert(HeldJob{.job_id = job_id, .due_at = due_at, .shard = shard});
+  const Slot slot = held_.insert(HeldJob{.job_id = job_id, .due_at = due_at, .timer = {}, .shard = shard});
   // A deadline in the past fires on the next advance; that is how overdue jobs go out at once.
   auto r = wheel_.schedule(to_wheel(due_at), slot);
   if (r.status != wheel::ScheduleStatus::scheduled) {

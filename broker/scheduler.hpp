@@ -101,6 +101,7 @@ class Scheduler {
   bool live(Slot slot) const { return held_.live(slot); }
   const std::string& shard_name(std::uint32_t shard) const { return shards_[shard].name; }
   std::size_t held() const { return held_.size(); }
+  std::size_t fire_batch() const { return options_.fire_batch; }
   bool holds(const std::string& job_id) const { return held_.find(job_id).has_value(); }
   std::size_t in_wheel() const { return wheel_.size(); }
   std::int64_t wheel_now() const { return static_cast<std::int64_t>(wheel_.now()); }

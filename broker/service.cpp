@@ -100,7 +100,8 @@ class Loop {
                           .retry_backoff_max_ms = c.scheduler.retry_backoff_max_ms,
                           .dlq_topic = c.kafka.dlq_topic,
                           .ready_topic_template = c.kafka.ready_topic_template,
-                          .claim_ahead_ms = c.scheduler.claim_ahead_ms}),
+                          .claim_ahead_ms = c.scheduler.claim_ahead_ms,
+                          .clock = [this] { return clock_.now_ms(); }}),
         ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c)),
         consumer_(with_defaults({{"session.timeout.ms", "10000"},
                                  {"heartbeat.interval.ms", "2000"},
@@ -118,7 +119,9 @@ class Loop {
       if (!recover_producer()) return false;
       fire_and_settle();
       ingest_.retry_dead_letters();
-      scheduler_.refill(clock_.now_ms());
+      // Two pages (2 000 jobs) per shard per turn: a due record waits behind a page read at
+      // most, and a backlog still loads at several hundred thousand jobs a second.
+      scheduler_.refill(clock_.now_ms(), 2);
       fire_and_settle();  // what the refill found due within claim_ahead_ms
       waited = read_ingest();
       redis_.recovered();

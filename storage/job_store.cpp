@@ -331,16 +331,26 @@ void JobStore::set_aside(std::string_view shard, std::span<const Claim> claims, 
   if (!per_job.empty()) run(Script::mark_failed, shard, per_job, now_ms);
 }
 
-std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<const std::string> job_ids,
+std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<const Delivered> jobs,
                                              std::int64_t now_ms) {
   std::vector<Command> per_job;
-  per_job.reserve(job_ids.size());
-  for (const auto& id : job_ids) per_job.push_back({id});
+  per_job.reserve(jobs.size());
+  for (const auto& j : jobs) {
+    per_job.push_back({j.job_id, std::to_string(j.deliver_at), std::to_string(j.attempt), j.business});
+  }
   const Replies replies = run(Script::mark_ready, shard, per_job, now_ms);
   std::vector<Transition> out;
-  out.reserve(job_ids.size());
-  for (size_t i = 0; i < job_ids.size(); ++i) out.push_back(parse_transition(job_ids[i], shard, replies[i]));
+  out.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) out.push_back(parse_transition(jobs[i].job_id, shard, replies[i]));
   return out;
+}
+
+std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<const std::string> job_ids,
+                                             std::int64_t now_ms) {
+  std::vector<Delivered> jobs;
+  jobs.reserve(job_ids.size());
+  for (const auto& id : job_ids) jobs.push_back({id, 0, 0, ""});
+  return mark_ready(shard, std::span<const Delivered>(jobs), now_ms);
 }
 
 Transition JobStore::one(Script script, std::string_view shard, Command args, std::int64_t now_ms,

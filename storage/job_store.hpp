@@ -160,6 +160,16 @@ class JobStore {
                            std::int64_t ahead_ms = 0);
 
   // After Kafka acknowledged: ready, payload dropped, entry removed. One round trip.
+  // A delivered job as its claim described it; mark_ready() then writes the finished record
+  // without reading the old one (see kMarkReady).
+  struct Delivered {
+    std::string job_id;
+    std::int64_t deliver_at = 0;
+    int attempt = 0;
+    std::string business;
+  };
+  std::vector<Transition> mark_ready(std::string_view shard, std::span<const Delivered> jobs, std::int64_t now_ms);
+  // The same for jobs known by id only: each record is read first.
   std::vector<Transition> mark_ready(std::string_view shard, std::span<const std::string> job_ids,
                                      std::int64_t now_ms);
   // A failed attempt that will be retried at retry_at: its pending entry re-scored to retry_at

@@ -70,12 +70,12 @@ local function read(key)
   return v
 end
 -- The header line only (for transitions that drop or keep the payload untouched): the first
--- 256 bytes, or the whole record if its line is longer than that.
+-- 64 bytes (a pending job's line is about 30), or the whole record if its line is longer.
 local function read_head(key)
-  local v = redis.pcall('GETRANGE', key, 0, 255)
+  local v = redis.pcall('GETRANGE', key, 0, 63)
   if type(v) == 'table' and v.err then return nil, v.err end
   if v == '' then return false end
-  if #v == 256 and not string.find(v, '\n', 1, true) then return read(key) end
+  if #v == 64 and not string.find(v, '\n', 1, true) then return read(key) end
   return v
 end
 -- A job in flight (claimed, its record maybe on its way) has an entry in the shard's in-flight
@@ -197,19 +197,35 @@ flush()
 return out
 )lua";
 
-// Stride 1: job-id. ARGV[3] unused. After Kafka acknowledged each job's ready record.
+// Stride 4: job-id, deliver_at, attempt, business (as the claim handed them out; business ''
+// when the caller does not know them). ARGV[3] unused. After Kafka acknowledged each job's
+// ready record. The common case is cheap: the job's in-flight entry is removed (HDEL says it
+// was there, so the job was claimed and is still delay: nothing else removes the entry without
+// settling the job) and the finished record is written from the arguments, without reading
+// the old one. Otherwise (a caller that does not know the fields, or an entry lost with a
+// Redis restart) the record is read and finished if still delay.
 // Per job: {changed, state}. A job already final only loses its (stale) pending entry.
 inline constexpr std::string_view kMarkReady = R"lua(
 for i = 5, #KEYS do
-  local id = ARGV[i - 1]
-  local v = read_head(KEYS[i])
-  local j = parse(v)
-  if j and j.st == 'delay' then
-    finish(KEYS[i], id, j, 'ready', 'ready_at')
+  local a = 4 + (i - 5) * 4
+  local id, biz = ARGV[a], ARGV[a + 3]
+  if biz ~= '' and redis.call('HDEL', KEYS[4], id) == 1 then
+    local v = 'ready ' .. ARGV[a + 1] .. ' ' .. ARGV[a + 2] .. ' ' .. biz .. ' ready_at=' .. stamp .. '\n'
+    if retention > 0 then redis.call('SET', KEYS[i], v, 'EX', retention) else redis.call('SET', KEYS[i], v) end
+    redis.call('ZREM', KEYS[1], id)
+    bump(biz, 'delay', -1)
+    bump(biz, 'ready', 1)
     out[#out + 1] = {1, 'ready'}
   else
-    if j then redis.call('ZREM', KEYS[1], id) end
-    out[#out + 1] = {0, j and j.st or (v and 'corrupt' or 'missing')}
+    local v = read_head(KEYS[i])
+    local j = parse(v)
+    if j and j.st == 'delay' then
+      finish(KEYS[i], id, j, 'ready', 'ready_at')
+      out[#out + 1] = {1, 'ready'}
+    else
+      if j then redis.call('ZREM', KEYS[1], id) end
+      out[#out + 1] = {0, j and j.st or (v and 'corrupt' or 'missing')}
+    end
   end
 end
 flush()

@@ -220,6 +220,26 @@ TEST_CASE_METHOD(Fixture, "mark_ready finishes the job, removes its entry and se
   CHECK(s.by_business_state["orders"]["ready"] == 1);
 }
 
+TEST_CASE_METHOD(Fixture, "mark_ready with the claim's fields writes the finished record without reading it", "[store]") {
+  store.accept(std::vector<NewJob>{job("d1", 10), job("d2", 10)}, 0);
+  auto c = store.claim(shard, Ids{"d1", "d2"}, 10);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  const std::vector<JobStore::Delivered> done{{"d1", c[0].deliver_at, c[0].attempt, c[0].business},
+                                              {"d2", c[1].deliver_at, c[1].attempt, c[1].business}};
+  redis.command({"HDEL", keys.in_flight(shard), "d2"});  // as if lost with a Redis restart
+  auto t = store.mark_ready(shard, std::span<const JobStore::Delivered>(done), 12);
+  CHECK(t[0].changed);
+  CHECK(t[1].changed);  // read and finished the slow way
+  CHECK(record("d1") == "ready 10 1 orders ready_at=12\n");
+  CHECK(record("d2") == "ready 10 0 orders ready_at=12\n");  // its attempt was only in the lost entry
+  CHECK(ttl("d1") > 3500);
+  CHECK(pending().empty());
+  CHECK(store.stats().by_business_state["orders"]["ready"] == 2);
+  auto again = store.mark_ready(shard, std::span<const JobStore::Delivered>(done), 13);  // a duplicate ack
+  CHECK_FALSE(again[0].changed);
+  CHECK(record("d1") == "ready 10 1 orders ready_at=12\n");
+}
+
 TEST_CASE_METHOD(Fixture, "an entry whose job is already finished is dropped by the claim that meets it", "[store][crash]") {
   store.accept(std::vector<NewJob>{job("z", 10)}, 0);
   set_record("z", "ready 10 1 orders ready_at=11\n");  // by hand: finished, entry left behind
