@@ -2,7 +2,8 @@
 # Installs what delayd needs to build, test and run, and only what is missing.
 # Idempotent: with everything present it costs a dpkg query and a file check.
 #   Debian packages: compiler, CMake, the libraries of the design card, redis-server, kcat,
-#                    Java 17 and Maven (for the Kafka server), docker-compose (config check only).
+#                    Java 17 and Maven (for the Kafka server), docker-compose (config check only),
+#                    gnuplot (the plots of bench/run-e2e.sh).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
@@ -17,6 +18,7 @@ PACKAGES=(
   openjdk-17-jre-headless maven
   docker-compose
   procps iproute2 python3
+  gnuplot-nox
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.

@@ -1,13 +1,18 @@
--- The claim step of a lean delayed-job store (see lean-accept.lua): per job, read the record
--- (GET) and write it back marked as in flight (SET), as the fire path does before producing.
+-- The claim step, with the commands delayd's claim issues per job (storage/lua_scripts.hpp,
+-- kClaim): read the record's header line (GETRANGE, 64 bytes), look up and write the attempt in
+-- the shard's in-flight hash (HGET, HSET), and read the whole record for its payload (GET;
+-- delayd pipelines it right after the script call). No parsing: the floor under delayd's claim.
 --   KEYS[1] counter (its own, walking the keys lean-accept.lua wrote)  KEYS[2] pending sorted set
---   ARGV[1] job key prefix  ARGV[2] jobs per call  ARGV[3] the claimed value (240 bytes)
+--   ARGV[1] job key prefix  ARGV[2] jobs per call  ARGV[3] the in-flight entry
 local n = tonumber(ARGV[2])
 local last = redis.call('INCRBY', KEYS[1], n)
+local in_flight = ARGV[1] .. 'inflight'
 for i = last - n + 1, last do
   local id = ARGV[1] .. i
-  if redis.call('GET', id) then
-    redis.call('SET', id, ARGV[3])
+  if redis.call('GETRANGE', id, 0, 63) ~= '' then
+    redis.call('HGET', in_flight, id)
+    redis.call('HSET', in_flight, id, ARGV[3])
+    redis.call('GET', id)
   end
 end
 return last
