@@ -5,6 +5,7 @@
 //
 //   broker_bench --redis-url redis://127.0.0.1:16379 --n 200000 [--value-bytes 100] [--batch 500]
 #include "broker/held_jobs.hpp"
+#include "broker/scheduler.hpp"
 #include "storage/job_store.hpp"
 #include "storage/redis_url.hpp"
 #include "wheel/timing_wheel.hpp"
@@ -119,16 +120,6 @@ int main(int argc, char** argv) {
   line("redis_mark_ready", n, mark_s, 0);
   line("redis_claim_and_mark_ready", n, claim_s + mark_s, static_cast<double>(mem2 - mem0) / static_cast<double>(n));
 
-  // Clean up: every key under the bench's prefix.
-  std::string cursor = "0";
-  do {
-    auto r = redis.command({"SCAN", cursor, "MATCH", prefix + ":*", "COUNT", "5000"});
-    cursor = std::string(r.view()[0].str());
-    Command unlink{"UNLINK"};
-    for (size_t i = 0; i < r.view()[1].size(); ++i) unlink.emplace_back(r.view()[1][i].str());
-    if (unlink.size() > 1) redis.command(unlink);
-  } while (cursor != "0");
-
   // delayd's memory per held job: the table entry (id, slot, index node) plus the wheel timer.
   {
     delayd::broker::HeldJobs held;
@@ -143,5 +134,46 @@ int main(int argc, char** argv) {
     const long rss1 = resident_bytes();
     line("delayd_held_job", n, hold_s, static_cast<double>(rss1 - rss0) / static_cast<double>(n));
   }
+
+  // The loader: jobs pending in Redis, all due within the load window, read into the wheel by
+  // refill() as the loop calls it (two pages per shard per call), as after a restart.
+  {
+    std::vector<NewJob> load;
+    for (long k = 0; k < n; ++k) {
+      NewJob j;
+      j.job_id = "load-" + std::to_string(k);
+      // Within the first 7/8 of the window: the loader stops there until time moves on.
+      j.deliver_at = base + 1 + (k % 50000);
+      j.business = "orders";
+      j.shard = shard_of(k);
+      j.value = std::string(value_bytes, 'v');
+      load.push_back(std::move(j));
+      if (load.size() == batch || k + 1 == n) {
+        store.accept(load, base);
+        load.clear();
+      }
+    }
+    delayd::broker::SchedulerOptions so;
+    so.load_window_ms = 60000;
+    so.load_batch = 1000;
+    so.max_held = static_cast<std::size_t>(n) + 1;
+    delayd::broker::Scheduler scheduler(so, base, store);
+    for (int p = 0; p < 4; ++p) scheduler.assign(shard_of(p));
+    t0 = Clock::now();
+    for (int i = 0; i < 100000 && scheduler.held() < static_cast<std::size_t>(n); ++i) scheduler.refill(base, 2);
+    if (scheduler.held() < static_cast<std::size_t>(n)) std::fprintf(stderr, "loader: held %zu of %ld\n", scheduler.held(), n);
+    line("delayd_load_into_wheel", n, seconds_since(t0), 0);
+  }
+
+  // Clean up: every key under the bench's prefix.
+  std::string cursor = "0";
+  do {
+    auto r = redis.command({"SCAN", cursor, "MATCH", prefix + ":*", "COUNT", "5000"});
+    cursor = std::string(r.view()[0].str());
+    Command unlink{"UNLINK"};
+    for (size_t i = 0; i < r.view()[1].size(); ++i) unlink.emplace_back(r.view()[1][i].str());
+    if (unlink.size() > 1) redis.command(unlink);
+  } while (cursor != "0");
+
   return 0;
 }
