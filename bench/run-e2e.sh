@@ -66,7 +66,9 @@ if [[ "$SMOKE" == 1 ]]; then results="${RESULTS_DIR:-$build/e2e-smoke}"; else re
 data="$results/data"
 rm -rf "$data/logs" "$data"/raw-*.jsonl  # the previous run's; this run's stay until the next one
 mkdir -p "$data/logs"
-run="bench-e2e-$$-$(date +%s)"
+# Short names, like a deployment's (prefix "delayd", topic "delay-ingest", ids like "order-123"):
+# key and id lengths are part of the bytes per job.
+run="e$$"
 raw="$data/raw-$run.jsonl"
 out="$data/last-output.jsonl"
 
@@ -172,6 +174,22 @@ phase_end() {
   emit "{\"figure\":\"${phase}_log\",\"warnings\":$count,\"first_warning\":$(json_string "$first"),\"redis_forks\":$forks}"
   ((count == 0)) || say "delayd logged $count warnings in phase $phase; first: $first"
   phase_logs=()
+  fresh_redis "$name*"
+}
+
+# fresh_redis MATCH: removes the keys of a finished phase and compacts Redis's AOF, so that each
+# phase starts on a Redis holding only its own jobs, as a dedicated deployment would (the AOF
+# rewrite forks Redis; after a large phase that fork competes with the next phase for the two
+# cores, and on a Redis filled by every earlier phase it would come sooner and last longer).
+fresh_redis() {
+  [[ "${KEEP_DATA:-0}" == 1 ]] && return 0
+  "$load_bin" cleanup --redis-url "$REDIS_URL" --redis-match "$1" >/dev/null 2>>"$data/logs/cleanup-$run.log" ||
+    say "cleanup of $1 failed: $(tail -n 1 "$data/logs/cleanup-$run.log")"
+  rcli BGREWRITEAOF >/dev/null 2>&1 || true
+  for _ in $(seq 1 600); do
+    rcli INFO persistence | tr -d '\r' | grep -qE '^aof_rewrite_(in_progress|scheduled):1' || break
+    sleep 0.1
+  done
 }
 
 emit "{\"figure\":\"run\",\"run\":\"$run\",\"smoke\":$([[ "$SMOKE" == 1 ]] && echo true || echo false),\"started_at_ms\":$(date +%s%3N),\"nproc\":$(nproc),\"n_ingest\":$N_INGEST,\"n_burst\":$N_BURST,\"rates\":\"$RATES\",\"restart_far\":$RESTART_FAR,\"restart_overdue\":$RESTART_OVERDUE,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\",\"uncommitted_changes\":$([[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]] && echo true || echo false)}"
@@ -205,6 +223,7 @@ redis_lean finish "ready:1900000000000"
 mem2="$(used_memory)"
 bytes_per_job redis_lean_bytes_per_pending_job "$mem0" "$mem1"
 bytes_per_job redis_lean_bytes_per_finished_job "$mem0" "$mem2"
+fresh_redis "{bench}:$run:*"
 
 # --- 1b. Kafka alone -------------------------------------------------------------------------
 say "machine limits: Kafka, $KAFKA_LIMIT_N records"
@@ -212,7 +231,7 @@ load kafka-limit --topic "$run-kafka-limit" --n "$KAFKA_LIMIT_N" --tag "$run-lim
 
 # --- 2. delayd -------------------------------------------------------------------------------
 # phase NAME: the delayd names of one phase
-phase_args() { echo --ingest-topic "$1.ingest" --ready-topic "$1.ready.bench" --group "$1" --tag "$1"; }
+phase_args() { echo --ingest-topic "$1.ingest" --ready-topic "$1.ready.bench" --group "$1" --tag j; }
 
 say "ingest: $N_INGEST jobs due ${INGEST_DUE_MS} ms after publish"
 name="$run-ingest"
@@ -252,7 +271,7 @@ stop_delayd
 wait_ms=$((overdue_at + 2000 - $(date +%s%3N)))
 ((wait_ms > 0)) && sleep "$(awk -v ms="$wait_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
 start_delayd "$name"
-load restart-measure --ready-topic "$name.ready.bench" --tag "$name" --overdue "$RESTART_OVERDUE" \
+load restart-measure --ready-topic "$name.ready.bench" --tag j --overdue "$RESTART_OVERDUE" \
   --start-ms "$started_ms" --log "$log"
 phase_end restart
 run_id_at_end="$(redis_run_id)"

@@ -29,6 +29,8 @@ std::uint64_t get_varint(std::string_view& in) {
     in.remove_prefix(1);
     v |= static_cast<std::uint64_t>(byte & 0x7F) << shift;
     if ((byte & 0x80) == 0) {
+      // One encoding per number: a last byte of 0 after others would be padding.
+      if (byte == 0 && shift > 0) throw std::invalid_argument("header blob holds an overlong length");
       if (v > kMaxLength + 1) throw std::invalid_argument("header blob holds a length over 4 GiB");
       return v;
     }

@@ -52,4 +52,5 @@ TEST_CASE("lengths are short varints, and a length that cannot be is refused", "
   CHECK_THROWS_AS(decode_payload(std::string("\xff\xff\xff\xff\xff\x01", 6)), std::invalid_argument);  // > 5 bytes
   CHECK_THROWS_AS(decode_payload(std::string("\xff\xff\xff\xff\x7f", 5)), std::invalid_argument);  // > 4 GiB
   CHECK_THROWS_AS(decode_headers(std::string("\x00", 1)), std::invalid_argument);  // a null header name
+  CHECK_THROWS_AS(decode_payload(std::string("\x81\x00\x01", 3)), std::invalid_argument);  // 1 padded to 2 bytes
 }
