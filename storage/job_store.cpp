@@ -380,36 +380,36 @@ Transition JobStore::cancel(std::string_view shard, const std::string& job_id, s
 
 Transition JobStore::cancel_anywhere(std::string_view home, const std::string& job_id, std::int64_t now_ms,
                                      std::int64_t remember_s) {
-  const std::vector<std::string> holders = shards_holding(job_id, home);
+  const std::vector<std::string> shards = known_shards(home);
+  const std::vector<std::string> holders = holding(job_id, shards);
   if (!holders.empty()) return cancel(holders.front(), job_id, now_ms, 0);
-  // Found nowhere: remembered in every shard, since the job may come through any partition.
-  // Each shard's call is atomic against that shard's accept, so a job accepted meanwhile is
-  // either cancelled here (it exists by then) or finds the remembered cancel.
+  // Found nowhere: remembered in every shard (`home` first), since the job may come through any
+  // partition. Each shard's call is atomic against that shard's accept, so a job accepted
+  // meanwhile is either cancelled here (it exists by then) or finds the remembered cancel.
   register_shard(home);
-  Transition t = cancel(home, job_id, now_ms, remember_s);
-  for (const auto& shard : known_shards()) {
-    if (shard == home) continue;
+  Transition t;
+  for (const auto& shard : shards) {
     Transition other = cancel(shard, job_id, now_ms, remember_s);
-    if (other.changed) t = other;  // the job arrived there since shards_holding() looked
+    if (shard == home || other.changed) t = other;  // changed: the job arrived since holding() looked
   }
   return t;
 }
 
-std::vector<std::string> JobStore::known_shards() {
+std::vector<std::string> JobStore::known_shards(std::string_view first) {
   auto members = redis_.command({"SMEMBERS", keys_.shards()});
   std::vector<std::string> shards;
-  if (!members.view().is_array()) return shards;
-  for (size_t i = 0; i < members.view().size(); ++i) shards.emplace_back(members.view()[i].str());
+  if (members.view().is_array()) {
+    for (size_t i = 0; i < members.view().size(); ++i) shards.emplace_back(members.view()[i].str());
+  }
   std::sort(shards.begin(), shards.end());
-  return shards;
-}
-
-std::vector<std::string> JobStore::shards_holding(const std::string& job_id, std::string_view first) {
-  std::vector<std::string> shards = known_shards();
   if (!first.empty()) {
     shards.erase(std::remove(shards.begin(), shards.end(), first), shards.end());
     shards.insert(shards.begin(), std::string(first));
   }
+  return shards;
+}
+
+std::vector<std::string> JobStore::holding(const std::string& job_id, const std::vector<std::string>& shards) {
   std::vector<Command> cmds;
   for (const auto& s : shards) cmds.push_back({"EXISTS", keys_.job(s, job_id)});
   auto replies = redis_.pipeline(cmds);
@@ -419,6 +419,10 @@ std::vector<std::string> JobStore::shards_holding(const std::string& job_id, std
     if (r.is_integer() && r.integer() == 1) out.push_back(shards[i]);
   }
   return out;
+}
+
+std::vector<std::string> JobStore::shards_holding(const std::string& job_id, std::string_view first) {
+  return holding(job_id, known_shards(first));
 }
 
 std::optional<std::map<std::string, std::string>> JobStore::get(const std::string& job_id) {

@@ -238,7 +238,10 @@ class JobStore {
               std::int64_t extra = 0, bool read_records = false);
   void load_scripts();
   Transition one(Script script, std::string_view shard, Command args, std::int64_t now_ms, std::int64_t extra = 0);
-  std::vector<std::string> known_shards();
+  // Every shard in <prefix>:shards, sorted; `first` (if given, known or not) moved to the front.
+  std::vector<std::string> known_shards(std::string_view first = {});
+  // Those of `shards` whose record for job_id exists, in that order. One round trip.
+  std::vector<std::string> holding(const std::string& job_id, const std::vector<std::string>& shards);
 
   RedisConnection& redis_;
   KeySchema keys_;
