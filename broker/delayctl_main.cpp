@@ -189,8 +189,8 @@ int main(int argc, char** argv) {
 
   try {
     if (*send_cmd) return cmd_send(config, send);
-    delayd::storage::RedisConnection redis(delayd::broker::redis_options(config));
-    delayd::storage::JobStore store(redis, delayd::storage::KeySchema(config.redis.prefix),
+    const auto redis = delayd::broker::make_redis_client(config);
+    delayd::storage::JobStore store(*redis, delayd::storage::KeySchema(config.redis.prefix),
                                     config.redis.job_retention_s);
     if (*get_cmd) return cmd_get(store, job_id);
     if (*cancel_cmd) return cmd_cancel(config, store, job_id, timeout_ms);

@@ -14,4 +14,8 @@ storage::RedisOptions redis_options(const Config& config) {
   return o;
 }
 
+std::unique_ptr<storage::RedisClient> make_redis_client(const Config& config) {
+  return std::make_unique<storage::RedisConnection>(redis_options(config));
+}
+
 }  // namespace delayd::broker

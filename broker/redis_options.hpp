@@ -5,8 +5,14 @@
 #include "broker/config.hpp"
 #include "storage/redis_connection.hpp"
 
+#include <memory>
+
 namespace delayd::broker {
 
 storage::RedisOptions redis_options(const Config& config);
+
+// The client for config.redis.url: connects at once (throws storage::RedisIoError when the
+// server cannot be reached, RedisCommandError when it refuses AUTH or SELECT).
+std::unique_ptr<storage::RedisClient> make_redis_client(const Config& config);
 
 }  // namespace delayd::broker

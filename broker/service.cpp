@@ -409,7 +409,7 @@ int Service::run(const std::atomic<bool>& stop, const std::function<void(AdminSn
   const Config& c = config_;
 
   // Redis first: without it nothing can be accepted, so there is no point joining the group.
-  auto redis = until_up("redis", stop, [&] { return std::make_unique<storage::RedisConnection>(redis_options(c)); });
+  auto redis = until_up("redis", stop, [&] { return make_redis_client(c); });
   if (!redis) return 0;
   auto store = until_up("redis", stop, [&] {
     return std::make_unique<storage::JobStore>(**redis, storage::KeySchema(c.redis.prefix), c.redis.job_retention_s);

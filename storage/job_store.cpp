@@ -172,7 +172,7 @@ Claim parse_claim(const std::string& job_id, ReplyView r, ReplyView record) {
 
 }  // namespace
 
-JobStore::JobStore(RedisConnection& redis, KeySchema keys, std::int64_t retention_s)
+JobStore::JobStore(RedisClient& redis, KeySchema keys, std::int64_t retention_s)
     : redis_(redis), keys_(std::move(keys)), retention_s_(retention_s) {
   load_scripts();
 }

@@ -138,7 +138,7 @@ class JobStore {
   static constexpr std::size_t kJobsPerCall = 500;
 
   // Loads the scripts into Redis (SCRIPT LOAD) so that later calls are EVALSHA only.
-  JobStore(RedisConnection& redis, KeySchema keys, std::int64_t retention_s);
+  JobStore(RedisClient& redis, KeySchema keys, std::int64_t retention_s);
 
   // Precondition: every job has a non-empty job_id, business and shard.
   // Postcondition: each job that is created, or exists in state delay, is in its shard's
@@ -243,7 +243,7 @@ class JobStore {
   // Those of `shards` whose record for job_id exists, in that order. One round trip.
   std::vector<std::string> holding(const std::string& job_id, const std::vector<std::string>& shards);
 
-  RedisConnection& redis_;
+  RedisClient& redis_;
   KeySchema keys_;
   std::int64_t retention_s_;
   std::vector<std::string> shas_;

@@ -11,6 +11,7 @@
 // Threading: a connection is used by one thread at a time (hiredis contexts are not thread-safe).
 #pragma once
 
+#include "storage/redis_client.hpp"
 #include "storage/redis_reply.hpp"
 
 #include <hiredis/hiredis.h>
@@ -38,19 +39,17 @@ struct RedisOptions {
   int timeout_ms = 2000;  // connect and per-command timeout
 };
 
-using Command = std::vector<std::string>;
-
-class RedisConnection {
+class RedisConnection final : public RedisClient {
  public:
   // Connects at once so that a wrong address fails at start-up, not at the first job.
   // Throws RedisIoError (unreachable) or RedisCommandError (AUTH/SELECT refused).
   explicit RedisConnection(RedisOptions options);
 
   // One command, one round trip. An error reply is returned, not thrown.
-  RedisReply command(const Command& argv);
+  RedisReply command(const Command& argv) override;
   // All commands written, then all replies read: one round trip for the batch.
   // Postcondition: result.size() == commands.size(), in order.
-  std::vector<RedisReply> pipeline(const std::vector<Command>& commands);
+  std::vector<RedisReply> pipeline(const std::vector<Command>& commands) override;
 
   const RedisOptions& options() const { return options_; }
   bool connected() const { return ctx_ != nullptr; }
