@@ -12,8 +12,10 @@ namespace delayd::storage {
 
 namespace {
 
-constexpr std::string_view kScriptBodies[] = {lua::kAccept,    lua::kClaim,      lua::kMarkReady,
-                                              lua::kRelease,   lua::kMarkFailed, lua::kCancel};
+// In the order of JobStore::Script. The batch scripts start with the shared prelude.
+constexpr std::string_view kScriptBodies[] = {lua::kAccept,     lua::kClaim,  lua::kMarkReady, lua::kRelease,
+                                              lua::kMarkFailed, lua::kCancel, lua::kTakeShard};
+constexpr std::size_t kBatchScripts = 6;
 
 std::optional<std::int64_t> parse_i64(std::string_view s) {
   std::int64_t v = 0;
@@ -115,15 +117,24 @@ StoredPayload payload_of(ReplyView record) {
   return decode_payload(v.substr(nl + 1));
 }
 
-// A job in flight: its entry "<attempt> <firing_at>" in the shard's in-flight hash shows as
-// the fields attempt (the attempt under way) and firing_at.
+// A job in flight: its entry "<attempt> <firing_at> <epoch>" in the shard's in-flight hash
+// shows as the fields attempt (the attempt under way), firing_at and claimed_by (the epoch of
+// the owner that claimed it).
 void add_in_flight(std::map<std::string, std::string>& fields, ReplyView entry) {
   if (!entry.is_string()) return;
   const std::string_view e = entry.str();
   const auto sp = e.find(' ');
   if (sp == std::string_view::npos) return;
   fields["attempt"] = std::string(e.substr(0, sp));
-  fields["firing_at"] = std::string(e.substr(sp + 1));
+  const std::string_view rest = e.substr(sp + 1);
+  const auto sp2 = rest.find(' ');
+  fields["firing_at"] = std::string(rest.substr(0, sp2));
+  if (sp2 != std::string_view::npos) fields["claimed_by"] = std::string(rest.substr(sp2 + 1));
+}
+
+bool is_fenced_script(std::size_t script) {
+  // claim, release, mark_failed (JobStore::Script order)
+  return script == 1 || script == 3 || script == 4;
 }
 
 // One job's claim from the script's reply and the record read right after it. Never throws on
@@ -179,7 +190,10 @@ JobStore::JobStore(RedisClient& redis, KeySchema keys, std::int64_t retention_s)
 
 void JobStore::load_scripts() {
   std::vector<Command> cmds;
-  for (auto body : kScriptBodies) cmds.push_back({"SCRIPT", "LOAD", std::string(lua::kPrelude) + std::string(body)});
+  for (std::size_t i = 0; i < std::size(kScriptBodies); ++i) {
+    const std::string prelude = i < kBatchScripts ? std::string(lua::kPrelude) : std::string();
+    cmds.push_back({"SCRIPT", "LOAD", prelude + std::string(kScriptBodies[i])});
+  }
   auto replies = redis_.pipeline(cmds);
   shas_.clear();
   for (auto& r : replies) {
@@ -190,6 +204,7 @@ void JobStore::load_scripts() {
 
 JobStore::Replies JobStore::run(Script script, std::string_view shard, const std::vector<Command>& per_job,
                                 std::int64_t now_ms, std::int64_t extra, bool read_records) {
+  const std::string fence = fence_arg(script, shard);
   const size_t calls = (per_job.size() + kJobsPerCall - 1) / kJobsPerCall;
   auto range = [&](size_t call) {
     return std::pair{call * kJobsPerCall, std::min(per_job.size(), (call + 1) * kJobsPerCall)};
@@ -197,11 +212,11 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
   // One call's commands: the script, then (read_records) a GET of each of its jobs' records.
   auto build = [&](size_t call, std::vector<Command>& out) {
     const auto [from, to] = range(call);
-    Command c{"EVALSHA",           shas_[static_cast<size_t>(script)], std::to_string(4 + to - from),
+    Command c{"EVALSHA",           shas_[static_cast<size_t>(script)], std::to_string(5 + to - from),
               keys_.pending(shard), keys_.stats(shard),                 keys_.quarantine(shard),
-              keys_.in_flight(shard)};
+              keys_.in_flight(shard), keys_.owner(shard)};
     for (size_t i = from; i < to; ++i) c.push_back(keys_.job(shard, per_job[i].front()));
-    c.insert(c.end(), {std::to_string(now_ms), std::to_string(retention_s_), std::to_string(extra)});
+    c.insert(c.end(), {std::to_string(now_ms), std::to_string(retention_s_), std::to_string(extra), fence});
     for (size_t i = from; i < to; ++i) c.insert(c.end(), per_job[i].begin(), per_job[i].end());
     out.push_back(std::move(c));
     if (read_records) {
@@ -240,9 +255,67 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
     for (size_t k = 0, at = 0; k < lost.size(); ++k) at = collect(lost[k], retried, at, out);
   }
   for (auto& r : out.calls) {
-    if (r.view().is_error()) throw RedisCommandError("redis: script: " + r.view().error());
+    if (!r.view().is_error()) continue;
+    const std::string error = r.view().error();
+    if (error.rfind("FENCED", 0) == 0) throw ShardFenced(std::string(shard), error.substr(7));
+    throw RedisCommandError("redis: script: " + error);
   }
   return out;
+}
+
+std::string JobStore::fence_arg(Script script, std::string_view shard) const {
+  if (!member_ || !is_fenced_script(static_cast<std::size_t>(script))) return {};
+  const auto it = fences_.find(shard);
+  if (it == fences_.end()) throw ShardFenced(std::string(shard), "this broker holds no fence for it");
+  return std::to_string(it->second);
+}
+
+void JobStore::enable_fencing(std::string member) { member_ = std::move(member); }
+
+std::int64_t JobStore::take_shard(std::string_view shard, std::int64_t now_ms) {
+  const Command cmd{"EVALSHA", shas_[static_cast<size_t>(Script::take_shard)], "1", keys_.owner(shard),
+                    member_.value_or("-"), std::to_string(now_ms)};
+  RedisReply reply = redis_.command(cmd);
+  if (reply.view().is_error() && reply.view().error().rfind("NOSCRIPT", 0) == 0) {
+    load_scripts();
+    reply = redis_.command(cmd);
+  }
+  if (!reply.view().is_integer()) {
+    throw RedisCommandError("redis: taking shard " + std::string(shard) + ": " +
+                            (reply.view().is_error() ? reply.view().error() : std::string("unexpected reply")));
+  }
+  const std::int64_t epoch = reply.view().integer();
+  fences_.insert_or_assign(std::string(shard), epoch);
+  return epoch;
+}
+
+void JobStore::drop_shard(std::string_view shard) {
+  if (auto it = fences_.find(shard); it != fences_.end()) fences_.erase(it);
+}
+
+std::optional<std::int64_t> JobStore::fence(std::string_view shard) const {
+  const auto it = fences_.find(shard);
+  if (it == fences_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> JobStore::lost_shards() {
+  std::vector<std::string> shards;
+  std::vector<Command> cmds;
+  for (const auto& [shard, epoch] : fences_) {
+    shards.push_back(shard);
+    cmds.push_back({"GET", keys_.owner(shard)});
+  }
+  if (cmds.empty()) return {};
+  const auto replies = redis_.pipeline(cmds);
+  std::vector<std::string> lost;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const ReplyView r = replies[i].view();
+    const std::string_view v = r.is_string() ? r.str() : std::string_view{};
+    const auto epoch = parse_i64(v.substr(0, v.find(' ')));
+    if (!epoch || *epoch != fences_.find(shards[i])->second) lost.push_back(shards[i]);
+  }
+  return lost;
 }
 
 void JobStore::register_shard(std::string_view shard) {

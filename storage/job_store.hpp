@@ -42,6 +42,24 @@
 // (harmless: claim drops it); a job in state delay is always in its shard's pending set.
 // Counters in <prefix>:{<shard>}:stats change in the same call as the jobs they count.
 //
+// Fencing (lua_scripts.hpp, FENCING): a broker calls enable_fencing() once and take_shard()
+// for each shard it is assigned. From then on claim, release, mark_failed and set_aside of a
+// shard run only with the fence this store holds for it, and throw ShardFenced when Redis says
+// another member took the shard since (or when this store holds no fence for it): nothing of
+// that call was done. mark_ready, accept and cancel are never refused. The crash table above
+// is unchanged by fencing; what fencing adds is the rebalance table:
+//
+//   moment                               the old owner                 the new owner
+//   shard revoked, records in flight     their reports still mark      claims with a larger
+//                                        ready (a fact); retries and   epoch: what the old
+//                                        failures are refused          owner claimed is claimed
+//                                                                      again (a duplicate only
+//                                                                      if its record was already
+//                                                                      produced)
+//   old owner paused past its session,   every claim refused; held     as above
+//   wakes up                             records re-checked before
+//                                        sending (FirePath)
+//
 // Idempotency is per shard: the job-id names one job within one partition of the ingest topic.
 // Publish every record of one job (and its cancel) with the same Kafka key, so that they land
 // in the same partition; README says so.
@@ -65,6 +83,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,6 +141,14 @@ struct Transition {
   bool changed = false;
   JobState state = JobState::missing;  // after the call; in_flight: a cancel met a record on its way
   std::string shard;                   // where the job is (cancel_anywhere: where it was found)
+};
+
+// The caller does not hold the shard's current fence: another member owns it now (or this store
+// never took it). Nothing of the refused call was written.
+struct ShardFenced : std::runtime_error {
+  ShardFenced(std::string shard_name, const std::string& why)
+      : std::runtime_error("shard " + shard_name + " fenced: " + why), shard(std::move(shard_name)) {}
+  std::string shard;
 };
 
 struct StoreStats {
@@ -214,6 +241,21 @@ class JobStore {
   std::vector<std::optional<Fields>> get_many(std::span<const std::string> job_ids);
   StoreStats stats();
 
+  // Fencing. After enable_fencing(member), the fenced calls (claim, release, mark_failed,
+  // set_aside) of a shard need take_shard() first. `member` names this broker in the owner key
+  // for people (no spaces). Precondition: called once, before any take_shard().
+  void enable_fencing(std::string member);
+  // Makes this store the shard's owner with a new, larger epoch (one round trip) and holds that
+  // fence. Returns the epoch. Throws RedisIoError (retry later) like every call.
+  std::int64_t take_shard(std::string_view shard, std::int64_t now_ms);
+  // Forgets the fence (the shard was revoked); no I/O. Later fenced calls of it throw ShardFenced.
+  void drop_shard(std::string_view shard);
+  // The shards whose fence this store holds but Redis no longer confirms (another member took
+  // them). One round trip. The caller must treat them as revoked (and drop_shard() them).
+  std::vector<std::string> lost_shards();
+  // The fence held for the shard, if any.
+  std::optional<std::int64_t> fence(std::string_view shard) const;
+
   // Adds the shard to <prefix>:shards once per process (tools, stats and cancels list shards
   // from it).
   void register_shard(std::string_view shard);
@@ -221,7 +263,7 @@ class JobStore {
   const KeySchema& keys() const { return keys_; }
 
  private:
-  enum class Script { accept, claim, mark_ready, release, mark_failed, cancel, count_ };
+  enum class Script { accept, claim, mark_ready, release, mark_failed, cancel, take_shard, count_ };
   // The replies of one run(): job i's is calls[i / kJobsPerCall][i % kJobsPerCall], and its
   // record as read right after the call is records[i] (when run() was asked to read them).
   struct Replies {
@@ -234,8 +276,11 @@ class JobStore {
   // is ARGV[3]. read_records: each job's record is read (GET) right after its call, in the
   // same round trip. Throws RedisCommandError if a call failed (a script error: a bug, or a
   // key of the shard that is not of delayd's type).
+  // A fenced script runs with this store's fence for the shard; a refusal throws ShardFenced.
   Replies run(Script script, std::string_view shard, const std::vector<Command>& per_job, std::int64_t now_ms,
               std::int64_t extra = 0, bool read_records = false);
+  // ARGV[4] of a call: the fence, or '' when fencing is off or the script is not fenced.
+  std::string fence_arg(Script script, std::string_view shard) const;
   void load_scripts();
   Transition one(Script script, std::string_view shard, Command args, std::int64_t now_ms, std::int64_t extra = 0);
   // Every shard in <prefix>:shards, sorted; `first` (if given, known or not) moved to the front.
@@ -248,6 +293,8 @@ class JobStore {
   std::int64_t retention_s_;
   std::vector<std::string> shas_;
   std::set<std::string> registered_shards_;  // added to <prefix>:shards by this process
+  std::optional<std::string> member_;        // set by enable_fencing()
+  std::map<std::string, std::int64_t, std::less<>> fences_;  // shard -> epoch held
 };
 
 }  // namespace delayd::storage

@@ -5,9 +5,12 @@
 //   <prefix>:{<shard>}:stats         hash    counters "<business>|<state>" of the shard's jobs
 //   <prefix>:{<shard>}:quarantine    hash    job-id -> reason, for pending entries of the shard
 //                                            that pointed at no readable job record
-//   <prefix>:{<shard>}:inflight      hash    job-id -> "<attempt> <firing_at>" for each job claimed
-//                                            for delivery and not settled yet (a cancel then
-//                                            answers in_flight); the attempt counts this one
+//   <prefix>:{<shard>}:inflight      hash    job-id -> "<attempt> <firing_at> <epoch>" for each job
+//                                            claimed for delivery and not settled yet (a cancel
+//                                            then answers in_flight); the attempt counts this
+//                                            one, epoch is the fence of the claiming owner
+//   <prefix>:{<shard>}:owner         string  "<epoch> <member> <since_ms>": the shard's fence
+//                                            (lua_scripts.hpp, FENCING); epoch only grows
 //   <prefix>:shards                  set     every shard that ever held a job (tools, stats)
 //
 // A shard is one partition of the ingest topic, named "<topic>:<partition>". Every key of a
@@ -55,6 +58,7 @@ class KeySchema {
   std::string stats(std::string_view shard) const { return tagged(shard) + ":stats"; }
   std::string quarantine(std::string_view shard) const { return tagged(shard) + ":quarantine"; }
   std::string in_flight(std::string_view shard) const { return tagged(shard) + ":inflight"; }
+  std::string owner(std::string_view shard) const { return tagged(shard) + ":owner"; }
   std::string shards() const { return prefix_ + ":shards"; }
 
  private:

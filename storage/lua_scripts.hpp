@@ -3,10 +3,25 @@
 // Every script takes the same keys, all in the shard's hash slot (so one call is atomic on a
 // single primary and legal under Redis Cluster):
 //   KEYS[1] the shard's pending set, KEYS[2] its counters, KEYS[3] its quarantine hash,
-//   KEYS[4] its in-flight hash, KEYS[5..] one job record per job of the batch.
+//   KEYS[4] its in-flight hash, KEYS[5] its owner, KEYS[6..] one job record per job of the batch.
 // and ARGV[1] now (epoch ms), ARGV[2] retention_s of finished jobs (0: kept for ever),
-// ARGV[3] a script-specific number, then a fixed number of arguments per job (its "stride",
-// given under each script), the first of which is always the job-id.
+// ARGV[3] a script-specific number, ARGV[4] the caller's fence (below), then a fixed number of
+// arguments per job (its "stride", given under each script), the first of which is always the
+// job-id.
+//
+// FENCING. A broker that owns a shard holds its fence: the epoch it got from kTakeShard, which
+// INCRs it in KEYS[5] ("<epoch> <member> <since_ms>") at every assignment, so a later owner
+// always holds a larger one. The scripts that decide what gets produced, or that rewrite what
+// the owner of the moment relies on, refuse the whole call (error "FENCED <owner>") unless
+// ARGV[4] is the current epoch: claim, release (which re-scores) and mark_failed. So a broker
+// whose shard moved on (revoked while it was busy, or paused past its session) produces nothing
+// new and cannot undo the new owner's in-flight entry or fail a job the new owner delivers.
+// The in-flight entry records the claiming epoch ("<attempt> <firing_at> <epoch>").
+// Not fenced, on purpose: accept and cancel (they apply records of the ingest topic, which are
+// facts whichever member reads them, and are idempotent), and mark_ready, which reports a fact
+// too (Kafka acknowledged a ready record): refusing it would let the new owner's later cancel,
+// failure or retry contradict a record that is in the ready topic. ARGV[4] = '' (tools and
+// tests, which own no shard) skips the check.
 // A call returns one group of values per job, in the order of KEYS[5..].
 //
 // A job record is one Redis string (key_schema.hpp gives the format): a header line
@@ -26,6 +41,7 @@ namespace delayd::storage::lua {
 // write(key, job, ex) SETs the record, with EX ex when ex > 0. enc() percent-encodes whitespace
 // and '%' so that free text (an error) fits in one field. bump() counts; flush() writes counts.
 inline constexpr std::string_view kPrelude = R"lua(
+local FIRST = 6  -- KEYS index of the first job record; its arguments start at ARGV[5]
 local FIELDS = {'last_error', 'ready_at', 'cancelled_at', 'failed_at', 'error', 'cancelled_early'}
 local STATES = {delay = true, ready = true, cancelled = true, failed = true}
 local function parse(v, with_payload)
@@ -84,11 +100,22 @@ end
 local function in_flight(id)
   local e = redis.call('HGET', KEYS[4], id)
   if not e then return nil end
-  local att, at = string.match(e, '^(%d+) (%d+)$')
-  return tonumber(att), at
+  local att, at, epoch = string.match(e, '^(%d+) (%d+) ?(%d*)$')
+  return tonumber(att), at, epoch
 end
 local now, retention, extra = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local stamp = ARGV[1]
+local stamp, fence = ARGV[1], ARGV[4]
+-- The whole call is refused unless the caller holds the shard's current fence (or none is
+-- asked for: fence '').
+local function check_fence()
+  if fence == '' then return nil end
+  local owner = redis.call('GET', KEYS[5])
+  if not owner or string.match(owner, '^(%d+)') ~= fence then
+    return redis.error_reply('FENCED ' .. (owner or 'no owner') .. ' (caller holds epoch ' .. fence .. ')')
+  end
+  return nil
+end
+local my_epoch = fence ~= '' and fence or '0' 
 -- Finishes a job that was delay: the payload goes (it is on its topic by now), the record
 -- expires after the retention, the pending entry is removed.
 local function finish(key, id, j, st, field, extra_fields)
@@ -120,8 +147,8 @@ local out = {}
 // same call). A remembered cancel (see kCancel) is filled in with the job and stays cancelled.
 // Per job: {code, state, deliver_at}; code 1 created, 0 existed, 2 "arrived after its cancel".
 inline constexpr std::string_view kAccept = R"lua(
-for i = 5, #KEYS do
-  local a = 4 + (i - 5) * 4
+for i = FIRST, #KEYS do
+  local a = 5 + (i - FIRST) * 4
   local id, at, biz = ARGV[a], ARGV[a + 1], ARGV[a + 2]
   if redis.call('SET', KEYS[i], ARGV[a + 3], 'NX') then
     redis.call('ZADD', KEYS[1], at, id)
@@ -146,7 +173,7 @@ flush()
 return out
 )lua";
 
-// Stride 1: job-id. ARGV[3] ahead_ms. Takes jobs due by now + ahead_ms for delivery: counts the
+// Stride 1: job-id. ARGV[3] ahead_ms. Fenced. Takes jobs due by now + ahead_ms for delivery: counts the
 // attempt and stamps firing_at in the in-flight hash, which from here on makes a cancel answer
 // "in_flight" (the record may already be on its way, or held by the broker until its
 // deliver_at). A job whose deliver_at is after now + ahead_ms is left alone ('early'); the
@@ -161,7 +188,9 @@ return out
 // {'finished', state}, {'corrupt', reason, business} or {'unreadable', reason[, why kept]}:
 // the third value when the quarantine hash could not be written, so the entry was kept.
 inline constexpr std::string_view kClaim = R"lua(
-for i = 5, #KEYS do
+local refused = check_fence()
+if refused then return refused end
+for i = FIRST, #KEYS do
   local id = ARGV[i - 1]
   local v, err = read_head(KEYS[i])
   local j = parse(v)
@@ -189,7 +218,7 @@ for i = 5, #KEYS do
     out[#out + 1] = {'early', string.format('%.0f', j.at)}
   else
     local att = (in_flight(id) or j.att) + 1
-    redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp)
+    redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
     out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att}
   end
 end
@@ -198,7 +227,7 @@ return out
 )lua";
 
 // Stride 4: job-id, deliver_at, attempt, business (as the claim handed them out; business ''
-// when the caller does not know them). ARGV[3] unused. After Kafka acknowledged each job's
+// when the caller does not know them). ARGV[3] unused. Not fenced (see FENCING above). After Kafka acknowledged each job's
 // ready record. The common case is cheap: the job's in-flight entry is removed (HDEL says it
 // was there, so the job was claimed and is still delay: nothing else removes the entry without
 // settling the job) and the finished record is written from the arguments, without reading
@@ -206,8 +235,8 @@ return out
 // Redis restart) the record is read and finished if still delay.
 // Per job: {changed, state}. A job already final only loses its (stale) pending entry.
 inline constexpr std::string_view kMarkReady = R"lua(
-for i = 5, #KEYS do
-  local a = 4 + (i - 5) * 4
+for i = FIRST, #KEYS do
+  local a = 5 + (i - FIRST) * 4
   local id, biz = ARGV[a], ARGV[a + 3]
   if biz ~= '' and redis.call('HDEL', KEYS[4], id) == 1 then
     local v = 'ready ' .. ARGV[a + 1] .. ' ' .. ARGV[a + 2] .. ' ' .. biz .. ' ready_at=' .. stamp .. '\n'
@@ -232,7 +261,7 @@ flush()
 return out
 )lua";
 
-// Stride 5: job-id, error, refund, keep_firing, retry_at. ARGV[3] unused. A delivery attempt
+// Stride 5: job-id, error, refund, keep_firing, retry_at. ARGV[3] unused. Fenced. A delivery attempt
 // failed and will be retried at retry_at: the pending entry is re-scored (XX: never resurrect
 // an entry a finished job left). refund = 1: the attempt does not count (Kafka never answered
 // with a permanent error), so `attempt` goes back down. keep_firing = 1: the record may have
@@ -240,15 +269,17 @@ return out
 // in_flight until a later attempt settles the job; otherwise a cancel may win again.
 // Per job: {changed, state}.
 inline constexpr std::string_view kRelease = R"lua(
-for i = 5, #KEYS do
-  local a = 4 + (i - 5) * 5
+local refused = check_fence()
+if refused then return refused end
+for i = FIRST, #KEYS do
+  local a = 5 + (i - FIRST) * 5
   local j = parse((read(KEYS[i])), true)
   if j and j.st == 'delay' then
-    local att, firing = in_flight(ARGV[a])
+    local att, firing, epoch = in_flight(ARGV[a])
     att = att or j.att
     if ARGV[a + 2] == '1' and att > j.att then att = att - 1 end
     if ARGV[a + 3] == '1' and firing then
-      redis.call('HSET', KEYS[4], ARGV[a], att .. ' ' .. firing)
+      redis.call('HSET', KEYS[4], ARGV[a], att .. ' ' .. firing .. ' ' .. (epoch ~= '' and epoch or my_epoch))
     else
       redis.call('HDEL', KEYS[4], ARGV[a])
     end
@@ -265,12 +296,14 @@ flush()
 return out
 )lua";
 
-// Stride 2: job-id, reason. ARGV[3] unused. Attempts exhausted, or the payload could not be
+// Stride 2: job-id, reason. ARGV[3] unused. Fenced. Attempts exhausted, or the payload could not be
 // read (the broker has already written the dead-letter record where there was one).
 // Per job: {changed, state}.
 inline constexpr std::string_view kMarkFailed = R"lua(
-for i = 5, #KEYS do
-  local a = 4 + (i - 5) * 2
+local refused = check_fence()
+if refused then return refused end
+for i = FIRST, #KEYS do
+  local a = 5 + (i - FIRST) * 2
   local j = parse((read_head(KEYS[i])))
   if j and j.st == 'delay' then
     finish(KEYS[i], ARGV[a], j, 'failed', 'failed_at', {error = enc(ARGV[a + 1])})
@@ -291,7 +324,7 @@ return out
 // kAccept turns into the cancelled job if the job arrives in time. Per job: {changed, state}
 // with state 'missing' for an unknown id (remembered or not).
 inline constexpr std::string_view kCancel = R"lua(
-for i = 5, #KEYS do
+for i = FIRST, #KEYS do
   local id = ARGV[i - 1]
   local v, err = read_head(KEYS[i])
   local j = parse(v)
@@ -315,6 +348,17 @@ for i = 5, #KEYS do
 end
 flush()
 return out
+)lua";
+
+// Not a batch script: KEYS[1] the shard's owner key, ARGV[1] the member taking it (no spaces),
+// ARGV[2] now. Makes the caller the shard's owner with the next epoch and returns that epoch.
+// A missing owner key starts at epoch 1. Deleting or hand-editing the key breaks the order of
+// epochs (a stale member might hold the new number): never do it while brokers run.
+inline constexpr std::string_view kTakeShard = R"lua(
+local old = redis.call('GET', KEYS[1])
+local epoch = (old and tonumber(string.match(old, '^(%d+)')) or 0) + 1
+redis.call('SET', KEYS[1], string.format('%.0f', epoch) .. ' ' .. ARGV[1] .. ' ' .. ARGV[2])
+return epoch
 )lua";
 
 }  // namespace delayd::storage::lua

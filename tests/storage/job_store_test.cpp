@@ -190,7 +190,7 @@ TEST_CASE_METHOD(Fixture, "claim hands out the payload once due, and refuses ear
   // The claim leaves the record alone (the payload never passes through Lua); the attempt under
   // way and its time are in the shard's in-flight hash.
   CHECK(record("c").rfind("delay 1000 0 orders\n", 0) == 0);
-  CHECK(redis.command({"HGET", keys.in_flight(shard), "c"}).view().str() == "1 1000");
+  CHECK(redis.command({"HGET", keys.in_flight(shard), "c"}).view().str() == "1 1000 0");  // epoch 0: unfenced
 
   auto gone = store.claim(shard, Ids{"nope"}, 5000);
   CHECK(gone[0].kind == Claim::Kind::unreadable);
@@ -493,4 +493,94 @@ TEST_CASE_METHOD(Fixture, "a cancel for an unknown id is remembered, and the job
 
   CHECK(store.cancel(shard, "not-remembered", 100, 0).state == JobState::missing);
   CHECK(field("not-remembered", "state") == "<nil>");
+}
+
+// ---- fencing: two brokers that both believe they own a shard ----
+
+namespace {
+
+// A second broker's store on the same keys; both fence.
+struct TwoOwners : Fixture {
+  JobStore other{redis, keys, 3600};
+  TwoOwners() {
+    store.enable_fencing("old/1");
+    other.enable_fencing("new/2");
+  }
+  std::string in_flight_entry(const std::string& id) {
+    auto r = redis.command({"HGET", keys.in_flight(shard), id});
+    return r.view().is_nil() ? "<nil>" : std::string(r.view().str());
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(TwoOwners, "take_shard hands out growing epochs and names the owner", "[store][fence]") {
+  const std::int64_t first = store.take_shard(shard, 100);
+  const std::int64_t second = other.take_shard(shard, 200);
+  CHECK(second == first + 1);
+  CHECK(store.fence(shard) == first);
+  CHECK(redis.command({"GET", keys.owner(shard)}).view().str() ==
+        std::to_string(second) + " new/2 200");
+  CHECK(store.lost_shards() == Ids{shard});
+  CHECK(other.lost_shards().empty());
+  store.drop_shard(shard);
+  CHECK_FALSE(store.fence(shard).has_value());
+  CHECK(store.lost_shards().empty());
+}
+
+TEST_CASE_METHOD(TwoOwners, "a fencing store refuses to claim a shard it never took", "[store][fence]") {
+  store.accept(std::vector<NewJob>{job("n", 10)}, 0);
+  CHECK_THROWS_AS(store.claim(shard, Ids{"n"}, 10), ShardFenced);
+  CHECK(in_flight_entry("n") == "<nil>");
+}
+
+TEST_CASE_METHOD(TwoOwners, "a stale owner's claim, release and failure are refused whole", "[store][fence]") {
+  store.accept(std::vector<NewJob>{job("a", 10), job("b", 10)}, 0);
+  const std::int64_t old_epoch = store.take_shard(shard, 1);
+  // The old owner claims "a" (its record goes out), then the shard moves.
+  REQUIRE(store.claim(shard, Ids{"a"}, 10)[0].kind == Claim::Kind::deliver);
+  CHECK(in_flight_entry("a") == "1 10 " + std::to_string(old_epoch));
+  const std::int64_t new_epoch = other.take_shard(shard, 2);
+
+  // A claim by the old owner produces nothing and writes nothing.
+  CHECK_THROWS_AS(store.claim(shard, Ids{"b"}, 10), ShardFenced);
+  CHECK(in_flight_entry("b") == "<nil>");
+  // The new owner claims both; "a" again (attempt 2), now under its own epoch.
+  auto c = other.claim(shard, Ids{"a", "b"}, 11);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].attempt == 2);
+  CHECK(in_flight_entry("a") == "2 11 " + std::to_string(new_epoch));
+  CHECK(field("a", "claimed_by") == std::to_string(new_epoch));
+
+  // The old owner's failed attempt cannot wipe the new owner's in-flight entry (a cancel would
+  // then win against the new owner's record) nor re-score the job.
+  CHECK_THROWS_AS(store.release(shard, "a", "timed out", 5000, {}), ShardFenced);
+  CHECK(in_flight_entry("a") == "2 11 " + std::to_string(new_epoch));
+  CHECK(pending() == std::vector<PendingEntry>{{"a", 10}, {"b", 10}});
+  auto cancel = store.cancel(shard, "a", 12);
+  CHECK(cancel.state == JobState::in_flight);
+  // Nor fail a job the new owner may deliver.
+  CHECK_THROWS_AS(store.mark_failed(shard, "a", "gave up", 12), ShardFenced);
+  CHECK(field("a", "state") == "delay");
+
+  // The new owner's own retry is accepted.
+  auto r = other.release(shard, "b", "broker not available", 20, {.refund = true, .keep_firing = false});
+  CHECK(r.changed);
+}
+
+TEST_CASE_METHOD(TwoOwners, "a stale owner's delivery report still marks the job ready", "[store][fence]") {
+  store.accept(std::vector<NewJob>{job("m", 10)}, 0);
+  store.take_shard(shard, 1);
+  auto c = store.claim(shard, Ids{"m"}, 10);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  other.take_shard(shard, 2);
+  // Kafka acknowledged the old owner's record: that is a fact, so the job is ready...
+  const std::vector<JobStore::Delivered> done{{"m", c[0].deliver_at, c[0].attempt, c[0].business}};
+  auto t = store.mark_ready(shard, std::span<const JobStore::Delivered>(done), 12);
+  CHECK(t[0].changed);
+  CHECK(field("m", "state") == "ready");
+  // ...and the new owner, loading it from its pending set a moment late, does not produce it again.
+  auto again = other.claim(shard, Ids{"m"}, 13);
+  CHECK(again[0].kind == Claim::Kind::finished);
+  CHECK(again[0].state == JobState::ready);
 }
