@@ -30,6 +30,10 @@ class RedisClient {
   virtual RedisReply command(const Command& argv) = 0;
   // All commands written, then all replies read. Postcondition: one reply per command, in order.
   virtual std::vector<RedisReply> pipeline(const std::vector<Command>& commands) = 0;
+  // Durability: returns once `replicas` replicas acknowledge this client's writes so far (WAIT on
+  // every server written to); throws RedisIoError when fewer do within timeout_ms, or on I/O
+  // failure. replicas <= 0: returns at once.
+  virtual void wait_replicas(int replicas, int timeout_ms) = 0;
 };
 
 }  // namespace delayd::storage

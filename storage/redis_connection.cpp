@@ -92,4 +92,16 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<Command>& co
   return replies;
 }
 
+void RedisConnection::wait_replicas(int replicas, int timeout_ms) {
+  if (replicas <= 0) return;
+  RedisReply r = command({"WAIT", std::to_string(replicas), std::to_string(timeout_ms)});
+  const ReplyView v = r.view();
+  if (v.is_integer() && v.integer() >= replicas) return;
+  throw RedisIoError("redis " + options_.host + ":" + std::to_string(options_.port) + ": WAIT " +
+                     std::to_string(replicas) + ": " +
+                     (v.is_integer() ? std::to_string(v.integer()) + " replicas acknowledged within " +
+                                           std::to_string(timeout_ms) + " ms"
+                                     : v.is_error() ? v.error() : std::string("unexpected reply")));
+}
+
 }  // namespace delayd::storage

@@ -50,6 +50,8 @@ class RedisConnection final : public RedisClient {
   // All commands written, then all replies read: one round trip for the batch.
   // Postcondition: result.size() == commands.size(), in order.
   std::vector<RedisReply> pipeline(const std::vector<Command>& commands) override;
+  // WAIT replicas timeout_ms; RedisIoError when fewer replicas acknowledge.
+  void wait_replicas(int replicas, int timeout_ms) override;
 
   const RedisOptions& options() const { return options_; }
   bool connected() const { return ctx_ != nullptr; }

@@ -1,16 +1,19 @@
-// redis://[[user]:password@]host[:port][/db], as hiredis users write it. Only the plain
-// redis:// scheme: TLS and unix sockets would need connection options delayd does not have.
+// redis://[[user]:password@]host[:port][/db], as hiredis users write it, and
+// redis-cluster://[[user]:password@]host[:port][,host[:port]...][/0] for a cluster's seed nodes.
+// No TLS and no unix sockets: they would need connection options delayd does not have.
 #include "storage/redis_url.hpp"
 
 #include <charconv>
 #include <cstdint>
 #include <stdexcept>
+#include <tuple>
 
 namespace delayd::storage {
 
 namespace {
 
 constexpr std::string_view kScheme = "redis://";
+constexpr std::string_view kClusterScheme = "redis-cluster://";
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -62,32 +65,9 @@ Authority split_authority(std::string_view authority) {
   return a;
 }
 
-}  // namespace
-
-RedisOptions parse_redis_url(std::string_view url) {
-  if (!url.starts_with(kScheme)) {
-    throw std::invalid_argument("must start with redis:// (form: redis://[[user]:password@]host[:port][/db])");
-  }
-  std::string_view rest = url.substr(kScheme.size());
-  const auto slash = rest.find('/');
-  const std::string_view authority = rest.substr(0, slash);
-  const std::string_view path =
-      slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
-
-  RedisOptions ep;
-  const Authority a = split_authority(authority);
-  if (a.has_userinfo) {
-    const auto colon = a.userinfo.find(':');
-    if (colon == std::string_view::npos) {
-      // "redis://secret@host" is ambiguous between a user and a password; refusing it also
-      // keeps a password from being printed as if it were a user name.
-      throw std::invalid_argument("the part before '@' must be user:password or :password");
-    }
-    ep.user = percent_decode(a.userinfo.substr(0, colon), "user");
-    ep.password = percent_decode(a.userinfo.substr(colon + 1), "password");
-  }
-
-  std::string_view host = a.hostport;
+// host[:port] or [v6]:port, as in a url's authority.
+std::pair<std::string, int> parse_host_port(std::string_view hostport, int default_port) {
+  std::string_view host = hostport;
   std::string_view port;
   if (host.starts_with('[')) {
     const auto close = host.find(']');
@@ -108,19 +88,62 @@ RedisOptions parse_redis_url(std::string_view url) {
   for (char c : host) {
     const auto u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u >= 0x7f || c == '/' || c == '?' || c == '#' || c == '@' || c == '[' ||
-        c == ']') {
+        c == ']' || c == ',') {
       throw std::invalid_argument("bad character in the host");
     }
   }
-  ep.host = std::string(host);
-
+  int out_port = default_port;
   if (!port.empty()) {
     unsigned p = 0;
     const auto r = std::from_chars(port.data(), port.data() + port.size(), p);
     if (!all_digits(port) || r.ec != std::errc{} || p < 1 || p > 65535) {
       throw std::invalid_argument("port must be a number from 1 to 65535");
     }
-    ep.port = static_cast<int>(p);
+    out_port = static_cast<int>(p);
+  }
+  return {std::string(host), out_port};
+}
+
+}  // namespace
+
+RedisTarget parse_redis_target(std::string_view url) {
+  const bool cluster = url.starts_with(kClusterScheme);
+  if (!cluster && !url.starts_with(kScheme)) {
+    throw std::invalid_argument(
+        "must start with redis:// or redis-cluster:// (forms: redis://[[user]:password@]host[:port][/db], "
+        "redis-cluster://[[user]:password@]host:port[,host:port...])");
+  }
+  std::string_view rest = url.substr(cluster ? kClusterScheme.size() : kScheme.size());
+  const auto slash = rest.find('/');
+  const std::string_view authority = rest.substr(0, slash);
+  const std::string_view path =
+      slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
+
+  RedisTarget t;
+  RedisOptions& ep = t.options;
+  const Authority a = split_authority(authority);
+  if (a.has_userinfo) {
+    const auto colon = a.userinfo.find(':');
+    if (colon == std::string_view::npos) {
+      // "redis://secret@host" is ambiguous between a user and a password; refusing it also
+      // keeps a password from being printed as if it were a user name.
+      throw std::invalid_argument("the part before '@' must be user:password or :password");
+    }
+    ep.user = percent_decode(a.userinfo.substr(0, colon), "user");
+    ep.password = percent_decode(a.userinfo.substr(colon + 1), "password");
+  }
+
+  if (cluster) {
+    std::string_view list = a.hostport;
+    while (true) {
+      const auto comma = list.find(',');
+      t.cluster_seeds.push_back(parse_host_port(list.substr(0, comma), ep.port));
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+    std::tie(ep.host, ep.port) = t.cluster_seeds.front();
+  } else {
+    std::tie(ep.host, ep.port) = parse_host_port(a.hostport, ep.port);
   }
 
   if (!path.empty()) {
@@ -129,10 +152,13 @@ RedisOptions parse_redis_url(std::string_view url) {
     if (!all_digits(path) || r.ec != std::errc{} || db > 2'147'483'647) {
       throw std::invalid_argument("the path must be a database number (/0, /1, ...)");
     }
+    if (cluster && db != 0) throw std::invalid_argument("a Redis Cluster has only database 0");
     ep.db = static_cast<int>(db);
   }
-  return ep;
+  return t;
 }
+
+RedisOptions parse_redis_url(std::string_view url) { return parse_redis_target(url).options; }
 
 std::string mask_redis_url(std::string_view url) {
   // Best effort for any text, valid or not, since it also masks urls that failed to parse.

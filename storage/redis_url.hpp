@@ -1,4 +1,6 @@
-// Redis addresses as people write them: redis://[[user]:password@]host[:port][/db].
+// Redis addresses as people write them: redis://[[user]:password@]host[:port][/db] for one
+// server, redis-cluster://[[user]:password@]host[:port][,host[:port]...][/0] for a Redis Cluster
+// (the hosts are seeds: any nodes of the cluster; the slot map is read from them; db 0 only).
 // user and password are percent-decoded (a password with '@' or ':' is written %40 / %3A); an
 // IPv6 host is written in brackets. "redis://secret@host" is refused as ambiguous.
 // Errors are std::invalid_argument with a short reason that never contains the password.
@@ -9,10 +11,21 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace delayd::storage {
 
-// The connection settings named by the url; timeout_ms keeps its default.
+struct RedisTarget {
+  RedisOptions options;                                  // for a cluster: the first seed
+  std::vector<std::pair<std::string, int>> cluster_seeds;  // empty: one server (redis://)
+  bool is_cluster() const { return !cluster_seeds.empty(); }
+};
+
+// Either form of url; timeout_ms keeps its default.
+RedisTarget parse_redis_target(std::string_view url);
+// The connection settings named by the url (either form; for a cluster, those of its first
+// seed); timeout_ms keeps its default.
 RedisOptions parse_redis_url(std::string_view url);
 // The url with its password, if any, replaced by "***"; for logs. Works on any text.
 std::string mask_redis_url(std::string_view url);
