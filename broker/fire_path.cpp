@@ -95,7 +95,12 @@ void FirePath::produce(InFlight entry, TagKind kind) {
 
 std::size_t FirePath::send_prepared(std::int64_t now_ms) {
   std::size_t sent = 0;
+  const auto stale_before = std::chrono::steady_clock::now() - options_.fence_recheck;
   while (!prepared_.empty() && prepared_.begin()->first <= now_ms) {
+    if (prepared_.begin()->second.claimed_at < stale_before) {
+      recheck_ = true;  // held too long to trust our fences: fire_due() checks them first
+      break;
+    }
     InFlight entry = std::move(prepared_.extract(prepared_.begin()).mapped());
     if (scheduler_.job(entry.slot).orphan) {
       // Its shard was revoked while the record waited: the new owner delivers it (the job is
@@ -115,7 +120,23 @@ std::optional<std::int64_t> FirePath::next_prepared() const {
   return prepared_.begin()->first;
 }
 
+void FirePath::lose(const std::string& shard) {
+  store_.drop_shard(shard);
+  if (!scheduler_.owns(shard)) return;
+  spdlog::warn("shard {}: another member owns it now (fenced); giving it up", shard);
+  scheduler_.revoke(shard);
+  ++counters_.fenced;
+}
+
+void FirePath::recheck_fences() {
+  for (const auto& shard : store_.lost_shards()) lose(shard);  // may throw: recheck_ stays set
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [at, entry] : prepared_) entry.claimed_at = now;
+  recheck_ = false;
+}
+
 std::size_t FirePath::fire_due(std::int64_t now_ms) {
+  if (recheck_) recheck_fences();
   std::size_t produced = send_prepared(now_ms);
   // A burst is taken in several batches of the scheduler's fire_batch, up to kMaxFireRounds per
   // call, so that one call keeps up with tens of thousands due per second; each claim call is
@@ -146,6 +167,10 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
         claimed[index[k]] = true;
       }
       produced += send_prepared(options_.clock());  // those claimed earlier that fell due meanwhile
+    } catch (const storage::ShardFenced& e) {
+      // Not ours any more: nothing of this call was claimed, and the new owner delivers them.
+      lose(e.shard);
+      for (size_t i : index) scheduler_.release(slots[i]);
     } catch (...) {
       // Not claimed, not produced: they stay due. Back into the wheel, shortly. The shards
       // claimed before the failure are dispatched below; the error is raised after that.
@@ -163,8 +188,9 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
     switch (c.kind) {
       case storage::Claim::Kind::deliver:
         // Never early: held back until the wall clock reaches deliver_at (send_prepared()).
-        prepared_.emplace(c.deliver_at, InFlight{slots[i], c.job_id, c.attempt, c.deliver_at, c.business,
-                                                 ready_record(c, options_.ready_topic_template), {}});
+        prepared_.emplace(c.deliver_at,
+                          InFlight{slots[i], c.job_id, c.attempt, c.deliver_at, c.business,
+                                   ready_record(c, options_.ready_topic_template), {}, std::chrono::steady_clock::now()});
         break;
       case storage::Claim::Kind::early:
         // Our clock is behind the deliver-at Redis holds (only possible if they disagree, e.g.
@@ -201,6 +227,14 @@ std::vector<std::pair<std::uint32_t, std::vector<size_t>>> FirePath::by_shard(
   return out;
 }
 
+bool FirePath::still_ours(Scheduler::Slot slot) {
+  const std::string shard = shard_of(slot);
+  if (scheduler_.job(slot).orphan || !scheduler_.owns(shard)) return false;
+  const auto lost = store_.lost_shards();  // one round trip; dead letters are rare
+  for (const auto& l : lost) lose(l);
+  return std::find(lost.begin(), lost.end(), shard) == lost.end();
+}
+
 std::string FirePath::shard_of(Scheduler::Slot slot) const {
   return scheduler_.shard_name(scheduler_.job(slot).shard);
 }
@@ -212,6 +246,11 @@ void FirePath::set_aside(const std::vector<Scheduler::Slot>& slots, const std::v
   for (size_t i = 0; i < slots.size(); ++i) by_shard[scheduler_.job(slots[i]).shard].push_back(claims[i]);
   try {
     for (const auto& [shard, list] : by_shard) store_.set_aside(scheduler_.shard_name(shard), list, now_ms);
+  } catch (const storage::ShardFenced& e) {
+    // The new owner meets them again and sets them aside itself.
+    lose(e.shard);
+    for (auto s : slots) scheduler_.release(s);
+    return;
   } catch (...) {
     // Redis went away: meet them again shortly (every step of set_aside may be repeated).
     for (auto s : slots) scheduler_.retry_at(s, now_ms + kOutageRequeueMs);
@@ -302,6 +341,12 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
     in_flight_.erase(it);
     return;
   }
+  if (!still_ours(f.slot)) {
+    // The shard moved on: its new owner retries the job and decides about the dead letter.
+    scheduler_.release(f.slot);
+    in_flight_.erase(it);
+    return;
+  }
   std::string reason =
       report.error_class == DeliveryError::too_large
           ? "ready record of " + std::to_string(connectors::record_bytes(f.record)) + " bytes refused as too large by Kafka: " +
@@ -327,8 +372,13 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
   auto it = in_flight_.find(tag);
   InFlight& f = it->second;
   if (report.ok) {
-    // The dead-letter copy is safe: now the job may be called failed.
-    store_.mark_failed(shard_of(f.slot), f.job_id, f.reason, now_ms);
+    // The dead-letter copy is safe: now the job may be called failed (unless the shard moved
+    // on meanwhile: then the new owner's attempts decide, and the copy stays a stray one).
+    try {
+      store_.mark_failed(shard_of(f.slot), f.job_id, f.reason, now_ms);
+    } catch (const storage::ShardFenced& e) {
+      lose(e.shard);
+    }
     scheduler_.release(f.slot);
     in_flight_.erase(it);
     ++counters_.failed;
@@ -353,7 +403,11 @@ void FirePath::retry(InFlight& f, const std::string& error, const FailureAction&
   // An outage fails every record in flight: those are logged once by the service, not per job.
   spdlog::log(action.refund ? spdlog::level::debug : spdlog::level::warn, "job {}: attempt {} failed ({}); retrying in {} ms{}",
               f.job_id, f.attempt, error, action.delay_ms, action.refund ? " (not counted)" : "");
-  store_.release(shard_of(f.slot), f.job_id, error, at, {action.refund, action.keep_firing});
+  try {
+    store_.release(shard_of(f.slot), f.job_id, error, at, {action.refund, action.keep_firing});
+  } catch (const storage::ShardFenced& e) {
+    lose(e.shard);  // the new owner's in-flight entry and schedule stand; retry_at() lets go
+  }
   scheduler_.retry_at(f.slot, at);
   if (action.refund) {
     ++counters_.retried_outage;

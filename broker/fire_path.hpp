@@ -36,6 +36,13 @@
 // Back-pressure: with max_unsettled records awaiting their reports (Kafka slow or down),
 // fire_due() takes nothing: due jobs wait in the wheel (late, never lost) and stuck() tells the
 // service to pause ingest.
+// Fencing (storage/job_store.hpp): a claim, retry or failure that Redis refuses because another
+// member took the shard (ShardFenced) makes this path give the shard up at once (lose()): its
+// waiting jobs leave the wheel, its held records are dropped unsent, and reports of records
+// already produced still mark them ready. A record held back longer than fence_recheck_ms (the
+// loop was stopped or starved meanwhile, e.g. SIGSTOP past the session timeout) is sent only
+// after Redis confirmed the fences again, so a paused broker that wakes up produces nothing
+// for shards that moved. A dead-letter copy is written only for a shard still ours.
 // Outages: if Redis fails mid-way, nothing already acknowledged is forgotten: reports stay
 // queued until settle() gets through, and jobs whose claim failed go back to the wheel. Every
 // step may be repeated (see storage/job_store.hpp for the crash points).
@@ -48,6 +55,7 @@
 #include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -75,6 +83,10 @@ struct FireOptions {
   std::size_t jobs_per_call = 200;
   // The wall clock, read between calls (the loop's clock; injectable for tests).
   std::function<std::int64_t()> clock = system_now_ms;
+  // A record held back longer than this since its claim is sent only after the fences are
+  // checked again (one round trip). Must stay well below the consumer's session timeout, so
+  // that a pause long enough to lose the shards is always caught.
+  std::chrono::milliseconds fence_recheck{1000};
 };
 
 struct FireCounters {
@@ -85,6 +97,7 @@ struct FireCounters {
   std::uint64_t failed = 0;
   std::uint64_t set_aside = 0;       // corrupt or unreadable jobs moved out of the way
   std::uint64_t dropped_stale = 0;
+  std::uint64_t fenced = 0;          // shards given up because Redis said another member owns them
 };
 
 // What to do with a ready record's failed report; pure, so that the table above is testable.
@@ -113,6 +126,9 @@ class FirePath {
   std::size_t prepared() const { return prepared_.size(); }
   void on_report(const connectors::DeliveryReport& report);
   void settle(std::int64_t now_ms);
+  // Gives the shard up because another member owns it now (Redis refused our fence): revoked
+  // in the scheduler, fence dropped. Idempotent. No I/O.
+  void lose(const std::string& shard);
 
   // Records handed to Kafka whose outcome is not yet written to Redis.
   std::size_t unsettled() const { return in_flight_.size(); }
@@ -133,12 +149,17 @@ class FirePath {
     std::string business;
     connectors::OutRecord record;  // kept for the dead-letter copy if every attempt fails
     std::string reason;            // set once the job is on its way to the dead-letter topic
+    std::chrono::steady_clock::time_point claimed_at{};  // when Redis last confirmed our fence
   };
+  // Held records older than fence_recheck: drop those of shards that moved, keep the rest.
+  void recheck_fences();
   std::int64_t backoff(int attempt) const;
   // Indices into `slots`, grouped by the shard of each slot's job, in runs of at most
   // jobs_per_call (one store call each).
   std::vector<std::pair<std::uint32_t, std::vector<size_t>>> by_shard(const std::vector<Scheduler::Slot>& slots) const;
   std::string shard_of(Scheduler::Slot slot) const;
+  // Whether the job's shard is still ours, by the scheduler and by Redis (one round trip).
+  bool still_ours(Scheduler::Slot slot);
   void produce(InFlight entry, TagKind kind);
   // Claims the jobs of `slots` (taken from the scheduler) and holds or sends their records.
   std::size_t claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms);
@@ -159,6 +180,7 @@ class FirePath {
   std::uint64_t seq_ = 0;
   FireCounters counters_;
   std::optional<std::string> delivery_outage_;
+  bool recheck_ = false;  // send_prepared() met a record held too long: recheck_fences() first
 };
 
 }  // namespace delayd::broker

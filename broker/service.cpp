@@ -24,6 +24,8 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 namespace delayd::broker {
 
 namespace {
@@ -70,6 +72,8 @@ auto until_up(const char* what, const std::atomic<bool>& stop, Make make) -> std
 // More than this many producer replacements within a minute: a fresh client cannot clear the
 // fault, which is the one kind of remote failure that is fatal.
 constexpr int kMaxProducerRecoveriesPerMinute = 5;
+// How long a revoke waits for the producer's outstanding records before letting the shards go.
+constexpr int kDrainMs = 2000;
 // Ingest records processed between two looks at the fire side: one accept call per shard of
 // at most this many jobs, about 1-3 ms of Redis time.
 constexpr std::size_t kIngestChunk = 256;
@@ -103,11 +107,16 @@ class Loop {
                           .claim_ahead_ms = c.scheduler.claim_ahead_ms,
                           .clock = [this] { return clock_.now_ms(); }}),
         ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c)),
+        // cooperative-sticky: a member joining or leaving moves only the partitions that must
+        // move; the others keep firing through the rebalance (KafkaConsumer handles both
+        // protocols, so a user may still choose another strategy).
         consumer_(with_defaults({{"session.timeout.ms", "10000"},
                                  {"heartbeat.interval.ms", "2000"},
-                                 {"reconnect.backoff.max.ms", "1000"}},
+                                 {"reconnect.backoff.max.ms", "1000"},
+                                 {"partition.assignment.strategy", "cooperative-sticky"}},
                                 kafka_properties(c, KafkaClient::consumer)),
                   listener()) {
+    store_.enable_fencing(member_name());
     consumer_.subscribe({c.kafka.ingest_topic});
   }
 
@@ -117,6 +126,7 @@ class Loop {
     std::int64_t waited = 0;
     try {
       if (!recover_producer()) return false;
+      take_assigned();
       fire_and_settle();
       ingest_.retry_dead_letters();
       // Two pages (2 000 jobs) per shard per turn: a due record waits behind a page read at
@@ -208,23 +218,62 @@ class Loop {
     return &*topics_;
   }
 
+  // Names this broker in the shards' owner keys, for people: host and pid.
+  static std::string member_name() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+    std::string name = std::string(host) + "/" + std::to_string(::getpid());
+    std::replace(name.begin(), name.end(), ' ', '_');
+    return name;
+  }
+
+  // Assignments only note the shards: taking their fences needs Redis, which the turn does
+  // (take_assigned()), retrying through an outage, and only then does the scheduler load them.
   connectors::KafkaConsumer::Listener listener() {
     connectors::KafkaConsumer::Listener l;
     l.assigned = [this](const std::vector<connectors::TopicPartition>& tps) {
-      for (const auto& tp : tps) {
-        scheduler_.assign(storage::shard_id(tp.topic, tp.partition));
-        spdlog::info("shard {} assigned", storage::shard_id(tp.topic, tp.partition));
-      }
+      for (const auto& tp : tps) to_take_.insert(storage::shard_id(tp.topic, tp.partition));
       ++rebalances_;
     };
     l.revoked = [this](const std::vector<connectors::TopicPartition>& tps) {
+      // Records already produced for these shards are settled first (bounded wait), so that
+      // the next owner finds them ready instead of producing them again.
+      drain_before_revoke();
       for (const auto& tp : tps) {
-        scheduler_.revoke(storage::shard_id(tp.topic, tp.partition));
-        spdlog::info("shard {} revoked", storage::shard_id(tp.topic, tp.partition));
+        const std::string shard = storage::shard_id(tp.topic, tp.partition);
+        to_take_.erase(shard);
+        scheduler_.revoke(shard);
+        store_.drop_shard(shard);
+        spdlog::info("shard {} revoked", shard);
       }
       ++rebalances_;
     };
     return l;
+  }
+
+  // Takes the fence of every shard assigned since the last turn, then lets the scheduler load
+  // it. A shard whose fence could not be taken (Redis down) is tried again next turn.
+  void take_assigned() {
+    while (!to_take_.empty()) {
+      const std::string shard = *to_take_.begin();
+      const std::int64_t epoch = store_.take_shard(shard, clock_.now_ms());  // may throw: retried
+      to_take_.erase(to_take_.begin());
+      scheduler_.assign(shard);
+      spdlog::info("shard {} assigned (epoch {})", shard, epoch);
+    }
+  }
+
+  // Inside a revoke: waits up to kDrainMs for the producer's outstanding records and writes
+  // their outcome, so that the next owner finds those jobs ready. A failure here only costs
+  // duplicates (the next owner produces them again), so it is logged, not thrown.
+  void drain_before_revoke() {
+    if (fire_.unsettled() == 0) return;
+    try {
+      producer_.flush(kDrainMs);
+      fire_.settle(clock_.now_ms());
+    } catch (const std::exception& e) {
+      spdlog::warn("settling before a revoke: {}", e.what());
+    }
   }
 
   void route_report(const connectors::DeliveryReport& r) {
@@ -359,6 +408,7 @@ class Loop {
                              {"failed", f.failed},
                              {"set_aside", f.set_aside},
                              {"dropped_stale", f.dropped_stale},
+                             {"fenced", f.fenced},
                              {"max_turn_ms", static_cast<std::uint64_t>(std::max(window_max_, last_window_max_))}},
                             problem()});
     }
@@ -385,6 +435,7 @@ class Loop {
   IngestPath ingest_;
   connectors::KafkaConsumer consumer_;
 
+  std::set<std::string> to_take_;                          // assigned shards whose fence is not taken yet
   std::optional<std::vector<connectors::Record>> batch_;  // kept across an outage, retried
   std::size_t batch_done_ = 0;                            // records of batch_ already processed
   Backoff backoff_;
