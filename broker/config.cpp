@@ -497,6 +497,9 @@ void validate_config(const Config& c) {
                 std::to_string(producer_max_message_bytes(c) - kReadyRecordReserveBytes) +
                 " (or raise kafka.producer_properties.message.max.bytes)");
   }
+  if (c.redis.db && *c.redis.db != 0 && c.redis.url.starts_with("redis-cluster://")) {
+    invalid(c, *config_detail::find_setting("redis.db"), "must be 0 with a redis-cluster:// url (a cluster has only db 0)");
+  }
   if (c.scheduler.retry_backoff_max_ms < c.scheduler.retry_backoff_ms) {
     invalid(c, *config_detail::find_setting("scheduler.retry_backoff_max_ms"),
             "must not be less than scheduler.retry_backoff_ms (" +

@@ -72,12 +72,17 @@ struct KafkaConfig {
 };
 
 struct RedisConfig {
-  std::string url = "redis://127.0.0.1:16379";  // redis://[[user]:password@]host[:port][/db]
+  // redis://[[user]:password@]host[:port][/db], or redis-cluster://[[user]:password@]host:port[,host:port...]
+  std::string url = "redis://127.0.0.1:16379";
   std::string password;                          // overrides the url's password when non-empty
   std::optional<std::int64_t> db;                // overrides the url's db when set; 0..2^31-1
   std::string prefix = "delayd";                 // [A-Za-z0-9._-]{1,64}
   std::int64_t timeout_ms = 2000;                // 1..3600000
   std::int64_t job_retention_s = 604800;         // 0 (forever)..3153600000
+  // 0..16: after each ingest chunk is accepted, and before its offsets may be committed, wait
+  // until this many replicas of every primary written to acknowledge (Redis WAIT); 0: no wait.
+  std::int64_t wait_replicas = 0;
+  std::int64_t wait_timeout_ms = 1000;  // 1..60000: WAIT's timeout; fewer acknowledgements = retry the chunk
 };
 
 struct WheelConfig {
@@ -123,7 +128,8 @@ struct RedisEndpoint {
   bool operator==(const RedisEndpoint&) const = default;
 };
 
-// Parses redis://[[user]:password@]host[:port][/db]. user and password are percent-decoded,
+// Parses redis://[[user]:password@]host[:port][/db] (for redis-cluster://, its first seed; see
+// storage/redis_url.hpp). user and password are percent-decoded,
 // so a password containing '@' or ':' can be written %40 / %3A. Throws std::invalid_argument
 // with a short reason (never containing the password).
 RedisEndpoint parse_redis_url(std::string_view url);

@@ -124,6 +124,8 @@ constexpr std::array kSettings = {
   Setting{"redis.prefix", field<Str>([](auto& c) -> auto& { return c.redis.prefix; }), 0, 0, check_prefix},
   Setting{"redis.timeout_ms", field<Int>([](auto& c) -> auto& { return c.redis.timeout_ms; }), 1, 3'600'000},
   Setting{"redis.job_retention_s", field<Int>([](auto& c) -> auto& { return c.redis.job_retention_s; }), 0, 3'153'600'000},
+  Setting{"redis.wait_replicas", field<Int>([](auto& c) -> auto& { return c.redis.wait_replicas; }), 0, 16},
+  Setting{"redis.wait_timeout_ms", field<Int>([](auto& c) -> auto& { return c.redis.wait_timeout_ms; }), 1, 60'000},
 
   Setting{"wheel.tick_ms", field<Int>([](auto& c) -> auto& { return c.wheel.tick_ms; }), 1, 60'000},
   Setting{"wheel.slot_bits", field<Int>([](auto& c) -> auto& { return c.wheel.slot_bits; }), 4, 12},

@@ -83,7 +83,21 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
     }
   }
   flush_accepts(b, batch.size(), now_ms);
+  wait_for_replicas(b, batch.size());
   b.processed = true;
+}
+
+void IngestPath::wait_for_replicas(Batch& b, std::size_t end) {
+  if (options_.wait_on == nullptr || options_.wait_replicas <= 0 || b.replicated >= end) return;
+  try {
+    options_.wait_on->wait_replicas(options_.wait_replicas, options_.wait_timeout_ms);
+  } catch (const storage::RedisIoError&) {
+    // Write it all again on the retry (idempotent): a new primary may lack some of it, and a
+    // write it already has costs nothing. Dead-letter copies are not sent twice.
+    b.resume = b.replicated;
+    throw;
+  }
+  b.replicated = end;
 }
 
 std::optional<std::string> IngestPath::refuse_topic(const ScheduleJob& job) {

@@ -26,6 +26,12 @@
 // later, and it resumes: schedules after the last completed Redis write are written again
 // (idempotent by job-id) and records already dead-lettered are not copied twice.
 //
+// Replicas (redis.wait_replicas > 0): before process() returns, and so before the batch's
+// offsets can become committable, it waits until that many replicas of every Redis primary
+// written to acknowledge the writes (WAIT). Too few within the timeout is an outage like any
+// other (process() throws), except that the retry writes the whole batch again, from its first
+// record not yet acknowledged: after a failover the new primary may lack those writes.
+//
 // Ready topics: when creation is on, a job's ready topic is asked of the TopicCreator (never
 // waited for). A business outside rules.allowed_businesses, or one that would need a new topic
 // beyond the creator's cap, is dead-lettered with the reason.
@@ -55,6 +61,11 @@ struct IngestOptions {
   std::string dlq_topic = "delay-ingest.dlq";
   std::size_t max_waiting_batches = 64;  // backlogged() beyond this many uncommittable batches
   std::int64_t cancel_memory_s = 300;    // how long a cancel for an unknown id is remembered
+  // Durability: the client the store writes through, and how many replicas must acknowledge each
+  // batch's writes before it may be committed (0 or no client: no wait).
+  storage::RedisClient* wait_on = nullptr;
+  int wait_replicas = 0;
+  int wait_timeout_ms = 1000;
 };
 
 struct IngestCounters {
@@ -95,6 +106,7 @@ class IngestPath {
     // `dead_lettered` have their copy on the way.
     std::string first;  // "topic/partition/offset" of its first record, to know a retry
     std::size_t resume = 0;
+    std::size_t replicated = 0;  // records before this one are acknowledged by the replicas
     std::set<std::size_t> dead_lettered;
   };
   struct DeadLetter {
@@ -105,6 +117,8 @@ class IngestPath {
   };
   Batch& batch_for(std::span<const connectors::Record> batch);
   void flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms);
+  // WAIT for options_.wait_replicas replicas; on failure b.resume goes back to b.replicated.
+  void wait_for_replicas(Batch& b, std::size_t end);
   // A cancel read from `shard`: the job is looked for there first, then in every shard.
   void cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms);
   void dead_letter(Batch& b, const connectors::Record& rec, const std::string& reason);  // b.outstanding + 1

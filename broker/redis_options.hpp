@@ -11,7 +11,8 @@ namespace delayd::broker {
 
 storage::RedisOptions redis_options(const Config& config);
 
-// The client for config.redis.url: connects at once (throws storage::RedisIoError when the
+// The client for config.redis.url: a RedisConnection for redis://, a RedisCluster (slot router)
+// for redis-cluster://. Connects at once (throws storage::RedisIoError when the
 // server cannot be reached, RedisCommandError when it refuses AUTH or SELECT).
 std::unique_ptr<storage::RedisClient> make_redis_client(const Config& config);
 
