@@ -2,6 +2,10 @@
 # The local stack: one Apache Kafka node (KRaft, broker+controller) and one redis-server,
 # both on loopback, on non-standard ports so that a user's own Kafka (9092) or Redis (6379)
 # never clashes. Logs and data live under .stack/ (git-ignored).
+# With DELAYD_REDIS_CLUSTER=N (N >= 3), a Redis Cluster of N primaries, each with
+# DELAYD_REDIS_CLUSTER_REPLICAS replicas (default 1), takes the place of the single redis-server:
+# ports DELAYD_REDIS_CLUSTER_PORT (17001) upwards (primaries first), data under
+# .stack/redis-cluster/<port>/, and `env` prints REDIS_URL=redis-cluster://host:port,... .
 #
 #   scripts/stack.sh up       start both (idempotent: what is already up is left alone)
 #   scripts/stack.sh down     stop both, wait until they are gone
@@ -19,6 +23,8 @@
 #   DELAYD_KAFKA_HEAP (512m)   DELAYD_STACK_DIR (.stack)   DELAYD_STACK_TIMEOUT (120 seconds)
 #   DELAYD_REDIS_EXTRA_ARGS: more redis-server arguments for this start only (`up`, `restart`),
 #     for the fault tests, e.g. "--key-load-delay 100" to make its LOADING phase last
+#   DELAYD_REDIS_CLUSTER (unset: one redis-server)  DELAYD_REDIS_CLUSTER_REPLICAS (1)
+#   DELAYD_REDIS_CLUSTER_PORT (17001): the first cluster port (cluster bus: port + 10000)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,12 +47,20 @@ REDIS_PORT="${DELAYD_REDIS_PORT:-${REDIS_PORT:-16379}}"
 AUTO_CREATE="${DELAYD_KAFKA_AUTO_CREATE:-false}"
 HEAP="${DELAYD_KAFKA_HEAP:-512m}"
 TIMEOUT="${DELAYD_STACK_TIMEOUT:-120}"
+CLUSTER="${DELAYD_REDIS_CLUSTER:-${CLUSTER:-}}"
+CLUSTER_REPLICAS="${DELAYD_REDIS_CLUSTER_REPLICAS:-${CLUSTER_REPLICAS:-1}}"
+CLUSTER_PORT="${DELAYD_REDIS_CLUSTER_PORT:-${CLUSTER_PORT:-17001}}"
+if [[ -n "$CLUSTER" ]]; then
+  [[ "$CLUSTER" =~ ^[0-9]+$ && "$CLUSTER" -ge 3 ]] || die "DELAYD_REDIS_CLUSTER must be a number of primaries, at least 3 (got '$CLUSTER')"
+  [[ "$CLUSTER_REPLICAS" =~ ^[0-9]+$ ]] || die "DELAYD_REDIS_CLUSTER_REPLICAS must be a number (got '$CLUSTER_REPLICAS')"
+fi
 
 KAFKA_DIR="$STACK_DIR/kafka"
 REDIS_DIR="$STACK_DIR/redis"
 KAFKA_PID="$KAFKA_DIR/kafka.pid"
 REDIS_PID="$REDIS_DIR/redis.pid"
 KAFKA_LIBS="$ROOT/.cache/kafka-libs"
+CLUSTER_DIR="$STACK_DIR/redis-cluster"
 
 port_in_use() {
   if command -v ss >/dev/null; then
@@ -108,6 +122,94 @@ redis_up() {
   done
   wait_until redis redis_answers "$REDIS_PID" redis-server "$REDIS_DIR/redis.log"
   say "redis up on $HOST:$REDIS_PORT (pid $(cat "$REDIS_PID"))"
+}
+
+# ---- Redis Cluster (DELAYD_REDIS_CLUSTER) ----
+cluster_ports() { # all nodes, primaries first
+  local n=$((CLUSTER * (1 + CLUSTER_REPLICAS))) i
+  for ((i = 0; i < n; i++)); do echo $((CLUSTER_PORT + i)); done
+}
+cluster_url() {
+  local seeds=() i
+  for ((i = 0; i < CLUSTER; i++)); do seeds+=("$HOST:$((CLUSTER_PORT + i))"); done
+  local IFS=,
+  echo "redis-cluster://${seeds[*]}"
+}
+node_pid() { echo "$CLUSTER_DIR/$1/redis.pid"; }
+node_answers() { [[ "$(redis-cli -h "$HOST" -p "$1" ping 2>/dev/null)" == "PONG" ]]; }
+starting_node_answers() { node_answers "$STARTING_NODE"; }  # for wait_until, which takes a name
+cluster_ok() { # every node says cluster_state:ok
+  local p
+  for p in $(cluster_ports); do
+    redis-cli -h "$HOST" -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+  done
+}
+cluster_node_up() { # port
+  local p="$1" dir="$CLUSTER_DIR/$1" pid
+  if pid="$(running_pid "$(node_pid "$p")" redis-server)"; then
+    node_answers "$p" || die "redis-server (pid $pid) runs but does not answer PING on $HOST:$p"
+    return
+  fi
+  port_in_use "$p" && die "port $p is already in use by another process; set DELAYD_REDIS_CLUSTER_PORT to a free range"
+  port_in_use $((p + 10000)) && die "cluster bus port $((p + 10000)) is already in use; set DELAYD_REDIS_CLUSTER_PORT to a free range"
+  mkdir -p "$dir"
+  local extra=()
+  read -r -a extra <<<"${DELAYD_REDIS_EXTRA_ARGS:-}"
+  # As the single server: AOF every second. cluster-node-timeout 2000: a failed primary is
+  # replaced by its replica within a few seconds.
+  redis-server --bind "$HOST" --port "$p" --protected-mode yes --dir "$dir" \
+    --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
+    --appendonly yes --appendfsync everysec --save "" --enable-debug-command local "${extra[@]}" \
+    --daemonize yes --pidfile "$(node_pid "$p")" --logfile "$dir/redis.log" \
+    || die "redis-server on $p failed to start (log: $dir/redis.log)"
+  local deadline=$((SECONDS + 10))
+  until [[ -s "$(node_pid "$p")" ]]; do
+    ((SECONDS < deadline)) || die "redis-server on $p wrote no pid file (log: $dir/redis.log)"
+    sleep 0.1
+  done
+  STARTING_NODE="$p"
+  wait_until "redis node $p" starting_node_answers "$(node_pid "$p")" redis-server "$dir/redis.log"
+}
+
+cluster_up() {
+  command -v redis-server >/dev/null || die "redis-server not found: run scripts/install-deps.sh (Debian package redis-server)"
+  local p nodes=()
+  for p in $(cluster_ports); do
+    cluster_node_up "$p"
+    nodes+=("$HOST:$p")
+  done
+  # A new cluster is created once; after `down` and `up` the nodes rejoin from their nodes.conf.
+  if [[ "$(redis-cli -h "$HOST" -p "$CLUSTER_PORT" cluster info | tr -d '\r' | sed -n 's/^cluster_slots_assigned://p')" == 0 ]]; then
+    say "creating a Redis Cluster: $CLUSTER primaries, $CLUSTER_REPLICAS replica(s) each"
+    redis-cli --cluster create "${nodes[@]}" --cluster-replicas "$CLUSTER_REPLICAS" --cluster-yes \
+      >"$CLUSTER_DIR/create.log" 2>&1 || { tail -n 30 "$CLUSTER_DIR/create.log" >&2; die "redis-cli --cluster create failed (log: $CLUSTER_DIR/create.log)"; }
+  fi
+  local deadline=$((SECONDS + TIMEOUT))
+  until cluster_ok; do
+    ((SECONDS < deadline)) || die "the Redis Cluster did not reach cluster_state:ok within ${TIMEOUT}s (logs: $CLUSTER_DIR/*/redis.log)"
+    sleep 0.3
+  done
+  say "redis cluster up on $HOST:$CLUSTER_PORT-$((CLUSTER_PORT + ${#nodes[@]} - 1)) (${#nodes[@]} nodes, cluster_state:ok)"
+}
+
+cluster_down() {
+  local p
+  for p in $(cluster_ports); do stop_pid "redis node $p" "$(node_pid "$p")" redis-server; done
+}
+
+cluster_status() {
+  local p pid down=0
+  for p in $(cluster_ports); do
+    if ! { pid="$(running_pid "$(node_pid "$p")" redis-server)" && node_answers "$p"; }; then
+      say "redis node $p down"; down=1
+    fi
+  done
+  if ((down == 0)) && cluster_ok; then
+    say "redis cluster up: $(cluster_url) ($(cluster_ports | wc -l) nodes, cluster_state:ok)"
+    return 0
+  fi
+  ((down)) || say "redis cluster nodes run but the cluster is not ok"
+  return 3
 }
 
 kafka_config() {
@@ -197,20 +299,25 @@ cmd_up() {
   mkdir -p "$STACK_DIR"
   printf 'KAFKA_PORT=%s\nCONTROLLER_PORT=%s\nREDIS_PORT=%s\n' \
     "$KAFKA_PORT" "$CONTROLLER_PORT" "$REDIS_PORT" >"$RECORDED.new"
+  if [[ -n "$CLUSTER" ]]; then
+    printf 'CLUSTER=%s\nCLUSTER_REPLICAS=%s\nCLUSTER_PORT=%s\n' \
+      "$CLUSTER" "$CLUSTER_REPLICAS" "$CLUSTER_PORT" >>"$RECORDED.new"
+  fi
   # Ports of a running stack cannot change under it.
   if [[ -f "$RECORDED" ]] && ! cmp -s "$RECORDED" "$RECORDED.new" &&
-    { running_pid "$KAFKA_PID" kafka.Kafka >/dev/null || running_pid "$REDIS_PID" redis-server >/dev/null; }; then
+    { running_pid "$KAFKA_PID" kafka.Kafka >/dev/null || running_pid "$REDIS_PID" redis-server >/dev/null ||
+      running_pid "$(node_pid "$CLUSTER_PORT")" redis-server >/dev/null; }; then
     rm -f "$RECORDED.new"
     die "the stack already runs with other ports ($(tr '\n' ' ' <"$RECORDED")); run scripts/stack.sh down first"
   fi
   mv "$RECORDED.new" "$RECORDED"
-  redis_up
+  if [[ -n "$CLUSTER" ]]; then cluster_up; else redis_up; fi
   kafka_up
 }
 
 cmd_down() {
   stop_pid kafka "$KAFKA_PID" kafka.Kafka
-  stop_pid redis "$REDIS_PID" redis-server
+  if [[ -n "$CLUSTER" ]]; then cluster_down; else stop_pid redis "$REDIS_PID" redis-server; fi
 }
 
 cmd_status() {
@@ -220,7 +327,9 @@ cmd_status() {
   else
     say "kafka down"; ok=3
   fi
-  if pid="$(running_pid "$REDIS_PID" redis-server)" && redis_answers; then
+  if [[ -n "$CLUSTER" ]]; then
+    cluster_status || ok=3
+  elif pid="$(running_pid "$REDIS_PID" redis-server)" && redis_answers; then
     say "redis up on $HOST:$REDIS_PORT (pid $pid)"
   else
     say "redis down"; ok=3
@@ -230,7 +339,11 @@ cmd_status() {
 
 cmd_env() {
   echo "KAFKA_BOOTSTRAP=$HOST:$KAFKA_PORT"
-  echo "REDIS_URL=redis://$HOST:$REDIS_PORT"
+  if [[ -n "$CLUSTER" ]]; then
+    echo "REDIS_URL=$(cluster_url)"
+  else
+    echo "REDIS_URL=redis://$HOST:$REDIS_PORT"
+  fi
 }
 
 # One server down (SIGTERM: Redis fsyncs its AOF, Kafka shuts down cleanly) and up again, on the
@@ -238,7 +351,12 @@ cmd_env() {
 cmd_restart() {
   [[ -f "$RECORDED" ]] || die "no recorded stack in $STACK_DIR: run scripts/stack.sh up first"
   case "${1:-}" in
-    redis) stop_pid redis "$REDIS_PID" redis-server; redis_up ;;
+    redis)
+      if [[ -n "$CLUSTER" ]]; then
+        cluster_down; cluster_up
+      else
+        stop_pid redis "$REDIS_PID" redis-server; redis_up
+      fi ;;
     kafka) stop_pid kafka "$KAFKA_PID" kafka.Kafka; kafka_up ;;
     *) echo "usage: scripts/stack.sh restart redis|kafka" >&2; exit 2 ;;
   esac
@@ -250,6 +368,6 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
-  reset) cmd_down; rm -rf "$KAFKA_DIR" "$REDIS_DIR"; say "data removed" ;;
+  reset) cmd_down; rm -rf "$KAFKA_DIR" "$REDIS_DIR" "$CLUSTER_DIR"; say "data removed" ;;
   *) echo "usage: scripts/stack.sh up|down|status|env|reset|restart redis|kafka" >&2; exit 2 ;;
 esac
