@@ -5,6 +5,8 @@
 # "chaos: ..." summary lines. Exits non-zero if any case failed.
 #
 #   scripts/chaos.sh                     every case
+#   scripts/chaos.sh --long              also the long runs (DELAYD_CHAOS_LONG=1), e.g. the
+#                                        three-instance run of README's "Scaling out" (~2 min)
 #   scripts/chaos.sh -- -R kafka         arguments after -- go to ctest
 #
 # Settings (environment):
@@ -25,9 +27,11 @@ cd "$ROOT"
 ctest_args=()
 while (($#)); do
   case "$1" in
+    --long) export DELAYD_CHAOS_LONG=1 ;;
     --) shift; ctest_args=("$@"); break ;;
-    *) echo "usage: scripts/chaos.sh [-- ctest args]" >&2; exit 2 ;;
+    *) echo "usage: scripts/chaos.sh [--long] [-- ctest args]" >&2; exit 2 ;;
   esac
+  shift
 done
 
 build_dir="${DELAYD_BUILD_DIR:-build}"
