@@ -423,3 +423,69 @@ TEST_CASE_METHOD(Fixture, "a job claimed ahead is held until its deliver-at, and
   CHECK(field("later", "state") == "delay");
   CHECK(rig.path.prepared() == 0);
 }
+
+// ---- fencing (scale-out): a broker whose shard moved on to another member ----
+
+namespace {
+
+// The fixture's store as a fencing broker that owns the shard, and a second member's store.
+struct Fenced : Fixture {
+  storage::JobStore other{redis, keys, 600};
+  Fenced() {
+    store.enable_fencing("old/1");
+    store.take_shard(shard, wall_now());
+    other.enable_fencing("new/2");
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(Fenced, "a broker whose shard moved on produces nothing from its wheel and gives the shard up", "[fire][fence]") {
+  const std::string ready = kt::create_topic("ready", 1);
+  FireRig rig(*this, producer_props(), fire_options(kt::create_topic("dlq", 1)));
+  const std::int64_t t0 = wall_now();
+  put({job("w1", t0, ready), job("w2", t0, ready)});
+  rig.scheduler.refill(t0);
+  REQUIRE(rig.scheduler.held() == 2);
+  other.take_shard(shard, t0);  // the shard moved while this broker was busy
+
+  CHECK(rig.path.fire_due(wall_now()) == 0);
+  CHECK(rig.path.unsettled() == 0);  // no record handed to Kafka
+  CHECK(rig.path.counters().fenced == 1);
+  CHECK_FALSE(rig.scheduler.owns(shard));
+  CHECK(rig.scheduler.held() == 0);
+  CHECK(field("w1", "state") == "delay");  // the new owner's to deliver
+  CHECK(field("w1", "firing_at") == "<nil>");
+}
+
+TEST_CASE_METHOD(Fenced, "a record held across a stall is sent only after the fences are confirmed", "[fire][fence]") {
+  const std::string ready = kt::create_topic("ready", 1);
+  FireOptions o = fire_options(kt::create_topic("dlq", 1));
+  o.claim_ahead_ms = 5'000;
+  o.fence_recheck = std::chrono::milliseconds(100);
+  FireRig rig(*this, producer_props(), o);
+  const std::int64_t t0 = wall_now();
+  put({job("kept", t0 + 200, ready)});
+  rig.scheduler.refill(t0);
+  CHECK(rig.path.fire_due(t0) == 0);
+  REQUIRE(rig.path.prepared() == 1);
+
+  bool moved = false;
+  SECTION("the shard moved during the stall: the record is dropped unsent") { moved = true; }
+  SECTION("the shard is still ours: the record goes out after the check") {}
+  if (moved) other.take_shard(shard, t0);
+  // The stall itself (a SIGSTOP, a starved process): longer than fence_recheck.
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  const std::int64_t due = t0 + 200;
+  CHECK(rig.path.send_prepared(std::max(due, wall_now())) == 0);  // not trusted without a check
+  rig.path.fire_due(std::max(due, wall_now()));                    // checks, then sends or drops
+  CHECK(rig.path.prepared() == 0);
+  if (moved) {
+    CHECK(rig.path.unsettled() == 0);
+    CHECK(rig.path.counters().fenced == 1);
+    CHECK(field("kept", "state") == "delay");
+  } else {
+    CHECK(rig.path.counters().fenced == 0);
+    REQUIRE(rig.run_until([&] { return field("kept", "state") == "ready"; }));
+  }
+}
