@@ -8,13 +8,22 @@
 #   scripts/test.sh --fuzz           after the tests, fuzz the parsers with scripts/fuzz.sh
 #                                    ($FUZZ_SECONDS per target, default 60; the default when
 #                                    CI=true; --no-fuzz turns it off)
+#   scripts/test.sh --cluster        against a Redis Cluster instead of the single Redis: the stack
+#                                    with DELAYD_REDIS_CLUSTER=3 (3 primaries, 1 replica each), and
+#                                    only the e2e and cluster labels (-L 'e2e|cluster') unless
+#                                    ctest arguments are given. Not part of the default run.
 #   scripts/test.sh -- -L unit       arguments after -- go to ctest (here: only unit tests)
+#
+# DELAYD_BUILD_DIR (build) names the build directory. A cluster stack and a single-Redis stack
+# cannot share DELAYD_STACK_DIR: run `scripts/stack.sh down` first, or give the cluster run its
+# own DELAYD_STACK_DIR and DELAYD_KAFKA_PORT / DELAYD_KAFKA_CONTROLLER_PORT.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 sanitize=0
 fuzz=0
+cluster=0
 [[ "${CI:-}" == "true" ]] && sanitize=1 && fuzz=1
 ctest_args=()
 while (($#)); do
@@ -23,13 +32,19 @@ while (($#)); do
     --no-sanitize) sanitize=0 ;;
     --fuzz) fuzz=1 ;;
     --no-fuzz) fuzz=0 ;;
+    --cluster) cluster=1 ;;
     --) shift; ctest_args=("$@"); break ;;
-    *) echo "usage: scripts/test.sh [--sanitize|--no-sanitize] [--fuzz|--no-fuzz] [-- ctest args]" >&2; exit 2 ;;
+    *) echo "usage: scripts/test.sh [--sanitize|--no-sanitize] [--fuzz|--no-fuzz] [--cluster] [-- ctest args]" >&2; exit 2 ;;
   esac
   shift
 done
 
 jobs="${DELAYD_BUILD_JOBS:-$(nproc)}"
+build_dir="${DELAYD_BUILD_DIR:-build}"
+if ((cluster)); then
+  export DELAYD_REDIS_CLUSTER="${DELAYD_REDIS_CLUSTER:-3}"
+  ((${#ctest_args[@]})) || ctest_args=(-L 'e2e|cluster')
+fi
 werror=OFF
 [[ "${CI:-}" == "true" ]] && werror=ON
 
@@ -49,9 +64,9 @@ stop_stack() {
 trap stop_stack EXIT
 
 # The benchmarks are built in build/ only: their smoke run (bench.e2e_smoke) is a test there.
-build build -DDELAYD_BUILD_BENCH=ON
+build "$build_dir" -DDELAYD_BUILD_BENCH=ON
 if ((sanitize)); then
-  build build-asan -DDELAYD_SANITIZE=ON
+  build "$build_dir-asan" -DDELAYD_SANITIZE=ON
 fi
 
 if ! scripts/stack.sh status >/dev/null 2>&1; then
@@ -62,14 +77,14 @@ eval "$(scripts/stack.sh env | sed 's/^/export /')"
 echo "test: KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP REDIS_URL=$REDIS_URL"
 
 status=0
-echo "test: ctest in build/"
-ctest --test-dir build --output-on-failure --timeout 600 "${ctest_args[@]}" || status=1
+echo "test: ctest in $build_dir/"
+ctest --test-dir "$build_dir" --output-on-failure --timeout 600 "${ctest_args[@]}" || status=1
 # The figures the end-to-end tests print (lateness percentiles, duplicates after a crash).
-grep -hE "^(lateness|crash test)" build/Testing/Temporary/LastTest.log 2>/dev/null | sed 's/^/test: /' || true
+grep -hE "^(lateness|crash test)" "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
 if ((sanitize)); then
-  echo "test: ctest in build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer)"
+  echo "test: ctest in $build_dir-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer)"
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-    ctest --test-dir build-asan --output-on-failure --timeout 900 "${ctest_args[@]}" || status=1
+    ctest --test-dir "$build_dir-asan" --output-on-failure --timeout 900 "${ctest_args[@]}" || status=1
 fi
 if ((fuzz)); then
   # The fuzzers need no servers: stop the stack first if this script started it.

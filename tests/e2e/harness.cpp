@@ -1,5 +1,6 @@
 #include "harness.hpp"
 
+#include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -218,8 +219,8 @@ std::optional<std::string> header(const connectors::Record& r, const std::string
 
 JobReader::JobReader(const World& world)
     : world_(world),
-      redis_(storage::parse_redis_url(world.redis_url)),
-      store_(redis_, storage::KeySchema(world.redis_prefix), 0) {}
+      redis_(testing::connect_redis(world.redis_url)),
+      store_(*redis_, storage::KeySchema(world.redis_prefix), 0) {}
 
 std::vector<std::string> JobReader::fields(const std::vector<std::string>& job_ids, const std::string& name) {
   std::vector<std::string> out;

@@ -11,6 +11,7 @@
 #include "connectors/kafka_producer.hpp"
 #include "connectors/record.hpp"
 #include "storage/job_store.hpp"
+#include "storage/redis_client.hpp"
 #include "storage/redis_connection.hpp"
 #include "storage/redis_url.hpp"
 
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -151,7 +153,7 @@ class JobReader {
 
  private:
   const World& world_;
-  storage::RedisConnection redis_;
+  std::unique_ptr<storage::RedisClient> redis_;  // the slot router for a redis-cluster:// url
   storage::JobStore store_;  // get_many(): the documented look-up, as delayctl get does it
 };
 

@@ -45,13 +45,28 @@ ts=$(sed -E 's/.* ts=([0-9]+) .*/\1/' <<<"$out")
 ((ts >= deliver_at)) || { echo "FAIL: delivered early: ts $ts < deliver-at $deliver_at"; exit 1; }
 echo "delivered $((ts - deliver_at)) ms after deliver-at"
 
+# redis-cli takes redis:// urls; for a cluster (redis-cluster://h:p,h:p,...) it is pointed at
+# each seed with -c (follow redirects), and SCAN runs on every seed (the stack's are its primaries).
+cli_targets=()
+if [[ "$REDIS_URL" == redis-cluster://* ]]; then
+  IFS=, read -r -a seeds <<<"${REDIS_URL#redis-cluster://}"
+  for s in "${seeds[@]}"; do cli_targets+=("-c -h ${s%:*} -p ${s##*:}"); done
+else
+  cli_targets=("-u $REDIS_URL")
+fi
 state=""
 for _ in $(seq 1 50); do
   # The documented look-up without delayctl: find the job's key in whichever shard holds it,
   # then the record's first word is its state.
-  key=$(redis-cli -u "$REDIS_URL" --scan --pattern "$run:{*}:job:$run-job" | head -n 1)
+  key=""
+  for t in "${cli_targets[@]}"; do
+    # shellcheck disable=SC2086
+    key=$(redis-cli $t --scan --pattern "$run:{*}:job:$run-job" | head -n 1)
+    [[ -n "$key" ]] && break
+  done
   state=""
-  [[ -n "$key" ]] && state=$(redis-cli -u "$REDIS_URL" getrange "$key" 0 40 | head -n 1 | cut -d' ' -f1)
+  # shellcheck disable=SC2086
+  [[ -n "$key" ]] && state=$(redis-cli ${cli_targets[0]} getrange "$key" 0 40 | head -n 1 | cut -d' ' -f1)
   [[ "$state" == ready ]] && break
   sleep 0.1
 done

@@ -2,6 +2,8 @@
 // and when Redis answers again every job is delivered, none early, none lost. The outage is
 // real: CLIENT PAUSE makes the stack's Redis stop answering every client for a while.
 #include "harness.hpp"
+#include "storage/redis_cluster.hpp"
+#include "support/redis_connect.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -36,8 +38,14 @@ TEST_CASE("a Redis outage delays jobs but loses none", "[e2e][outage]") {
 
   CHECK_THAT(http_get(admin, "/healthz"), Catch::StartsWith("HTTP/1.0 200") && Catch::EndsWith("ok\n"));
   {
-    delayd::storage::RedisConnection redis(delayd::storage::parse_redis_url(w.redis_url));
-    REQUIRE(redis.command({"CLIENT", "PAUSE", "3000", "ALL"}).view().str() == "OK");
+    // Every primary of a cluster (REDIS_URL=redis-cluster://...), or the one server.
+    auto redis = delayd::testing::connect_redis(w.redis_url);
+    const delayd::storage::Command pause{"CLIENT", "PAUSE", "3000", "ALL"};
+    if (auto* cluster = dynamic_cast<delayd::storage::RedisCluster*>(redis.get())) {
+      for (const auto& node : cluster->primaries()) REQUIRE(cluster->command_on(node, pause).view().str() == "OK");
+    } else {
+      REQUIRE(redis->command(pause).view().str() == "OK");
+    }
   }
   // The admin endpoint tells the outage while it lasts (the loop keeps turning, so 200).
   bool degraded = false;

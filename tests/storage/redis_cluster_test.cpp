@@ -459,7 +459,7 @@ TEST_CASE("cluster: redis-cli --cluster reshard while JobStore calls run", "[clu
   CHECK(store.get(a_marked.substr(a_marked.find('/') + 1))->at("state") == "ready");
 }
 
-TEST_CASE("cluster: a primary fails over while jobs flow; with wait_replicas = 1 nothing acknowledged is lost",
+TEST_CASE("cluster: a primary fails over while jobs flow, and with wait_replicas = 1 nothing acknowledged is lost",
           "[cluster]") {
   LocalCluster lc(3, 1);
   RedisCluster redis(lc.options());

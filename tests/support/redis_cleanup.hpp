@@ -1,19 +1,44 @@
 // Deletes every key under a test's own prefix. For fixture destructors: it never throws, so a
 // clean-up failure cannot hide the test's own result.
+// SCAN (never KEYS, which blocks the server), on every primary of a cluster; the keys are then
+// deleted one command each, pipelined, so that no command spans two hash slots.
 #pragma once
 
-#include "storage/redis_connection.hpp"
+#include "storage/redis_client.hpp"
+#include "storage/redis_cluster.hpp"
 
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace delayd::testing {
 
-inline void delete_prefixed_keys(storage::RedisConnection& redis, const std::string& prefix) noexcept {
+// Every key matching `pattern`, from every primary.
+inline std::vector<std::string> scan_keys(storage::RedisClient& redis, const std::string& pattern) {
+  std::vector<std::string> keys;
+  auto scan_with = [&](const std::function<storage::RedisReply(const storage::Command&)>& send) {
+    std::string cursor = "0";
+    do {
+      auto r = send({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+      cursor = std::string(r.view()[0].str());
+      for (size_t i = 0; i < r.view()[1].size(); ++i) keys.emplace_back(r.view()[1][i].str());
+    } while (cursor != "0");
+  };
+  if (auto* cluster = dynamic_cast<storage::RedisCluster*>(&redis)) {
+    for (const auto& node : cluster->primaries()) {
+      scan_with([&](const storage::Command& c) { return cluster->command_on(node, c); });
+    }
+  } else {
+    scan_with([&](const storage::Command& c) { return redis.command(c); });
+  }
+  return keys;
+}
+
+inline void delete_prefixed_keys(storage::RedisClient& redis, const std::string& prefix) noexcept {
   try {
-    auto r = redis.command({"KEYS", prefix + ":*"});
-    storage::Command del{"DEL"};
-    for (size_t i = 0; i < r.view().size(); ++i) del.emplace_back(r.view()[i].str());
-    if (del.size() > 1) redis.command(del);
+    std::vector<storage::Command> dels;
+    for (auto& k : scan_keys(redis, prefix + ":*")) dels.push_back({"UNLINK", std::move(k)});
+    if (!dels.empty()) redis.pipeline(dels);
   } catch (...) {
   }
 }
