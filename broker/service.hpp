@@ -37,6 +37,19 @@
 // transient: logged once per distinct message, reported as degraded, retried with backoff.
 // Nothing a remote server says and no byte read from Redis or Kafka ends the process.
 //
+// OWNERSHIP. The consumer group decides which shards (ingest partitions) this instance owns,
+// with cooperative-sticky assignment by default (only the partitions that must move, move).
+//   assigned   the shards are noted; the next turn takes each one's fence in Redis (a growing
+//              epoch, storage/job_store.hpp) and only then lets the scheduler load it, so no
+//              job of a shard is claimed without its fence. A take that fails (Redis down) is
+//              retried every turn.
+//   revoked,   first the producer's outstanding records are awaited (up to 2 s) and settled, so
+//   lost       the next owner finds them ready; then the shards' waiting jobs leave the wheel,
+//              their held records are dropped unsent, and the fences are forgotten.
+//   fenced     Redis refused a claim, retry or failure because another member took the shard
+//              (this one was paused past its session, say): the shard is given up at once,
+//              before Kafka says so (broker/fire_path.hpp).
+//
 // Start: Redis must answer (retried with backoff until it does or a stop is requested); missing
 // ingest and dead-letter topics are created when kafka.create_topics is on (retried likewise).
 // Jobs of each shard that were due while delayd was down are loaded at assignment and fire at
