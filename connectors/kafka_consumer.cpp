@@ -118,14 +118,26 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
 
   // Results of commit_async(), served inside consume() on the caller's thread. A failed commit is
   // harmless (the records are read again and are idempotent), so it is logged, not thrown.
+  // A rebalance fails every commit in flight at once, so one line per kCommitWarningEvery says
+  // so, with how many failed since the last line.
   void offset_commit_cb(RdKafka::ErrorCode err, std::vector<RdKafka::TopicPartition*>& offsets) override {
     if (err == RdKafka::ERR_NO_ERROR || err == RdKafka::ERR__NO_OFFSET) return;
+    const auto now = Clock::now();
+    if (now < next_commit_warning) {
+      ++commit_failures_unlogged;
+      return;
+    }
+    next_commit_warning = now + kCommitWarningEvery;
     std::string which;
     for (const auto* tp : offsets) {
       if (tp->err() != RdKafka::ERR_NO_ERROR) which += " " + tp->topic() + "[" + std::to_string(tp->partition()) + "]";
     }
+    const std::string more = commit_failures_unlogged == 0
+                                 ? ""
+                                 : "; " + std::to_string(commit_failures_unlogged) + " more failed commits not logged";
+    commit_failures_unlogged = 0;
     log(LogLevel::warning, "kafka offset commit failed: " + RdKafka::err2str(err) + which +
-                               " (those records will be read again)");
+                               " (those records will be read again)" + more);
   }
 
   void notify(const std::function<void(const std::vector<TopicPartition>&)>& fn,
@@ -177,6 +189,9 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
     throw KafkaError(consumer->name() + ": fatal error: " + reason);
   }
 
+  static constexpr std::chrono::seconds kCommitWarningEvery{10};
+  Clock::time_point next_commit_warning{};
+  std::uint64_t commit_failures_unlogged = 0;
   Listener listener;
   LogEventBridge events;
   std::exception_ptr pending_error;
