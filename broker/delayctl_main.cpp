@@ -201,6 +201,11 @@ int main(int argc, char** argv) {
   } catch (const delayd::storage::RedisIoError& e) {
     std::cerr << "delayctl: " << e.what() << "\n";
     return 4;
+  } catch (const delayd::storage::RedisCommandError& e) {
+    // Refused for good: AUTH or SELECT refused, or a redis-cluster:// url naming a server that
+    // is not in cluster mode.
+    std::cerr << "delayctl: " << e.what() << "\n";
+    return 4;
   } catch (const delayd::connectors::KafkaError& e) {
     std::cerr << "delayctl: kafka: " << e.what() << "\n";
     return 4;
