@@ -46,11 +46,16 @@ ts=$(sed -E 's/.* ts=([0-9]+) .*/\1/' <<<"$out")
 echo "delivered $((ts - deliver_at)) ms after deliver-at"
 
 # redis-cli takes redis:// urls; for a cluster (redis-cluster://h:p,h:p,...) it is pointed at
-# each seed with -c (follow redirects), and SCAN runs on every seed (the stack's are its primaries).
+# every primary (from CLUSTER NODES of the first seed) with -c (follow redirects), and SCAN runs
+# on each of them.
 cli_targets=()
 if [[ "$REDIS_URL" == redis-cluster://* ]]; then
-  IFS=, read -r -a seeds <<<"${REDIS_URL#redis-cluster://}"
-  for s in "${seeds[@]}"; do cli_targets+=("-c -h ${s%:*} -p ${s##*:}"); done
+  seed="${REDIS_URL#redis-cluster://}"
+  seed="${seed%%,*}"
+  while read -r addr; do
+    addr="${addr%@*}"
+    cli_targets+=("-c -h ${addr%:*} -p ${addr##*:}")
+  done < <(redis-cli -h "${seed%:*}" -p "${seed##*:}" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ {print $2}')
 else
   cli_targets=("-u $REDIS_URL")
 fi
