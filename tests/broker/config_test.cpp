@@ -575,3 +575,20 @@ TEST_CASE("mask_redis_url", "[unit][config]") {
   CHECK(mask_redis_url("redis://u:p@w@h/2") == "redis://u:***@h/2");
   CHECK(mask_redis_url("nonsense") == "nonsense");
 }
+
+TEST_CASE("redis-cluster urls, and the replica wait", "[unit][config]") {
+  // The endpoint of a cluster url is its first seed; the client reads the others (redis_options.hpp).
+  CHECK(parse_redis_url("redis-cluster://:pw@a:1,b:2") == RedisEndpoint{"a", 1, "", "pw", 0});
+  CHECK(load_config(with_sets({"redis.url=redis-cluster://a:1,b:2,c:3"}), {}).redis.url ==
+        "redis-cluster://a:1,b:2,c:3");
+  CHECK_THROWS_AS(load_config(with_sets({"redis.url=redis-cluster://a:1/1"}), {}), ConfigError);
+  CHECK_THROWS_AS(load_config(with_sets({"redis.url=redis-cluster://a:1", "redis.db=2"}), {}), ConfigError);
+  CHECK(load_config(with_sets({"redis.url=redis-cluster://a:1", "redis.db=0"}), {}).redis.db == 0);
+
+  const Config d = load_config({}, {});
+  CHECK(d.redis.wait_replicas == 0);
+  CHECK(d.redis.wait_timeout_ms == 1000);
+  CHECK(load_config({}, {{"DELAYD_REDIS_WAIT_REPLICAS", "1"}}).redis.wait_replicas == 1);
+  CHECK_THROWS_AS(load_config({}, {{"DELAYD_REDIS_WAIT_REPLICAS", "17"}}), ConfigError);
+  CHECK_THROWS_AS(load_config({}, {{"DELAYD_REDIS_WAIT_TIMEOUT_MS", "0"}}), ConfigError);
+}
