@@ -81,7 +81,8 @@ constexpr std::size_t kIngestChunk = 256;
 // The scheduling loop: what one turn does, and the bookkeeping around it.
 class Loop {
  public:
-  Loop(const Config& c, const std::atomic<bool>& stop, storage::JobStore& store, connectors::KafkaAdmin* admin)
+  Loop(const Config& c, const std::atomic<bool>& stop, storage::JobStore& store, storage::RedisClient& redis,
+       connectors::KafkaAdmin* admin)
       : c_(c),
         stop_(stop),
         store_(store),
@@ -106,7 +107,7 @@ class Loop {
                           .ready_topic_template = c.kafka.ready_topic_template,
                           .claim_ahead_ms = c.scheduler.claim_ahead_ms,
                           .clock = [this] { return clock_.now_ms(); }}),
-        ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c)),
+        ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c, redis)),
         // cooperative-sticky: a member joining or leaving moves only the partitions that must
         // move; the others keep firing through the rebalance (KafkaConsumer handles both
         // protocols, so a user may still choose another strategy).
@@ -202,8 +203,11 @@ class Loop {
     so.fire_batch = static_cast<std::size_t>(c.scheduler.fire_batch);
     return so;
   }
-  static IngestOptions ingest_options(const Config& c) {
+  static IngestOptions ingest_options(const Config& c, storage::RedisClient& redis) {
     IngestOptions io;
+    io.wait_on = &redis;
+    io.wait_replicas = static_cast<int>(c.redis.wait_replicas);
+    io.wait_timeout_ms = static_cast<int>(c.redis.wait_timeout_ms);
     io.rules = ingest_rules(c);
     io.dlq_topic = c.kafka.dlq_topic;
     io.cancel_memory_s = c.scheduler.cancel_memory_s;
@@ -479,7 +483,7 @@ int Service::run(const std::atomic<bool>& stop, const std::function<void(AdminSn
     if (!made) return 0;
   }
 
-  Loop loop(c, stop, **store, admin ? &*admin : nullptr);
+  Loop loop(c, stop, **store, **redis, admin ? &*admin : nullptr);
   loop.publish = publish;
   spdlog::info("delayd running: ingest {} (group {}), ready topics {}, dead letters {}", c.kafka.ingest_topic,
                c.kafka.group_id, c.kafka.ready_topic_template, c.kafka.dlq_topic);
