@@ -36,7 +36,7 @@ export DELAYD_KAFKA_INGEST_TOPIC="$run.ingest" DELAYD_KAFKA_DLQ_TOPIC="$run.dlq"
 export DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$run.ready.{business}" DELAYD_KAFKA_GROUP_ID="$run"
 export DELAYD_REDIS_PREFIX="$run" DELAYD_KAFKA_CREATE_TOPICS=true DELAYD_LOG_LEVEL=warn
 log="$build/$run.log"
-"$build/broker/delayd" >"$log" 2>&1 &
+"$build/apps/delayd" >"$log" 2>&1 &
 pid=$!
 # delayd creates the ingest topic; wait for it before publishing.
 for _ in $(seq 1 300); do

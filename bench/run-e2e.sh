@@ -59,7 +59,7 @@ else
   cmake --build "$build" -j "${BUILD_JOBS:-$(nproc)}" --target e2e_load delayd >/dev/null
 fi
 load_bin="$build/bench/e2e_load"
-delayd_bin="$build/broker/delayd"
+delayd_bin="$build/apps/delayd"
 [[ -x "$load_bin" && -x "$delayd_bin" ]] || die "no $load_bin or $delayd_bin: build the targets e2e_load and delayd"
 
 if [[ "$SMOKE" == 1 ]]; then results="${RESULTS_DIR:-$build/e2e-smoke}"; else results="${RESULTS_DIR:-$root/bench/results}"; fi

@@ -1,6 +1,6 @@
 #include "broker/fire_path.hpp"
 
-#include "broker/config_names.hpp"
+#include "config/config_names.hpp"
 #include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
 #include "broker/header_convert.hpp"

@@ -2,8 +2,8 @@
 
 #include <charconv>
 
-#include "broker/config.hpp"
-#include "broker/config_names.hpp"
+#include "config/config.hpp"
+#include "config/config_names.hpp"
 #include "broker/time_format.hpp"
 
 namespace delayd::broker {

@@ -4,7 +4,7 @@
 #include "broker/fire_path.hpp"
 #include "broker/ingest_path.hpp"
 #include "broker/outage.hpp"
-#include "broker/redis_options.hpp"
+#include "config/redis_options.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/topic_creator.hpp"
 #include "broker/wall_clock.hpp"
@@ -191,7 +191,7 @@ class Loop {
     spdlog::info("stopped: delivered {}, accepted {}", fire_.counters().delivered, ingest_.counters().accepted);
   }
 
-  std::function<void(AdminSnapshot)> publish;
+  std::function<void(LoopSnapshot)> publish;
 
  private:
   static SchedulerOptions scheduler_options(const Config& c) {
@@ -395,7 +395,7 @@ class Loop {
       next_publish_ = SteadyClock::now() + std::chrono::milliseconds(200);
       const auto& f = fire_.counters();
       const auto& i = ingest_.counters();
-      publish(AdminSnapshot{scheduler_.held(),
+      publish(LoopSnapshot{scheduler_.held(),
                             scheduler_.in_wheel(),
                             fire_.unsettled(),
                             scheduler_.owned_shards(),
@@ -460,7 +460,7 @@ class Loop {
 
 }  // namespace
 
-int Service::run(const std::atomic<bool>& stop, const std::function<void(AdminSnapshot)>& publish) {
+int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish) {
   const Config& c = config_;
 
   // Redis first: without it nothing can be accepted, so there is no point joining the group.

@@ -61,8 +61,8 @@
 // topic creator runs a thread of its own.
 #pragma once
 
-#include "broker/admin_server.hpp"
-#include "broker/config.hpp"
+#include "broker/snapshot.hpp"
+#include "config/config.hpp"
 
 #include <atomic>
 #include <functional>
@@ -76,7 +76,7 @@ class Service {
   // fatal error (see the error model) stopped the loop.
   // `publish`, if given, receives a snapshot of the loop's state about five times a second
   // (the admin endpoint serves it).
-  int run(const std::atomic<bool>& stop, const std::function<void(AdminSnapshot)>& publish = {});
+  int run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish = {});
 
  private:
   Config config_;

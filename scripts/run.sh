@@ -72,7 +72,7 @@ else
   mkdir -p "$STACK_DIR"
   log_start=$(($(stat -c %s "$LOG" 2>/dev/null || echo 0) + 1))
   DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" DELAYD_ADMIN_LISTEN="$ADMIN" \
-    setsid nohup "$BUILD/broker/delayd" >>"$LOG" 2>&1 </dev/null &
+    setsid nohup "$BUILD/apps/delayd" >>"$LOG" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PIDFILE"
   # Up means: the consumer joined the group and got its partitions (or delayd died trying).
@@ -90,11 +90,11 @@ KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP
 REDIS_URL=$REDIS_URL
 delayd log:  $LOG
 admin:       http://$ADMIN/healthz  http://$ADMIN/stats
-delayctl:    $BUILD/broker/delayctl
+delayctl:    $BUILD/apps/delayctl
 stop:        scripts/run.sh stop
 try it:
   kcat -P -b $KAFKA_BOOTSTRAP -t delay-ingest -H deliver-at=\$((\$(date +%s%3N)+3000)) -H business=demo -H job-id=hello-1 <<< 'hello'
   kcat -C -b $KAFKA_BOOTSTRAP -t ready.demo -e
-  $BUILD/broker/delayctl get hello-1
+  $BUILD/apps/delayctl get hello-1
   redis-cli -u $REDIS_URL --scan --pattern 'delayd:{*}:job:hello-1'    # its key, then GET it
 EOF

@@ -4,7 +4,7 @@
 #include <limits>
 #include <random>
 
-#include "broker/config.hpp"
+#include "config/config.hpp"
 #include "broker/ingest_parse.hpp"
 #include "broker/time_format.hpp"
 

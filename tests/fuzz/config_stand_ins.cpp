@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "broker/config.hpp"
+#include "config/config.hpp"
 
 namespace delayd::broker {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <variant>
 
-#include "broker/config_names.hpp"
+#include "config/config_names.hpp"
 #include "broker/ingest_parse.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 

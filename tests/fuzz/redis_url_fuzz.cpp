@@ -1,5 +1,5 @@
 // The Redis url parser (storage/redis_url.hpp) and the configuration's view of it
-// (broker/config_redis_url.cpp) on the fuzzer's bytes. A bad url must be refused with
+// (config/config_redis_url.cpp) on the fuzzer's bytes. A bad url must be refused with
 // std::invalid_argument only; a good one gives a usable endpoint, the same through both
 // entry points; and the masked url of a good one still parses to the same place, with "***"
 // for the password.
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "broker/config.hpp"
+#include "config/config.hpp"
 #include "storage/redis_url.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 

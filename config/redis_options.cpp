@@ -1,4 +1,4 @@
-#include "broker/redis_options.hpp"
+#include "config/redis_options.hpp"
 
 #include "storage/redis_cluster.hpp"
 #include "storage/redis_url.hpp"

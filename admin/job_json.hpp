@@ -12,11 +12,11 @@
 #include <map>
 #include <string>
 
-namespace delayd::broker {
+namespace delayd::admin {
 
 nlohmann::json job_to_json(const std::string& job_id, const std::map<std::string, std::string>& fields);
 nlohmann::json stats_to_json(const storage::StoreStats& stats);
 // dump() that never throws on invalid UTF-8.
 std::string to_text(const nlohmann::json& j);
 
-}  // namespace delayd::broker
+}  // namespace delayd::admin

@@ -1,4 +1,4 @@
-#include "broker/config.hpp"
+#include "config/config.hpp"
 
 #include <unistd.h>
 
@@ -14,8 +14,8 @@
 #include <CLI/CLI.hpp>
 #include <toml.hpp>
 
-#include "broker/config_names.hpp"
-#include "broker/config_registry.hpp"
+#include "config/config_names.hpp"
+#include "config/config_registry.hpp"
 
 extern char** environ;
 

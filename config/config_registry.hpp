@@ -17,7 +17,7 @@
 #include <string_view>
 #include <variant>
 
-#include "broker/config.hpp"
+#include "config/config.hpp"
 
 namespace delayd::broker::config_detail {
 

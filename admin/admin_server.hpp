@@ -13,6 +13,8 @@
 // loop never waits on a client.
 #pragma once
 
+#include "broker/snapshot.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -26,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-namespace delayd::broker {
+namespace delayd::admin {
 
 // The request line of an HTTP request head, split at its first two spaces.
 struct RequestHead {
@@ -40,15 +42,6 @@ struct RequestHead {
 // server answers with 400. Header lines are not read. Pure and total on any bytes.
 std::optional<RequestHead> parse_request_head(std::string_view request);
 
-struct AdminSnapshot {
-  std::size_t held = 0;
-  std::size_t in_wheel = 0;
-  std::size_t in_flight = 0;
-  std::vector<std::string> shards;
-  std::optional<std::int64_t> next_due;
-  std::map<std::string, std::uint64_t> counters;
-  std::string problem;  // the last outage, while it lasts; empty when all is well
-};
 
 class AdminServer {
  public:
@@ -61,12 +54,12 @@ class AdminServer {
 
   std::uint16_t port() const;  // the bound port (useful with port 0)
   // Called by the scheduling loop; also marks the loop as alive.
-  void publish(AdminSnapshot snapshot);
+  void publish(broker::LoopSnapshot snapshot);
 
  private:
   struct Shared {
     std::mutex mutex;
-    AdminSnapshot snapshot;
+    broker::LoopSnapshot snapshot;
     std::optional<std::chrono::steady_clock::time_point> last_publish;
   };
   void accept();
@@ -76,4 +69,4 @@ class AdminServer {
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
 };
 
-}  // namespace delayd::broker
+}  // namespace delayd::admin

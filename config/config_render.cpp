@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "broker/config.hpp"
-#include "broker/config_registry.hpp"
+#include "config/config.hpp"
+#include "config/config_registry.hpp"
 
 namespace delayd::broker {
 

@@ -1,6 +1,8 @@
-// delayd: the delayed-message broker. Configuration: config.hpp; what it does: service.hpp.
-#include "broker/config.hpp"
+// delayd: the delayed-message broker. Settings: config/config.hpp; what it does:
+// broker/service.hpp; the admin endpoint: admin/admin_server.hpp.
+#include "admin/admin_server.hpp"
 #include "broker/service.hpp"
+#include "config/config.hpp"
 #include "connectors/log.hpp"
 
 #include <CLI/CLI.hpp>
@@ -55,7 +57,7 @@ int main(int argc, char** argv) {
   });
   // The admin endpoint shares the Asio thread; binding happens here so a taken port stops
   // start-up with a message naming the setting.
-  std::optional<delayd::broker::AdminServer> admin;
+  std::optional<delayd::admin::AdminServer> admin;
   if (!config.admin.listen.empty()) {
     try {
       admin.emplace(io, config.admin.listen);
@@ -70,8 +72,8 @@ int main(int argc, char** argv) {
 
   int status = 1;
   try {
-    std::function<void(delayd::broker::AdminSnapshot)> publish;
-    if (admin) publish = [&admin](delayd::broker::AdminSnapshot s) { admin->publish(std::move(s)); };
+    std::function<void(delayd::broker::LoopSnapshot)> publish;
+    if (admin) publish = [&admin](delayd::broker::LoopSnapshot s) { admin->publish(std::move(s)); };
     status = delayd::broker::Service(config).run(stop, publish);
   } catch (const std::exception& e) {
     spdlog::critical("delayd failed: {}", e.what());

@@ -1,7 +1,7 @@
 // The admin endpoint over real loopback sockets, on a port the kernel picks.
 #include <catch2/catch.hpp>
 
-#include "broker/admin_server.hpp"
+#include "admin/admin_server.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
@@ -10,8 +10,8 @@
 
 #include <thread>
 
-using delayd::broker::AdminServer;
-using delayd::broker::AdminSnapshot;
+using delayd::admin::AdminServer;
+using AdminSnapshot = delayd::broker::LoopSnapshot;
 namespace asio = boost::asio;
 
 namespace {
@@ -91,8 +91,8 @@ TEST_CASE("other paths, other methods and garbage get the right refusal", "[admi
 }
 
 TEST_CASE("parse_request_head splits the first line at its first two spaces", "[admin]") {
-  using delayd::broker::parse_request_head;
-  using delayd::broker::RequestHead;
+  using delayd::admin::parse_request_head;
+  using delayd::admin::RequestHead;
   CHECK(parse_request_head("GET /healthz HTTP/1.0\r\n\r\n") == RequestHead{"GET", "/healthz"});
   CHECK(parse_request_head("GET /stats HTTP/1.1\r\nHost: a b c\r\n\r\n") == RequestHead{"GET", "/stats"});
   CHECK(parse_request_head("GET  HTTP/1.0\r\n") == RequestHead{"GET", ""});

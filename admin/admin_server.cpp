@@ -1,4 +1,4 @@
-#include "broker/admin_server.hpp"
+#include "admin/admin_server.hpp"
 
 #include "broker/time_format.hpp"
 
@@ -9,7 +9,9 @@
 
 #include <stdexcept>
 
-namespace delayd::broker {
+namespace delayd::admin {
+
+using broker::format_rfc3339_ms;
 
 namespace {
 
@@ -89,7 +91,7 @@ AdminServer::~AdminServer() {
 
 std::uint16_t AdminServer::port() const { return acceptor_.local_endpoint().port(); }
 
-void AdminServer::publish(AdminSnapshot snapshot) {
+void AdminServer::publish(broker::LoopSnapshot snapshot) {
   std::lock_guard lock(shared_->mutex);
   shared_->snapshot = std::move(snapshot);
   shared_->last_publish = std::chrono::steady_clock::now();
@@ -122,7 +124,7 @@ std::string AdminServer::respond(const std::string& request, Shared& shared) {
   if (path != "/healthz" && path != "/stats") return http(404, "Not Found", "text/plain", "not found\n");
   if (method != "GET") return http(405, "Method Not Allowed", "text/plain", "only GET\n");
 
-  AdminSnapshot s;
+  broker::LoopSnapshot s;
   std::optional<std::chrono::steady_clock::time_point> last;
   {
     std::lock_guard lock(shared.mutex);
@@ -146,4 +148,4 @@ std::string AdminServer::respond(const std::string& request, Shared& shared) {
   return http(200, "OK", "application/json", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
-}  // namespace delayd::broker
+}  // namespace delayd::admin

@@ -2,7 +2,7 @@
 // Threading: pure function.
 #pragma once
 
-#include "broker/config.hpp"
+#include "config/config.hpp"
 #include "storage/redis_connection.hpp"
 
 #include <memory>

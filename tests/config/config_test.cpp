@@ -11,7 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "broker/config.hpp"
+#include "config/config.hpp"
 
 using namespace delayd::broker;
 

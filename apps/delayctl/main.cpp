@@ -10,10 +10,10 @@
 // Exit status: 0 done; 1 the request was answered "no" (no such job, already delivered, ...);
 // 2 bad usage or configuration; 3 the cancel was published but delayd did not act on it in time;
 // 4 Kafka or Redis could not be reached.
-#include "broker/config.hpp"
+#include "config/config.hpp"
 #include "broker/ingest_parse.hpp"
-#include "broker/job_json.hpp"
-#include "broker/redis_options.hpp"
+#include "admin/job_json.hpp"
+#include "config/redis_options.hpp"
 #include "broker/time_format.hpp"
 #include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
@@ -55,6 +55,7 @@ delayd::connectors::DeliveryReport publish(const Config& config, delayd::connect
 
 int cmd_send(const Config& config, const SendArgs& a) {
   using namespace delayd::broker;
+  using namespace delayd::admin;
   delayd::connectors::OutRecord rec;
   rec.topic = config.kafka.ingest_topic;
   rec.key = a.key;
@@ -103,12 +104,13 @@ int cmd_get(delayd::storage::JobStore& store, const std::string& id) {
     std::cerr << "delayctl get: no job " << id << "\n";
     return 1;
   }
-  std::cout << delayd::broker::to_text(delayd::broker::job_to_json(id, *fields)) << "\n";
+  std::cout << delayd::admin::to_text(delayd::admin::job_to_json(id, *fields)) << "\n";
   return 0;
 }
 
 int cmd_cancel(const Config& config, delayd::storage::JobStore& store, const std::string& id, int timeout_ms) {
   using namespace delayd::broker;
+  using namespace delayd::admin;
   auto state = [&]() -> std::string {
     auto f = store.get(id);
     if (!f) return "missing";
@@ -195,7 +197,7 @@ int main(int argc, char** argv) {
     if (*get_cmd) return cmd_get(store, job_id);
     if (*cancel_cmd) return cmd_cancel(config, store, job_id, timeout_ms);
     if (*stats_cmd) {
-      std::cout << delayd::broker::to_text(delayd::broker::stats_to_json(store.stats())) << "\n";
+      std::cout << delayd::admin::to_text(delayd::admin::stats_to_json(store.stats())) << "\n";
       return 0;
     }
   } catch (const delayd::storage::RedisIoError& e) {

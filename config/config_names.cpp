@@ -1,4 +1,4 @@
-#include "broker/config_names.hpp"
+#include "config/config_names.hpp"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
-#include "broker/config_registry.hpp"
+#include "config/config_registry.hpp"
 
 #include <array>
 
-#include "broker/config_names.hpp"
+#include "config/config_names.hpp"
 
 namespace delayd::broker::config_detail {
 

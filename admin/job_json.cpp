@@ -1,11 +1,13 @@
-#include "broker/job_json.hpp"
+#include "admin/job_json.hpp"
 
 #include "broker/time_format.hpp"
 #include "storage/header_codec.hpp"
 
 #include <charconv>
 
-namespace delayd::broker {
+namespace delayd::admin {
+
+using broker::format_rfc3339_ms;
 
 namespace {
 
@@ -74,4 +76,4 @@ nlohmann::json stats_to_json(const storage::StoreStats& s) {
 
 std::string to_text(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-}  // namespace delayd::broker
+}  // namespace delayd::admin

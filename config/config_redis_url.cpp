@@ -1,5 +1,5 @@
 // The config's view of a Redis url; the parsing itself is storage's (storage/redis_url.hpp).
-#include "broker/config.hpp"
+#include "config/config.hpp"
 #include "storage/redis_url.hpp"
 
 namespace delayd::broker {
