@@ -3,6 +3,7 @@
 // Threading: a value type; handed from the loop's thread to the watcher's under its lock.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -12,6 +13,27 @@
 
 namespace delayd::broker {
 
+// Durations counted into fixed buckets, for a Prometheus histogram: counts[i] is the number of
+// observations <= kBoundsSeconds[i] and > the bound before it (not cumulative); the last count
+// is those above every bound. From 1 ms to 60 s.
+struct DurationHistogram {
+  static constexpr std::array<double, 15> kBoundsSeconds = {0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                            0.5,   1.0,   2.5,   5.0,  10.0,  30.0, 60.0};
+  std::array<std::uint64_t, kBoundsSeconds.size() + 1> counts{};
+  double sum_seconds = 0;
+  std::uint64_t count = 0;
+
+  // Precondition: seconds >= 0 (a negative duration is counted as 0).
+  void observe(double seconds) {
+    if (seconds < 0) seconds = 0;
+    std::size_t i = 0;
+    while (i < kBoundsSeconds.size() && seconds > kBoundsSeconds[i]) ++i;
+    ++counts[i];
+    sum_seconds += seconds;
+    ++count;
+  }
+};
+
 struct LoopSnapshot {
   std::size_t held = 0;       // jobs held in memory (waiting in the wheel or in flight)
   std::size_t in_wheel = 0;   // of those, waiting for their timer
@@ -20,6 +42,12 @@ struct LoopSnapshot {
   std::optional<std::int64_t> next_due;   // epoch ms of the next timer
   std::map<std::string, std::uint64_t> counters;  // since start
   std::string problem;  // the last outage, while it lasts; empty when all is well
+  // Per dependency ("redis", "kafka", "kafka (deliveries)", "delayd"): whether an outage is on.
+  std::map<std::string, bool> outages;
+  std::uint64_t rebalances = 0;            // assignments and revokes seen since start
+  DurationHistogram lateness;              // a ready record's produce time - its deliver_at
+  DurationHistogram redis_request;         // each round trip to Redis (a command or a pipeline)
+  DurationHistogram kafka_produce;         // a ready record's produce() to its delivery report
 };
 
 }  // namespace delayd::broker
