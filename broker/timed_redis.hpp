@@ -1,0 +1,50 @@
+// TimedRedisClient: a RedisClient that times every round trip into a histogram and passes it on.
+// The service wraps its client in one, so the Redis latency the loop sees (including the time
+// spent on a failed call) is on /metrics without the storage room knowing about metrics.
+// Threading: as the client it wraps (one thread at a time); the histogram is the caller's and
+// is read on the same thread.
+#pragma once
+
+#include "broker/snapshot.hpp"
+#include "storage/redis_client.hpp"
+
+#include <chrono>
+
+namespace delayd::broker {
+
+class TimedRedisClient final : public storage::RedisClient {
+ public:
+  // Both must outlive this object.
+  TimedRedisClient(storage::RedisClient& inner, DurationHistogram& histogram) : inner_(inner), histogram_(histogram) {}
+
+  // The inner client's command(), timed; exceptions pass through (and are timed too).
+  storage::RedisReply command(const storage::Command& argv) override {
+    const Timer t(histogram_);
+    return inner_.command(argv);
+  }
+  // The inner client's pipeline(), timed as one round trip.
+  std::vector<storage::RedisReply> pipeline(const std::vector<storage::Command>& commands) override {
+    const Timer t(histogram_);
+    return inner_.pipeline(commands);
+  }
+  // The inner client's wait_replicas(), timed.
+  void wait_replicas(int replicas, int timeout_ms) override {
+    const Timer t(histogram_);
+    inner_.wait_replicas(replicas, timeout_ms);
+  }
+
+ private:
+  // Observes the time from its construction to its destruction.
+  struct Timer {
+    explicit Timer(DurationHistogram& h) : histogram(h) {}
+    ~Timer() { histogram.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()); }
+    Timer(const Timer&) = delete;
+    Timer& operator=(const Timer&) = delete;
+    DurationHistogram& histogram;
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  };
+  storage::RedisClient& inner_;
+  DurationHistogram& histogram_;
+};
+
+}  // namespace delayd::broker
