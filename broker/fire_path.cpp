@@ -78,6 +78,7 @@ FirePath::FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::K
 void FirePath::produce(InFlight entry, TagKind kind) {
   const std::uint64_t tag = make_tag(kind, ++seq_);
   entry.record.tag = tag;
+  entry.produced_at = std::chrono::steady_clock::now();
   auto [it, inserted] = in_flight_.emplace(tag, std::move(entry));
   // A refusal at enqueue time comes back through on_report(), so there is one failure path. A
   // full queue is not waited for (this thread must not block): it is a transient failure.
@@ -108,6 +109,7 @@ std::size_t FirePath::send_prepared(std::int64_t now_ms) {
       scheduler_.release(entry.slot);
       continue;
     }
+    lateness_.observe(static_cast<double>(now_ms - entry.deliver_at) / 1000.0);
     produce(std::move(entry), TagKind::ready);
     ++sent;
   }
@@ -276,7 +278,14 @@ void FirePath::set_aside(const std::vector<Scheduler::Slot>& slots, const std::v
   }
 }
 
-void FirePath::on_report(const connectors::DeliveryReport& report) { reports_.push_back(report); }
+void FirePath::on_report(const connectors::DeliveryReport& report) {
+  if (tag_kind(report.tag) == TagKind::ready) {
+    if (auto it = in_flight_.find(report.tag); it != in_flight_.end()) {
+      produce_latency_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.produced_at).count());
+    }
+  }
+  reports_.push_back(report);
+}
 
 void FirePath::settle(std::int64_t now_ms) {
   if (reports_.empty()) return;

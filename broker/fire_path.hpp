@@ -51,6 +51,7 @@
 
 #include "broker/delivery_tags.hpp"
 #include "broker/scheduler.hpp"
+#include "broker/snapshot.hpp"
 #include "broker/wall_clock.hpp"
 #include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
@@ -139,6 +140,10 @@ class FirePath {
   // fire path sees it. nullopt while deliveries succeed.
   const std::optional<std::string>& delivery_outage() const { return delivery_outage_; }
   const FireCounters& counters() const { return counters_; }
+  // How late each ready record was handed to Kafka (its send time - its deliver_at).
+  const DurationHistogram& lateness() const { return lateness_; }
+  // From each ready record's produce() to its delivery report.
+  const DurationHistogram& produce_latency() const { return produce_latency_; }
 
  private:
   struct InFlight {
@@ -150,6 +155,7 @@ class FirePath {
     connectors::OutRecord record;  // kept for the dead-letter copy if every attempt fails
     std::string reason;            // set once the job is on its way to the dead-letter topic
     std::chrono::steady_clock::time_point claimed_at{};  // when Redis last confirmed our fence
+    std::chrono::steady_clock::time_point produced_at{};  // when handed to the producer
   };
   // Held records older than fence_recheck: drop those of shards that moved, keep the rest.
   void recheck_fences();
@@ -181,6 +187,8 @@ class FirePath {
   FireCounters counters_;
   std::optional<std::string> delivery_outage_;
   bool recheck_ = false;  // send_prepared() met a record held too long: recheck_fences() first
+  DurationHistogram lateness_;
+  DurationHistogram produce_latency_;
 };
 
 }  // namespace delayd::broker

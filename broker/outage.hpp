@@ -53,6 +53,7 @@ class Outage {
     spdlog::info("{} is back after {} ms", dependency_, ms.count());
   }
   bool active() const { return active_; }
+  const std::string& dependency() const { return dependency_; }
   // "<dependency> unavailable: <reason>" while active; empty otherwise.
   std::string problem() const { return active_ ? dependency_ + " unavailable: " + reason_ : std::string(); }
 

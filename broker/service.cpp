@@ -6,6 +6,7 @@
 #include "broker/outage.hpp"
 #include "config/redis_options.hpp"
 #include "broker/scheduler.hpp"
+#include "broker/timed_redis.hpp"
 #include "broker/topic_creator.hpp"
 #include "broker/wall_clock.hpp"
 #include "connectors/kafka_admin.hpp"
@@ -81,11 +82,14 @@ constexpr std::size_t kIngestChunk = 256;
 // The scheduling loop: what one turn does, and the bookkeeping around it.
 class Loop {
  public:
+  // `redis_latency` is filled by the client the store uses (TimedRedisClient); it must outlive
+  // the loop.
   Loop(const Config& c, const std::atomic<bool>& stop, storage::JobStore& store, storage::RedisClient& redis,
-       connectors::KafkaAdmin* admin)
+       const DurationHistogram& redis_latency, connectors::KafkaAdmin* admin)
       : c_(c),
         stop_(stop),
         store_(store),
+        redis_latency_(redis_latency),
         scheduler_(scheduler_options(c), clock_.now_ms(), store),
         // Batching that adapts to the load, with no fixed wait: linger.ms 0 sends a lone record
         // at once, and librdkafka's queue.buffering.backpressure.threshold (1: one request not
@@ -382,6 +386,12 @@ class Loop {
     window_max_ = std::max(window_max_, work_ms);
   }
 
+  std::map<std::string, bool> outages() const {
+    std::map<std::string, bool> out;
+    for (const Outage* o : {&redis_, &kafka_, &other_, &delivery_}) out[o->dependency()] = o->active();
+    return out;
+  }
+
   std::string problem() const {
     for (const Outage* o : {&redis_, &kafka_, &other_, &delivery_}) {
       if (o->active()) return o->problem();
@@ -414,7 +424,12 @@ class Loop {
                              {"dropped_stale", f.dropped_stale},
                              {"fenced", f.fenced},
                              {"max_turn_ms", static_cast<std::uint64_t>(std::max(window_max_, last_window_max_))}},
-                            problem()});
+                            problem(),
+                            outages(),
+                            rebalances_,
+                            fire_.lateness(),
+                            redis_latency_,
+                            fire_.produce_latency()});
     }
     if (SteadyClock::now() >= next_report_) {
       next_report_ = SteadyClock::now() + std::chrono::seconds(10);
@@ -431,6 +446,7 @@ class Loop {
   const Config& c_;
   const std::atomic<bool>& stop_;
   storage::JobStore& store_;
+  const DurationHistogram& redis_latency_;
   WallClock clock_;
   Scheduler scheduler_;
   std::optional<TopicCreator> topics_;
@@ -466,8 +482,10 @@ int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSna
   // Redis first: without it nothing can be accepted, so there is no point joining the group.
   auto redis = until_up("redis", stop, [&] { return make_redis_client(c); });
   if (!redis) return 0;
+  DurationHistogram redis_latency;  // every round trip of the loop's client, for /metrics
+  TimedRedisClient timed(**redis, redis_latency);
   auto store = until_up("redis", stop, [&] {
-    return std::make_unique<storage::JobStore>(**redis, storage::KeySchema(c.redis.prefix), c.redis.job_retention_s);
+    return std::make_unique<storage::JobStore>(timed, storage::KeySchema(c.redis.prefix), c.redis.job_retention_s);
   });
   if (!store) return 0;
   spdlog::info("redis {} ready (prefix '{}')", mask_redis_url(c.redis.url), c.redis.prefix);
@@ -483,7 +501,7 @@ int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSna
     if (!made) return 0;
   }
 
-  Loop loop(c, stop, **store, **redis, admin ? &*admin : nullptr);
+  Loop loop(c, stop, **store, timed, redis_latency, admin ? &*admin : nullptr);
   loop.publish = publish;
   spdlog::info("delayd running: ingest {} (group {}), ready topics {}, dead letters {}", c.kafka.ingest_topic,
                c.kafka.group_id, c.kafka.ready_topic_template, c.kafka.dlq_topic);
