@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <set>
 #include <thread>
@@ -476,42 +477,66 @@ class Loop {
 
 }  // namespace
 
-int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish) {
-  const Config& c = config_;
+namespace {
 
-  // Redis first: without it nothing can be accepted, so there is no point joining the group.
-  auto redis = until_up("redis", stop, [&] { return make_redis_client(c); });
-  if (!redis) return 0;
+// What start-up connected to, kept for the loop's life (on the heap: the loop and the timed
+// client hold references into it).
+struct Connections {
+  std::unique_ptr<storage::RedisClient> redis;
   DurationHistogram redis_latency;  // every round trip of the loop's client, for /metrics
-  TimedRedisClient timed(**redis, redis_latency);
+  std::unique_ptr<TimedRedisClient> timed;
+  std::unique_ptr<storage::JobStore> store;
+  std::optional<connectors::KafkaAdmin> admin;  // only with kafka.create_topics
+};
+
+// Start-up: Redis first (without it nothing can be accepted, so there is no point joining the
+// group), then the ingest and dead-letter topics if delayd creates them. Each step is retried
+// until it works; nullptr if a stop was requested first.
+std::unique_ptr<Connections> start_up(const Config& c, const std::atomic<bool>& stop) {
+  auto conn = std::make_unique<Connections>();
+  auto redis = until_up("redis", stop, [&] { return make_redis_client(c); });
+  if (!redis) return nullptr;
+  conn->redis = std::move(*redis);
+  conn->timed = std::make_unique<TimedRedisClient>(*conn->redis, conn->redis_latency);
   auto store = until_up("redis", stop, [&] {
-    return std::make_unique<storage::JobStore>(timed, storage::KeySchema(c.redis.prefix), c.redis.job_retention_s);
+    return std::make_unique<storage::JobStore>(*conn->timed, storage::KeySchema(c.redis.prefix),
+                                               c.redis.job_retention_s);
   });
-  if (!store) return 0;
+  if (!store) return nullptr;
+  conn->store = std::move(*store);
   spdlog::info("redis {} ready (prefix '{}')", mask_redis_url(c.redis.url), c.redis.prefix);
 
-  std::optional<connectors::KafkaAdmin> admin;
   if (c.kafka.create_topics) {
-    admin.emplace(kafka_properties(c, KafkaClient::admin));
+    conn->admin.emplace(kafka_properties(c, KafkaClient::admin));
     const auto made = until_up("kafka", stop, [&] {
-      admin->ensure_topics({c.kafka.ingest_topic, c.kafka.dlq_topic}, static_cast<int>(c.kafka.topic_partitions),
-                           static_cast<int>(c.kafka.topic_replication));
+      conn->admin->ensure_topics({c.kafka.ingest_topic, c.kafka.dlq_topic}, static_cast<int>(c.kafka.topic_partitions),
+                                 static_cast<int>(c.kafka.topic_replication));
       return true;
     });
-    if (!made) return 0;
+    if (!made) return nullptr;
   }
+  return conn;
+}
 
-  Loop loop(c, stop, **store, timed, redis_latency, admin ? &*admin : nullptr);
+// Turns the loop until a stop is requested (0) or a fatal error ends it (1).
+int run_turns(Loop& loop, const std::atomic<bool>& stop) {
+  while (!stop) {
+    if (!loop.turn()) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish) {
+  const Config& c = config_;
+  const auto conn = start_up(c, stop);
+  if (!conn) return 0;
+  Loop loop(c, stop, *conn->store, *conn->timed, conn->redis_latency, conn->admin ? &*conn->admin : nullptr);
   loop.publish = publish;
   spdlog::info("delayd running: ingest {} (group {}), ready topics {}, dead letters {}", c.kafka.ingest_topic,
                c.kafka.group_id, c.kafka.ready_topic_template, c.kafka.dlq_topic);
-  int status = 0;
-  while (!stop) {
-    if (!loop.turn()) {
-      status = 1;
-      break;
-    }
-  }
+  const int status = run_turns(loop, stop);
   loop.shutdown();
   return status;
 }
