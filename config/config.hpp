@@ -113,9 +113,16 @@ struct LogConfig {
 };
 
 struct AdminConfig {
-  // host:port of the HTTP admin endpoint (/healthz, /stats); empty: no endpoint. Port 0 picks a
+  // host:port of the HTTP admin endpoint (/healthz, /readyz, /metrics, /stats, /jobs); empty: no endpoint. Port 0 picks a
   // free port (tests). Off by default so that instances sharing a host never collide.
   std::string listen;
+  // Bearer token asked of every request but /healthz and /readyz (Authorization: Bearer <token>);
+  // empty: no token asked. Secret: masked when the configuration is printed.
+  std::string token;
+  std::int64_t max_connections = 64;     // 1..100000: open connections; beyond it the oldest idle one is closed
+  std::int64_t read_timeout_ms = 5000;   // 1..3600000: to receive one whole request (and to send its answer)
+  std::int64_t max_header_bytes = 8192;  // 512..1048576: request line and headers; larger gets 431
+  std::int64_t max_body_bytes = 4096;    // 0..1048576: request body; larger gets 413
 };
 
 // The Redis server to talk to, once the url and the password/db overrides are combined.

@@ -147,6 +147,11 @@ constexpr std::array kSettings = {
   Setting{"log.level", field<Str>([](auto& c) -> auto& { return c.log.level; }), 0, 0, check_log_level},
 
   Setting{"admin.listen", field<Str>([](auto& c) -> auto& { return c.admin.listen; }), 0, 0, check_listen},
+  Setting{"admin.token", field<Str>([](auto& c) -> auto& { return c.admin.token; }), 0, 0, nullptr, true},
+  Setting{"admin.max_connections", field<Int>([](auto& c) -> auto& { return c.admin.max_connections; }), 1, 100'000},
+  Setting{"admin.read_timeout_ms", field<Int>([](auto& c) -> auto& { return c.admin.read_timeout_ms; }), 1, 3'600'000},
+  Setting{"admin.max_header_bytes", field<Int>([](auto& c) -> auto& { return c.admin.max_header_bytes; }), 512, 1'048'576},
+  Setting{"admin.max_body_bytes", field<Int>([](auto& c) -> auto& { return c.admin.max_body_bytes; }), 0, 1'048'576},
 };
 // clang-format on
 

@@ -592,3 +592,33 @@ TEST_CASE("redis-cluster urls, and the replica wait", "[unit][config]") {
   CHECK_THROWS_AS(load_config({}, {{"DELAYD_REDIS_WAIT_REPLICAS", "17"}}), ConfigError);
   CHECK_THROWS_AS(load_config({}, {{"DELAYD_REDIS_WAIT_TIMEOUT_MS", "0"}}), ConfigError);
 }
+
+TEST_CASE("admin settings: defaults, bounds, and the token is a secret", "[unit][config]") {
+  const Config d = load_config({}, {});
+  CHECK(d.admin.listen.empty());
+  CHECK(d.admin.token.empty());
+  CHECK(d.admin.max_connections == 64);
+  CHECK(d.admin.read_timeout_ms == 5000);
+  CHECK(d.admin.max_header_bytes == 8192);
+  CHECK(d.admin.max_body_bytes == 4096);
+
+  const Config c = load_config(with_sets({"admin.listen=127.0.0.1:9464", "admin.max_connections=8",
+                                          "admin.read_timeout_ms=250", "admin.max_header_bytes=4096",
+                                          "admin.max_body_bytes=0"}),
+                               {{"DELAYD_ADMIN_TOKEN", "tok-topsecret"}});
+  CHECK(c.admin.token == "tok-topsecret");
+  CHECK(c.admin.max_connections == 8);
+  CHECK(c.admin.read_timeout_ms == 250);
+  CHECK(c.admin.max_header_bytes == 4096);
+  CHECK(c.admin.max_body_bytes == 0);
+  for (auto format : {ConfigFormat::toml, ConfigFormat::json}) {
+    const std::string out = render_config(c, format);
+    INFO(out);
+    CHECK_THAT(out, !Catch::Contains("topsecret"));
+  }
+
+  CHECK_THAT(error_of(with_sets({"admin.max_connections=0"})), Catch::Contains("admin.max_connections"));
+  CHECK_THAT(error_of(with_sets({"admin.read_timeout_ms=0"})), Catch::Contains("admin.read_timeout_ms"));
+  CHECK_THAT(error_of(with_sets({"admin.max_header_bytes=100"})), Catch::Contains("admin.max_header_bytes"));
+  CHECK_THAT(error_of(with_sets({"admin.max_body_bytes=-1"})), Catch::Contains("admin.max_body_bytes"));
+}
