@@ -1,29 +1,31 @@
 #include "admin/admin_server.hpp"
 
+#include "admin/metrics.hpp"
+#include "admin/request_target.hpp"
 #include "broker/time_format.hpp"
 
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/streambuf.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 
 namespace delayd::admin {
 
-using broker::format_rfc3339_ms;
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
-
 constexpr auto kStaleAfter = std::chrono::seconds(15);
-
-std::string http(int status, const char* reason, const std::string& type, const std::string& body) {
-  return "HTTP/1.0 " + std::to_string(status) + " " + reason + "\r\nContent-Type: " + type +
-         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-}
+constexpr auto kPendingEvery = std::chrono::seconds(5);
 
 tcp::endpoint parse_listen(const std::string& listen) {
   const auto colon = listen.rfind(':');
@@ -33,119 +35,217 @@ tcp::endpoint parse_listen(const std::string& listen) {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
   if (ec) throw std::runtime_error("admin.listen '" + listen + "': '" + host + "' is not an IP address");
-  return {address, static_cast<std::uint16_t>(std::stoi(listen.substr(colon + 1)))};
+  int port = -1;
+  try {
+    port = std::stoi(listen.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  if (port < 0 || port > 65535) throw std::runtime_error("admin.listen '" + listen + "': bad port");
+  return {address, static_cast<std::uint16_t>(port)};
 }
 
-// One connection: read the request head, answer, close. Owns itself through shared_from_this.
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(tcp::socket socket, std::function<std::string(const std::string&)> respond)
-      : socket_(std::move(socket)), respond_(std::move(respond)), buffer_(8192) {}
-
-  void start() {
-    auto self = shared_from_this();
-    asio::async_read_until(socket_, buffer_, "\r\n\r\n", [self](boost::system::error_code ec, std::size_t n) {
-      if (ec && n == 0) {
-        self->answer(http(400, "Bad Request", "text/plain", "bad request\n"));
-        return;
-      }
-      std::string head(asio::buffers_begin(self->buffer_.data()), asio::buffers_begin(self->buffer_.data()) + n);
-      self->answer(self->respond_(head));
-    });
+// Constant-time equality (in the length of `expected`), so the token cannot be guessed byte by
+// byte from response times.
+bool same_secret(std::string_view given, std::string_view expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
   }
+  return diff == 0;
+}
 
- private:
-  void answer(std::string response) {
-    response_ = std::move(response);
-    auto self = shared_from_this();
-    asio::async_write(socket_, asio::buffer(response_), [self](boost::system::error_code, std::size_t) {
-      boost::system::error_code ignored;
-      self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
-      self->socket_.close(ignored);
-    });
-  }
-
-  tcp::socket socket_;
-  std::function<std::string(const std::string&)> respond_;
-  asio::streambuf buffer_;
-  std::string response_;
-};
+HttpResponse json_response(unsigned status, const nlohmann::json& j) {
+  return make_response(status, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                       "application/json");
+}
 
 }  // namespace
 
-AdminServer::AdminServer(asio::io_context& io, const std::string& listen) : acceptor_(io) {
-  const tcp::endpoint endpoint = parse_listen(listen);
-  boost::system::error_code ec;
-  acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(endpoint, ec);
-  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw std::runtime_error("admin.listen '" + listen + "': cannot listen: " + ec.message());
-  accept();
-}
+struct AdminServer::State {
+  State(asio::io_context& i, AdminOptions o, std::unique_ptr<JobBackend> j)
+      : io(i), options(std::move(o)), jobs(std::move(j)) {}
 
-AdminServer::~AdminServer() {
-  boost::system::error_code ignored;
-  acceptor_.close(ignored);
-}
+  asio::io_context& io;
+  const AdminOptions options;
+  std::unique_ptr<JobBackend> jobs;  // the worker's alone
+  asio::thread_pool* worker = nullptr;  // null once the server is going away
+  HttpServer* http = nullptr;           // the io thread's
 
-std::uint16_t AdminServer::port() const { return acceptor_.local_endpoint().port(); }
+  std::mutex mutex;  // guards snapshot and last_publish (shared with the loop's thread)
+  broker::LoopSnapshot snapshot;
+  std::optional<SteadyClock::time_point> last_publish;
 
-void AdminServer::publish(broker::LoopSnapshot snapshot) {
-  std::lock_guard lock(shared_->mutex);
-  shared_->snapshot = std::move(snapshot);
-  shared_->last_publish = std::chrono::steady_clock::now();
-}
+  // The io thread's:
+  Metrics metrics;
+  bool pending_running = false;
+  SteadyClock::time_point pending_next{};
 
-void AdminServer::accept() {
-  acceptor_.async_accept([this, shared = shared_](boost::system::error_code ec, tcp::socket socket) {
-    if (ec) return;  // closed: the server is going away
-    std::make_shared<Session>(std::move(socket), [shared](const std::string& request) {
-      return respond(request, *shared);
-    })->start();
-    accept();
-  });
-}
-
-std::optional<RequestHead> parse_request_head(std::string_view request) {
-  const auto line_end = request.find("\r\n");
-  const std::string_view line = request.substr(0, line_end);
-  const auto sp1 = line.find(' ');
-  const auto sp2 = line.find(' ', sp1 == std::string_view::npos ? 0 : sp1 + 1);
-  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) return std::nullopt;
-  return RequestHead{std::string(line.substr(0, sp1)), std::string(line.substr(sp1 + 1, sp2 - sp1 - 1))};
-}
-
-std::string AdminServer::respond(const std::string& request, Shared& shared) {
-  const std::optional<RequestHead> head = parse_request_head(request);
-  if (!head) return http(400, "Bad Request", "text/plain", "bad request\n");
-  const std::string& method = head->method;
-  const std::string& path = head->path;
-  if (path != "/healthz" && path != "/stats") return http(404, "Not Found", "text/plain", "not found\n");
-  if (method != "GET") return http(405, "Method Not Allowed", "text/plain", "only GET\n");
-
-  broker::LoopSnapshot s;
-  std::optional<std::chrono::steady_clock::time_point> last;
-  {
-    std::lock_guard lock(shared.mutex);
-    s = shared.snapshot;
-    last = shared.last_publish;
+  struct Seen {
+    broker::LoopSnapshot snapshot;
+    bool started = false;
+    bool alive = false;
+  };
+  Seen seen() {
+    std::lock_guard lock(mutex);
+    Seen s{snapshot, last_publish.has_value(), last_publish && SteadyClock::now() - *last_publish < kStaleAfter};
+    return s;
   }
-  const bool alive = last && std::chrono::steady_clock::now() - *last < kStaleAfter;
-  if (path == "/healthz") {
-    if (!alive) return http(503, "Service Unavailable", "text/plain", "the scheduling loop is not turning (still starting up, or stuck)\n");
-    return http(200, "OK", "text/plain", s.problem.empty() ? "ok\n" : "degraded: " + s.problem + "\n");
+};
+
+namespace {
+
+using State = AdminServer::State;
+
+HttpResponse healthz(State& state) {
+  const auto s = state.seen();
+  if (!s.alive) return make_response(503, "the scheduling loop is not turning (still starting up, or stuck)\n");
+  return make_response(200, s.snapshot.problem.empty() ? "ok\n" : "degraded: " + s.snapshot.problem + "\n");
+}
+
+HttpResponse readyz(State& state) {
+  const auto s = state.seen();
+  if (!s.started) return make_response(503, "not ready: starting up\n");
+  if (!s.alive) return make_response(503, "not ready: the scheduling loop has not turned for 15 s\n");
+  std::string down;
+  for (const auto& [dependency, on] : s.snapshot.outages) {
+    if (on) down += (down.empty() ? "" : ", ") + dependency;
   }
-  nlohmann::json j{{"alive", alive},        {"held", s.held},     {"in_wheel", s.in_wheel},
+  if (!down.empty()) {
+    return make_response(503, "not ready: outage of " + down +
+                                  (s.snapshot.problem.empty() ? "" : " (" + s.snapshot.problem + ")") + "\n");
+  }
+  if (!s.snapshot.problem.empty()) return make_response(503, "not ready: " + s.snapshot.problem + "\n");
+  return make_response(200, "ready\n");
+}
+
+HttpResponse stats(State& state) {
+  const auto seen = state.seen();
+  const broker::LoopSnapshot& s = seen.snapshot;
+  nlohmann::json j{{"alive", seen.alive},        {"held", s.held},     {"in_wheel", s.in_wheel},
                    {"in_flight", s.in_flight}, {"shards", s.shards}, {"counters", s.counters},
                    {"problem", s.problem}};
   if (s.next_due) {
     j["next_due"] = *s.next_due;
-    j["next_due_iso"] = format_rfc3339_ms(*s.next_due);
+    j["next_due_iso"] = broker::format_rfc3339_ms(*s.next_due);
   } else {
     j["next_due"] = nullptr;
   }
-  return http(200, "OK", "application/json", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  return json_response(200, j);
+}
+
+// Asks the worker for pending counts when the last ask is kPendingEvery old; the answer lands
+// in the metrics on the io thread, for the next scrape.
+void refresh_pending(const std::shared_ptr<State>& state) {
+  if (!state->jobs || !state->worker || state->pending_running || SteadyClock::now() < state->pending_next) return;
+  state->pending_running = true;
+  asio::post(*state->worker, [state] {
+    std::optional<std::map<std::string, std::int64_t>> pending;
+    try {
+      pending = state->jobs->pending_by_shard();
+    } catch (const std::exception&) {
+      // Redis unreachable: keep the last counts; the outage shows in delayd_outage.
+    }
+    asio::post(state->io, [state, pending = std::move(pending)] {
+      if (pending) state->metrics.set_pending(*pending);
+      state->pending_running = false;
+      state->pending_next = SteadyClock::now() + kPendingEvery;
+    });
+  });
+}
+
+HttpResponse metrics(const std::shared_ptr<State>& state) {
+  state->metrics.update(state->seen().snapshot);
+  if (state->http) state->metrics.set_http(state->http->counters(), state->http->open_connections());
+  refresh_pending(state);
+  return make_response(200, state->metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, const Reply& reply) {
+  const auto id = job_id_of(path);
+  if (!id) {
+    return reply(json_response(400, {{"error", "the path must be /jobs/{id}"}}));
+  }
+  const bool cancel = req.method() == http::verb::delete_;
+  if (!cancel && req.method() != http::verb::get) return reply(json_response(405, {{"error", "GET or DELETE"}}));
+  if (!state->jobs || !state->worker) return reply(json_response(503, {{"error", "no job store on this endpoint"}}));
+  asio::post(*state->worker, [state, cancel, id = *id, reply] {
+    JobAnswer answer{503, ""};
+    try {
+      answer = cancel ? state->jobs->cancel(id) : state->jobs->get(id);
+    } catch (const std::exception& e) {
+      answer = {503, nlohmann::json{{"error", e.what()}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)};
+    }
+    reply(make_response(answer.status, answer.json + "\n", "application/json"));
+  });
+}
+
+void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const Reply& reply) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const std::string_view path = target_path(target);
+  const bool get = req.method() == http::verb::get;
+  const auto only_get = [&] { reply(make_response(405, "only GET\n")); };
+  if (path == "/healthz") return get ? reply(healthz(*state)) : only_get();
+  if (path == "/readyz") return get ? reply(readyz(*state)) : only_get();
+  const bool known = path == "/metrics" || path == "/stats" || path.starts_with(kJobsPrefix);
+  if (!known) return reply(make_response(404, "not found\n"));
+  if (!state->options.token.empty()) {
+    const auto it = req.find(http::field::authorization);
+    const std::string_view given = it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
+    if (!given.starts_with("Bearer ") || !same_secret(given.substr(7), state->options.token)) {
+      HttpResponse r = make_response(401, "a bearer token is required (admin.token)\n");
+      r.set(http::field::www_authenticate, "Bearer realm=\"delayd\"");
+      return reply(std::move(r));
+    }
+  }
+  if (path == "/metrics") return get ? reply(metrics(state)) : only_get();
+  if (path == "/stats") return get ? reply(stats(*state)) : only_get();
+  return jobs(state, req, path, reply);
+}
+
+}  // namespace
+
+AdminOptions admin_options(const broker::Config& config) {
+  AdminOptions o;
+  o.listen = config.admin.listen;
+  o.token = config.admin.token;
+  o.limits.max_connections = static_cast<std::size_t>(config.admin.max_connections);
+  o.limits.read_timeout = std::chrono::milliseconds(config.admin.read_timeout_ms);
+  o.limits.max_header_bytes = static_cast<std::size_t>(config.admin.max_header_bytes);
+  o.limits.max_body_bytes = static_cast<std::size_t>(config.admin.max_body_bytes);
+  return o;
+}
+
+AdminServer::AdminServer(asio::io_context& io, AdminOptions options, std::unique_ptr<JobBackend> jobs)
+    : state_(std::make_shared<State>(io, std::move(options), std::move(jobs))) {
+  const tcp::endpoint endpoint = parse_listen(state_->options.listen);
+  try {
+    http_ = std::make_unique<HttpServer>(io, endpoint, state_->options.limits,
+                                         [state = state_](const HttpRequest& req, Reply reply) {
+                                           handle(state, req, reply);
+                                         });
+  } catch (const boost::system::system_error& e) {
+    throw std::runtime_error("admin.listen '" + state_->options.listen + "': cannot listen: " + e.code().message());
+  }
+  state_->http = http_.get();
+  worker_ = std::make_unique<asio::thread_pool>(1);
+  state_->worker = worker_.get();
+}
+
+AdminServer::~AdminServer() {
+  state_->worker = nullptr;
+  state_->http = nullptr;
+  http_.reset();
+  // The call in progress finishes; queued ones are dropped (their connections are closed).
+  worker_->stop();
+  worker_->join();
+}
+
+std::uint16_t AdminServer::port() const { return http_->port(); }
+
+void AdminServer::publish(broker::LoopSnapshot snapshot) {
+  std::lock_guard lock(state_->mutex);
+  state_->snapshot = std::move(snapshot);
+  state_->last_publish = SteadyClock::now();
 }
 
 }  // namespace delayd::admin

@@ -3,7 +3,8 @@
 # Idempotent: with everything present it costs a dpkg query and a file check.
 #   Debian packages: compiler, CMake, the libraries of the design card, redis-server, kcat,
 #                    Java 17 and Maven (for the Kafka server), docker-compose (config check only),
-#                    gnuplot (the plots of bench/run-e2e.sh).
+#                    gnuplot (the plots of bench/run-e2e.sh), prometheus (for promtool, which
+#                    checks /metrics in the admin tests).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
@@ -13,12 +14,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGES=(
   g++ cmake ninja-build pkg-config make
   librdkafka-dev libhiredis-dev libboost-dev nlohmann-json3-dev catch2
-  libtoml11-dev libcli11-dev libspdlog-dev
+  libtoml11-dev libcli11-dev libspdlog-dev prometheus-cpp-dev
   redis-server redis-tools kcat
   openjdk-17-jre-headless maven
   docker-compose
   procps iproute2 python3
   gnuplot-nox
+  prometheus
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.

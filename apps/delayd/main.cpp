@@ -1,6 +1,7 @@
 // delayd: the delayed-message broker. Settings: config/config.hpp; what it does:
 // broker/service.hpp; the admin endpoint: admin/admin_server.hpp.
 #include "admin/admin_server.hpp"
+#include "admin/job_backend.hpp"
 #include "broker/service.hpp"
 #include "config/config.hpp"
 #include "connectors/log.hpp"
@@ -11,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <csignal>
@@ -56,18 +58,22 @@ int main(int argc, char** argv) {
     stop = true;
   });
   // The admin endpoint shares the Asio thread; binding happens here so a taken port stops
-  // start-up with a message naming the setting.
+  // start-up with a message naming the setting. /jobs and the pending counts use a Redis client
+  // and a Kafka producer of the endpoint's own, on its worker thread, never the loop's.
   std::optional<delayd::admin::AdminServer> admin;
   if (!config.admin.listen.empty()) {
     try {
-      admin.emplace(io, config.admin.listen);
-      spdlog::info("admin endpoint on {}:{} (/healthz, /stats)",
-                   config.admin.listen.substr(0, config.admin.listen.rfind(':')), admin->port());
+      admin.emplace(io, delayd::admin::admin_options(config),
+                    std::make_unique<delayd::admin::StoreJobBackend>(config, std::chrono::seconds(5)));
+      spdlog::info("admin endpoint on {}:{} (/healthz, /readyz, /metrics, /stats, /jobs/{{id}}){}",
+                   config.admin.listen.substr(0, config.admin.listen.rfind(':')), admin->port(),
+                   config.admin.token.empty() ? "" : "; bearer token required but for /healthz and /readyz");
     } catch (const std::exception& e) {
       std::cerr << "delayd: " << e.what() << "\n";
       return 2;
     }
   }
+  // One thread runs the io_context: the signal wait and the admin endpoint (which needs exactly one).
   std::thread signal_thread([&] { io.run(); });
 
   int status = 1;

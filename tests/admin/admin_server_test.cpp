@@ -1,27 +1,34 @@
-// The admin endpoint over real loopback sockets, on a port the kernel picks.
+// The admin endpoint over real loopback sockets, on a port the kernel picks: endpoints, the
+// token, keep-alive, and the defences (header and body limits, the read deadline, the
+// connection cap) against idle and oversized clients.
 #include <catch2/catch.hpp>
 
 #include "admin/admin_server.hpp"
+#include "admin/request_target.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <thread>
 
+using delayd::admin::AdminOptions;
 using delayd::admin::AdminServer;
+using delayd::admin::JobAnswer;
 using AdminSnapshot = delayd::broker::LoopSnapshot;
 namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
 
 namespace {
 
-// The whole response of one request, as a client without any HTTP library sees it.
-std::string request(std::uint16_t port, const std::string& text) {
-  asio::io_context io;
-  asio::ip::tcp::socket socket(io);
-  socket.connect({asio::ip::make_address("127.0.0.1"), port});
-  asio::write(socket, asio::buffer(text));
+tcp::endpoint at(std::uint16_t port) { return {asio::ip::make_address("127.0.0.1"), port}; }
+
+// Everything the server sends until it closes the connection (or `limit` bytes).
+std::string read_all(tcp::socket& socket) {
   std::string out;
   boost::system::error_code ec;
   char buf[4096];
@@ -33,31 +40,128 @@ std::string request(std::uint16_t port, const std::string& text) {
   return out;
 }
 
+// The whole response of one request on its own connection, closed by the server (HTTP/1.0, or
+// "Connection: close").
+std::string request(std::uint16_t port, const std::string& text) {
+  asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(at(port));
+  boost::system::error_code ec;
+  asio::write(socket, asio::buffer(text), ec);
+  return read_all(socket);
+}
+
+std::string get(std::uint16_t port, const std::string& path, const std::string& extra_headers = "") {
+  return request(port, "GET " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + extra_headers + "\r\n");
+}
+
 std::string body(const std::string& response) { return response.substr(response.find("\r\n\r\n") + 4); }
 
+// One response read from a kept-alive connection (Content-Length framed).
+std::string read_one(tcp::socket& socket, std::string& pending) {
+  char buf[4096];
+  for (;;) {
+    const auto head_end = pending.find("\r\n\r\n");
+    if (head_end != std::string::npos) {
+      const auto cl = pending.find("Content-Length: ");
+      REQUIRE(cl != std::string::npos);
+      const std::size_t length = std::stoul(pending.substr(cl + 16));
+      if (pending.size() >= head_end + 4 + length) {
+        std::string one = pending.substr(0, head_end + 4 + length);
+        pending.erase(0, one.size());
+        return one;
+      }
+    }
+    const std::size_t n = socket.read_some(asio::buffer(buf));
+    pending.append(buf, n);
+  }
+}
+
+struct FakeJobs final : delayd::admin::JobBackend {
+  JobAnswer get(const std::string& id) override {
+    if (id == "boom") throw std::runtime_error("redis unavailable");
+    if (id == "nope") return {404, R"({"error": "no job nope"})"};
+    return {200, nlohmann::json{{"job_id", id}, {"state", "delay"}}.dump()};
+  }
+  JobAnswer cancel(const std::string& id) override {
+    return {409, nlohmann::json{{"job_id", id}, {"cancelled", false}, {"state", "delivered"}}.dump()};
+  }
+  std::map<std::string, std::int64_t> pending_by_shard() override { return {{"delay-ingest:0", 12}}; }
+};
+
+AdminOptions options(std::string token = "", std::size_t max_connections = 64,
+                     std::chrono::milliseconds read_timeout = std::chrono::milliseconds(5000)) {
+  AdminOptions o;
+  o.listen = "127.0.0.1:0";
+  o.token = std::move(token);
+  o.limits.max_connections = max_connections;
+  o.limits.read_timeout = read_timeout;
+  return o;
+}
+
 struct Running {
-  asio::io_context io;
-  AdminServer server{io, "127.0.0.1:0"};
-  std::thread thread{[this] { io.run(); }};
+  explicit Running(AdminOptions o = options(), std::unique_ptr<delayd::admin::JobBackend> jobs = nullptr)
+      : server(io, std::move(o), std::move(jobs)) {}
   ~Running() {
     io.stop();
     thread.join();
   }
+  std::uint16_t port() const { return server.port(); }
+  asio::io_context io;
+  AdminServer server;
+  std::thread thread{[this] { io.run(); }};
 };
+
+AdminSnapshot sample_snapshot() {
+  AdminSnapshot s;
+  s.held = 7;
+  s.in_wheel = 5;
+  s.in_flight = 2;
+  s.shards = {"delay-ingest:0"};
+  s.counters = {{"accepted", 3}, {"delivered", 2}, {"cancelled", 1}, {"dead_lettered", 1}, {"failed", 0}};
+  s.outages = {{"redis", false}, {"kafka", false}};
+  s.lateness.observe(0.003);
+  s.redis_request.observe(0.0004);
+  s.kafka_produce.observe(0.02);
+  return s;
+}
+
+// The value of the sample line that starts with `series` ("name" or "name{labels}").
+double sample(const std::string& text, const std::string& series) {
+  const auto at_line = text.find("\n" + series + " ");
+  if (at_line == std::string::npos) return -1;
+  return std::stod(text.substr(at_line + series.size() + 2));
+}
 
 }  // namespace
 
 TEST_CASE("healthz is 503 until the loop publishes, then ok, then degraded during an outage", "[admin]") {
   Running r;
-  CHECK_THAT(request(r.server.port(), "GET /healthz HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.0 503"));
+  CHECK_THAT(request(r.port(), "GET /healthz HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.0 503"));
   r.server.publish({});
-  const std::string ok = request(r.server.port(), "GET /healthz HTTP/1.0\r\n\r\n");
+  const std::string ok = request(r.port(), "GET /healthz HTTP/1.0\r\n\r\n");
   CHECK_THAT(ok, Catch::StartsWith("HTTP/1.0 200"));
   CHECK(body(ok) == "ok\n");
   AdminSnapshot s;
   s.problem = "redis unavailable: connection refused";
   r.server.publish(s);
-  CHECK(body(request(r.server.port(), "GET /healthz HTTP/1.0\r\n\r\n")) == "degraded: redis unavailable: connection refused\n");
+  CHECK(body(get(r.port(), "/healthz")) == "degraded: redis unavailable: connection refused\n");
+}
+
+TEST_CASE("readyz is 503 while starting and during an outage, with the reason, 200 otherwise", "[admin]") {
+  Running r;
+  CHECK_THAT(get(r.port(), "/readyz"), Catch::StartsWith("HTTP/1.1 503") && Catch::EndsWith("starting up\n"));
+  r.server.publish(sample_snapshot());
+  const std::string ready = get(r.port(), "/readyz");
+  CHECK_THAT(ready, Catch::StartsWith("HTTP/1.1 200"));
+  CHECK(body(ready) == "ready\n");
+  AdminSnapshot s = sample_snapshot();
+  s.outages["redis"] = true;
+  s.problem = "redis unavailable: connection refused";
+  r.server.publish(s);
+  const std::string down = get(r.port(), "/readyz");
+  CHECK_THAT(down, Catch::StartsWith("HTTP/1.1 503"));
+  CHECK(body(down) == "not ready: outage of redis (redis unavailable: connection refused)\n");
 }
 
 TEST_CASE("stats serves the last snapshot as JSON", "[admin]") {
@@ -70,8 +174,8 @@ TEST_CASE("stats serves the last snapshot as JSON", "[admin]") {
   s.next_due = 1'795'000'000'123;
   s.counters = {{"delivered", 42}};
   r.server.publish(s);
-  const std::string response = request(r.server.port(), "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n");
-  REQUIRE_THAT(response, Catch::StartsWith("HTTP/1.0 200") && Catch::Contains("application/json"));
+  const std::string response = get(r.port(), "/stats");
+  REQUIRE_THAT(response, Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("application/json"));
   const auto j = nlohmann::json::parse(body(response));
   CHECK(j["alive"] == true);
   CHECK(j["held"] == 7);
@@ -85,27 +189,195 @@ TEST_CASE("stats serves the last snapshot as JSON", "[admin]") {
 
 TEST_CASE("other paths, other methods and garbage get the right refusal", "[admin]") {
   Running r;
-  CHECK_THAT(request(r.server.port(), "GET /metrics HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.0 404"));
-  CHECK_THAT(request(r.server.port(), "POST /stats HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.0 405"));
-  CHECK_THAT(request(r.server.port(), "nonsense\r\n\r\n"), Catch::StartsWith("HTTP/1.0 400"));
+  CHECK_THAT(get(r.port(), "/nothing"), Catch::StartsWith("HTTP/1.1 404"));
+  CHECK_THAT(request(r.port(), "POST /stats HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.0 405"));
+  CHECK_THAT(request(r.port(), "POST /healthz HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.0 405"));
+  CHECK_THAT(request(r.port(), "nonsense\r\n\r\n"), Catch::StartsWith("HTTP/1.1 400"));
+  CHECK_THAT(request(r.port(), "GET /healthz HTTP/1.1\r\nbad header line\r\n\r\n"), Catch::StartsWith("HTTP/1.1 400"));
 }
 
-TEST_CASE("parse_request_head splits the first line at its first two spaces", "[admin]") {
-  using delayd::admin::parse_request_head;
-  using delayd::admin::RequestHead;
-  CHECK(parse_request_head("GET /healthz HTTP/1.0\r\n\r\n") == RequestHead{"GET", "/healthz"});
-  CHECK(parse_request_head("GET /stats HTTP/1.1\r\nHost: a b c\r\n\r\n") == RequestHead{"GET", "/stats"});
-  CHECK(parse_request_head("GET  HTTP/1.0\r\n") == RequestHead{"GET", ""});
-  CHECK(parse_request_head("GET /x ") == RequestHead{"GET", "/x"});  // no CRLF: the whole text
-  CHECK(parse_request_head("") == std::nullopt);
-  CHECK(parse_request_head("GET /healthz\r\n\r\n") == std::nullopt);
-  CHECK(parse_request_head("GET\r\n /a b\r\n") == std::nullopt);  // spaces after the first line do not count
+TEST_CASE("two requests on one kept-alive connection", "[admin]") {
+  Running r;
+  r.server.publish({});
+  asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(at(r.port()));
+  std::string pending;
+  asio::write(socket, asio::buffer(std::string("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")));
+  const std::string first = read_one(socket, pending);
+  CHECK_THAT(first, Catch::StartsWith("HTTP/1.1 200") && Catch::EndsWith("ok\n"));
+  asio::write(socket, asio::buffer(std::string("GET /stats HTTP/1.1\r\nHost: t\r\n\r\n")));
+  const std::string second = read_one(socket, pending);
+  CHECK_THAT(second, Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("\"held\""));
+  // Pipelined: two requests in one write, two answers in order.
+  asio::write(socket, asio::buffer(std::string("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\nGET /readyz HTTP/1.1\r\nHost: t\r\n\r\n")));
+  CHECK_THAT(read_one(socket, pending), Catch::EndsWith("ok\n"));
+  CHECK_THAT(read_one(socket, pending), Catch::EndsWith("ready\n"));
+}
+
+TEST_CASE("with admin.token, all but healthz and readyz ask for the bearer token", "[admin]") {
+  Running r(options("s3cret-token"), std::make_unique<FakeJobs>());
+  r.server.publish(sample_snapshot());
+  CHECK_THAT(get(r.port(), "/healthz"), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(get(r.port(), "/readyz"), Catch::StartsWith("HTTP/1.1 200"));
+  for (const std::string path : {"/metrics", "/stats", "/jobs/a"}) {
+    INFO(path);
+    const std::string none = get(r.port(), path);
+    CHECK_THAT(none, Catch::StartsWith("HTTP/1.1 401") && Catch::Contains("WWW-Authenticate: Bearer"));
+    CHECK_THAT(get(r.port(), path, "Authorization: Bearer wrong\r\n"), Catch::StartsWith("HTTP/1.1 401"));
+    CHECK_THAT(get(r.port(), path, "Authorization: Bearer s3cret-token-and-more\r\n"), Catch::StartsWith("HTTP/1.1 401"));
+    CHECK_THAT(get(r.port(), path, "Authorization: Basic s3cret-token\r\n"), Catch::StartsWith("HTTP/1.1 401"));
+    CHECK_THAT(get(r.port(), path, "Authorization: Bearer s3cret-token\r\n"), Catch::StartsWith("HTTP/1.1 200"));
+  }
+  CHECK_THAT(get(r.port(), "/nothing"), Catch::StartsWith("HTTP/1.1 404"));  // no hint of what exists
+}
+
+TEST_CASE("jobs go to the backend on the worker; its failures are 503s", "[admin]") {
+  Running r(options(), std::make_unique<FakeJobs>());
+  const std::string found = get(r.port(), "/jobs/a%2Fb");
+  REQUIRE_THAT(found, Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("application/json"));
+  CHECK(nlohmann::json::parse(body(found))["job_id"] == "a/b");
+  CHECK_THAT(get(r.port(), "/jobs/nope"), Catch::StartsWith("HTTP/1.1 404"));
+  const std::string failed = get(r.port(), "/jobs/boom");
+  CHECK_THAT(failed, Catch::StartsWith("HTTP/1.1 503") && Catch::Contains("redis unavailable"));
+  const std::string cancel = request(r.port(), "DELETE /jobs/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  CHECK_THAT(cancel, Catch::StartsWith("HTTP/1.1 409") && Catch::Contains("\"cancelled\":false"));
+  CHECK_THAT(get(r.port(), "/jobs/"), Catch::StartsWith("HTTP/1.1 400"));
+  CHECK_THAT(get(r.port(), "/jobs/a/b"), Catch::StartsWith("HTTP/1.1 400"));
+  CHECK_THAT(request(r.port(), "PUT /jobs/x HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.0 405"));
+
+  Running without;
+  CHECK_THAT(get(without.port(), "/jobs/x"), Catch::StartsWith("HTTP/1.1 503"));
+}
+
+TEST_CASE("a 100 KB header gets 431 and a large body 413; healthz still answers", "[admin][limits]") {
+  Running r;
+  r.server.publish({});
+  const std::string huge = get(r.port(), "/healthz", "X-Pad: " + std::string(100 * 1024, 'a') + "\r\n");
+  // The answer, or a reset if the server closed while the client was still writing.
+  if (!huge.empty()) CHECK_THAT(huge, Catch::StartsWith("HTTP/1.1 431"));
+  std::string many_lines;
+  for (int i = 0; i < 2000; ++i) many_lines += "X-" + std::to_string(i) + ": y\r\n";
+  const std::string many = get(r.port(), "/healthz", many_lines);
+  if (!many.empty()) CHECK_THAT(many, Catch::StartsWith("HTTP/1.1 431"));
+  const std::string big_body = request(r.port(), "POST /stats HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n" +
+                                                     std::string(100000, 'b'));
+  if (!big_body.empty()) CHECK_THAT(big_body, Catch::StartsWith("HTTP/1.1 413"));
+  CHECK(body(get(r.port(), "/healthz")) == "ok\n");
+}
+
+TEST_CASE("500 idle connections neither lock out healthz nor outlive the read timeout", "[admin][limits]") {
+  Running r(options("", 64, std::chrono::milliseconds(1500)));
+  r.server.publish({});
+  asio::io_context io;
+  std::vector<tcp::socket> idle;
+  for (int i = 0; i < 500; ++i) {
+    idle.emplace_back(io).connect(at(r.port()));
+    if (i == 20) asio::write(idle.back(), asio::buffer(std::string("GET /hea")));  // a slowloris start
+  }
+  // The cap closes the oldest waiting connections to make room: a probe always gets in.
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) CHECK(body(get(r.port(), "/healthz")) == "ok\n");
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(1));
+  const std::string metrics = get(r.port(), "/metrics");
+  CHECK(sample(metrics, "delayd_admin_connections_open") <= 64);
+  CHECK(sample(metrics, "delayd_admin_connections_closed_total{reason=\"evicted\"}") >= 500 - 64);
+
+  // The newest idle connections (still open) are closed by the deadline.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  int closed = 0;
+  for (std::size_t i = idle.size() - 40; i < idle.size(); ++i) {
+    idle[i].non_blocking(true);
+    char c;
+    boost::system::error_code ec;
+    idle[i].read_some(asio::buffer(&c, 1), ec);
+    if (ec && ec != asio::error::would_block) ++closed;
+  }
+  CHECK(closed == 40);
+  CHECK(sample(get(r.port(), "/metrics"), "delayd_admin_connections_closed_total{reason=\"timeout\"}") >= 40);
+  CHECK(body(get(r.port(), "/healthz")) == "ok\n");
+}
+
+TEST_CASE("metrics: the counters follow the snapshots, and promtool accepts the text", "[admin][metrics]") {
+  Running r(options(), std::make_unique<FakeJobs>());
+  AdminSnapshot s = sample_snapshot();
+  r.server.publish(s);
+  const std::string first = get(r.port(), "/metrics");
+  REQUIRE_THAT(first, Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("text/plain; version=0.0.4"));
+  const std::string text = body(first);
+  CHECK(sample(text, "delayd_jobs_accepted_total") == 3);
+  CHECK(sample(text, "delayd_jobs_delivered_total") == 2);
+  CHECK(sample(text, "delayd_jobs_cancelled_total") == 1);
+  CHECK(sample(text, "delayd_jobs_dead_lettered_total{reason=\"any\"}") == 1);
+  CHECK(sample(text, "delayd_delivery_attempts_total{outcome=\"delivered\"}") == 2);
+  CHECK(sample(text, "delayd_jobs_held") == 7);
+  CHECK(sample(text, "delayd_wheel_timers") == 5);
+  CHECK(sample(text, "delayd_outage{dependency=\"redis\"}") == 0);
+  CHECK(sample(text, "delayd_lateness_seconds_count") == 1);
+  CHECK(sample(text, "delayd_lateness_seconds_bucket{le=\"0.005\"}") == 1);
+  CHECK(sample(text, "delayd_lateness_seconds_bucket{le=\"0.002\"}") == 0);
+  CHECK(sample(text, "delayd_redis_request_seconds_count") == 1);
+  CHECK(sample(text, "delayd_kafka_produce_seconds_count") == 1);
+  CHECK(sample(text, "process_open_fds") > 0);
+  CHECK(sample(text, "process_resident_memory_bytes") > 0);
+  CHECK(text.find("delayd_next_due_seconds ") == std::string::npos);  // no timer, no value
+
+  s.counters["accepted"] = 10;
+  s.counters["dead_lettered"] = 4;
+  s.lateness.observe(0.5);
+  s.rebalances = 2;
+  s.outages["kafka"] = true;
+  s.next_due = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 30'000;
+  r.server.publish(s);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the pending counts come from the worker
+  const std::string second = body(get(r.port(), "/metrics"));
+  CHECK(sample(second, "delayd_jobs_accepted_total") == 10);
+  CHECK(sample(second, "delayd_jobs_dead_lettered_total{reason=\"any\"}") == 4);
+  CHECK(sample(second, "delayd_lateness_seconds_count") == 2);
+  CHECK(sample(second, "delayd_rebalances_total") == 2);
+  CHECK(sample(second, "delayd_outage{dependency=\"kafka\"}") == 1);
+  CHECK(sample(second, "delayd_jobs_pending{shard=\"delay-ingest:0\"}") == 12);
+  CHECK(sample(second, "delayd_next_due_seconds") > 25);
+  CHECK(sample(second, "delayd_next_due_seconds") <= 30);
+
+  const char* promtool_env = std::getenv("PROMTOOL");
+  const std::string promtool = promtool_env ? promtool_env : "promtool";
+  if (std::system((promtool + " --version > /dev/null 2>&1").c_str()) != 0) {
+    WARN("promtool not found (Debian package prometheus; scripts/install-deps.sh installs it): "
+         "the exposition format is not checked");
+    return;
+  }
+  const std::string file = "/tmp/delayd-admin-metrics-" + std::to_string(r.port()) + ".txt";
+  std::ofstream(file) << second;
+  const std::string out_file = file + ".out";
+  const int status = std::system((promtool + " check metrics < " + file + " > " + out_file + " 2>&1").c_str());
+  std::ifstream out_in(out_file);
+  const std::string out((std::istreambuf_iterator<char>(out_in)), std::istreambuf_iterator<char>());
+  INFO(out);
+  CHECK(status == 0);
+  std::remove(file.c_str());
+  std::remove(out_file.c_str());
+}
+
+TEST_CASE("job_id_of takes /jobs/{id}, %XX-decoded, and nothing else", "[admin]") {
+  using delayd::admin::job_id_of;
+  CHECK(job_id_of("/jobs/abc") == "abc");
+  CHECK(job_id_of("/jobs/a%2Fb%20c") == "a/b c");
+  CHECK(job_id_of("/jobs/") == std::nullopt);
+  CHECK(job_id_of("/jobs/a/b") == std::nullopt);
+  CHECK(job_id_of("/jobs/a%2") == std::nullopt);
+  CHECK(job_id_of("/jobs/a%zz") == std::nullopt);
+  CHECK(job_id_of("/stats") == std::nullopt);
+  CHECK(delayd::admin::target_path("/metrics?x=1") == "/metrics");
 }
 
 TEST_CASE("a taken port or a bad address stops start-up with a message naming admin.listen", "[admin]") {
   Running r;
   asio::io_context io;
-  const std::string taken = "127.0.0.1:" + std::to_string(r.server.port());
+  AdminOptions taken = options();
+  taken.listen = "127.0.0.1:" + std::to_string(r.port());
   CHECK_THROWS_WITH(AdminServer(io, taken), Catch::Contains("admin.listen") && Catch::Contains("cannot listen"));
-  CHECK_THROWS_WITH(AdminServer(io, "not-an-ip:80"), Catch::Contains("admin.listen") && Catch::Contains("IP address"));
+  AdminOptions bad = options();
+  bad.listen = "not-an-ip:80";
+  CHECK_THROWS_WITH(AdminServer(io, bad), Catch::Contains("admin.listen") && Catch::Contains("IP address"));
 }

@@ -1,0 +1,55 @@
+// StoreJobBackend: the admin endpoint's access to jobs, through its own Redis client and Kafka
+// producer (never the scheduling loop's): GET /jobs/{id} reads the job's hash, DELETE /jobs/{id}
+// cancels as `delayctl cancel` does (a cancel record on the ingest topic, so the instance owning
+// the job drops it from its wheel, then Redis watched for the outcome), and the pending counts
+// per shard come from JobStore::stats().
+//
+// Verdicts of cancel, as delayctl's: 404 no such job; 409 {"cancelled": false, "state"} when the
+// job is no longer waiting (delivered, failed, cancelled already, in flight); 200 {"cancelled":
+// true} once Redis says cancelled; 202 {"cancelled": false, "state": "delay"} when the cancel is
+// published but no instance acted on it within cancel_wait.
+//
+// Connects lazily, at the first call, and drops its Redis connection when a call fails, so the
+// next call connects again: Redis being down at start-up or later costs 503s, nothing more.
+// Threading: one thread at a time (the admin's worker thread); calls block.
+#pragma once
+
+#include "admin/admin_server.hpp"
+#include "config/config.hpp"
+#include "connectors/kafka_producer.hpp"
+#include "storage/job_store.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+namespace delayd::admin {
+
+class StoreJobBackend final : public JobBackend {
+ public:
+  StoreJobBackend(broker::Config config, std::chrono::milliseconds cancel_wait);
+  ~StoreJobBackend() override;
+
+  // 200 with the job as `delayctl get` prints it, or 404.
+  JobAnswer get(const std::string& job_id) override;
+  // See the verdicts above.
+  JobAnswer cancel(const std::string& job_id) override;
+  // JobStore::stats().pending_by_shard.
+  std::map<std::string, std::int64_t> pending_by_shard() override;
+
+ private:
+  // The store, connected now if it is not; the Redis connection is dropped if `f` throws.
+  template <class F>
+  auto with_store(F f);
+  std::string state_of(const std::string& job_id);  // "missing" when there is no such job
+  void publish_cancel(const std::string& job_id);
+
+  broker::Config config_;
+  std::chrono::milliseconds cancel_wait_;
+  std::unique_ptr<storage::RedisClient> redis_;
+  std::unique_ptr<storage::JobStore> store_;
+  std::unique_ptr<connectors::KafkaProducer> producer_;
+  std::optional<connectors::DeliveryReport> report_;
+};
+
+}  // namespace delayd::admin

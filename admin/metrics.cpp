@@ -1,0 +1,275 @@
+#include "admin/metrics.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+namespace delayd::admin {
+
+namespace pm = prometheus;
+
+namespace {
+
+using Hist = broker::DurationHistogram;
+
+// Snapshot counter -> outcome label of delayd_delivery_attempts_total.
+constexpr std::pair<std::string_view, std::string_view> kAttemptOutcomes[] = {
+    {"delivered", "delivered"}, {"retried", "retried"},       {"retried_outage", "retried_outage"},
+    {"failed", "failed"},       {"set_aside", "set_aside"},   {"dropped_stale", "dropped_stale"},
+    {"fenced", "fenced"}};
+
+// Dead letters by reason: counters named "dead_lettered.<reason>" when the loop counts them so;
+// otherwise the one total as reason "any".
+constexpr std::string_view kDeadLetterPrefix = "dead_lettered.";
+
+std::uint64_t counter_of(const broker::LoopSnapshot& s, std::string_view name) {
+  const auto it = s.counters.find(std::string(name));
+  return it == s.counters.end() ? 0 : it->second;
+}
+
+// What the process metrics read from /proc; zeros where /proc cannot be read.
+struct ProcessSample {
+  double cpu_seconds = 0;
+  double resident_bytes = 0;
+  double virtual_bytes = 0;
+  double start_time_seconds = 0;
+  double open_fds = 0;
+  double max_fds = 0;
+  double threads = 0;
+};
+
+ProcessSample sample_process() {
+  ProcessSample p;
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto paren = text.rfind(')');
+  if (paren != std::string::npos) {
+    std::istringstream in(text.substr(paren + 1));
+    std::vector<std::string> f;  // f[0] is field 3 (state) of proc(5)
+    for (std::string t; in >> t;) f.push_back(t);
+    if (f.size() > 21) {
+      const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+      const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+      p.cpu_seconds = (std::stod(f[11]) + std::stod(f[12])) / tick;
+      p.threads = std::stod(f[17]);
+      p.virtual_bytes = std::stod(f[20]);
+      p.resident_bytes = std::stod(f[21]) * page;
+      std::ifstream sys("/proc/stat");
+      for (std::string line; std::getline(sys, line);) {
+        if (line.rfind("btime ", 0) == 0) p.start_time_seconds = std::stod(line.substr(6)) + std::stod(f[19]) / tick;
+      }
+    }
+  }
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
+    ++p.open_fds;
+  }
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0) p.max_fds = static_cast<double>(lim.rlim_cur);
+  return p;
+}
+
+}  // namespace
+
+struct Metrics::Impl {
+  pm::Registry registry;
+
+  pm::Family<pm::Counter>& counters(const std::string& name, const std::string& help) {
+    return pm::BuildCounter().Name(name).Help(help).Register(registry);
+  }
+  pm::Family<pm::Gauge>& gauges(const std::string& name, const std::string& help) {
+    return pm::BuildGauge().Name(name).Help(help).Register(registry);
+  }
+  pm::Histogram& histogram(const std::string& name, const std::string& help) {
+    return pm::BuildHistogram().Name(name).Help(help).Register(registry).Add(
+        {}, pm::Histogram::BucketBoundaries(Hist::kBoundsSeconds.begin(), Hist::kBoundsSeconds.end()));
+  }
+
+  pm::Counter& accepted = counters("delayd_jobs_accepted_total", "Jobs accepted from the ingest topic and stored").Add({});
+  pm::Counter& delivered = counters("delayd_jobs_delivered_total", "Jobs whose ready record Kafka acknowledged").Add({});
+  pm::Counter& cancelled = counters("delayd_jobs_cancelled_total", "Jobs cancelled before they fired").Add({});
+  pm::Counter& failed = counters("delayd_jobs_failed_total", "Jobs given up after scheduler.max_attempts").Add({});
+  pm::Counter& duplicates =
+      counters("delayd_jobs_duplicate_total", "Ingest records for a job id already stored (not stored again)").Add({});
+  pm::Family<pm::Counter>& dead_lettered =
+      counters("delayd_jobs_dead_lettered_total", "Ingest records sent to the dead-letter topic, by reason");
+  pm::Counter& dead_letter_retries =
+      counters("delayd_dead_letter_retries_total", "Dead-letter produce attempts that had to be repeated").Add({});
+  pm::Counter& produced = counters("delayd_records_produced_total", "Ready records handed to Kafka").Add({});
+  pm::Family<pm::Counter>& attempts =
+      counters("delayd_delivery_attempts_total", "Settled delivery attempts of ready records, by outcome");
+  pm::Counter& rebalances = counters("delayd_rebalances_total", "Shard assignments and revocations seen").Add({});
+  pm::Histogram& lateness =
+      histogram("delayd_lateness_seconds", "A ready record's produce time minus its deliver_at");
+  pm::Histogram& redis_request = histogram("delayd_redis_request_seconds", "Round trips to Redis (a command or a pipeline)");
+  pm::Histogram& kafka_produce =
+      histogram("delayd_kafka_produce_seconds", "A ready record's produce() to its delivery report");
+  pm::Gauge& held = gauges("delayd_jobs_held", "Jobs held in memory (in the wheel or in flight)").Add({});
+  pm::Gauge& wheel_timers = gauges("delayd_wheel_timers", "Jobs waiting for their timer in the wheel").Add({});
+  pm::Gauge& in_flight = gauges("delayd_jobs_in_flight", "Ready records handed to Kafka, outcome not written yet").Add({});
+  pm::Gauge& shards_owned = gauges("delayd_shards_owned", "Shards (ingest partitions) this instance owns").Add({});
+  pm::Family<pm::Gauge>& next_due_family =
+      gauges("delayd_next_due_seconds", "Seconds until the next timer in the wheel (absent when the wheel is empty)");
+  pm::Gauge* next_due = nullptr;
+  pm::Gauge& max_turn = gauges("delayd_loop_max_turn_seconds",
+                               "Longest turn of the scheduling loop over the last 10 to 20 s").Add({});
+  pm::Family<pm::Gauge>& outage = gauges("delayd_outage", "1 while an outage of the dependency is being ridden out");
+  pm::Family<pm::Gauge>& pending = gauges("delayd_jobs_pending", "Jobs waiting in Redis, by shard (refreshed every few seconds)");
+  std::map<std::string, pm::Gauge*> pending_by_shard;
+  pm::Family<pm::Counter>& http_closed =
+      counters("delayd_admin_connections_closed_total", "Admin endpoint connections closed by its defences, by reason");
+  pm::Counter& http_accepted = counters("delayd_admin_connections_accepted_total", "Admin endpoint connections accepted").Add({});
+  pm::Gauge& http_open = gauges("delayd_admin_connections_open", "Admin endpoint connections open").Add({});
+  HttpServerCounters http_last;
+
+  pm::Counter& cpu = counters("process_cpu_seconds_total", "Total user and system CPU time spent in seconds").Add({});
+  pm::Gauge& resident = gauges("process_resident_memory_bytes", "Resident memory size in bytes").Add({});
+  pm::Gauge& virtual_mem = gauges("process_virtual_memory_bytes", "Virtual memory size in bytes").Add({});
+  pm::Gauge& start_time =
+      gauges("process_start_time_seconds", "Start time of the process since unix epoch in seconds").Add({});
+  pm::Gauge& open_fds = gauges("process_open_fds", "Number of open file descriptors").Add({});
+  pm::Gauge& max_fds = gauges("process_max_fds", "Maximum number of open file descriptors").Add({});
+  pm::Gauge& threads = gauges("process_threads", "Number of OS threads in the process").Add({});
+  double cpu_last = 0;
+
+  broker::LoopSnapshot last;  // what the metrics were last brought up to
+  std::map<std::string, pm::Counter*> dead_by_reason;
+  std::map<std::string, pm::Gauge*> outage_by_dependency;
+
+  // The series of `family` with label `key`=`value`, added if new and fewer than
+  // kMaxLabelValues series are known in `known`; nullptr beyond the cap.
+  template <class T>
+  static T* labelled(pm::Family<T>& family, std::map<std::string, T*>& known, const std::string& key,
+                     const std::string& value) {
+    if (const auto it = known.find(value); it != known.end()) return it->second;
+    if (known.size() >= kMaxLabelValues) return nullptr;
+    return known.emplace(value, &family.Add({{key, value}})).first->second;
+  }
+
+  // Moves `c` by what counter `name` gained between `last` and `now`.
+  void advance(pm::Counter& c, std::string_view name, const broker::LoopSnapshot& now) const {
+    advance_by(c, counter_of(last, name), counter_of(now, name));
+  }
+  static void advance_by(pm::Counter& c, std::uint64_t before, std::uint64_t after) {
+    c.Increment(static_cast<double>(after >= before ? after - before : after));
+  }
+  static void advance(pm::Histogram& h, const Hist& before, const Hist& after) {
+    const bool restarted = after.count < before.count;
+    std::vector<double> increments(after.counts.size());
+    for (std::size_t i = 0; i < increments.size(); ++i) {
+      increments[i] = static_cast<double>(restarted ? after.counts[i] : after.counts[i] - before.counts[i]);
+    }
+    const double sum = restarted ? after.sum_seconds : after.sum_seconds - before.sum_seconds;
+    if (restarted || after.count != before.count) h.ObserveMultiple(increments, sum);
+  }
+};
+
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
+Metrics::~Metrics() = default;
+
+void Metrics::update(const broker::LoopSnapshot& s) {
+  Impl& m = *impl_;
+  m.advance(m.accepted, "accepted", s);
+  m.advance(m.delivered, "delivered", s);
+  m.advance(m.cancelled, "cancelled", s);
+  m.advance(m.failed, "failed", s);
+  m.advance(m.duplicates, "duplicates", s);
+  m.advance(m.dead_letter_retries, "dead_letter_retries", s);
+  m.advance(m.produced, "produced", s);
+  for (const auto& [name, outcome] : kAttemptOutcomes) {
+    m.advance(m.attempts.Add({{"outcome", std::string(outcome)}}), name, s);
+  }
+  bool by_reason = false;
+  for (const auto& [name, value] : s.counters) {
+    if (!name.starts_with(kDeadLetterPrefix)) continue;
+    by_reason = true;
+    pm::Counter* c = m.labelled(m.dead_lettered, m.dead_by_reason, "reason", name.substr(kDeadLetterPrefix.size()));
+    if (c) Impl::advance_by(*c, counter_of(m.last, name), value);
+  }
+  if (!by_reason) m.advance(m.dead_lettered.Add({{"reason", "any"}}), "dead_lettered", s);
+  Impl::advance_by(m.rebalances, m.last.rebalances, s.rebalances);
+  Impl::advance(m.lateness, m.last.lateness, s.lateness);
+  Impl::advance(m.redis_request, m.last.redis_request, s.redis_request);
+  Impl::advance(m.kafka_produce, m.last.kafka_produce, s.kafka_produce);
+
+  m.held.Set(static_cast<double>(s.held));
+  m.wheel_timers.Set(static_cast<double>(s.in_wheel));
+  m.in_flight.Set(static_cast<double>(s.in_flight));
+  m.shards_owned.Set(static_cast<double>(s.shards.size()));
+  m.max_turn.Set(static_cast<double>(counter_of(s, "max_turn_ms")) / 1000.0);
+  if (s.next_due) {
+    if (!m.next_due) m.next_due = &m.next_due_family.Add({});
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    m.next_due->Set(static_cast<double>(*s.next_due - now_ms) / 1000.0);
+  } else if (m.next_due) {
+    m.next_due_family.Remove(m.next_due);
+    m.next_due = nullptr;
+  }
+  for (const auto& [dependency, on] : s.outages) {
+    if (pm::Gauge* g = m.labelled(m.outage, m.outage_by_dependency, "dependency", dependency)) g->Set(on ? 1 : 0);
+  }
+  m.last = s;
+}
+
+void Metrics::set_pending(const std::map<std::string, std::int64_t>& by_shard) {
+  Impl& m = *impl_;
+  for (auto it = m.pending_by_shard.begin(); it != m.pending_by_shard.end();) {
+    if (by_shard.count(it->first)) {
+      ++it;
+    } else {
+      m.pending.Remove(it->second);
+      it = m.pending_by_shard.erase(it);
+    }
+  }
+  for (const auto& [shard, n] : by_shard) {
+    auto it = m.pending_by_shard.find(shard);
+    if (it == m.pending_by_shard.end()) {
+      if (m.pending_by_shard.size() >= kMaxLabelValues) continue;
+      it = m.pending_by_shard.emplace(shard, &m.pending.Add({{"shard", shard}})).first;
+    }
+    it->second->Set(static_cast<double>(n));
+  }
+}
+
+void Metrics::set_http(const HttpServerCounters& c, std::size_t open_connections) {
+  Impl& m = *impl_;
+  Impl::advance_by(m.http_accepted, m.http_last.accepted, c.accepted);
+  Impl::advance_by(m.http_closed.Add({{"reason", "evicted"}}), m.http_last.evicted, c.evicted);
+  Impl::advance_by(m.http_closed.Add({{"reason", "refused"}}), m.http_last.refused, c.refused);
+  Impl::advance_by(m.http_closed.Add({{"reason", "timeout"}}), m.http_last.timed_out, c.timed_out);
+  Impl::advance_by(m.http_closed.Add({{"reason", "too_large"}}), m.http_last.too_large, c.too_large);
+  Impl::advance_by(m.http_closed.Add({{"reason", "bad_request"}}), m.http_last.bad, c.bad);
+  m.http_open.Set(static_cast<double>(open_connections));
+  m.http_last = c;
+}
+
+std::string Metrics::render() {
+  Impl& m = *impl_;
+  const ProcessSample p = sample_process();
+  if (p.cpu_seconds > m.cpu_last) m.cpu.Increment(p.cpu_seconds - m.cpu_last);
+  m.cpu_last = std::max(m.cpu_last, p.cpu_seconds);
+  m.resident.Set(p.resident_bytes);
+  m.virtual_mem.Set(p.virtual_bytes);
+  m.start_time.Set(p.start_time_seconds);
+  m.open_fds.Set(p.open_fds);
+  m.max_fds.Set(p.max_fds);
+  m.threads.Set(p.threads);
+  return pm::TextSerializer().Serialize(m.registry.Collect());
+}
+
+}  // namespace delayd::admin
