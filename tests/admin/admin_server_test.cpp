@@ -232,7 +232,7 @@ TEST_CASE("with admin.token, all but healthz and readyz ask for the bearer token
   CHECK_THAT(get(r.port(), "/nothing"), Catch::StartsWith("HTTP/1.1 404"));  // no hint of what exists
 }
 
-TEST_CASE("jobs go to the backend on the worker; its failures are 503s", "[admin]") {
+TEST_CASE("jobs go to the backend on the worker, and its failures are 503s", "[admin]") {
   Running r(options(), std::make_unique<FakeJobs>());
   const std::string found = get(r.port(), "/jobs/a%2Fb");
   REQUIRE_THAT(found, Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("application/json"));
@@ -250,7 +250,7 @@ TEST_CASE("jobs go to the backend on the worker; its failures are 503s", "[admin
   CHECK_THAT(get(without.port(), "/jobs/x"), Catch::StartsWith("HTTP/1.1 503"));
 }
 
-TEST_CASE("a 100 KB header gets 431 and a large body 413; healthz still answers", "[admin][limits]") {
+TEST_CASE("a 100 KB header gets 431 and a large body 413, and healthz still answers", "[admin][limits]") {
   Running r;
   r.server.publish({});
   const std::string huge = get(r.port(), "/healthz", "X-Pad: " + std::string(100 * 1024, 'a') + "\r\n");

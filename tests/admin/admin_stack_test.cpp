@@ -1,0 +1,185 @@
+// The admin endpoint of the real delayd executable against the local stack (label e2e; needs
+// KAFKA_BOOTSTRAP and REDIS_URL): the counters on /metrics move as jobs are published, delivered,
+// cancelled through DELETE /jobs/{id}, duplicated and dead-lettered; promtool accepts the text;
+// and 500 idle connections plus a 100 KB header neither silence /healthz nor stop jobs firing.
+#include "e2e/harness.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+using namespace delayd::e2e;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+const std::string kToken = "stack-test-token";
+
+// One HTTP/1.0 request (closed by the server), with the bearer token; "" if nothing answers.
+std::string call(std::uint16_t port, const std::string& method, const std::string& path,
+                 const std::string& extra_headers = "") {
+  asio::io_context io;
+  tcp::socket socket(io);
+  boost::system::error_code ec;
+  socket.connect({asio::ip::make_address("127.0.0.1"), port}, ec);
+  if (ec) return "";
+  const std::string req =
+      method + " " + path + " HTTP/1.0\r\nAuthorization: Bearer " + kToken + "\r\n" + extra_headers + "\r\n";
+  asio::write(socket, asio::buffer(req), ec);
+  std::string out;
+  char buf[4096];
+  while (!ec) {
+    const std::size_t n = socket.read_some(asio::buffer(buf), ec);
+    out.append(buf, n);
+  }
+  return out;
+}
+
+std::string body(const std::string& response) {
+  const auto at = response.find("\r\n\r\n");
+  return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+// The value of a sample line "series value"; 0 when absent.
+double sample(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  return at == std::string::npos ? 0 : std::stod(text.substr(at + series.size() + 2));
+}
+
+std::string metrics(std::uint16_t port) { return body(call(port, "GET", "/metrics")); }
+
+// Polls /metrics until `series` reaches `at_least`; the last text.
+std::string wait_for(std::uint16_t port, const std::string& series, double at_least,
+                     std::chrono::seconds timeout = std::chrono::seconds(30)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string text = metrics(port);
+  while (sample(text, series) < at_least && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    text = metrics(port);
+  }
+  INFO(text);
+  CHECK(sample(text, series) >= at_least);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("the counters on /metrics move as jobs are published, cancelled and dead-lettered", "[e2e][admin]") {
+  World w("adminmetrics");
+  const std::uint16_t port = free_port();
+  w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(port);
+  w.settings["DELAYD_ADMIN_TOKEN"] = kToken;
+  w.settings["DELAYD_ADMIN_READ_TIMEOUT_MS"] = "2000";
+  w.create_topics({"orders"}, 1);
+  DelaydProcess delayd(w);
+  delayd.set_die_with_test(true);
+  delayd.start();
+
+  // Ready once the shard is loaded and nothing is down.
+  const auto ready_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (http_get(port, "/readyz").find(" 200 ") == std::string::npos && std::chrono::steady_clock::now() < ready_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE_THAT(http_get(port, "/readyz"), Catch::Contains(" 200 ") && Catch::EndsWith("ready\n"));
+  CHECK_THAT(http_get(port, "/metrics"), Catch::StartsWith("HTTP/1.0 401"));  // the token is asked
+
+  const std::string before = metrics(port);
+  CHECK(sample(before, "delayd_jobs_accepted_total") == 0);
+
+  Publisher pub(w);
+  const std::int64_t soon = now_ms() + 500;
+  for (int i = 0; i < 3; ++i) pub.send(job_at("m-soon-" + std::to_string(i), soon, "v"));
+  pub.send(job_at("m-later", now_ms() + 120'000, "v"));
+  pub.send(job_at("m-soon-0", soon, "v"));  // the same id again: a duplicate
+  delayd::connectors::OutRecord invalid;
+  invalid.key = "bad";
+  invalid.value = "x";
+  invalid.headers = {{"business", "orders"}};  // no deliver-at: dead-lettered
+  pub.send_raw(invalid);
+  pub.flush();
+
+  wait_for(port, "delayd_jobs_accepted_total", 4);
+  wait_for(port, "delayd_jobs_delivered_total", 3);
+  std::string text = wait_for(port, "delayd_jobs_dead_lettered_total{reason=\"any\"}", 1);
+  CHECK(sample(text, "delayd_jobs_duplicate_total") == 1);
+  CHECK(sample(text, "delayd_delivery_attempts_total{outcome=\"delivered\"}") >= 3);
+  CHECK(sample(text, "delayd_lateness_seconds_count") >= 3);
+  CHECK(sample(text, "delayd_kafka_produce_seconds_count") >= 3);
+  CHECK(sample(text, "delayd_redis_request_seconds_count") > 0);
+  CHECK(sample(text, "delayd_outage{dependency=\"redis\"}") == 0);
+  CHECK(sample(text, "process_resident_memory_bytes") > 0);
+
+  // GET and DELETE /jobs/{id}, as delayctl get and cancel.
+  const std::string job = call(port, "GET", "/jobs/m-later");
+  REQUIRE_THAT(job, Catch::Contains(" 200 "));
+  CHECK(nlohmann::json::parse(body(job))["state"] == "delay");
+  CHECK_THAT(call(port, "GET", "/jobs/no-such-job"), Catch::Contains(" 404 "));
+  const std::string cancel = call(port, "DELETE", "/jobs/m-later");
+  INFO(cancel);
+  REQUIRE_THAT(cancel, Catch::Contains(" 200 "));
+  CHECK(nlohmann::json::parse(body(cancel))["cancelled"] == true);
+  CHECK_THAT(call(port, "DELETE", "/jobs/m-later"), Catch::Contains(" 409 "));   // cancelled already
+  CHECK_THAT(call(port, "DELETE", "/jobs/m-soon-1"), Catch::Contains(" 409 "));  // delivered
+  text = wait_for(port, "delayd_jobs_cancelled_total", 1);
+  text = wait_for(port, "delayd_jobs_pending{shard=\"" + w.ingest_topic + ":0\"}", 0);
+  CHECK(text.find("delayd_jobs_pending{") != std::string::npos);
+
+  // promtool accepts the live text.
+  if (std::system("promtool --version > /dev/null 2>&1") == 0) {
+    const std::string file = "delayd-admin-stack-metrics.txt";
+    std::ofstream(file) << text;
+    CHECK(std::system(("promtool check metrics < " + file).c_str()) == 0);
+  } else {
+    WARN("promtool not found (Debian package prometheus): the exposition format is not checked");
+  }
+  CHECK(delayd.stop() == 0);
+}
+
+TEST_CASE("500 idle connections and a 100 KB header neither silence healthz nor stop jobs firing", "[e2e][admin][limits]") {
+  World w("adminslowloris");
+  const std::uint16_t port = free_port();
+  w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(port);
+  w.settings["DELAYD_ADMIN_READ_TIMEOUT_MS"] = "3000";
+  w.create_topics({"orders"}, 1);
+  DelaydProcess delayd(w);
+  delayd.set_die_with_test(true);
+  delayd.start();
+  const auto up_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (http_get(port, "/healthz").find(" 200 ") == std::string::npos && std::chrono::steady_clock::now() < up_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  asio::io_context io;
+  std::vector<tcp::socket> idle;
+  for (int i = 0; i < 500; ++i) {
+    idle.emplace_back(io).connect({asio::ip::make_address("127.0.0.1"), port});
+    if (i % 50 == 0) asio::write(idle.back(), asio::buffer(std::string("GET /healthz HTTP/1.1\r\nX-Slow: ")));
+  }
+  const std::string huge = call(port, "GET", "/healthz", "X-Pad: " + std::string(100 * 1024, 'a') + "\r\n");
+  if (!huge.empty()) CHECK_THAT(huge, Catch::Contains(" 431 "));  // the parser stopped before the version
+
+  Publisher pub(w);
+  const std::int64_t due = now_ms() + 1000;
+  for (int i = 0; i < 5; ++i) pub.send(job_at("s-" + std::to_string(i), due, "v"));
+  pub.flush();
+  for (int i = 0; i < 10; ++i) {
+    const auto started = std::chrono::steady_clock::now();
+    CHECK_THAT(http_get(port, "/healthz"), Catch::StartsWith("HTTP/1.0 200"));
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  Collector ready(w, {w.ready_topic("orders")});
+  CHECK(ready.collect_until([](const auto& recs) { return recs.size() >= 5; }, std::chrono::seconds(30)));
+  CHECK(delayd.running());
+  idle.clear();
+  CHECK(delayd.stop() == 0);
+}
