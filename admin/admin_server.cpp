@@ -6,6 +6,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <nlohmann/json.hpp>
@@ -191,7 +192,8 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (!state->options.token.empty()) {
     const auto it = req.find(http::field::authorization);
     const std::string_view given = it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
-    if (!given.starts_with("Bearer ") || !same_secret(given.substr(7), state->options.token)) {
+    const bool bearer = given.size() > 7 && boost::beast::iequals(boost::beast::string_view(given.data(), 7), "Bearer ");  // scheme: any case
+    if (!bearer || !same_secret(given.substr(7), state->options.token)) {
       HttpResponse r = make_response(401, "a bearer token is required (admin.token)\n");
       r.set(http::field::www_authenticate, "Bearer realm=\"delayd\"");
       return reply(std::move(r));

@@ -4,11 +4,15 @@
 #include "broker/ingest_parse.hpp"
 #include "config/redis_options.hpp"
 
+#include <algorithm>
+#include <string>
 #include <thread>
 
 namespace delayd::admin {
 
 namespace {
+
+constexpr std::int64_t kPublishWaitMs = 10'000;
 
 JobAnswer answer(unsigned status, const nlohmann::json& j) { return {status, to_text(j)}; }
 
@@ -60,8 +64,13 @@ void StoreJobBackend::publish_cancel(const std::string& job_id) {
   rec.headers = {{std::string(broker::kHeaderOp), "cancel"}, {std::string(broker::kHeaderJobId), job_id}};
   report_.reset();
   producer_->produce(rec);
-  producer_->flush(static_cast<int>(config_.kafka.message_timeout_ms) + 5000);
-  if (!report_) throw connectors::KafkaError("no delivery report for the cancel record");
+  // Bounded below kafka.message_timeout_ms so that a Kafka outage costs a 503, not a stuck
+  // worker (and a slow shutdown).
+  producer_->flush(static_cast<int>(std::min<std::int64_t>(config_.kafka.message_timeout_ms, kPublishWaitMs)));
+  if (!report_) {
+    throw connectors::KafkaError("Kafka did not acknowledge the cancel record within " +
+                                 std::to_string(kPublishWaitMs) + " ms; it may still be delivered");
+  }
   if (!report_->ok) throw connectors::KafkaError("the cancel record was not delivered: " + report_->error);
 }
 

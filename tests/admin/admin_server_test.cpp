@@ -228,6 +228,8 @@ TEST_CASE("with admin.token, all but healthz and readyz ask for the bearer token
     CHECK_THAT(get(r.port(), path, "Authorization: Bearer s3cret-token-and-more\r\n"), Catch::StartsWith("HTTP/1.1 401"));
     CHECK_THAT(get(r.port(), path, "Authorization: Basic s3cret-token\r\n"), Catch::StartsWith("HTTP/1.1 401"));
     CHECK_THAT(get(r.port(), path, "Authorization: Bearer s3cret-token\r\n"), Catch::StartsWith("HTTP/1.1 200"));
+    CHECK_THAT(get(r.port(), path, "Authorization: bearer s3cret-token\r\n"), Catch::StartsWith("HTTP/1.1 200"));
+    CHECK_THAT(get(r.port(), path, "Authorization: Bearer \r\n"), Catch::StartsWith("HTTP/1.1 401"));
   }
   CHECK_THAT(get(r.port(), "/nothing"), Catch::StartsWith("HTTP/1.1 404"));  // no hint of what exists
 }
