@@ -535,6 +535,25 @@ std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const 
   return out;
 }
 
+std::vector<std::int64_t> JobStore::due_counts(std::span<const std::int64_t> bounds) {
+  const std::vector<std::string> shards = known_shards();
+  std::vector<Command> cmds;
+  for (const auto& shard : shards) {
+    for (std::size_t i = 0; i < bounds.size(); ++i) {
+      const std::string min = i == 0 ? "-inf" : "(" + std::to_string(bounds[i - 1]);
+      cmds.push_back({"ZCOUNT", keys_.pending(shard), min, std::to_string(bounds[i])});
+    }
+  }
+  std::vector<std::int64_t> out(bounds.size(), 0);
+  if (cmds.empty()) return out;
+  const auto replies = redis_.pipeline(cmds);
+  for (std::size_t k = 0; k < replies.size(); ++k) {
+    const ReplyView r = replies[k].view();
+    if (r.is_integer()) out[k % bounds.size()] += r.integer();
+  }
+  return out;
+}
+
 StoreStats JobStore::stats() {
   StoreStats s;
   const std::vector<std::string> shards = known_shards();

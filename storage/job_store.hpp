@@ -240,6 +240,11 @@ class JobStore {
   // get() for many jobs in one round trip (plus one for the list of shards).
   std::vector<std::optional<Fields>> get_many(std::span<const std::string> job_ids);
   StoreStats stats();
+  // How many pending jobs fall due in each window, over every known shard: result[i] counts the
+  // entries with bounds[i-1] < deliver_at <= bounds[i] (the first window has no lower end, so it
+  // includes what is overdue). Precondition: bounds ascending. One round trip (plus one for the
+  // list of shards).
+  std::vector<std::int64_t> due_counts(std::span<const std::int64_t> bounds);
 
   // Fencing. After enable_fencing(member), the fenced calls (claim, release, mark_failed,
   // set_aside) of a shard need take_shard() first. `member` names this broker in the owner key

@@ -584,3 +584,10 @@ TEST_CASE_METHOD(TwoOwners, "a stale owner's delivery report still marks the job
   CHECK(again[0].kind == Claim::Kind::finished);
   CHECK(again[0].state == JobState::ready);
 }
+
+TEST_CASE_METHOD(Fixture, "due_counts counts pending jobs per window, the first one with what is overdue", "[store]") {
+  store.accept(std::vector<NewJob>{job("o", 5), job("a", 100), job("b", 150), job("c", 200), job("d", 900)}, 0);
+  store.cancel(shard, "b", 1);  // no longer pending
+  const std::vector<std::int64_t> bounds{100, 200, 500};
+  CHECK(store.due_counts(bounds) == std::vector<std::int64_t>{2, 1, 0});  // "d" lies beyond the last window
+}
