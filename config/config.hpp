@@ -110,6 +110,7 @@ struct SchedulerConfig {
 
 struct LogConfig {
   std::string level = "info";  // trace, debug, info, warn, error
+  std::string format = "text";  // text: "<time> <level> <message>"; json: one JSON object per line
 };
 
 struct AdminConfig {

@@ -89,6 +89,10 @@ std::string check_log_level(std::string_view v) {
   return "must be one of trace, debug, info, warn, error";
 }
 
+std::string check_log_format(std::string_view v) {
+  return v == "text" || v == "json" ? "" : "must be text or json";
+}
+
 std::string check_listen(std::string_view v) {
   if (v.empty()) return "";
   const auto colon = v.rfind(':');
@@ -145,6 +149,7 @@ constexpr std::array kSettings = {
   Setting{"scheduler.claim_ahead_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.claim_ahead_ms; }), 0, 1'000},
 
   Setting{"log.level", field<Str>([](auto& c) -> auto& { return c.log.level; }), 0, 0, check_log_level},
+  Setting{"log.format", field<Str>([](auto& c) -> auto& { return c.log.format; }), 0, 0, check_log_format},
 
   Setting{"admin.listen", field<Str>([](auto& c) -> auto& { return c.admin.listen; }), 0, 0, check_listen},
   Setting{"admin.token", field<Str>([](auto& c) -> auto& { return c.admin.token; }), 0, 0, nullptr, true},

@@ -2,6 +2,7 @@
 // broker/service.hpp; the admin endpoint: admin/admin_server.hpp.
 #include "admin/admin_server.hpp"
 #include "admin/job_backend.hpp"
+#include "apps/delayd/json_log.hpp"
 #include "broker/service.hpp"
 #include "config/config.hpp"
 #include "connectors/log.hpp"
@@ -35,7 +36,11 @@ int main(int argc, char** argv) {
   if (delayd::broker::print_config_if_asked(flags, config, std::cout)) return 0;
 
   spdlog::set_level(spdlog::level::from_str(config.log.level));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  if (config.log.format == "json") {
+    spdlog::set_formatter(std::make_unique<delayd::apps::JsonLogFormatter>());
+  } else {
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  }
   for (const auto& w : config.warnings) spdlog::warn("{}", w);
   delayd::connectors::set_log_hook([](delayd::connectors::LogLevel level, std::string_view msg) {
     using L = delayd::connectors::LogLevel;

@@ -622,3 +622,10 @@ TEST_CASE("admin settings: defaults, bounds, and the token is a secret", "[unit]
   CHECK_THAT(error_of(with_sets({"admin.max_header_bytes=100"})), Catch::Contains("admin.max_header_bytes"));
   CHECK_THAT(error_of(with_sets({"admin.max_body_bytes=-1"})), Catch::Contains("admin.max_body_bytes"));
 }
+
+TEST_CASE("log.format is text or json", "[config]") {
+  CHECK(load_config({}, {}).log.format == "text");
+  CHECK(load_config(with_sets({"log.format=json"}), {}).log.format == "json");
+  CHECK(load_config({}, {{"DELAYD_LOG_FORMAT", "json"}}).log.format == "json");
+  CHECK_THROWS_WITH(load_config(with_sets({"log.format=xml"}), {}), Catch::Contains("must be text or json"));
+}
