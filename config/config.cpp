@@ -1,4 +1,5 @@
 #include "config/config.hpp"
+#include "config/redis_options.hpp"
 
 #include <unistd.h>
 
@@ -447,16 +448,17 @@ std::int64_t WheelConfig::range_ms() const {
   return tick << (3 * bits);
 }
 
-RedisEndpoint Config::redis_endpoint() const {
-  RedisEndpoint ep;
+storage::RedisOptions redis_options(const Config& config) {
+  storage::RedisOptions o;
   try {
-    ep = parse_redis_url(redis.url);
+    o = storage::parse_redis_url(config.redis.url);
   } catch (const std::invalid_argument& e) {
-    fail("redis.url = " + quote_for_message(mask_redis_url(redis.url)), "", e.what());
+    fail("redis.url = " + quote_for_message(mask_redis_url(config.redis.url)), "", e.what());
   }
-  if (!redis.password.empty()) ep.password = redis.password;
-  if (redis.db) ep.db = *redis.db;
-  return ep;
+  if (!config.redis.password.empty()) o.password = config.redis.password;
+  if (config.redis.db) o.db = static_cast<int>(*config.redis.db);
+  o.timeout_ms = static_cast<int>(config.redis.timeout_ms);
+  return o;
 }
 
 void validate_config(const Config& c) {

@@ -25,6 +25,8 @@
 // thread. A loaded Config is a plain value, safe to read from any number of threads.
 #pragma once
 
+#include "storage/redis_url.hpp"
+
 #include <cstdint>
 #include <iosfwd>
 #include <map>
@@ -126,24 +128,10 @@ struct AdminConfig {
   std::int64_t max_body_bytes = 4096;    // 0..1048576: request body; larger gets 413
 };
 
-// The Redis server to talk to, once the url and the password/db overrides are combined.
-struct RedisEndpoint {
-  std::string host;  // without brackets for IPv6 literals
-  std::uint16_t port = 6379;
-  std::string user;      // empty: the default user
-  std::string password;  // empty: no AUTH
-  std::int64_t db = 0;
-  bool operator==(const RedisEndpoint&) const = default;
-};
-
-// Parses redis://[[user]:password@]host[:port][/db] (for redis-cluster://, its first seed; see
-// storage/redis_url.hpp). user and password are percent-decoded,
-// so a password containing '@' or ':' can be written %40 / %3A. Throws std::invalid_argument
-// with a short reason (never containing the password).
-RedisEndpoint parse_redis_url(std::string_view url);
-
-// The url with its password, if any, replaced by "***"; for logs and --print-config.
-std::string mask_redis_url(std::string_view url);
+// The url with its password, if any, replaced by "***"; for logs and --print-config. The Redis
+// url is parsed in one place only, storage/redis_url.hpp; redis_options() (redis_options.hpp)
+// combines it with redis.password and redis.db.
+using storage::mask_redis_url;
 
 struct Config {
   KafkaConfig kafka;
@@ -162,7 +150,7 @@ struct Config {
 
   // redis.url combined with redis.password and redis.db. Throws ConfigError if the url is bad,
   // which cannot happen for a Config that passed validate_config().
-  RedisEndpoint redis_endpoint() const;
+
 };
 
 // Throws ConfigError for the first setting out of its range or otherwise invalid.

@@ -62,7 +62,7 @@ std::string check_business_list(std::string_view v) {
 
 std::string check_redis_url(std::string_view v) {
   try {
-    (void)parse_redis_url(v);
+    (void)storage::parse_redis_url(v);
     return "";
   } catch (const std::invalid_argument& e) {
     return e.what();

@@ -5,18 +5,6 @@
 
 namespace delayd::broker {
 
-storage::RedisOptions redis_options(const Config& config) {
-  const RedisEndpoint e = config.redis_endpoint();
-  storage::RedisOptions o;
-  o.host = e.host;
-  o.port = e.port;
-  o.user = e.user;
-  o.password = e.password;
-  o.db = static_cast<int>(e.db);
-  o.timeout_ms = static_cast<int>(config.redis.timeout_ms);
-  return o;
-}
-
 std::unique_ptr<storage::RedisClient> make_redis_client(const Config& config) {
   storage::RedisOptions node = redis_options(config);  // throws ConfigError for a bad url
   const storage::RedisTarget target = storage::parse_redis_target(config.redis.url);

@@ -9,6 +9,10 @@
 
 namespace delayd::broker {
 
+// The connection settings of redis.url (for a cluster, its first seed), with redis.password
+// and redis.db overriding the url's and redis.timeout_ms. Throws ConfigError for a url that
+// does not parse (validate_config() has refused it already in a loaded Config).
+// Defined in config.cpp, beside the other ConfigError messages.
 storage::RedisOptions redis_options(const Config& config);
 
 // The client for config.redis.url: a RedisConnection for redis://, a RedisCluster (slot router)

@@ -37,6 +37,7 @@ struct RedisOptions {
   std::string password;  // empty: no AUTH
   int db = 0;
   int timeout_ms = 2000;  // connect and per-command timeout
+  bool operator==(const RedisOptions&) const = default;
 };
 
 class RedisConnection final : public RedisClient {
