@@ -2,6 +2,7 @@
 
 #include "admin/metrics.hpp"
 #include "admin/request_target.hpp"
+#include "admin/status_page.hpp"
 #include "broker/time_format.hpp"
 
 #include <boost/asio/post.hpp>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 namespace delayd::admin {
 
@@ -27,6 +29,7 @@ namespace {
 
 constexpr auto kStaleAfter = std::chrono::seconds(15);
 constexpr auto kPendingEvery = std::chrono::seconds(5);
+constexpr auto kOverviewEvery = std::chrono::seconds(2);
 
 tcp::endpoint parse_listen(const std::string& listen) {
   const auto colon = listen.rfind(':');
@@ -80,6 +83,10 @@ struct AdminServer::State {
   Metrics metrics;
   bool pending_running = false;
   SteadyClock::time_point pending_next{};
+  std::optional<HttpResponse> overview;  // the last /overview answer (200 or 503)
+  SteadyClock::time_point overview_at{};
+  bool overview_running = false;
+  std::vector<Reply> overview_waiting;  // requests for the read in progress
 
   struct Seen {
     broker::LoopSnapshot snapshot;
@@ -131,7 +138,98 @@ HttpResponse stats(State& state) {
   } else {
     j["next_due"] = nullptr;
   }
+  j["lateness"] = {{"bounds_s", broker::DurationHistogram::kBoundsSeconds},
+                   {"counts", s.lateness.counts},
+                   {"count", s.lateness.count},
+                   {"sum_s", s.lateness.sum_seconds}};
   return json_response(200, j);
+}
+
+// "12 min" or "2 h": a window bound of kDueWindowsS.
+std::string window_bound(std::int64_t seconds) {
+  return seconds < 3600 ? std::to_string(seconds / 60) + " min" : std::to_string(seconds / 3600) + " h";
+}
+
+// /overview's JSON of `o`, read at now_ms.
+nlohmann::json overview_json(const Overview& o, std::int64_t now_ms) {
+  std::int64_t pending = 0;
+  for (const auto& [shard, n] : o.pending_by_shard) pending += n;
+  nlohmann::json j{{"read_at", now_ms},
+                   {"read_at_iso", broker::format_rfc3339_ms(now_ms)},
+                   {"pending", pending},
+                   {"pending_by_business", o.pending_by_business},
+                   {"pending_by_shard", o.pending_by_shard},
+                   {"next_due", nullptr}};
+  if (o.next_due) {
+    j["next_due"] = *o.next_due;
+    j["next_due_iso"] = broker::format_rfc3339_ms(*o.next_due);
+  }
+  nlohmann::json due = nlohmann::json::array();
+  for (std::size_t i = 0; i < o.due.size() && i <= kDueWindowsS.size(); ++i) {
+    nlohmann::json w{{"count", o.due[i]}, {"from_s", nullptr}, {"to_s", nullptr}};
+    if (i == 0) {
+      w["window"] = "overdue";
+      w["to_s"] = 0;
+    } else if (i == kDueWindowsS.size()) {
+      w["window"] = "> " + window_bound(kDueWindowsS.back());
+      w["from_s"] = kDueWindowsS.back();
+    } else {
+      const std::int64_t from = kDueWindowsS[i - 1];
+      const std::int64_t to = kDueWindowsS[i];
+      w["from_s"] = from;
+      w["to_s"] = to;
+      if (from == 0) {
+        w["window"] = "< " + window_bound(to);
+      } else {
+        const std::string a = window_bound(from);
+        const std::string b = window_bound(to);
+        const bool same_unit = a.substr(a.find(' ')) == b.substr(b.find(' '));
+        w["window"] = (same_unit ? a.substr(0, a.find(' ')) : a) + "-" + b;
+      }
+    }
+    due.push_back(std::move(w));
+  }
+  j["due"] = std::move(due);
+  return j;
+}
+
+// Answers from the cached overview while it is younger than kOverviewEvery; otherwise reads it
+// on the worker (one read at a time; requests meanwhile wait for it). A failed read is cached
+// too (503), so a Redis outage costs one attempt per kOverviewEvery. The io thread's.
+void overview(const std::shared_ptr<State>& state, const Reply& reply) {
+  if (!state->jobs || !state->worker) return reply(json_response(503, {{"error", "no job store on this endpoint"}}));
+  if (state->overview && SteadyClock::now() - state->overview_at < kOverviewEvery) return reply(*state->overview);
+  state->overview_waiting.push_back(reply);
+  if (state->overview_running) return;
+  state->overview_running = true;
+  asio::post(*state->worker, [state] {
+    const std::int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    HttpResponse answer;
+    try {
+      answer = json_response(200, overview_json(state->jobs->overview(now_ms), now_ms));
+    } catch (const std::exception& e) {
+      answer = json_response(503, {{"error", e.what()}});
+    }
+    asio::post(state->io, [state, answer = std::move(answer)] {
+      state->overview = answer;
+      state->overview_at = SteadyClock::now();
+      state->overview_running = false;
+      std::vector<Reply> waiting;
+      waiting.swap(state->overview_waiting);
+      for (const Reply& r : waiting) r(answer);
+    });
+  });
+}
+
+HttpResponse status_page() {
+  HttpResponse r = make_response(200, std::string(status_page_html()), "text/html; charset=utf-8");
+  r.set(http::field::cache_control, "no-store");
+  r.set("Content-Security-Policy", std::string(status_page_csp()));
+  r.set("X-Content-Type-Options", "nosniff");
+  r.set("Referrer-Policy", "no-referrer");
+  return r;
 }
 
 // Asks the worker for pending counts when the last ask is kPendingEvery old; the answer lands
@@ -187,7 +285,9 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   const auto only_get = [&] { reply(make_response(405, "only GET\n")); };
   if (path == "/healthz") return get ? reply(healthz(*state)) : only_get();
   if (path == "/readyz") return get ? reply(readyz(*state)) : only_get();
-  const bool known = path == "/metrics" || path == "/stats" || path.starts_with(kJobsPrefix);
+  if (path == "/") return get ? reply(status_page()) : only_get();
+  const bool known =
+      path == "/metrics" || path == "/stats" || path == "/overview" || path.starts_with(kJobsPrefix);
   if (!known) return reply(make_response(404, "not found\n"));
   if (!state->options.token.empty()) {
     const auto it = req.find(http::field::authorization);
@@ -201,6 +301,7 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   }
   if (path == "/metrics") return get ? reply(metrics(state)) : only_get();
   if (path == "/stats") return get ? reply(stats(*state)) : only_get();
+  if (path == "/overview") return get ? overview(state, reply) : only_get();
   return jobs(state, req, path, reply);
 }
 

@@ -8,19 +8,26 @@
 //   GET /readyz      readiness: 200 "ready" when the loop turns and no outage is on (Redis and
 //                    Kafka reachable); 503 with the reason otherwise.
 //   GET /metrics     Prometheus text format (admin/metrics.hpp).
+//   GET /            the status page (admin/status_page.hpp): one self-contained HTML document
+//                    that polls /stats and /overview. Served without the token (it holds no
+//                    data; the page sends the token it reads from its URL fragment).
 //   GET /stats       JSON: jobs held and in the wheel, records in flight, owned shards, next due
-//                    time, counters since start, the current problem.
+//                    time, counters since start, the current problem, the lateness histogram.
+//   GET /overview    JSON, from Redis through the JobBackend, read at most every 2 s (cached):
+//                    pending jobs per business and per shard, and how many fall due in each
+//                    window of kDueWindowsS (the due timeline).
 //   GET /jobs/{id}   the job as `delayctl get` prints it; 404 when there is none.
 //   DELETE /jobs/{id} cancel, with `delayctl cancel`'s verdicts (admin/job_backend.hpp).
 //   anything else    404 (unknown path) or 405 (method not allowed there).
-// With a token set, every path but /healthz and /readyz asks for "Authorization: Bearer <token>"
+// With a token set, every path but /, /healthz and /readyz asks for "Authorization: Bearer <token>"
 // (401 without it, compared in constant time).
 //
 // Threading: the HTTP server runs on the io_context's thread (run by one thread). The scheduling
 // loop calls publish() from its own thread; the snapshot is the only state shared with it,
 // under a mutex held for a copy, so the loop never waits on a client. /jobs and the pending
 // counts for /metrics go to a worker thread of the AdminServer's own (the JobBackend is used on
-// it alone), so Redis or Kafka being slow never holds up /healthz or the loop.
+// it alone), so Redis or Kafka being slow never holds up /healthz or the loop. /overview's reads go
+// there too, one at a time: requests that come while one runs wait for its answer.
 #pragma once
 
 #include "admin/http_server.hpp"
@@ -30,10 +37,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace delayd::admin {
 
@@ -52,7 +62,20 @@ struct JobAnswer {
   std::string json;  // the body
 };
 
-// Jobs in Redis, for /jobs/{id} and delayd_jobs_pending. Called on the admin's worker thread
+// The due timeline's windows, in seconds from now: window 0 is what is overdue (deliver_at <=
+// now), window i (1..9) is kDueWindowsS[i-1] < deliver_at - now <= kDueWindowsS[i], and one more
+// window after the last counts everything beyond 24 h.
+inline constexpr std::array<std::int64_t, 10> kDueWindowsS = {0, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400};
+
+// What /overview shows: pending jobs in Redis over every known shard.
+struct Overview {
+  std::map<std::string, std::int64_t> pending_by_business;  // the "<business>|delay" counters
+  std::map<std::string, std::int64_t> pending_by_shard;     // entries of each pending set
+  std::optional<std::int64_t> next_due;                     // epoch ms
+  std::vector<std::int64_t> due;  // kDueWindowsS.size() + 1 counts, as kDueWindowsS says
+};
+
+// Jobs in Redis, for /jobs/{id}, /overview and delayd_jobs_pending. Called on the admin's worker thread
 // only, one call at a time; may block (Redis, Kafka). May throw: the caller answers 503.
 class JobBackend {
  public:
@@ -60,6 +83,8 @@ class JobBackend {
   virtual JobAnswer get(const std::string& job_id) = 0;
   virtual JobAnswer cancel(const std::string& job_id) = 0;
   virtual std::map<std::string, std::int64_t> pending_by_shard() = 0;
+  // The overview as of now_ms (epoch ms).
+  virtual Overview overview(std::int64_t now_ms) = 0;
 };
 
 class AdminServer {

@@ -5,6 +5,7 @@
 #include "config/redis_options.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -98,6 +99,24 @@ JobAnswer StoreJobBackend::cancel(const std::string& job_id) {
 
 std::map<std::string, std::int64_t> StoreJobBackend::pending_by_shard() {
   return with_store([](storage::JobStore& s) { return s.stats().pending_by_shard; });
+}
+
+Overview StoreJobBackend::overview(std::int64_t now_ms) {
+  std::vector<std::int64_t> bounds;
+  for (const std::int64_t s : kDueWindowsS) bounds.push_back(now_ms + s * 1000);
+  bounds.push_back(std::numeric_limits<std::int64_t>::max());
+  return with_store([&](storage::JobStore& store) {
+    const storage::StoreStats stats = store.stats();
+    Overview o;
+    o.pending_by_shard = stats.pending_by_shard;
+    o.next_due = stats.next_due;
+    for (const auto& [business, states] : stats.by_business_state) {
+      const auto it = states.find("delay");
+      o.pending_by_business[business] = it == states.end() ? 0 : it->second;
+    }
+    o.due = store.due_counts(bounds);
+    return o;
+  });
 }
 
 }  // namespace delayd::admin

@@ -2,7 +2,8 @@
 // producer (never the scheduling loop's): GET /jobs/{id} reads the job's hash, DELETE /jobs/{id}
 // cancels as `delayctl cancel` does (a cancel record on the ingest topic, so the instance owning
 // the job drops it from its wheel, then Redis watched for the outcome), and the pending counts
-// per shard come from JobStore::stats().
+// per shard come from JobStore::stats(); the overview from stats() and due_counts() (two round
+// trips, plus one each for the list of shards).
 //
 // Verdicts of cancel, as delayctl's: 404 no such job; 409 {"cancelled": false, "state"} when the
 // job is no longer waiting (delivered, failed, cancelled already, in flight); 200 {"cancelled":
@@ -36,6 +37,8 @@ class StoreJobBackend final : public JobBackend {
   JobAnswer cancel(const std::string& job_id) override;
   // JobStore::stats().pending_by_shard.
   std::map<std::string, std::int64_t> pending_by_shard() override;
+  // Pending per business ("delay" counters) and shard, next due, the due timeline.
+  Overview overview(std::int64_t now_ms) override;
 
  private:
   // The store, connected now if it is not; the Redis connection is dropped if `f` throws.

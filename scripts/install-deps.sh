@@ -4,7 +4,8 @@
 #   Debian packages: compiler, CMake, the libraries of the design card, redis-server, kcat,
 #                    Java 17 and Maven (for the Kafka server), docker-compose (config check only),
 #                    gnuplot (the plots of bench/run-e2e.sh), prometheus (for promtool, which
-#                    checks /metrics in the admin tests).
+#                    checks /metrics in the admin tests), chromium (headless, renders the admin
+#                    status page in its test; test-only, not in the image).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
@@ -21,6 +22,7 @@ PACKAGES=(
   procps iproute2 python3
   gnuplot-nox
   prometheus
+  chromium
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.

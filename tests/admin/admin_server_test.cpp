@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -87,6 +88,20 @@ struct FakeJobs final : delayd::admin::JobBackend {
     return {409, nlohmann::json{{"job_id", id}, {"cancelled", false}, {"state", "delivered"}}.dump()};
   }
   std::map<std::string, std::int64_t> pending_by_shard() override { return {{"delay-ingest:0", 12}}; }
+  delayd::admin::Overview overview(std::int64_t now_ms) override {
+    ++overview_calls;
+    if (overview_fails) throw std::runtime_error("redis unavailable");
+    delayd::admin::Overview o;
+    o.pending_by_business = {{"orders", 9}, {"mail", 3}};
+    o.pending_by_shard = {{"delay-ingest:0", 12}};
+    o.next_due = now_ms + 30'000;
+    o.due.assign(delayd::admin::kDueWindowsS.size() + 1, 0);
+    o.due[1] = 2;
+    o.due.back() = 10;
+    return o;
+  }
+  std::atomic<int> overview_calls{0};
+  std::atomic<bool> overview_fails{false};
 };
 
 AdminOptions options(std::string token = "", std::size_t max_connections = 64,
@@ -187,6 +202,89 @@ TEST_CASE("stats serves the last snapshot as JSON", "[admin]") {
   CHECK(j["counters"]["delivered"] == 42);
 }
 
+TEST_CASE("stats carries the lateness histogram: bounds and non-cumulative counts", "[admin]") {
+  Running r;
+  r.server.publish(sample_snapshot());  // one lateness of 3 ms
+  const auto j = nlohmann::json::parse(body(get(r.port(), "/stats")));
+  const auto& l = j["lateness"];
+  REQUIRE(l["bounds_s"].size() == delayd::broker::DurationHistogram::kBoundsSeconds.size());
+  CHECK(l["bounds_s"][0] == 0.001);
+  CHECK(l["bounds_s"].back() == 60.0);
+  REQUIRE(l["counts"].size() == l["bounds_s"].size() + 1);
+  CHECK(l["counts"][2] == 1);  // 2 ms < 3 ms <= 5 ms
+  CHECK(l["count"] == 1);
+}
+
+TEST_CASE("overview: pending per business and shard and the due timeline, read at most every 2 s", "[admin]") {
+  auto fake = std::make_unique<FakeJobs>();
+  FakeJobs& jobs = *fake;
+  Running r(options("s3cret-token"), std::move(fake));
+  const std::string auth = "Authorization: Bearer s3cret-token\r\n";
+  CHECK_THAT(get(r.port(), "/overview"), Catch::StartsWith("HTTP/1.1 401"));
+  const std::string first = get(r.port(), "/overview", auth);
+  REQUIRE_THAT(first, Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("application/json"));
+  const auto j = nlohmann::json::parse(body(first));
+  CHECK(j["pending"] == 12);
+  CHECK(j["pending_by_business"]["orders"] == 9);
+  CHECK(j["pending_by_business"]["mail"] == 3);
+  CHECK(j["pending_by_shard"]["delay-ingest:0"] == 12);
+  CHECK(j["next_due"].get<std::int64_t>() - j["read_at"].get<std::int64_t>() == 30'000);
+  REQUIRE(j["due"].size() == delayd::admin::kDueWindowsS.size() + 1);
+  CHECK(j["due"][0]["window"] == "overdue");
+  CHECK(j["due"][1]["window"] == "< 1 min");
+  CHECK(j["due"][1]["count"] == 2);
+  CHECK(j["due"][2]["window"] == "1-2 min");
+  CHECK(j["due"][6]["window"] == "30 min-1 h");
+  CHECK(j["due"][7]["window"] == "1-2 h");
+  CHECK(j["due"][10]["window"] == "> 24 h");
+  CHECK(j["due"][10]["from_s"] == 86400);
+  CHECK(j["due"][10]["count"] == 10);
+
+  // Within 2 s: the cached answer, however many ask.
+  for (int i = 0; i < 5; ++i) CHECK_THAT(get(r.port(), "/overview", auth), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK(jobs.overview_calls == 1);
+  // Later, a new read; a failing one is a 503 naming the cause (and is cached in turn).
+  jobs.overview_fails = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  CHECK_THAT(get(r.port(), "/overview", auth), Catch::StartsWith("HTTP/1.1 503") && Catch::Contains("redis unavailable"));
+  CHECK_THAT(get(r.port(), "/overview", auth), Catch::StartsWith("HTTP/1.1 503"));
+  CHECK(jobs.overview_calls == 2);
+  CHECK_THAT(request(r.port(), "POST /overview HTTP/1.0\r\nAuthorization: Bearer s3cret-token\r\n\r\n"),
+             Catch::StartsWith("HTTP/1.0 405"));
+
+  Running without;
+  CHECK_THAT(get(without.port(), "/overview"), Catch::StartsWith("HTTP/1.1 503"));
+}
+
+TEST_CASE("the status page at / is one self-contained document, served without the token", "[admin]") {
+  Running r(options("s3cret-token"), std::make_unique<FakeJobs>());
+  const std::string page = get(r.port(), "/");
+  REQUIRE_THAT(page, Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("Content-Type: text/html"));
+  CHECK_THAT(page, Catch::Contains("Content-Security-Policy: default-src 'none'") &&
+                       Catch::Contains("connect-src 'self'"));
+  const std::string html = body(page);
+  CHECK_THAT(html, Catch::StartsWith("<!doctype html>") && Catch::Contains("</html>"));
+  // Nothing from elsewhere: no external scripts, styles, fonts or images, no absolute URLs but
+  // the SVG namespace.
+  for (const std::string bad : {"<script src", "<link", "@import", "url(", "<img", "<iframe", "https://"}) {
+    INFO(bad);
+    CHECK(html.find(bad) == std::string::npos);
+  }
+  std::string rest = html;
+  for (std::size_t at; (at = rest.find("http://")) != std::string::npos; rest.erase(0, at + 7)) {
+    CHECK(rest.compare(at, 26, "http://www.w3.org/2000/svg") == 0);
+  }
+  // The ids the stack test reads, and the endpoints it polls.
+  for (const std::string id : {"id=\"held\"", "id=\"in_wheel\"", "id=\"in_flight\"", "id=\"next_due\"",
+                               "id=\"pending\"", "id=\"delivered\"", "id=\"accepted\"", "id=\"problem\"",
+                               "id=\"polls\"", "\"/stats\"", "\"/overview\"", "\"/jobs/\"", "#token=", "Bearer "}) {
+    INFO(id);
+    CHECK(html.find(id) != std::string::npos);
+  }
+  CHECK_THAT(get(r.port(), "/?x=1"), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(request(r.port(), "POST / HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.0 405"));
+}
+
 TEST_CASE("other paths, other methods and garbage get the right refusal", "[admin]") {
   Running r;
   CHECK_THAT(get(r.port(), "/nothing"), Catch::StartsWith("HTTP/1.1 404"));
@@ -220,7 +318,7 @@ TEST_CASE("with admin.token, all but healthz and readyz ask for the bearer token
   r.server.publish(sample_snapshot());
   CHECK_THAT(get(r.port(), "/healthz"), Catch::StartsWith("HTTP/1.1 200"));
   CHECK_THAT(get(r.port(), "/readyz"), Catch::StartsWith("HTTP/1.1 200"));
-  for (const std::string path : {"/metrics", "/stats", "/jobs/a"}) {
+  for (const std::string path : {"/metrics", "/stats", "/overview", "/jobs/a"}) {
     INFO(path);
     const std::string none = get(r.port(), path);
     CHECK_THAT(none, Catch::StartsWith("HTTP/1.1 401") && Catch::Contains("WWW-Authenticate: Bearer"));

@@ -1,0 +1,34 @@
+// The status page served at GET / by the admin endpoint: one self-contained HTML document
+// (inline CSS and JavaScript, inline SVG charts, nothing fetched from anywhere but this endpoint's
+// own /stats, /overview and /jobs/{id}). Its Content-Security-Policy (status_page_csp()) lets the
+// browser enforce that: no other origin, no external script, style, image or font.
+//
+// What it shows, refreshed every 2 s: the current problem (or "all well"), held / in wheel / in
+// flight / next due, pending jobs per business and per shard, the due timeline (/overview's
+// windows, as bars), the lateness histogram, delivered and accepted per second over the last
+// 10 minutes (computed in the browser from successive counters; kept in the page's memory only),
+// the counters since start, and a form that looks a job up by id.
+//
+// Element ids the tests read (each element's text is the number, en-US digit grouping):
+//   held, in_wheel, in_flight, next_due (RFC 3339 or "none"), pending (from /overview),
+//   accepted, delivered, counter-<name> (every counter of /stats), business-<name>,
+//   shard-<name>, due-<i> (window i of /overview's "due"), lateness-<i> (bucket i of
+//   /stats' lateness.counts), lateness-count, polls (successful refreshes so far), problem.
+//
+// Token: with admin.token set, open the page as http://host:port/#token=<token>. The page reads
+// the token from the URL fragment (never sent to the server in the URL) and sends it as
+// "Authorization: Bearer <token>" with its requests. The page itself is served without one.
+//
+// Threading: constant data; any thread.
+#pragma once
+
+#include <string_view>
+
+namespace delayd::admin {
+
+// The HTML document (UTF-8).
+std::string_view status_page_html();
+// The Content-Security-Policy header value to serve it with.
+std::string_view status_page_csp();
+
+}  // namespace delayd::admin
