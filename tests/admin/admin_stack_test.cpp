@@ -27,21 +27,7 @@ const std::string kToken = "stack-test-token";
 // One HTTP/1.0 request (closed by the server), with the bearer token; "" if nothing answers.
 std::string call(std::uint16_t port, const std::string& method, const std::string& path,
                  const std::string& extra_headers = "") {
-  asio::io_context io;
-  tcp::socket socket(io);
-  boost::system::error_code ec;
-  socket.connect({asio::ip::make_address("127.0.0.1"), port}, ec);
-  if (ec) return "";
-  const std::string req =
-      method + " " + path + " HTTP/1.0\r\nAuthorization: Bearer " + kToken + "\r\n" + extra_headers + "\r\n";
-  asio::write(socket, asio::buffer(req), ec);
-  std::string out;
-  char buf[4096];
-  while (!ec) {
-    const std::size_t n = socket.read_some(asio::buffer(buf), ec);
-    out.append(buf, n);
-  }
-  return out;
+  return delayd::e2e::http_request(port, method, path, "Authorization: Bearer " + kToken + "\r\n" + extra_headers);
 }
 
 std::string body(const std::string& response) {

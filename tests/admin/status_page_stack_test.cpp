@@ -33,19 +33,7 @@ const std::string kToken = "status-page-token";
 
 // GET path with the bearer token; the body, or "" when the answer is not 200.
 std::string get_body(std::uint16_t port, const std::string& path) {
-  asio::io_context io;
-  asio::ip::tcp::socket socket(io);
-  boost::system::error_code ec;
-  socket.connect({asio::ip::make_address("127.0.0.1"), port}, ec);
-  if (ec) return "";
-  const std::string req = "GET " + path + " HTTP/1.0\r\nAuthorization: Bearer " + kToken + "\r\n\r\n";
-  asio::write(socket, asio::buffer(req), ec);
-  std::string out;
-  char buf[4096];
-  while (!ec) {
-    const std::size_t n = socket.read_some(asio::buffer(buf), ec);
-    out.append(buf, n);
-  }
+  const std::string out = delayd::e2e::http_request(port, "GET", path, "Authorization: Bearer " + kToken + "\r\n");
   const auto at = out.find("\r\n\r\n");
   if (out.find(" 200 ") > out.find("\r\n") || at == std::string::npos) return "";
   return out.substr(at + 4);

@@ -242,13 +242,14 @@ std::uint16_t free_port() {
   return a.local_endpoint().port();
 }
 
-std::string http_get(std::uint16_t port, const std::string& path) {
+std::string http_request(std::uint16_t port, const std::string& method, const std::string& path,
+                         const std::string& headers) {
   boost::asio::io_context io;
   boost::asio::ip::tcp::socket socket(io);
   boost::system::error_code ec;
   socket.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
   if (ec) return "";
-  const std::string req = "GET " + path + " HTTP/1.0\r\n\r\n";
+  const std::string req = method + " " + path + " HTTP/1.0\r\n" + headers + "\r\n";
   boost::asio::write(socket, boost::asio::buffer(req), ec);
   std::string out;
   char buf[4096];
@@ -258,6 +259,8 @@ std::string http_get(std::uint16_t port, const std::string& path) {
   }
   return out;
 }
+
+std::string http_get(std::uint16_t port, const std::string& path) { return http_request(port, "GET", path, ""); }
 
 std::int64_t percentile(const std::vector<std::int64_t>& sorted, double p) {
   if (sorted.empty()) return 0;

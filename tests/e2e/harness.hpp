@@ -161,6 +161,10 @@ class JobReader {
 std::uint16_t free_port();
 // GET path from 127.0.0.1:port; the whole HTTP response, or "" if nothing answers.
 std::string http_get(std::uint16_t port, const std::string& path);
+// One HTTP/1.0 request with extra header lines (each ending in CRLF) from 127.0.0.1:port; the
+// whole response, or "" if nothing answers.
+std::string http_request(std::uint16_t port, const std::string& method, const std::string& path,
+                         const std::string& headers);
 
 // Percentile of a sorted sample (nearest rank).
 std::int64_t percentile(const std::vector<std::int64_t>& sorted, double p);
