@@ -147,11 +147,7 @@ TEST_CASE("headless chromium shows the numbers of /stats and /overview on the st
   DelaydProcess delayd(w);
   delayd.set_die_with_test(true);
   delayd.start();
-  const auto ready_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (http_get(port, "/readyz").find(" 200 ") == std::string::npos && std::chrono::steady_clock::now() < ready_deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  REQUIRE_THAT(http_get(port, "/readyz"), Catch::Contains(" 200 "));
+  REQUIRE_THAT(http_get_until_ok(port, "/readyz"), Catch::Contains(" 200 "));
 
   // Held far ahead (stable numbers in several due windows), and five delivered now.
   Publisher pub(w);

@@ -262,6 +262,16 @@ std::string http_request(std::uint16_t port, const std::string& method, const st
 
 std::string http_get(std::uint16_t port, const std::string& path) { return http_request(port, "GET", path, ""); }
 
+std::string http_get_until_ok(std::uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string got = http_get(port, path);
+  while (got.find(" 200 ") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    got = http_get(port, path);
+  }
+  return got;
+}
+
 std::int64_t percentile(const std::vector<std::int64_t>& sorted, double p) {
   if (sorted.empty()) return 0;
   const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
