@@ -1,9 +1,9 @@
 #include "admin/job_json.hpp"
 
+#include <charconv>
+
 #include "broker/time_format.hpp"
 #include "storage/header_codec.hpp"
-
-#include <charconv>
 
 namespace delayd::admin {
 
@@ -12,13 +12,42 @@ using broker::format_rfc3339_ms;
 namespace {
 
 // Fields that hold epoch milliseconds; each gets an "<name>_iso" companion.
-constexpr const char* kTimeFields[] = {"deliver_at", "created_at", "firing_at", "ready_at", "cancelled_at", "failed_at"};
+constexpr const char* kTimeFields[] = {"deliver_at",  "created_at",   "firing_at", "ready_at",  "running_at",
+                                       "finished_at", "cancelled_at", "failed_at", "not_before"};
 
 std::optional<std::int64_t> as_int(const std::string& s) {
   std::int64_t v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+// The "history" field (storage: one "<ms> <event> <attempt> <detail>" per line) as an array of
+// {"at", "at_iso", "event", "attempt", "detail"}; a line of another shape is kept as a string.
+nlohmann::json history_to_json(const std::string& text) {
+  nlohmann::json out = nlohmann::json::array();
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    const auto a = line.find(' ');
+    const auto b = a == std::string::npos ? a : line.find(' ', a + 1);
+    const auto c = b == std::string::npos ? b : line.find(' ', b + 1);
+    const auto at = a == std::string::npos ? std::nullopt : as_int(line.substr(0, a));
+    const auto attempt =
+        b == std::string::npos ? std::nullopt : as_int(line.substr(b + 1, c == std::string::npos ? c : c - b - 1));
+    if (!at || !attempt) {
+      out.push_back(line);
+      continue;
+    }
+    out.push_back({{"at", *at},
+                   {"at_iso", format_rfc3339_ms(*at)},
+                   {"event", line.substr(a + 1, b - a - 1)},
+                   {"attempt", *attempt},
+                   {"detail", c == std::string::npos ? std::string() : line.substr(c + 1)}});
+  }
+  return out;
 }
 
 }  // namespace
@@ -37,8 +66,11 @@ nlohmann::json job_to_json(const std::string& job_id, const std::map<std::string
         hs = "<undecodable>";
       }
       j["headers"] = hs;
-    } else if (name == "attempt") {
+    } else if (name == "attempt" || name == "repeat" || name == "repeat_every_ms" || name == "repeat_count" ||
+               name == "redelivered") {
       j[name] = as_int(value).value_or(0);
+    } else if (name == "history") {
+      j[name] = history_to_json(value);
     } else {
       j[name] = value;
     }

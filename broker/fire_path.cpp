@@ -1,16 +1,16 @@
 #include "broker/fire_path.hpp"
 
-#include "config/config_names.hpp"
-#include "broker/dead_letter.hpp"
-#include "broker/delivery_tags.hpp"
-#include "broker/header_convert.hpp"
-#include "broker/ingest_parse.hpp"
-#include "connectors/kafka_error.hpp"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
+
+#include "broker/dead_letter.hpp"
+#include "broker/delivery_tags.hpp"
+#include "broker/header_convert.hpp"
+#include "broker/ingest_parse.hpp"
+#include "config/config_names.hpp"
+#include "connectors/kafka_error.hpp"
 
 namespace delayd::broker {
 
@@ -35,6 +35,7 @@ connectors::OutRecord ready_record(const storage::Claim& c, const std::string& t
   r.headers.push_back({std::string(kHeaderJobId), c.job_id});
   r.headers.push_back({std::string(kHeaderDeliverAt), std::to_string(c.deliver_at)});
   r.headers.push_back({std::string(kHeaderAttempt), std::to_string(c.attempt)});
+  if (c.repeat > 0) r.headers.push_back({std::string(kHeaderRepeat), std::to_string(c.repeat)});
   return r;
 }
 
@@ -102,6 +103,7 @@ std::size_t FirePath::send_prepared(std::int64_t now_ms) {
       recheck_ = true;  // held too long to trust our fences: fire_due() checks them first
       break;
     }
+    const std::int64_t due = prepared_.begin()->first;
     InFlight entry = std::move(prepared_.extract(prepared_.begin()).mapped());
     if (scheduler_.job(entry.slot).orphan) {
       // Its shard was revoked while the record waited: the new owner delivers it (the job is
@@ -109,7 +111,7 @@ std::size_t FirePath::send_prepared(std::int64_t now_ms) {
       scheduler_.release(entry.slot);
       continue;
     }
-    lateness_.observe(static_cast<double>(now_ms - entry.deliver_at) / 1000.0);
+    lateness_.observe(static_cast<double>(now_ms - due) / 1000.0);
     produce(std::move(entry), TagKind::ready);
     ++sent;
   }
@@ -188,12 +190,27 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
     if (!claimed[i]) continue;
     storage::Claim& c = claims[i];
     switch (c.kind) {
-      case storage::Claim::Kind::deliver:
-        // Never early: held back until the wall clock reaches deliver_at (send_prepared()).
-        prepared_.emplace(c.deliver_at,
-                          InFlight{slots[i], c.job_id, c.attempt, c.deliver_at, c.business,
-                                   ready_record(c, options_.ready_topic_template), {}, std::chrono::steady_clock::now()});
+      case storage::Claim::Kind::deliver: {
+        if (c.redelivery) ++counters_.redelivered;
+        InFlight entry{slots[i],
+                       c.job_id,
+                       c.attempt,
+                       c.deliver_at,
+                       c.business,
+                       c.plain,
+                       ready_record(c, options_.ready_topic_template),
+                       {},
+                       std::chrono::steady_clock::now()};
+        if (std::string why = dead_reason(c); !why.empty()) {
+          spdlog::error("job {}: {}; writing it to {}", c.job_id, why, options_.dlq_topic);
+          dead_letter(std::move(entry), std::move(why), false);
+          break;
+        }
+        // Never early: held back until the wall clock reaches deliver_at, or the later time a
+        // retry or an ack deadline asks for (send_prepared()).
+        prepared_.emplace(c.not_before, std::move(entry));
         break;
+      }
       case storage::Claim::Kind::early:
         // Our clock is behind the deliver-at Redis holds (only possible if they disagree, e.g.
         // after the wall clock stepped back): wait for it, never deliver early.
@@ -222,8 +239,8 @@ std::vector<std::pair<std::uint32_t, std::vector<size_t>>> FirePath::by_shard(
   for (auto& [shard, index] : groups) {
     for (size_t from = 0; from < index.size(); from += per_call) {
       const auto first = index.begin() + static_cast<std::ptrdiff_t>(from);
-      out.emplace_back(shard, std::vector<size_t>(first, first + static_cast<std::ptrdiff_t>(
-                                                                   std::min(per_call, index.size() - from))));
+      out.emplace_back(shard, std::vector<size_t>(
+                                  first, first + static_cast<std::ptrdiff_t>(std::min(per_call, index.size() - from))));
     }
   }
   return out;
@@ -237,9 +254,7 @@ bool FirePath::still_ours(Scheduler::Slot slot) {
   return std::find(lost.begin(), lost.end(), shard) == lost.end();
 }
 
-std::string FirePath::shard_of(Scheduler::Slot slot) const {
-  return scheduler_.shard_name(scheduler_.job(slot).shard);
-}
+std::string FirePath::shard_of(Scheduler::Slot slot) const { return scheduler_.shard_name(scheduler_.job(slot).shard); }
 
 void FirePath::set_aside(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::Claim>& claims,
                          std::int64_t now_ms) {
@@ -281,7 +296,8 @@ void FirePath::set_aside(const std::vector<Scheduler::Slot>& slots, const std::v
 void FirePath::on_report(const connectors::DeliveryReport& report) {
   if (tag_kind(report.tag) == TagKind::ready) {
     if (auto it = in_flight_.find(report.tag); it != in_flight_.end()) {
-      produce_latency_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.produced_at).count());
+      produce_latency_.observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.produced_at).count());
     }
   }
   reports_.push_back(report);
@@ -308,20 +324,18 @@ void FirePath::settle(std::int64_t now_ms) {
   for (const auto& [shard, index] : by_shard(slots)) {
     std::vector<storage::JobStore::Delivered> jobs;
     jobs.reserve(index.size());
-    for (size_t i : index) {
-      const InFlight& f = in_flight_.at(tags[i]);
-      jobs.push_back({f.job_id, f.deliver_at, f.attempt, f.business});
-    }
+    for (size_t i : index) jobs.push_back(delivered(in_flight_.at(tags[i])));
     send_prepared(options_.clock());  // a due record waits behind one call at most
-    const auto marked = store_.mark_ready(scheduler_.shard_name(shard), std::span<const storage::JobStore::Delivered>(jobs),
-                                          now_ms);  // may throw: all stay queued
+    const auto marked =
+        store_.mark_ready(scheduler_.shard_name(shard), std::span<const storage::JobStore::Delivered>(jobs),
+                          now_ms);  // may throw: all stay queued
     for (size_t k = 0; k < index.size(); ++k) {
       auto it = in_flight_.find(tags[index[k]]);
       if (!marked[k].changed && marked[k].state != storage::JobState::ready) {
         spdlog::warn("job {} delivered but found in state {} (not marked ready)", jobs[k].job_id,
                      storage::to_string(marked[k].state));
       }
-      scheduler_.release(it->second.slot);
+      follow_up(it->second, marked[k]);
       in_flight_.erase(it);
       ++counters_.delivered;
     }
@@ -356,11 +370,11 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
     in_flight_.erase(it);
     return;
   }
-  std::string reason =
-      report.error_class == DeliveryError::too_large
-          ? "ready record of " + std::to_string(connectors::record_bytes(f.record)) + " bytes refused as too large by Kafka: " +
-                report.error
-          : "delivery to " + f.record.topic + " failed after " + std::to_string(f.attempt) + " attempts: " + report.error;
+  std::string reason = report.error_class == DeliveryError::too_large
+                           ? "ready record of " + std::to_string(connectors::record_bytes(f.record)) +
+                                 " bytes refused as too large by Kafka: " + report.error
+                           : "delivery to " + f.record.topic + " failed after " + std::to_string(f.attempt) +
+                                 " attempts: " + report.error;
   spdlog::error("job {}: {}; writing it to {}", f.job_id, reason, options_.dlq_topic);
   InFlight dead = std::move(f);
   in_flight_.erase(it);
@@ -407,11 +421,40 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
   in_flight_.erase(it);
 }
 
+std::string FirePath::dead_reason(const storage::Claim& c) const {
+  if (!c.dead_reason.empty()) return c.dead_reason;
+  const BusinessPolicy& p = options_.policies.of(c.business);
+  if (c.redelivery && c.attempt > p.max_process_attempts) {
+    return "no report within ack_timeout_ms (" + std::to_string(p.ack_timeout.count()) + ") after " +
+           std::to_string(c.attempt - 1) + " deliveries";
+  }
+  return {};
+}
+
+storage::JobStore::Delivered FirePath::delivered(const InFlight& f) const {
+  using Mode = storage::JobStore::Mode;
+  const BusinessPolicy& p = options_.policies.of(f.business);
+  const Mode mode = p.keep_payload ? Mode::keep : f.plain ? Mode::fast : Mode::drop;
+  return {f.job_id,   f.deliver_at, f.attempt,
+          f.business, mode,         p.keep_payload ? p.ack_timeout : std::chrono::milliseconds(0)};
+}
+
+void FirePath::follow_up(const InFlight& f, const storage::Transition& marked) {
+  const std::string shard = shard_of(f.slot);
+  scheduler_.release(f.slot);
+  if (!marked.changed || marked.at <= 0) return;
+  if (marked.state == storage::JobState::delay) ++counters_.repeated;
+  // Redis holds the job's next time now: held at once if within the horizon (the loader brings
+  // it otherwise), as ingest does for a new job.
+  scheduler_.offer(shard, f.job_id, marked.at);
+}
+
 void FirePath::retry(InFlight& f, const std::string& error, const FailureAction& action, std::int64_t now_ms) {
   const std::int64_t at = now_ms + action.delay_ms;
   // An outage fails every record in flight: those are logged once by the service, not per job.
-  spdlog::log(action.refund ? spdlog::level::debug : spdlog::level::warn, "job {}: attempt {} failed ({}); retrying in {} ms{}",
-              f.job_id, f.attempt, error, action.delay_ms, action.refund ? " (not counted)" : "");
+  spdlog::log(action.refund ? spdlog::level::debug : spdlog::level::warn,
+              "job {}: attempt {} failed ({}); retrying in {} ms{}", f.job_id, f.attempt, error, action.delay_ms,
+              action.refund ? " (not counted)" : "");
   try {
     store_.release(shard_of(f.slot), f.job_id, error, at, {action.refund, action.keep_firing});
   } catch (const storage::ShardFenced& e) {

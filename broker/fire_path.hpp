@@ -31,7 +31,16 @@
 //
 // The ready record: on the topic the configured template names for the job's business; the
 // job's key and value, the producer's headers (less deliver-at, job-id, attempt and business),
-// then business, job-id, deliver-at (epoch ms) and attempt (from 1).
+// then business, job-id, deliver-at (epoch ms), attempt (from 1), and repeat (the occurrence,
+// from 1) for a repeating job.
+//
+// The lifecycle (README, "Job lifecycle"; the business's policy, config/business_policy.hpp):
+// a claim may come back marked dead (a failed report used the last attempt) or as a
+// redelivery after an ack timeout beyond max_process_attempts: it is dead-lettered like a job
+// out of Kafka attempts. A record is held until its not_before (a retry's time, an ack
+// deadline), never only until deliver_at. Once Kafka acknowledged it, mark_ready keeps the
+// payload if the business does, and the job is offered to the scheduler again when Redis says
+// it has a next time: a repeat's next occurrence, or an ack deadline.
 //
 // Back-pressure: with max_unsettled records awaiting their reports (Kafka slow or down),
 // fire_due() takes nothing: due jobs wait in the wheel (late, never lost) and stuck() tells the
@@ -49,13 +58,6 @@
 // Threading: the scheduling loop's thread, like the scheduler and producer it uses.
 #pragma once
 
-#include "broker/delivery_tags.hpp"
-#include "broker/scheduler.hpp"
-#include "broker/snapshot.hpp"
-#include "broker/wall_clock.hpp"
-#include "connectors/kafka_producer.hpp"
-#include "storage/job_store.hpp"
-
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -65,6 +67,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "broker/delivery_tags.hpp"
+#include "broker/scheduler.hpp"
+#include "broker/snapshot.hpp"
+#include "broker/wall_clock.hpp"
+#include "config/business_policy.hpp"
+#include "connectors/kafka_producer.hpp"
+#include "storage/job_store.hpp"
+
 namespace delayd::broker {
 
 struct FireOptions {
@@ -72,8 +82,8 @@ struct FireOptions {
   std::int64_t retry_backoff_ms = 500;
   std::int64_t retry_backoff_max_ms = 30000;
   std::string dlq_topic = "delay-ingest.dlq";
-  std::int64_t retry_outage_ms = 1000;   // delay before retrying a transient failure
-  std::size_t max_unsettled = 100'000;   // fire_due() pauses while this many await reports
+  std::int64_t retry_outage_ms = 1000;                    // delay before retrying a transient failure
+  std::size_t max_unsettled = 100'000;                    // fire_due() pauses while this many await reports
   std::string ready_topic_template = "ready.{business}";  // the ready topic of a job's business
   // How long before its deliver_at a job is claimed; its record then waits in memory. A cancel
   // that arrives within this time of the deliver_at is late (answered in_flight). 0: claim at
@@ -88,6 +98,8 @@ struct FireOptions {
   // checked again (one round trip). Must stay well below the consumer's session timeout, so
   // that a pause long enough to lose the shards is always caught.
   std::chrono::milliseconds fence_recheck{1000};
+  // What each business's jobs do after delivery (defaults: nothing kept, no ack timeout).
+  BusinessPolicies policies;
 };
 
 struct FireCounters {
@@ -96,9 +108,11 @@ struct FireCounters {
   std::uint64_t retried = 0;         // attempts Kafka refused (counted)
   std::uint64_t retried_outage = 0;  // attempts lost to an outage (not counted)
   std::uint64_t failed = 0;
-  std::uint64_t set_aside = 0;       // corrupt or unreadable jobs moved out of the way
+  std::uint64_t set_aside = 0;  // corrupt or unreadable jobs moved out of the way
   std::uint64_t dropped_stale = 0;
-  std::uint64_t fenced = 0;          // shards given up because Redis said another member owns them
+  std::uint64_t fenced = 0;       // shards given up because Redis said another member owns them
+  std::uint64_t redelivered = 0;  // delivered again after no report within the ack timeout
+  std::uint64_t repeated = 0;     // occurrences of repeating jobs scheduled after a delivery
 };
 
 // What to do with a ready record's failed report; pure, so that the table above is testable.
@@ -152,9 +166,10 @@ class FirePath {
     int attempt = 0;
     std::int64_t deliver_at = 0;
     std::string business;
-    connectors::OutRecord record;  // kept for the dead-letter copy if every attempt fails
-    std::string reason;            // set once the job is on its way to the dead-letter topic
-    std::chrono::steady_clock::time_point claimed_at{};  // when Redis last confirmed our fence
+    bool plain = true;                                    // Claim::plain: mark_ready may take the fast way
+    connectors::OutRecord record;                         // kept for the dead-letter copy if every attempt fails
+    std::string reason;                                   // set once the job is on its way to the dead-letter topic
+    std::chrono::steady_clock::time_point claimed_at{};   // when Redis last confirmed our fence
     std::chrono::steady_clock::time_point produced_at{};  // when handed to the producer
   };
   // Held records older than fence_recheck: drop those of shards that moved, keep the rest.
@@ -175,6 +190,11 @@ class FirePath {
   void handle_dead_letter_report(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms);
   void dead_letter(InFlight entry, std::string reason, bool strip_value);
   void retry(InFlight& f, const std::string& error, const FailureAction& action, std::int64_t now_ms);
+  // The reason a claim must be dead-lettered rather than delivered (lifecycle), or empty.
+  std::string dead_reason(const storage::Claim& c) const;
+  storage::JobStore::Delivered delivered(const InFlight& f) const;
+  // After mark_ready: the job's next time in Redis (a repeat, an ack deadline) goes to the wheel.
+  void follow_up(const InFlight& f, const storage::Transition& marked);
 
   Scheduler& scheduler_;
   storage::JobStore& store_;

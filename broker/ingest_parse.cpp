@@ -1,10 +1,11 @@
 #include "broker/ingest_parse.hpp"
 
 #include <charconv>
+#include <tuple>
 
+#include "broker/time_format.hpp"
 #include "config/config.hpp"
 #include "config/config_names.hpp"
-#include "broker/time_format.hpp"
 
 namespace delayd::broker {
 
@@ -14,8 +15,7 @@ using connectors::find_header;
 using connectors::Record;
 
 bool is_business_char(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-         c == '_' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
 bool is_valid_business(std::string_view s) noexcept {
@@ -66,15 +66,13 @@ std::variant<std::int64_t, Invalid> deliver_at_of(const Record& rec) {
       case TimeError::none:
         return t.epoch_ms;
       case TimeError::syntax:
-        return invalid(header_ref(kHeaderDeliverAt) + " is not epoch milliseconds or RFC 3339: " +
-                       quote_for_message(text));
+        return invalid(header_ref(kHeaderDeliverAt) +
+                       " is not epoch milliseconds or RFC 3339: " + quote_for_message(text));
       case TimeError::bad_field:
-        return invalid(header_ref(kHeaderDeliverAt) + " is not a valid date and time: " +
-                       quote_for_message(text));
+        return invalid(header_ref(kHeaderDeliverAt) + " is not a valid date and time: " + quote_for_message(text));
       case TimeError::out_of_range:
         return invalid(header_ref(kHeaderDeliverAt) +
-                       " is outside 1970-01-01T00:00:00Z..9999-12-31T23:59:59.999Z: " +
-                       quote_for_message(text));
+                       " is outside 1970-01-01T00:00:00Z..9999-12-31T23:59:59.999Z: " + quote_for_message(text));
     }
     return invalid(header_ref(kHeaderDeliverAt) + " is unreadable");
   }
@@ -83,8 +81,7 @@ std::variant<std::int64_t, Invalid> deliver_at_of(const Record& rec) {
   // Digits only: from_chars alone would also take a leading '-'.
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
     return invalid(header_ref(kHeaderDelayMs) +
-                   " is not a non-negative decimal number of milliseconds: " +
-                   quote_for_message(text));
+                   " is not a non-negative decimal number of milliseconds: " + quote_for_message(text));
   }
   std::int64_t ms = 0;
   const auto parsed = std::from_chars(text.data(), text.data() + text.size(), ms);
@@ -96,8 +93,8 @@ std::variant<std::int64_t, Invalid> deliver_at_of(const Record& rec) {
   }
   // Both operands are at most kMaxEpochMs here, so the sum cannot overflow.
   if (rec.timestamp_ms > kMaxEpochMs || ms > kMaxEpochMs - rec.timestamp_ms) {
-    return invalid("record timestamp " + std::to_string(rec.timestamp_ms) + " plus delay-ms " +
-                   std::to_string(ms) + " is after 9999-12-31T23:59:59.999Z");
+    return invalid("record timestamp " + std::to_string(rec.timestamp_ms) + " plus delay-ms " + std::to_string(ms) +
+                   " is after 9999-12-31T23:59:59.999Z");
   }
   return rec.timestamp_ms + ms;
 }
@@ -109,13 +106,71 @@ std::variant<std::optional<std::string>, Invalid> job_id_of(const Record& rec) {
   if (!id->has_value()) return null_header(kHeaderJobId);
   if (!is_valid_job_id(**id)) {
     return invalid(header_ref(kHeaderJobId) + " must be 1-" + std::to_string(kMaxJobIdChars) +
-                   " printable ASCII characters without spaces: " + quote_for_message(**id) +
-                   " (" + std::to_string((*id)->size()) + " bytes)");
+                   " printable ASCII characters without spaces: " + quote_for_message(**id) + " (" +
+                   std::to_string((*id)->size()) + " bytes)");
   }
   return *id;
 }
 
+// A header of decimal digits only, within [min, max]; nullopt when absent.
+std::variant<std::optional<std::int64_t>, Invalid> number_header(const Record& rec, std::string_view name,
+                                                                 std::int64_t min, std::int64_t max) {
+  const auto* h = find_header(rec.headers, name);
+  if (h == nullptr) return std::optional<std::int64_t>{};
+  if (!h->has_value()) return null_header(name);
+  const std::string& text = **h;
+  std::int64_t v = 0;
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  const auto parsed = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (!digits || parsed.ec != std::errc{} || v < min || v > max) {
+    return invalid(header_ref(name) + " must be a decimal number from " + std::to_string(min) + " to " +
+                   std::to_string(max) + ": " + quote_for_message(text));
+  }
+  return std::optional<std::int64_t>{v};
+}
+
+// (every, count) of a repeating job; (0, 0) for one that does not repeat.
+std::variant<std::pair<std::int64_t, std::int64_t>, Invalid> repeat_of(const Record& rec) {
+  auto every = number_header(rec, kHeaderRepeatEvery, 1, std::int64_t{1} << 53);
+  if (auto* bad = std::get_if<Invalid>(&every)) return std::move(*bad);
+  auto count = number_header(rec, kHeaderRepeatCount, 1, 1'000'000'000);
+  if (auto* bad = std::get_if<Invalid>(&count)) return std::move(*bad);
+  const auto e = std::get<std::optional<std::int64_t>>(every);
+  const auto n = std::get<std::optional<std::int64_t>>(count);
+  if (n && !e) return invalid("header 'repeat-count' given without 'repeat-every-ms'");
+  return std::pair<std::int64_t, std::int64_t>{e.value_or(0), n.value_or(0)};
+}
+
 }  // namespace
+
+ParsedStatus parse_status(const Record& rec) {
+  auto id_or = job_id_of(rec);
+  if (auto* bad = std::get_if<Invalid>(&id_or)) return std::move(*bad);
+  auto& id = std::get<std::optional<std::string>>(id_or);
+  if (!id) return invalid("status record without header 'job-id'");
+  const auto* status = find_header(rec.headers, kHeaderStatus);
+  if (status == nullptr) return invalid("status record without header 'status'");
+  if (!status->has_value()) return null_header(kHeaderStatus);
+  StatusReport r;
+  r.job_id = std::move(*id);
+  if (**status == "running") {
+    r.status = ReportedStatus::running;
+  } else if (**status == "finished") {
+    r.status = ReportedStatus::finished;
+  } else if (**status == "failed") {
+    r.status = ReportedStatus::failed;
+  } else {
+    return invalid(header_ref(kHeaderStatus) +
+                   " must be 'running', 'finished' or 'failed': " + quote_for_message(**status));
+  }
+  if (const auto* error = find_header(rec.headers, kHeaderError); error != nullptr && error->has_value()) {
+    r.error = (*error)->substr(0, kMaxReportErrorBytes);
+  }
+  auto after = number_header(rec, kHeaderRetryAfter, 0, 86'400'000);
+  if (auto* bad = std::get_if<Invalid>(&after)) return std::move(*bad);
+  r.retry_after_ms = std::get<std::optional<std::int64_t>>(after);
+  return r;
+}
 
 IngestRules ingest_rules(const Config& config) {
   IngestRules rules;
@@ -124,7 +179,8 @@ IngestRules ingest_rules(const Config& config) {
   rules.max_record_bytes = max_ready_record_bytes(config);
   rules.ingest_topic = config.kafka.ingest_topic;
   rules.dlq_topic = config.kafka.dlq_topic;
-  for (auto& name : split_business_list(config.kafka.allowed_businesses)) rules.allowed_businesses.insert(std::move(name));
+  for (auto& name : split_business_list(config.kafka.allowed_businesses))
+    rules.allowed_businesses.insert(std::move(name));
   return rules;
 }
 
@@ -135,16 +191,18 @@ std::string derived_job_id(const Record& rec) {
   return id;
 }
 
-
 ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   bool cancel = false;
+  bool reschedule = false;
   if (const auto* op = find_header(rec.headers, kHeaderOp)) {
     if (!op->has_value()) return null_header(kHeaderOp);
     if (**op == "cancel") {
       cancel = true;
+    } else if (**op == "reschedule") {
+      reschedule = true;
     } else if (**op != "schedule") {
-      return invalid(header_ref(kHeaderOp) + " must be 'schedule' or 'cancel': " +
-                     quote_for_message(**op));
+      return invalid(header_ref(kHeaderOp) +
+                     " must be 'schedule', 'cancel' or 'reschedule': " + quote_for_message(**op));
     }
   }
 
@@ -160,11 +218,16 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
     if (!explicit_id) return invalid("op 'cancel' needs header 'job-id'");
     return CancelJob{std::move(*explicit_id)};
   }
+  if (reschedule) {
+    if (!explicit_id) return invalid("op 'reschedule' needs header 'job-id'");
+    auto new_at = deliver_at_of(rec);
+    if (auto* bad = std::get_if<Invalid>(&new_at)) return std::move(*bad);
+    return RescheduleJob{std::move(*explicit_id), std::get<std::int64_t>(new_at)};
+  }
 
   if (rec.value && rec.value->size() > rules.max_value_bytes) {
-    return invalid("value is " + std::to_string(rec.value->size()) +
-                   " bytes, larger than the limit of " + std::to_string(rules.max_value_bytes) +
-                   " bytes");
+    return invalid("value is " + std::to_string(rec.value->size()) + " bytes, larger than the limit of " +
+                   std::to_string(rules.max_value_bytes) + " bytes");
   }
   if (rules.max_record_bytes > 0 && connectors::record_bytes(rec) > rules.max_record_bytes) {
     return invalid("record is " + std::to_string(connectors::record_bytes(rec)) +
@@ -179,26 +242,29 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   if (business == nullptr) return invalid("missing header 'business'");
   if (!business->has_value()) return null_header(kHeaderBusiness);
   if (!is_valid_business(**business)) {
-    return invalid(header_ref(kHeaderBusiness) + " must be 1-" +
-                   std::to_string(kMaxBusinessChars) + " characters of [A-Za-z0-9._-]: " +
-                   quote_for_message(**business) + " (" + std::to_string((*business)->size()) +
-                   " bytes)");
+    return invalid(header_ref(kHeaderBusiness) + " must be 1-" + std::to_string(kMaxBusinessChars) +
+                   " characters of [A-Za-z0-9._-]: " + quote_for_message(**business) + " (" +
+                   std::to_string((*business)->size()) + " bytes)");
   }
   if (!rules.allowed_businesses.empty() && rules.allowed_businesses.count(**business) == 0) {
     return invalid("business " + quote_for_message(**business) + " is not in kafka.allowed_businesses");
   }
   std::string topic = render_ready_topic(rules.ready_topic_template, **business);
   if (!is_valid_topic_name(topic)) {
-    return invalid("business " + quote_for_message(**business) + " gives ready topic " +
-                   quote_for_message(topic) + ", which is not a legal Kafka topic name");
+    return invalid("business " + quote_for_message(**business) + " gives ready topic " + quote_for_message(topic) +
+                   ", which is not a legal Kafka topic name");
   }
   if ((!rules.ingest_topic.empty() && topic == rules.ingest_topic) ||
       (!rules.dlq_topic.empty() && topic == rules.dlq_topic)) {
-    return invalid("business " + quote_for_message(**business) + " gives ready topic " +
-                   quote_for_message(topic) + ", which is delayd's own ingest or DLQ topic");
+    return invalid("business " + quote_for_message(**business) + " gives ready topic " + quote_for_message(topic) +
+                   ", which is delayd's own ingest or DLQ topic");
   }
 
+  auto repeat_or = repeat_of(rec);
+  if (auto* bad = std::get_if<Invalid>(&repeat_or)) return std::move(*bad);
+
   ScheduleJob job;
+  std::tie(job.repeat_every_ms, job.repeat_count) = std::get<std::pair<std::int64_t, std::int64_t>>(repeat_or);
   job.job_id_derived = !explicit_id.has_value();
   job.job_id = explicit_id ? std::move(*explicit_id) : derived_job_id(rec);
   job.deliver_at_ms = std::get<std::int64_t>(at_or);
@@ -208,7 +274,8 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   job.value = rec.value;
   job.carried.reserve(rec.headers.size());
   for (const auto& h : rec.headers) {
-    if (h.name == kHeaderDeliverAt || h.name == kHeaderJobId || h.name == kHeaderAttempt || h.name == kHeaderBusiness) {
+    if (h.name == kHeaderDeliverAt || h.name == kHeaderJobId || h.name == kHeaderAttempt || h.name == kHeaderBusiness ||
+        h.name == kHeaderRepeat) {
       continue;
     }
     job.carried.push_back(h);

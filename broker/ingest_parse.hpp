@@ -3,7 +3,7 @@
 // on any input (only std::bad_alloc can escape), so a hostile record can never stall a partition.
 //
 // Headers (names matched exactly and case-sensitively; if a name repeats, the first counts):
-//   op          "schedule" (default) or "cancel".
+//   op          "schedule" (default), "cancel" or "reschedule".
 //   job-id      1-200 printable ASCII characters (0x21-0x7E), not starting with "auto:". Optional
 //               for schedule: without it the id is derived from the record's position and
 //               timestamp, "auto:<topic>-<partition>-<offset>@<timestamp ms>", which is stable
@@ -18,7 +18,16 @@
 //               must be in rules.allowed_businesses when that is not empty.
 // Size: a value over max_value_bytes, or a whole record (key, value, header names and values)
 // over max_record_bytes, is refused: it could never be delivered as a ready record.
-// A cancel reads only op and job-id; every other header, and the value, are ignored.
+//   repeat-every-ms  Optional: the job repeats every this many milliseconds (1..2^53), at
+//               deliver-at + k * interval, each ready record with a `repeat` header (from 1).
+//   repeat-count     Optional, with repeat-every-ms only: at most this many occurrences (1..10^9).
+// A cancel reads only op and job-id; every other header, and the value, are ignored. A
+// reschedule reads op, job-id (required) and exactly one of deliver-at and delay-ms (delay-ms
+// counts from the reschedule record's own timestamp).
+//
+// The status topic (README, "Job lifecycle"): parse_status() reads a consumer's report, headers
+//   job-id (required, as above), status (running | finished | failed), error (optional, cut to
+//   1000 bytes), retry-after-ms (optional, 0..86400000, for failed).
 //
 // Invariants of a ScheduleJob: 0 <= deliver_at_ms <= kMaxEpochMs; job_id is non-empty;
 // ready_topic is a legal Kafka topic name other than the ingest and DLQ topics; `carried` holds
@@ -50,6 +59,13 @@ inline constexpr std::string_view kHeaderDeliverAt = "deliver-at";
 inline constexpr std::string_view kHeaderDelayMs = "delay-ms";
 inline constexpr std::string_view kHeaderBusiness = "business";
 inline constexpr std::string_view kHeaderAttempt = "attempt";
+inline constexpr std::string_view kHeaderRepeatEvery = "repeat-every-ms";
+inline constexpr std::string_view kHeaderRepeatCount = "repeat-count";
+// The occurrence of a repeating job, on its ready records.
+inline constexpr std::string_view kHeaderRepeat = "repeat";
+inline constexpr std::string_view kHeaderStatus = "status";
+inline constexpr std::string_view kHeaderRetryAfter = "retry-after-ms";
+inline constexpr std::size_t kMaxReportErrorBytes = 1000;
 // The dead-letter record carries the reason in this header.
 inline constexpr std::string_view kHeaderError = "error";
 
@@ -61,7 +77,7 @@ inline constexpr std::size_t kMaxJobIdChars = 200;
 struct IngestRules {
   std::string ready_topic_template = "ready.{business}";
   std::size_t max_value_bytes = 1'000'000;
-  std::size_t max_record_bytes = 0;  // 0: no limit beyond max_value_bytes
+  std::size_t max_record_bytes = 0;                       // 0: no limit beyond max_value_bytes
   std::set<std::string, std::less<>> allowed_businesses;  // empty: every valid name
   // A business whose ready topic would be one of these is refused, so a record can never be
   // published back into delayd's own input. Empty strings disable the check.
@@ -81,7 +97,15 @@ struct ScheduleJob {
   std::optional<std::string> key;
   std::optional<std::string> value;
   connectors::Headers carried;
+  std::int64_t repeat_every_ms = 0;  // 0: not repeating
+  std::int64_t repeat_count = 0;     // 0: no limit
   bool operator==(const ScheduleJob&) const = default;
+};
+
+struct RescheduleJob {
+  std::string job_id;
+  std::int64_t deliver_at_ms = 0;
+  bool operator==(const RescheduleJob&) const = default;
 };
 
 struct CancelJob {
@@ -94,9 +118,22 @@ struct Invalid {
   bool operator==(const Invalid&) const = default;
 };
 
-using ParsedIngest = std::variant<ScheduleJob, CancelJob, Invalid>;
+using ParsedIngest = std::variant<ScheduleJob, CancelJob, RescheduleJob, Invalid>;
 
 ParsedIngest parse_ingest(const connectors::Record& rec, const IngestRules& rules);
+
+enum class ReportedStatus { running, finished, failed };
+struct StatusReport {
+  std::string job_id;
+  ReportedStatus status = ReportedStatus::finished;
+  std::string error;                           // at most kMaxReportErrorBytes
+  std::optional<std::int64_t> retry_after_ms;  // for failed
+  bool operator==(const StatusReport&) const = default;
+};
+using ParsedStatus = std::variant<StatusReport, Invalid>;
+
+// A record of the status topic. Pure and total like parse_ingest().
+ParsedStatus parse_status(const connectors::Record& rec);
 
 // The id a record gets when it carries no job-id (see job-id above).
 std::string derived_job_id(const connectors::Record& rec);

@@ -1,14 +1,14 @@
 #include "broker/ingest_path.hpp"
 
-#include "broker/dead_letter.hpp"
-#include "broker/delivery_tags.hpp"
-#include "broker/header_convert.hpp"
-#include "connectors/kafka_error.hpp"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
+
+#include "broker/dead_letter.hpp"
+#include "broker/delivery_tags.hpp"
+#include "broker/header_convert.hpp"
+#include "connectors/kafka_error.hpp"
 
 namespace delayd::broker {
 
@@ -58,8 +58,18 @@ IngestPath::Batch& IngestPath::batch_for(std::span<const connectors::Record> bat
 void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t now_ms) {
   Batch& b = batch_for(batch);
   accepts_.clear();
+  reports_.clear();
   for (std::size_t i = b.resume; i < batch.size(); ++i) {
     const connectors::Record& rec = batch[i];
+    if (!options_.status_topic.empty() && rec.topic == options_.status_topic) {
+      ParsedStatus status = parse_status(rec);
+      if (auto* r = std::get_if<StatusReport>(&status)) {
+        reports_.push_back(std::move(*r));
+      } else if (b.dead_lettered.insert(i).second) {
+        dead_letter(b, rec, std::get<Invalid>(status).reason);
+      }
+      continue;
+    }
     ParsedIngest parsed = parse_ingest(rec, options_.rules);
     if (auto* job = std::get_if<ScheduleJob>(&parsed)) {
       if (auto why = refuse_topic(*job)) parsed = Invalid{std::move(*why)};
@@ -73,10 +83,16 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       j.key = std::move(job->key);
       j.value = std::move(job->value);
       j.headers = to_stored(job->carried);
+      j.repeat_every = std::chrono::milliseconds(job->repeat_every_ms);
+      j.repeat_count = job->repeat_count;
       accepts_.push_back(std::move(j));
     } else if (auto* c = std::get_if<CancelJob>(&parsed)) {
       flush_accepts(b, i, now_ms);  // a cancel applies to what came before it in the partition
       cancel(storage::shard_id(rec.topic, rec.partition), c->job_id, now_ms);
+      b.resume = i + 1;
+    } else if (auto* r = std::get_if<RescheduleJob>(&parsed)) {
+      flush_accepts(b, i, now_ms);  // like a cancel: after what came before it
+      reschedule(storage::shard_id(rec.topic, rec.partition), *r, now_ms);
       b.resume = i + 1;
     } else if (b.dead_lettered.insert(i).second) {
       dead_letter(b, rec, std::get<Invalid>(parsed).reason);
@@ -102,12 +118,13 @@ void IngestPath::wait_for_replicas(Batch& b, std::size_t end) {
 
 std::optional<std::string> IngestPath::refuse_topic(const ScheduleJob& job) {
   if (topics_ == nullptr || topics_->request(job.ready_topic)) return std::nullopt;
-  return "business '" + job.business + "' needs ready topic " + job.ready_topic + ", and delayd has already asked for " +
-         std::to_string(topics_->requested()) +
+  return "business '" + job.business + "' needs ready topic " + job.ready_topic +
+         ", and delayd has already asked for " + std::to_string(topics_->requested()) +
          " ready topics (kafka.max_ready_topics); create the topic yourself or raise the limit";
 }
 
 void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) {
+  flush_reports(now_ms);
   if (!accepts_.empty()) {
     const auto outcomes = store_.accept(accepts_, now_ms);
     for (size_t i = 0; i < outcomes.size(); ++i) {
@@ -142,6 +159,92 @@ void IngestPath::cancel(const std::string& shard, const std::string& job_id, std
                  options_.cancel_memory_s);
   } else {
     spdlog::info("cancel for job {} had no effect: it is {}", job_id, storage::to_string(t.state));
+  }
+}
+
+void IngestPath::reschedule(const std::string& shard, const RescheduleJob& r, std::int64_t now_ms) {
+  const storage::Transition t = store_.reschedule_anywhere(shard, r.job_id, r.deliver_at_ms, now_ms);
+  if (t.changed) {
+    // The owner moves the timer when it reads the wake list; if that is us, at once.
+    scheduler_.move(t.shard, r.job_id, r.deliver_at_ms);
+    ++counters_.rescheduled;
+    spdlog::info("job {} rescheduled to {}", r.job_id, r.deliver_at_ms);
+  } else if (t.state == storage::JobState::in_flight) {
+    ++counters_.reschedules_late;
+    spdlog::info("reschedule for job {} too late: its delivery is under way", r.job_id);
+  } else {
+    ++counters_.reschedules_missed;
+    spdlog::info("reschedule for job {} had no effect: it is {}", r.job_id, storage::to_string(t.state));
+  }
+}
+
+void IngestPath::flush_reports(std::int64_t now_ms) {
+  if (reports_.empty()) return;
+  std::vector<std::string> ids;
+  ids.reserve(reports_.size());
+  for (const auto& r : reports_) ids.push_back(r.job_id);
+  const auto located = store_.locate(ids);
+  std::vector<storage::Report> reports;
+  std::vector<std::string> where;
+  reports.reserve(reports_.size());
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (size_t i = 0; i < reports_.size(); ++i) {
+    const StatusReport& s = reports_[i];
+    const BusinessPolicy& p = options_.policies.of(located[i] ? located[i]->business : std::string());
+    storage::Report r;
+    r.job_id = s.job_id;
+    r.status = s.status == ReportedStatus::running    ? storage::ReportStatus::running
+               : s.status == ReportedStatus::finished ? storage::ReportStatus::finished
+                                                      : storage::ReportStatus::failed;
+    r.error = s.error;
+    const auto after = s.retry_after_ms ? std::optional(std::chrono::milliseconds(*s.retry_after_ms)) : std::nullopt;
+    r.retry_at = p.retry_at(located[i] ? std::max(located[i]->attempt, 1) : 1, now_ms, after, unit(jitter_));
+    r.max_attempts = p.max_process_attempts;
+    r.ack_timeout = p.ack_timeout;
+    reports.push_back(std::move(r));
+    where.push_back(located[i] ? located[i]->shard : std::string());
+  }
+  const auto outcomes = store_.report(reports, where, now_ms);  // may throw: the batch is read again
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const auto& o = outcomes[i];
+    count(reports_[i], o);
+    // A failed job due again: if its shard is ours, its timer moves now (others read the wake list).
+    if (o.verdict == storage::ReportOutcome::Verdict::applied && o.state == storage::JobState::delay) {
+      scheduler_.move(o.shard, reports_[i].job_id, o.due_at);
+    }
+  }
+  reports_.clear();
+}
+
+void IngestPath::count(const StatusReport& report, const storage::ReportOutcome& o) {
+  using Verdict = storage::ReportOutcome::Verdict;
+  if (o.verdict == Verdict::unknown) {
+    ++counters_.reports_unknown;
+    spdlog::debug("report {} for unknown job {}", report.job_id, report.job_id);
+    return;
+  }
+  if (o.verdict == Verdict::ignored) {
+    ++counters_.reports_ignored;
+    spdlog::debug("report for job {} ignored: it is {}", report.job_id, storage::to_string(o.state));
+    return;
+  }
+  switch (report.status) {
+    case ReportedStatus::running:
+      ++counters_.reports_running;
+      break;
+    case ReportedStatus::finished:
+      ++counters_.reports_finished;
+      break;
+    case ReportedStatus::failed:
+      ++counters_.reports_failed;
+      if (o.dead) {
+        spdlog::warn("job {} reported failed on its last attempt ({}); it goes to the dead-letter topic", report.job_id,
+                     report.error);
+      } else if (o.state == storage::JobState::failed) {
+        spdlog::warn("job {} reported failed ({}); failed for good, its business keeps no payload", report.job_id,
+                     report.error);
+      }
+      break;
   }
 }
 

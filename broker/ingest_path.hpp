@@ -10,8 +10,17 @@
 //             found nowhere is remembered in the cancel's shard for cancel_memory_s: a job that
 //             arrives there in time (published with the same Kafka key as its cancel, it lands
 //             in the same partition) is accepted straight into cancelled, never delivered.
+//   reschedule  moved in Redis if still pending and not in flight (its shard's owner is woken
+//             through the wake list; if that is this instance, the timer moves at once). Too
+//             late (in flight) or unknown: logged and counted, nothing else.
+//   report    (a record of the status topic, read by the same consumer) applied in Redis
+//             (storage kReport) with the job's business's policy: running, finished, failed
+//             with a retry at the backoff or dead. Reports that do not fit the job's state are
+//             ignored and counted; so are reports for unknown jobs. Applied in batches, in
+//             order with the ingest records around them.
 //   invalid   copied to the dead-letter topic with an `error` header saying why, plus
-//             source-topic, source-partition and source-offset headers.
+//             source-topic, source-partition and source-offset headers (also a status record
+//             without job-id or with an unknown status).
 //
 // Commits. process() returns once the batch's jobs and cancels are in Redis; it does not wait
 // for Kafka to acknowledge the dead-letter copies (that could take as long as Kafka's message
@@ -38,21 +47,23 @@
 // Threading: the scheduling loop's thread.
 #pragma once
 
-#include "broker/ingest_parse.hpp"
-#include "broker/scheduler.hpp"
-#include "broker/topic_creator.hpp"
-#include "connectors/kafka_producer.hpp"
-#include "storage/job_store.hpp"
-
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <random>
 #include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "broker/ingest_parse.hpp"
+#include "broker/scheduler.hpp"
+#include "broker/topic_creator.hpp"
+#include "config/business_policy.hpp"
+#include "connectors/kafka_producer.hpp"
+#include "storage/job_store.hpp"
 
 namespace delayd::broker {
 
@@ -61,6 +72,8 @@ struct IngestOptions {
   std::string dlq_topic = "delay-ingest.dlq";
   std::size_t max_waiting_batches = 64;  // backlogged() beyond this many uncommittable batches
   std::int64_t cancel_memory_s = 300;    // how long a cancel for an unknown id is remembered
+  std::string status_topic;              // records of this topic are reports; empty: none
+  BusinessPolicies policies;             // what a report does to each business's jobs
   // Durability: the client the store writes through, and how many replicas must acknowledge each
   // batch's writes before it may be committed (0 or no client: no wait).
   storage::RedisClient* wait_on = nullptr;
@@ -71,9 +84,17 @@ struct IngestOptions {
 struct IngestCounters {
   std::uint64_t accepted = 0;    // new jobs
   std::uint64_t duplicates = 0;  // job-ids seen before
-  std::uint64_t cancelled = 0;       // including jobs that arrived after their cancel
+  std::uint64_t cancelled = 0;   // including jobs that arrived after their cancel
   std::uint64_t dead_lettered = 0;
   std::uint64_t dead_letter_retries = 0;
+  std::uint64_t rescheduled = 0;
+  std::uint64_t reschedules_late = 0;    // the job was in flight already
+  std::uint64_t reschedules_missed = 0;  // unknown job, or not delay any more
+  std::uint64_t reports_running = 0;
+  std::uint64_t reports_finished = 0;
+  std::uint64_t reports_failed = 0;
+  std::uint64_t reports_ignored = 0;  // did not fit the job's state
+  std::uint64_t reports_unknown = 0;  // no such job
 };
 
 class IngestPath {
@@ -81,8 +102,8 @@ class IngestPath {
   using Offsets = std::vector<std::pair<connectors::TopicPartition, std::int64_t>>;  // next offset to read
 
   // topics may be null (ready topics are not created).
-  IngestPath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer,
-             TopicCreator* topics, IngestOptions options);
+  IngestPath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer, TopicCreator* topics,
+             IngestOptions options);
 
   // Precondition: batch is not empty.
   void process(std::span<const connectors::Record> batch, std::int64_t now_ms);
@@ -121,6 +142,10 @@ class IngestPath {
   void wait_for_replicas(Batch& b, std::size_t end);
   // A cancel read from `shard`: the job is looked for there first, then in every shard.
   void cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms);
+  void reschedule(const std::string& shard, const RescheduleJob& r, std::int64_t now_ms);
+  // Applies the reports collected since the last call (store: locate, then report).
+  void flush_reports(std::int64_t now_ms);
+  void count(const StatusReport& report, const storage::ReportOutcome& outcome);
   void dead_letter(Batch& b, const connectors::Record& rec, const std::string& reason);  // b.outstanding + 1
   void send(DeadLetter letter);
   std::optional<std::string> refuse_topic(const ScheduleJob& job);
@@ -131,7 +156,9 @@ class IngestPath {
   TopicCreator* topics_;
   IngestOptions options_;
   std::vector<storage::NewJob> accepts_;  // the batch's schedules since the last cancel
-  std::deque<Batch> batches_;             // processed or in progress, not yet committable
+  std::vector<StatusReport> reports_;     // the batch's reports since the last flush
+  std::mt19937_64 jitter_{std::random_device{}()};
+  std::deque<Batch> batches_;                                   // processed or in progress, not yet committable
   std::unordered_map<std::uint64_t, DeadLetter> dead_letters_;  // by tag
   std::uint64_t seq_ = 0;
   std::uint64_t batch_seq_ = 0;

@@ -208,6 +208,19 @@ bool Scheduler::cancel(const std::string& job_id) {
   return true;
 }
 
+bool Scheduler::move(const std::string& shard, const std::string& job_id, std::int64_t at) {
+  const auto index = find_shard(shard);
+  if (!index || !shards_[*index].owned) return false;
+  const auto slot = held_.find(job_id);
+  if (!slot) return offer(shard, job_id, at);
+  HeldJob& job = held_.at(*slot);
+  if (job.phase != Phase::waiting || job.shard != *index) return true;
+  wheel_.cancel(job.timer);
+  job.timer = {};
+  job.phase = Phase::in_flight;  // retry_at() puts a taken job back to waiting at `at`
+  return retry_at(*slot, at);
+}
+
 std::optional<std::int64_t> Scheduler::next_due() const {
   auto t = wheel_.next_expiry();
   if (!t) return std::nullopt;

@@ -36,14 +36,14 @@
 // the horizon moves only past what was read.
 #pragma once
 
-#include "broker/held_jobs.hpp"
-#include "storage/job_store.hpp"
-#include "wheel/timing_wheel.hpp"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "broker/held_jobs.hpp"
+#include "storage/job_store.hpp"
+#include "wheel/timing_wheel.hpp"
 
 namespace delayd::broker {
 
@@ -94,6 +94,12 @@ class Scheduler {
   // Cancel by id: if the job is held and waiting, drop its timer and forget it. Returns true
   // if it was waiting here. (In flight: false, the delivery is already under way.)
   bool cancel(const std::string& job_id);
+  // The job's pending entry in Redis moved to `at` (a reschedule, a retry after a failed report;
+  // the caller read it from Redis after the move). A waiting job's timer moves there; a job not
+  // held is offered (held if `at` is within the horizon, which keeps the invariant when the
+  // entry moved below it); an in-flight one is left to its claim, which reads the new time.
+  // Nothing for a shard not owned. Returns true if the job is held afterwards.
+  bool move(const std::string& shard, const std::string& job_id, std::int64_t at);
 
   // When the next timer is due, in wall-clock milliseconds.
   std::optional<std::int64_t> next_due() const;

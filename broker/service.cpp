@@ -1,22 +1,7 @@
 #include "broker/service.hpp"
 
-#include "broker/delivery_tags.hpp"
-#include "broker/fire_path.hpp"
-#include "broker/ingest_path.hpp"
-#include "broker/outage.hpp"
-#include "config/redis_options.hpp"
-#include "broker/scheduler.hpp"
-#include "broker/timed_redis.hpp"
-#include "broker/topic_creator.hpp"
-#include "broker/wall_clock.hpp"
-#include "connectors/kafka_admin.hpp"
-#include "connectors/kafka_consumer.hpp"
-#include "connectors/kafka_producer.hpp"
-#include "storage/job_store.hpp"
-#include "storage/key_schema.hpp"
-#include "storage/redis_connection.hpp"
-
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,7 +11,21 @@
 #include <set>
 #include <thread>
 
-#include <unistd.h>
+#include "broker/delivery_tags.hpp"
+#include "broker/fire_path.hpp"
+#include "broker/ingest_path.hpp"
+#include "broker/outage.hpp"
+#include "broker/scheduler.hpp"
+#include "broker/timed_redis.hpp"
+#include "broker/topic_creator.hpp"
+#include "broker/wall_clock.hpp"
+#include "config/redis_options.hpp"
+#include "connectors/kafka_admin.hpp"
+#include "connectors/kafka_consumer.hpp"
+#include "connectors/kafka_producer.hpp"
+#include "storage/job_store.hpp"
+#include "storage/key_schema.hpp"
+#include "storage/redis_connection.hpp"
 
 namespace delayd::broker {
 
@@ -79,6 +78,8 @@ constexpr int kDrainMs = 2000;
 // Ingest records processed between two looks at the fire side: one accept call per shard of
 // at most this many jobs, about 1-3 ms of Redis time.
 constexpr std::size_t kIngestChunk = 256;
+// How often the owned shards' wake lists are read (a moved job waits at most this long).
+constexpr std::int64_t kWakeEveryMs = 20;
 
 // The scheduling loop: what one turn does, and the bookkeeping around it.
 class Loop {
@@ -99,11 +100,10 @@ class Loop {
         // request carry a whole turn's records (100 000 due in 2 s is 5 000 per 100 ms).
         // reconnect.backoff.max.ms 1000 (librdkafka: 10 s): after a broker restart, records go
         // out within a second of the broker being back. Every one of these may be overridden.
-        producer_(with_defaults({{"linger.ms", "0"},
-                                 {"batch.num.messages", "10000"},
-                                 {"reconnect.backoff.max.ms", "1000"}},
-                                kafka_properties(c, KafkaClient::producer)),
-                  [this](const connectors::DeliveryReport& r) { route_report(r); }),
+        producer_(
+            with_defaults({{"linger.ms", "0"}, {"batch.num.messages", "10000"}, {"reconnect.backoff.max.ms", "1000"}},
+                          kafka_properties(c, KafkaClient::producer)),
+            [this](const connectors::DeliveryReport& r) { route_report(r); }),
         fire_(scheduler_, store_, producer_,
               FireOptions{.max_attempts = static_cast<int>(c.scheduler.max_attempts),
                           .retry_backoff_ms = c.scheduler.retry_backoff_ms,
@@ -111,7 +111,9 @@ class Loop {
                           .dlq_topic = c.kafka.dlq_topic,
                           .ready_topic_template = c.kafka.ready_topic_template,
                           .claim_ahead_ms = c.scheduler.claim_ahead_ms,
-                          .clock = [this] { return clock_.now_ms(); }}),
+                          .clock = [this] { return clock_.now_ms(); },
+                          .fence_recheck = std::chrono::milliseconds(1000),
+                          .policies = BusinessPolicies(c)}),
         ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c, redis)),
         // cooperative-sticky: a member joining or leaving moves only the partitions that must
         // move; the others keep firing through the rebalance (KafkaConsumer handles both
@@ -123,7 +125,13 @@ class Loop {
                                 kafka_properties(c, KafkaClient::consumer)),
                   listener()) {
     store_.enable_fencing(member_name());
-    consumer_.subscribe({c.kafka.ingest_topic});
+    // The status topic's partitions come with the group's assignment like the ingest topic's,
+    // but they are not shards: reports apply to jobs wherever they are (IngestPath).
+    if (c.kafka.status_topic.empty()) {
+      consumer_.subscribe({c.kafka.ingest_topic});
+    } else {
+      consumer_.subscribe({c.kafka.ingest_topic, c.kafka.status_topic});
+    }
   }
 
   // One turn; false when a fatal error ends the loop. Transient failures are absorbed here.
@@ -133,6 +141,7 @@ class Loop {
     try {
       if (!recover_producer()) return false;
       take_assigned();
+      take_wakes();
       fire_and_settle();
       ingest_.retry_dead_letters();
       // Two pages (2 000 jobs) per shard per turn: a due record waits behind a page read at
@@ -216,14 +225,16 @@ class Loop {
     io.rules = ingest_rules(c);
     io.dlq_topic = c.kafka.dlq_topic;
     io.cancel_memory_s = c.scheduler.cancel_memory_s;
+    io.status_topic = c.kafka.status_topic;
+    io.policies = BusinessPolicies(c);
     return io;
   }
   TopicCreator* topics(const Config& c, connectors::KafkaAdmin* admin) {
     if (admin == nullptr) return nullptr;
-    topics_.emplace(kafka_properties(c, KafkaClient::admin),
-                    TopicCreator::Options{static_cast<int>(c.kafka.topic_partitions),
-                                          static_cast<int>(c.kafka.topic_replication),
-                                          static_cast<std::size_t>(c.kafka.max_ready_topics)});
+    topics_.emplace(
+        kafka_properties(c, KafkaClient::admin),
+        TopicCreator::Options{static_cast<int>(c.kafka.topic_partitions), static_cast<int>(c.kafka.topic_replication),
+                              static_cast<std::size_t>(c.kafka.max_ready_topics)});
     return &*topics_;
   }
 
@@ -241,7 +252,9 @@ class Loop {
   connectors::KafkaConsumer::Listener listener() {
     connectors::KafkaConsumer::Listener l;
     l.assigned = [this](const std::vector<connectors::TopicPartition>& tps) {
-      for (const auto& tp : tps) to_take_.insert(storage::shard_id(tp.topic, tp.partition));
+      for (const auto& tp : tps) {
+        if (tp.topic == c_.kafka.ingest_topic) to_take_.insert(storage::shard_id(tp.topic, tp.partition));
+      }
       ++rebalances_;
     };
     l.revoked = [this](const std::vector<connectors::TopicPartition>& tps) {
@@ -249,6 +262,7 @@ class Loop {
       // the next owner finds them ready instead of producing them again.
       drain_before_revoke();
       for (const auto& tp : tps) {
+        if (tp.topic != c_.kafka.ingest_topic) continue;
         const std::string shard = storage::shard_id(tp.topic, tp.partition);
         to_take_.erase(shard);
         scheduler_.revoke(shard);
@@ -269,6 +283,17 @@ class Loop {
       to_take_.erase(to_take_.begin());
       scheduler_.assign(shard);
       spdlog::info("shard {} assigned (epoch {})", shard, epoch);
+    }
+  }
+
+  // Jobs of our shards whose pending entry another member moved (a report or reschedule it
+  // read): their timers move. At most every kWakeEveryMs: two round trips when there is work.
+  void take_wakes() {
+    if (SteadyClock::now() < next_wakes_) return;
+    next_wakes_ = SteadyClock::now() + std::chrono::milliseconds(kWakeEveryMs);
+    const auto shards = scheduler_.owned_shards();
+    for (const auto& [shard, entries] : store_.take_wakes(shards)) {
+      for (const auto& e : entries) scheduler_.move(shard, e.job_id, e.deliver_at);
     }
   }
 
@@ -326,7 +351,8 @@ class Loop {
     std::int64_t waited = 0;
     if (!batch_) {
       const auto before = SteadyClock::now();
-      batch_ = consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch), static_cast<int>(idle_wait_ms()));
+      batch_ =
+          consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch), static_cast<int>(idle_wait_ms()));
       batch_done_ = 0;
       waited = elapsed_ms(before);
     }
@@ -407,40 +433,51 @@ class Loop {
       const auto& f = fire_.counters();
       const auto& i = ingest_.counters();
       publish(LoopSnapshot{scheduler_.held(),
-                            scheduler_.in_wheel(),
-                            fire_.unsettled(),
-                            scheduler_.owned_shards(),
-                            scheduler_.next_due(),
-                            {{"accepted", i.accepted},
-                             {"duplicates", i.duplicates},
-                             {"cancelled", i.cancelled},
-                             {"dead_lettered", i.dead_lettered},
-                             {"dead_letter_retries", i.dead_letter_retries},
-                             {"produced", f.produced},
-                             {"delivered", f.delivered},
-                             {"retried", f.retried},
-                             {"retried_outage", f.retried_outage},
-                             {"failed", f.failed},
-                             {"set_aside", f.set_aside},
-                             {"dropped_stale", f.dropped_stale},
-                             {"fenced", f.fenced},
-                             {"max_turn_ms", static_cast<std::uint64_t>(std::max(window_max_, last_window_max_))}},
-                            problem(),
-                            outages(),
-                            rebalances_,
-                            fire_.lateness(),
-                            redis_latency_,
-                            fire_.produce_latency()});
+                           scheduler_.in_wheel(),
+                           fire_.unsettled(),
+                           scheduler_.owned_shards(),
+                           scheduler_.next_due(),
+                           {{"accepted", i.accepted},
+                            {"duplicates", i.duplicates},
+                            {"cancelled", i.cancelled},
+                            {"dead_lettered", i.dead_lettered},
+                            {"dead_letter_retries", i.dead_letter_retries},
+                            {"produced", f.produced},
+                            {"delivered", f.delivered},
+                            {"retried", f.retried},
+                            {"retried_outage", f.retried_outage},
+                            {"failed", f.failed},
+                            {"set_aside", f.set_aside},
+                            {"dropped_stale", f.dropped_stale},
+                            {"fenced", f.fenced},
+                            {"redelivered", f.redelivered},
+                            {"repeated", f.repeated},
+                            {"rescheduled", i.rescheduled},
+                            {"reschedules_late", i.reschedules_late},
+                            {"reschedules_missed", i.reschedules_missed},
+                            {"reports_running", i.reports_running},
+                            {"reports_finished", i.reports_finished},
+                            {"reports_failed", i.reports_failed},
+                            {"reports_ignored", i.reports_ignored},
+                            {"reports_unknown", i.reports_unknown},
+                            {"max_turn_ms", static_cast<std::uint64_t>(std::max(window_max_, last_window_max_))}},
+                           problem(),
+                           outages(),
+                           rebalances_,
+                           fire_.lateness(),
+                           redis_latency_,
+                           fire_.produce_latency()});
     }
     if (SteadyClock::now() >= next_report_) {
       next_report_ = SteadyClock::now() + std::chrono::seconds(10);
       const auto& f = fire_.counters();
       const auto& i = ingest_.counters();
-      spdlog::info("held {} (wheel {}), in flight {}; accepted {}, duplicates {}, cancelled {}, dead-lettered {}; "
-                   "delivered {}, retried {} (+{} outage), failed {}, set aside {}; longest turn {} ms",
-                   scheduler_.held(), scheduler_.in_wheel(), fire_.unsettled(), i.accepted, i.duplicates, i.cancelled,
-                   i.dead_lettered, f.delivered, f.retried, f.retried_outage, f.failed, f.set_aside,
-                   std::max(window_max_, last_window_max_));
+      spdlog::info(
+          "held {} (wheel {}), in flight {}; accepted {}, duplicates {}, cancelled {}, dead-lettered {}; "
+          "delivered {}, retried {} (+{} outage), failed {}, set aside {}; longest turn {} ms",
+          scheduler_.held(), scheduler_.in_wheel(), fire_.unsettled(), i.accepted, i.duplicates, i.cancelled,
+          i.dead_lettered, f.delivered, f.retried, f.retried_outage, f.failed, f.set_aside,
+          std::max(window_max_, last_window_max_));
     }
   }
 
@@ -456,13 +493,13 @@ class Loop {
   IngestPath ingest_;
   connectors::KafkaConsumer consumer_;
 
-  std::set<std::string> to_take_;                          // assigned shards whose fence is not taken yet
+  std::set<std::string> to_take_;                         // assigned shards whose fence is not taken yet
   std::optional<std::vector<connectors::Record>> batch_;  // kept across an outage, retried
   std::size_t batch_done_ = 0;                            // records of batch_ already processed
   Backoff backoff_;
   Outage redis_{"redis"};
   Outage kafka_{"kafka"};
-  Outage other_{"delayd"};  // anything else a turn threw
+  Outage other_{"delayd"};                 // anything else a turn threw
   Outage delivery_{"kafka (deliveries)"};  // records failing for Kafka's sake, not their own
   std::deque<SteadyClock::time_point> recoveries_;
   bool paused_ = false;
@@ -472,6 +509,7 @@ class Loop {
   std::int64_t window_max_ = 0;
   std::int64_t last_window_max_ = 0;
   SteadyClock::time_point next_publish_{};
+  SteadyClock::time_point next_wakes_{};
   SteadyClock::time_point next_report_ = SteadyClock::now() + std::chrono::seconds(10);
 };
 
@@ -509,7 +547,9 @@ std::unique_ptr<Connections> start_up(const Config& c, const std::atomic<bool>& 
   if (c.kafka.create_topics) {
     conn->admin.emplace(kafka_properties(c, KafkaClient::admin));
     const auto made = until_up("kafka", stop, [&] {
-      conn->admin->ensure_topics({c.kafka.ingest_topic, c.kafka.dlq_topic}, static_cast<int>(c.kafka.topic_partitions),
+      std::vector<std::string> topics{c.kafka.ingest_topic, c.kafka.dlq_topic};
+      if (!c.kafka.status_topic.empty()) topics.push_back(c.kafka.status_topic);
+      conn->admin->ensure_topics(topics, static_cast<int>(c.kafka.topic_partitions),
                                  static_cast<int>(c.kafka.topic_replication));
       return true;
     });

@@ -1,8 +1,8 @@
 #include "config/config.hpp"
-#include "config/redis_options.hpp"
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -11,12 +11,12 @@
 #include <limits>
 #include <memory>
 #include <sstream>
-
-#include <CLI/CLI.hpp>
 #include <toml.hpp>
 
+#include "config/business_policy.hpp"
 #include "config/config_names.hpp"
 #include "config/config_registry.hpp"
+#include "config/redis_options.hpp"
 
 extern char** environ;
 
@@ -149,8 +149,7 @@ std::optional<bool> parse_bool(std::string_view text) {
 
 // "k=v,k2=v2"; "\," is a literal comma and "\\" a literal backslash, so values such as a
 // broker list can still be written. Empty items are skipped.
-std::vector<std::pair<std::string, std::string>> parse_property_list(std::string_view text,
-                                                                     std::string_view subject,
+std::vector<std::pair<std::string, std::string>> parse_property_list(std::string_view text, std::string_view subject,
                                                                      std::string_view origin) {
   std::vector<std::string> items(1);
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -172,8 +171,7 @@ std::vector<std::pair<std::string, std::string>> parse_property_list(std::string
            "expected a comma-separated list of name=value, but " + quote_for_message(item) +
                " has no '=' (write a literal comma as \\,)");
     }
-    out.emplace_back(trim(std::string_view(item).substr(0, eq)),
-                     trim(std::string_view(item).substr(eq + 1)));
+    out.emplace_back(trim(std::string_view(item).substr(0, eq)), trim(std::string_view(item).substr(eq + 1)));
   }
   return out;
 }
@@ -237,17 +235,25 @@ std::string read_file(const std::string& path, const std::string& path_origin) {
 
 const char* toml_type_name(const toml::value& v) {
   switch (v.type()) {
-    case toml::value_t::boolean: return "a boolean";
-    case toml::value_t::integer: return "an integer";
-    case toml::value_t::floating: return "a float";
-    case toml::value_t::string: return "a string";
+    case toml::value_t::boolean:
+      return "a boolean";
+    case toml::value_t::integer:
+      return "an integer";
+    case toml::value_t::floating:
+      return "a float";
+    case toml::value_t::string:
+      return "a string";
     case toml::value_t::offset_datetime:
     case toml::value_t::local_datetime:
     case toml::value_t::local_date:
-    case toml::value_t::local_time: return "a date/time";
-    case toml::value_t::array: return "an array";
-    case toml::value_t::table: return "a table";
-    default: return "nothing";
+    case toml::value_t::local_time:
+      return "a date/time";
+    case toml::value_t::array:
+      return "an array";
+    case toml::value_t::table:
+      return "a table";
+    default:
+      return "nothing";
   }
 }
 
@@ -274,8 +280,7 @@ class FileLoader {
       std::istringstream in(text);
       root = toml::parse(in, path_);
     } catch (const std::exception& e) {
-      fail("config file " + quote_for_message(path_, 500), path_origin,
-           std::string("not valid TOML:\n") + e.what());
+      fail("config file " + quote_for_message(path_, 500), path_origin, std::string("not valid TOML:\n") + e.what());
     }
     for (const auto& [section, value] : entries_in_order(root)) {
       if (!value->is_table()) {
@@ -311,8 +316,7 @@ class FileLoader {
   // word; treat the limits themselves as overflow, since no setting accepts them anyway.
   std::int64_t integer(const std::string& name, const toml::value& v) {
     const std::int64_t x = v.as_integer();
-    if (x == std::numeric_limits<std::int64_t>::max() ||
-        x == std::numeric_limits<std::int64_t>::min()) {
+    if (x == std::numeric_limits<std::int64_t>::max() || x == std::numeric_limits<std::int64_t>::min()) {
       fail(name, origin(v), "integer at or beyond the 64-bit range");
     }
     return x;
@@ -352,10 +356,17 @@ class FileLoader {
         case toml::value_t::table:
           apply_properties(s, property + ".", *v);
           continue;
-        case toml::value_t::string: text = v->as_string().str; break;
-        case toml::value_t::integer: text = std::to_string(integer(name, *v)); break;
-        case toml::value_t::boolean: text = v->as_boolean() ? "true" : "false"; break;
-        default: wrong_type(name, *v, "a string, integer or boolean");
+        case toml::value_t::string:
+          text = v->as_string().str;
+          break;
+        case toml::value_t::integer:
+          text = std::to_string(integer(name, *v));
+          break;
+        case toml::value_t::boolean:
+          text = v->as_boolean() ? "true" : "false";
+          break;
+        default:
+          wrong_type(name, *v, "a string, integer or boolean");
       }
       set_property(c_, s, property, std::move(text), origin(*v));
     }
@@ -426,8 +437,7 @@ void check_properties(const Config& c, const Setting& s, const PropertyMap& prop
     }
     for (const auto& owned : kOwned) {
       if (k == owned.property) {
-        fail(subject, origin,
-             "delayd sets this property itself; use " + std::string(owned.setting) + " instead");
+        fail(subject, origin, "delayd sets this property itself; use " + std::string(owned.setting) + " instead");
       }
     }
   }
@@ -477,35 +487,52 @@ void validate_config(const Config& c) {
         invalid(c, s, "must be from " + std::to_string(s.min) + " to " + std::to_string(s.max));
       }
     } else if (const auto* f = std::get_if<Field<PropertyMap>>(&s.field)) {
-      check_properties(c, s, f->get(c));
+      if (s.name == "scheduler.business") {
+        try {
+          (void)BusinessPolicies(c);
+        } catch (const ConfigError& e) {
+          invalid(c, s, e.what());
+        }
+      } else {
+        check_properties(c, s, f->get(c));
+      }
     }
   }
   // Relations between settings, each reported against the setting a user would change.
   if (c.kafka.dlq_topic == c.kafka.ingest_topic) {
-    invalid(c, *config_detail::find_setting("kafka.dlq_topic"),
-            "must differ from kafka.ingest_topic");
+    invalid(c, *config_detail::find_setting("kafka.dlq_topic"), "must differ from kafka.ingest_topic");
   }
   const std::int64_t range = c.wheel.range_ms();
   if (c.scheduler.load_window_ms >= range) {
     invalid(c, *config_detail::find_setting("scheduler.load_window_ms"),
-            "must be less than the wheel range (" + std::to_string(range) +
-                " ms = wheel.tick_ms " + std::to_string(c.wheel.tick_ms) + " * 2^(3 * " +
-                "wheel.slot_bits " + std::to_string(c.wheel.slot_bits) + "))");
+            "must be less than the wheel range (" + std::to_string(range) + " ms = wheel.tick_ms " +
+                std::to_string(c.wheel.tick_ms) + " * 2^(3 * " + "wheel.slot_bits " +
+                std::to_string(c.wheel.slot_bits) + "))");
   }
   if (c.scheduler.max_value_bytes + kReadyRecordReserveBytes > producer_max_message_bytes(c)) {
     invalid(c, *config_detail::find_setting("scheduler.max_value_bytes"),
-            "leaves no room under the producer's message.max.bytes (" +
-                std::to_string(producer_max_message_bytes(c)) + ") for delayd's own headers: it must be at most " +
+            "leaves no room under the producer's message.max.bytes (" + std::to_string(producer_max_message_bytes(c)) +
+                ") for delayd's own headers: it must be at most " +
                 std::to_string(producer_max_message_bytes(c) - kReadyRecordReserveBytes) +
                 " (or raise kafka.producer_properties.message.max.bytes)");
   }
   if (c.redis.db && *c.redis.db != 0 && c.redis.url.starts_with("redis-cluster://")) {
-    invalid(c, *config_detail::find_setting("redis.db"), "must be 0 with a redis-cluster:// url (a cluster has only db 0)");
+    invalid(c, *config_detail::find_setting("redis.db"),
+            "must be 0 with a redis-cluster:// url (a cluster has only db 0)");
+  }
+  if (!c.kafka.status_topic.empty() &&
+      (c.kafka.status_topic == c.kafka.ingest_topic || c.kafka.status_topic == c.kafka.dlq_topic)) {
+    invalid(c, *config_detail::find_setting("kafka.status_topic"),
+            "must differ from kafka.ingest_topic and kafka.dlq_topic");
+  }
+  if (c.scheduler.process_retry_max_ms < c.scheduler.process_retry_base_ms) {
+    invalid(c, *config_detail::find_setting("scheduler.process_retry_max_ms"),
+            "must not be less than scheduler.process_retry_base_ms (" +
+                std::to_string(c.scheduler.process_retry_base_ms) + ")");
   }
   if (c.scheduler.retry_backoff_max_ms < c.scheduler.retry_backoff_ms) {
     invalid(c, *config_detail::find_setting("scheduler.retry_backoff_max_ms"),
-            "must not be less than scheduler.retry_backoff_ms (" +
-                std::to_string(c.scheduler.retry_backoff_ms) + ")");
+            "must not be less than scheduler.retry_backoff_ms (" + std::to_string(c.scheduler.retry_backoff_ms) + ")");
   }
 }
 
@@ -590,8 +617,7 @@ void add_config_flags(CLI::App& app, ConfigFlags& flags) {
          "Same as --set kafka.bootstrap=HOST:PORT[,...]")
       ->type_name("HOST:PORT");
   app.add_option_function<std::string>(
-         "--redis-url", [&flags](const std::string& v) { flags.redis_url = v; },
-         "Same as --set redis.url=URL")
+         "--redis-url", [&flags](const std::string& v) { flags.redis_url = v; }, "Same as --set redis.url=URL")
       ->type_name("URL");
   app.add_option_function<std::string>(
          "--log-level", [&flags](const std::string& v) { flags.log_level = v; },
@@ -621,8 +647,7 @@ Config load_config(const ConfigFlags& flags, const Environment& env) {
   if (path) FileLoader(c, *path).load(path_origin);
   apply_env(c, env);
   for (const auto& assignment : flags.sets) apply_set(c, assignment);
-  const auto shortcut = [&c](const std::optional<std::string>& v, std::string_view name,
-                             const char* flag) {
+  const auto shortcut = [&c](const std::optional<std::string>& v, std::string_view name, const char* flag) {
     if (v) set_from_text(c, Target{config_detail::find_setting(name), {}}, *v, flag);
   };
   shortcut(flags.kafka_bootstrap, "kafka.bootstrap", "--kafka-bootstrap");

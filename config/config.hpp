@@ -25,8 +25,6 @@
 // thread. A loaded Config is a plain value, safe to read from any number of threads.
 #pragma once
 
-#include "storage/redis_url.hpp"
-
 #include <cstdint>
 #include <iosfwd>
 #include <map>
@@ -36,6 +34,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "storage/redis_url.hpp"
 
 namespace CLI {
 class App;
@@ -58,16 +58,18 @@ struct KafkaConfig {
   std::string group_id = "delayd";
   std::string ingest_topic = "delay-ingest";
   std::string dlq_topic = "delay-ingest.dlq";
+  // Consumers' reports on delivered jobs (README, "Job lifecycle"); empty: none are read.
+  std::string status_topic = "delay-status";
   std::string ready_topic_template = "ready.{business}";  // exactly one {business}
-  bool create_topics = true;           // create missing ingest, DLQ and ready topics
-  std::int64_t max_ready_topics = 1000;  // 1..1000000: distinct ready topics one process asks to create
-  std::string allowed_businesses;        // comma-separated; empty: any business name
-  std::int64_t topic_partitions = 4;   // 1..100000, for topics delayd creates
-  std::int64_t topic_replication = 1;  // 1..32767, for topics delayd creates
+  bool create_topics = true;                              // create missing ingest, DLQ and ready topics
+  std::int64_t max_ready_topics = 1000;     // 1..1000000: distinct ready topics one process asks to create
+  std::string allowed_businesses;           // comma-separated; empty: any business name
+  std::int64_t topic_partitions = 4;        // 1..100000, for topics delayd creates
+  std::int64_t topic_replication = 1;       // 1..32767, for topics delayd creates
   std::int64_t message_timeout_ms = 30000;  // 1..2^31-1, librdkafka delivery timeout
-  PropertyMap properties;           // every client: consumer, producer, admin
-  PropertyMap consumer_properties;  // the ingest consumer only
-  PropertyMap producer_properties;  // the ready/DLQ producer only
+  PropertyMap properties;                   // every client: consumer, producer, admin
+  PropertyMap consumer_properties;          // the ingest consumer only
+  PropertyMap producer_properties;          // the ready/DLQ producer only
 
   // The ready topic of a business: the template with {business} replaced.
   std::string ready_topic(std::string_view business) const;
@@ -76,11 +78,11 @@ struct KafkaConfig {
 struct RedisConfig {
   // redis://[[user]:password@]host[:port][/db], or redis-cluster://[[user]:password@]host:port[,host:port...]
   std::string url = "redis://127.0.0.1:16379";
-  std::string password;                          // overrides the url's password when non-empty
-  std::optional<std::int64_t> db;                // overrides the url's db when set; 0..2^31-1
-  std::string prefix = "delayd";                 // [A-Za-z0-9._-]{1,64}
-  std::int64_t timeout_ms = 2000;                // 1..3600000
-  std::int64_t job_retention_s = 604800;         // 0 (forever)..3153600000
+  std::string password;                   // overrides the url's password when non-empty
+  std::optional<std::int64_t> db;         // overrides the url's db when set; 0..2^31-1
+  std::string prefix = "delayd";          // [A-Za-z0-9._-]{1,64}
+  std::int64_t timeout_ms = 2000;         // 1..3600000
+  std::int64_t job_retention_s = 604800;  // 0 (forever)..3153600000
   // 0..16: after each ingest chunk is accepted, and before its offsets may be committed, wait
   // until this many replicas of every primary written to acknowledge (Redis WAIT); 0: no wait.
   std::int64_t wait_replicas = 0;
@@ -108,16 +110,25 @@ struct SchedulerConfig {
   std::int64_t shutdown_timeout_ms = 10000;   // 0..3600000
   std::int64_t cancel_memory_s = 300;         // 0..604800: how long a cancel for an unknown id is remembered
   std::int64_t claim_ahead_ms = 50;           // 0..1000: jobs are claimed this long before due, then held in memory
+  // The job lifecycle (README, "Job lifecycle"); each may be overridden per business in
+  // `business` (config/business_policy.hpp):
+  std::int64_t max_process_attempts = 5;       // 1..1000000: deliveries a job gets through failed reports
+  std::int64_t process_retry_base_ms = 1000;   // 0..86400000: backoff after a failed report (doubling)
+  std::int64_t process_retry_max_ms = 600000;  // process_retry_base_ms..86400000: the backoff's ceiling
+  std::int64_t ack_timeout_ms = 0;             // 0 (off)..86400000: redelivered when no report comes
+  bool keep_payload = false;                   // keep the payload after ready (implied by ack_timeout_ms)
+  // "<business>.<one of the five above>" -> value: the per-business overrides.
+  PropertyMap business;
 };
 
 struct LogConfig {
-  std::string level = "info";  // trace, debug, info, warn, error
+  std::string level = "info";   // trace, debug, info, warn, error
   std::string format = "text";  // text: "<time> <level> <message>"; json: one JSON object per line
 };
 
 struct AdminConfig {
-  // host:port of the HTTP admin endpoint (/healthz, /readyz, /metrics, /stats, /jobs); empty: no endpoint. Port 0 picks a
-  // free port (tests). Off by default so that instances sharing a host never collide.
+  // host:port of the HTTP admin endpoint (/healthz, /readyz, /metrics, /stats, /jobs); empty: no endpoint. Port 0 picks
+  // a free port (tests). Off by default so that instances sharing a host never collide.
   std::string listen;
   // Bearer token asked of every request but /healthz and /readyz (Authorization: Bearer <token>);
   // empty: no token asked. Secret: masked when the configuration is printed.
@@ -150,7 +161,6 @@ struct Config {
 
   // redis.url combined with redis.password and redis.db. Throws ConfigError if the url is bad,
   // which cannot happen for a Config that passed validate_config().
-
 };
 
 // Throws ConfigError for the first setting out of its range or otherwise invalid.

@@ -21,9 +21,7 @@ using OptInt = std::optional<std::int64_t>;
 
 constexpr Int kMaxInt32 = 2'147'483'647;
 
-std::string check_non_empty(std::string_view v) {
-  return v.empty() ? "must not be empty" : "";
-}
+std::string check_non_empty(std::string_view v) { return v.empty() ? "must not be empty" : ""; }
 
 std::string check_topic(std::string_view v) {
   return is_valid_topic_name(v) ? ""
@@ -31,10 +29,11 @@ std::string check_topic(std::string_view v) {
                                   "[A-Za-z0-9._-], not \".\", \"..\" or starting with \"__\"";
 }
 
+std::string check_optional_topic(std::string_view v) { return v.empty() ? "" : check_topic(v); }
+
 std::string check_ready_template(std::string_view v) {
   const auto first = v.find(kBusinessPlaceholder);
-  if (first == std::string_view::npos ||
-      v.find(kBusinessPlaceholder, first + 1) != std::string_view::npos) {
+  if (first == std::string_view::npos || v.find(kBusinessPlaceholder, first + 1) != std::string_view::npos) {
     return "must contain {business} exactly once";
   }
   // The shortest and the longest legal business must both give legal topic names; every
@@ -73,8 +72,8 @@ std::string check_prefix(std::string_view v) {
   if (v.empty() || v.size() > 64) return "must be 1-64 characters of [A-Za-z0-9._-]";
   for (char c : v) {
     // ASCII by hand: std::isalnum would follow the process locale.
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) {
       return "must be 1-64 characters of [A-Za-z0-9._-]";
     }
@@ -89,9 +88,7 @@ std::string check_log_level(std::string_view v) {
   return "must be one of trace, debug, info, warn, error";
 }
 
-std::string check_log_format(std::string_view v) {
-  return v == "text" || v == "json" ? "" : "must be text or json";
-}
+std::string check_log_format(std::string_view v) { return v == "text" || v == "json" ? "" : "must be text or json"; }
 
 std::string check_listen(std::string_view v) {
   if (v.empty()) return "";
@@ -111,6 +108,7 @@ constexpr std::array kSettings = {
   Setting{"kafka.group_id", field<Str>([](auto& c) -> auto& { return c.kafka.group_id; }), 0, 0, check_non_empty},
   Setting{"kafka.ingest_topic", field<Str>([](auto& c) -> auto& { return c.kafka.ingest_topic; }), 0, 0, check_topic},
   Setting{"kafka.dlq_topic", field<Str>([](auto& c) -> auto& { return c.kafka.dlq_topic; }), 0, 0, check_topic},
+  Setting{"kafka.status_topic", field<Str>([](auto& c) -> auto& { return c.kafka.status_topic; }), 0, 0, check_optional_topic},
   Setting{"kafka.ready_topic_template", field<Str>([](auto& c) -> auto& { return c.kafka.ready_topic_template; }), 0, 0, check_ready_template},
   Setting{"kafka.create_topics", field<bool>([](auto& c) -> auto& { return c.kafka.create_topics; })},
   Setting{"kafka.max_ready_topics", field<Int>([](auto& c) -> auto& { return c.kafka.max_ready_topics; }), 1, 1'000'000},
@@ -147,6 +145,12 @@ constexpr std::array kSettings = {
   Setting{"scheduler.shutdown_timeout_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.shutdown_timeout_ms; }), 0, 3'600'000},
   Setting{"scheduler.cancel_memory_s", field<Int>([](auto& c) -> auto& { return c.scheduler.cancel_memory_s; }), 0, 604'800},
   Setting{"scheduler.claim_ahead_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.claim_ahead_ms; }), 0, 1'000},
+  Setting{"scheduler.max_process_attempts", field<Int>([](auto& c) -> auto& { return c.scheduler.max_process_attempts; }), 1, 1'000'000},
+  Setting{"scheduler.process_retry_base_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.process_retry_base_ms; }), 0, 86'400'000},
+  Setting{"scheduler.process_retry_max_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.process_retry_max_ms; }), 0, 86'400'000},
+  Setting{"scheduler.ack_timeout_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.ack_timeout_ms; }), 0, 86'400'000},
+  Setting{"scheduler.keep_payload", field<bool>([](auto& c) -> auto& { return c.scheduler.keep_payload; })},
+  Setting{"scheduler.business", field<PropertyMap>([](auto& c) -> auto& { return c.scheduler.business; })},
 
   Setting{"log.level", field<Str>([](auto& c) -> auto& { return c.log.level; }), 0, 0, check_log_level},
   Setting{"log.format", field<Str>([](auto& c) -> auto& { return c.log.format; }), 0, 0, check_log_format},
@@ -186,8 +190,8 @@ std::string env_name(std::string_view setting_name) {
 bool is_secret_property(std::string_view name) {
   // librdkafka's secrets: ssl.key.password, ssl.keystore.password, sasl.password,
   // sasl.oauthbearer.client.secret, sasl.oauthbearer.config, ssl.key.pem, ssl_key.
-  for (std::string_view marker : {"password", "secret", "sasl.oauthbearer.config", "ssl.key.pem",
-                                  "ssl_key", "sasl.jaas"}) {
+  for (std::string_view marker :
+       {"password", "secret", "sasl.oauthbearer.config", "ssl.key.pem", "ssl_key", "sasl.jaas"}) {
     if (name.find(marker) != std::string_view::npos) return true;
   }
   return false;
@@ -204,9 +208,7 @@ std::string display_value(const Setting& s, const Config& c) {
       return quote_for_message(v, 300);
     }
     std::string operator()(const Field<bool>& f) const { return f.get(c) ? "true" : "false"; }
-    std::string operator()(const Field<std::int64_t>& f) const {
-      return std::to_string(f.get(c));
-    }
+    std::string operator()(const Field<std::int64_t>& f) const { return std::to_string(f.get(c)); }
     std::string operator()(const Field<std::optional<std::int64_t>>& f) const {
       const auto& v = f.get(c);
       return v ? std::to_string(*v) : "unset";
@@ -215,8 +217,7 @@ std::string display_value(const Setting& s, const Config& c) {
       std::string out = "{";
       for (const auto& [k, v] : f.get(c)) {
         if (out.size() > 1) out += ", ";
-        out += quote_for_message(k) + " = " +
-               (is_secret_property(k) ? std::string("\"***\"") : quote_for_message(v));
+        out += quote_for_message(k) + " = " + (is_secret_property(k) ? std::string("\"***\"") : quote_for_message(v));
       }
       return out + "}";
     }

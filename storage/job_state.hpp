@@ -1,7 +1,7 @@
 // JobState: the states a job hash can be in, parsed once where Redis replies are read.
 //
-// Stored as text in the hash's `state` field ("delay", "ready", "cancelled", "failed"), which is
-// what a person reads with `redis-cli HGET <prefix>:job:<id> state`. The other values never are
+// Stored as text, the first word of the job record ("delay", "ready", "running", "finished",
+// "cancelled", "failed"), which is what a person reads with `redis-cli GET`. The other values never are
 // stored: they describe what a call found (`missing`: no hash; `in_flight`: a cancel met a job
 // whose record may be on its way; `corrupt`: the hash exists but its fields cannot be trusted).
 // Threading: pure functions.
@@ -12,33 +12,46 @@
 
 namespace delayd::storage {
 
-enum class JobState { delay, ready, cancelled, failed, missing, in_flight, corrupt };
+enum class JobState { delay, ready, running, finished, cancelled, failed, missing, in_flight, corrupt };
 
 constexpr std::string_view to_string(JobState s) {
   switch (s) {
-    case JobState::delay: return "delay";
-    case JobState::ready: return "ready";
-    case JobState::cancelled: return "cancelled";
-    case JobState::failed: return "failed";
-    case JobState::missing: return "missing";
-    case JobState::in_flight: return "in_flight";
-    case JobState::corrupt: return "corrupt";
+    case JobState::delay:
+      return "delay";
+    case JobState::ready:
+      return "ready";
+    case JobState::running:
+      return "running";
+    case JobState::finished:
+      return "finished";
+    case JobState::cancelled:
+      return "cancelled";
+    case JobState::failed:
+      return "failed";
+    case JobState::missing:
+      return "missing";
+    case JobState::in_flight:
+      return "in_flight";
+    case JobState::corrupt:
+      return "corrupt";
   }
   return "corrupt";
 }
 
 // Any text the scripts or a stored hash may hold; nullopt for anything else.
 constexpr std::optional<JobState> parse_job_state(std::string_view s) {
-  for (JobState st : {JobState::delay, JobState::ready, JobState::cancelled, JobState::failed, JobState::missing,
-                      JobState::in_flight, JobState::corrupt}) {
+  for (JobState st : {JobState::delay, JobState::ready, JobState::running, JobState::finished, JobState::cancelled,
+                      JobState::failed, JobState::missing, JobState::in_flight, JobState::corrupt}) {
     if (to_string(st) == s) return st;
   }
   return std::nullopt;
 }
 
-// ready, cancelled and failed: nothing more will happen to the job.
+// Nothing more will happen to the job by delayd's own doing: ready (a consumer's report may
+// still move it on, see README "Job lifecycle"), running, finished, cancelled and failed.
 constexpr bool is_final(JobState s) {
-  return s == JobState::ready || s == JobState::cancelled || s == JobState::failed;
+  return s == JobState::ready || s == JobState::running || s == JobState::finished || s == JobState::cancelled ||
+         s == JobState::failed;
 }
 
 }  // namespace delayd::storage

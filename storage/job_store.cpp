@@ -1,21 +1,22 @@
 #include "storage/job_store.hpp"
 
-#include "storage/lua_scripts.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 
+#include "storage/lua_scripts.hpp"
+
 namespace delayd::storage {
 
 namespace {
 
 // In the order of JobStore::Script. The batch scripts start with the shared prelude.
-constexpr std::string_view kScriptBodies[] = {lua::kAccept,     lua::kClaim,  lua::kMarkReady, lua::kRelease,
-                                              lua::kMarkFailed, lua::kCancel, lua::kTakeShard};
-constexpr std::size_t kBatchScripts = 6;
+constexpr std::string_view kScriptBodies[] = {lua::kAccept,  lua::kClaim,      lua::kMarkReady,
+                                              lua::kRelease, lua::kMarkFailed, lua::kCancel,
+                                              lua::kReport,  lua::kReschedule, lua::kTakeShard};
+constexpr std::size_t kBatchScripts = 8;
 
 std::optional<std::int64_t> parse_i64(std::string_view s) {
   std::int64_t v = 0;
@@ -46,6 +47,7 @@ Transition parse_transition(const std::string& job_id, std::string_view shard, R
   try {
     t.changed = r[0].integer() == 1;
     t.state = parse_job_state(r[1].str()).value_or(JobState::corrupt);
+    if (r.size() > 2) t.at = parse_i64(r[2].str()).value_or(0);
   } catch (const RedisCommandError&) {
     t.state = JobState::corrupt;
   }
@@ -67,6 +69,17 @@ std::string percent_decode(std::string_view s) {
     }
   }
   return out;
+}
+
+// The record's short field names (key_schema.hpp) as tools show them.
+std::string_view display_name(std::string_view stored) {
+  constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"every", "repeat_every_ms"}, {"count", "repeat_count"}, {"rep", "repeat"},
+      {"rd", "redelivered"},        {"nb", "not_before"},      {"dead", "dead_reason"}};
+  for (const auto& [from, to] : kNames) {
+    if (from == stored) return to;
+  }
+  return stored;
 }
 
 // The fields of a job record (key_schema.hpp), for people and tools; nullopt if the header
@@ -92,7 +105,9 @@ std::optional<std::map<std::string, std::string>> parse_record(std::string_view 
   for (size_t i = 4; i < words.size(); ++i) {
     const auto eq = words[i].find('=');
     if (eq == std::string_view::npos) continue;
-    out[std::string(words[i].substr(0, eq))] = percent_decode(words[i].substr(eq + 1));
+    const std::string_view name = words[i].substr(0, eq);
+    if (name == "h") continue;  // only says the history list exists
+    out[std::string(display_name(name))] = percent_decode(words[i].substr(eq + 1));
   }
   const std::string_view payload = record.substr(nl + 1);
   if (!payload.empty()) {
@@ -132,6 +147,20 @@ void add_in_flight(std::map<std::string, std::string>& fields, ReplyView entry) 
   if (sp2 != std::string_view::npos) fields["claimed_by"] = std::string(rest.substr(sp2 + 1));
 }
 
+// The history list as the field "history": one event per line, "<ms> <event> <attempt>
+// <detail>", the detail decoded (a line break in it shown as a space).
+void add_history(std::map<std::string, std::string>& fields, ReplyView list) {
+  if (!list.is_array() || list.size() == 0) return;
+  std::string text;
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string line = percent_decode(list[i].str());
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    if (!text.empty()) text += '\n';
+    text += line;
+  }
+  fields["history"] = std::move(text);
+}
+
 bool is_fenced_script(std::size_t script) {
   // claim, release, mark_failed (JobStore::Script order)
   return script == 1 || script == 3 || script == 4;
@@ -148,6 +177,11 @@ Claim parse_claim(const std::string& job_id, ReplyView r, ReplyView record) {
     c.deliver_at = parse_i64(r[1].str()).value_or(0);
     c.business = std::string(r[2].str());
     c.attempt = static_cast<int>(r[3].integer());
+    c.repeat = static_cast<int>(parse_i64(r[4].str()).value_or(0));
+    c.plain = r[5].integer() == 1;
+    c.not_before = std::max(c.deliver_at, parse_i64(r[6].str()).value_or(0));
+    c.redelivery = r[7].integer() == 1;
+    c.dead_reason = percent_decode(r[8].str());
     try {
       StoredPayload p = payload_of(record);
       c.key = std::move(p.key);
@@ -212,9 +246,14 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
   // One call's commands: the script, then (read_records) a GET of each of its jobs' records.
   auto build = [&](size_t call, std::vector<Command>& out) {
     const auto [from, to] = range(call);
-    Command c{"EVALSHA",           shas_[static_cast<size_t>(script)], std::to_string(5 + to - from),
-              keys_.pending(shard), keys_.stats(shard),                 keys_.quarantine(shard),
-              keys_.in_flight(shard), keys_.owner(shard)};
+    Command c{"EVALSHA",
+              shas_[static_cast<size_t>(script)],
+              std::to_string(5 + to - from),
+              keys_.pending(shard),
+              keys_.stats(shard),
+              keys_.quarantine(shard),
+              keys_.in_flight(shard),
+              keys_.owner(shard)};
     for (size_t i = from; i < to; ++i) c.push_back(keys_.job(shard, per_job[i].front()));
     c.insert(c.end(), {std::to_string(now_ms), std::to_string(retention_s_), std::to_string(extra), fence});
     for (size_t i = from; i < to; ++i) c.insert(c.end(), per_job[i].begin(), per_job[i].end());
@@ -273,8 +312,12 @@ std::string JobStore::fence_arg(Script script, std::string_view shard) const {
 void JobStore::enable_fencing(std::string member) { member_ = std::move(member); }
 
 std::int64_t JobStore::take_shard(std::string_view shard, std::int64_t now_ms) {
-  const Command cmd{"EVALSHA", shas_[static_cast<size_t>(Script::take_shard)], "1", keys_.owner(shard),
-                    member_.value_or("-"), std::to_string(now_ms)};
+  const Command cmd{"EVALSHA",
+                    shas_[static_cast<size_t>(Script::take_shard)],
+                    "1",
+                    keys_.owner(shard),
+                    member_.value_or("-"),
+                    std::to_string(now_ms)};
   RedisReply reply = redis_.command(cmd);
   if (reply.view().is_error() && reply.view().error().rfind("NOSCRIPT", 0) == 0) {
     load_scripts();
@@ -338,8 +381,13 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
     for (size_t i : idx) {
       const NewJob& j = jobs[i];
       const std::string at = std::to_string(j.deliver_at);
-      per_job.push_back({j.job_id, at, j.business,
-                         "delay " + at + " 0 " + j.business + "\n" + encode_payload({j.key, j.value, j.headers})});
+      std::string line = "delay " + at + " 0 " + j.business;
+      if (j.repeat_every.count() > 0) {
+        line += " every=" + std::to_string(j.repeat_every.count());
+        if (j.repeat_count > 0) line += " count=" + std::to_string(j.repeat_count);
+        line += " rep=1";
+      }
+      per_job.push_back({j.job_id, at, j.business, line + "\n" + encode_payload({j.key, j.value, j.headers})});
     }
     const Replies replies = run(Script::accept, shard, per_job, now_ms);
     for (size_t k = 0; k < idx.size(); ++k) {
@@ -374,8 +422,8 @@ std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std:
   return out;
 }
 
-std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::string> job_ids,
-                                   std::int64_t now_ms, std::int64_t ahead_ms) {
+std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms,
+                                   std::int64_t ahead_ms) {
   std::vector<Command> per_job;
   per_job.reserve(job_ids.size());
   for (const auto& id : job_ids) per_job.push_back({id});
@@ -409,7 +457,9 @@ std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<c
   std::vector<Command> per_job;
   per_job.reserve(jobs.size());
   for (const auto& j : jobs) {
-    per_job.push_back({j.job_id, std::to_string(j.deliver_at), std::to_string(j.attempt), j.business});
+    const char* mode = j.mode == Mode::fast ? "fast" : j.mode == Mode::drop ? "drop" : "keep";
+    per_job.push_back({j.job_id, std::to_string(j.deliver_at), std::to_string(j.attempt), j.business, mode,
+                       std::to_string(j.ack_timeout.count())});
   }
   const Replies replies = run(Script::mark_ready, shard, per_job, now_ms);
   std::vector<Transition> out;
@@ -422,12 +472,11 @@ std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<c
                                              std::int64_t now_ms) {
   std::vector<Delivered> jobs;
   jobs.reserve(job_ids.size());
-  for (const auto& id : job_ids) jobs.push_back({id, 0, 0, ""});
+  for (const auto& id : job_ids) jobs.push_back({id, 0, 0, "", Mode::fast, {}});
   return mark_ready(shard, std::span<const Delivered>(jobs), now_ms);
 }
 
-Transition JobStore::one(Script script, std::string_view shard, Command args, std::int64_t now_ms,
-                         std::int64_t extra) {
+Transition JobStore::one(Script script, std::string_view shard, Command args, std::int64_t now_ms, std::int64_t extra) {
   const Replies replies = run(script, shard, {args}, now_ms, extra);
   return parse_transition(args.front(), shard, replies[0]);
 }
@@ -468,6 +517,110 @@ Transition JobStore::cancel_anywhere(std::string_view home, const std::string& j
   return t;
 }
 
+Transition JobStore::reschedule_anywhere(std::string_view home, const std::string& job_id, std::int64_t deliver_at,
+                                         std::int64_t now_ms) {
+  const std::vector<std::string> holders = shards_holding(job_id, home);
+  if (holders.empty()) {
+    Transition t;
+    t.job_id = job_id;
+    return t;
+  }
+  return one(Script::reschedule, holders.front(), {job_id, std::to_string(deliver_at)}, now_ms);
+}
+
+std::vector<std::optional<Located>> JobStore::locate(std::span<const std::string> job_ids) {
+  std::vector<std::optional<Located>> out(job_ids.size());
+  const std::vector<std::string> shards = known_shards();
+  if (shards.empty() || job_ids.empty()) return out;
+  // The first line only: "<state> <deliver_at> <attempt> <business> ..." fits in 128 bytes.
+  std::vector<Command> cmds;
+  cmds.reserve(job_ids.size() * shards.size());
+  for (const auto& id : job_ids) {
+    for (const auto& shard : shards) cmds.push_back({"GETRANGE", keys_.job(shard, id), "0", "127"});
+  }
+  const auto replies = redis_.pipeline(cmds);
+  for (size_t i = 0; i < job_ids.size(); ++i) {
+    for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
+      const ReplyView r = replies[i * shards.size() + k].view();
+      if (!r.is_string() || r.str().empty()) continue;
+      Located l{shards[k], {}, 0};
+      std::string_view line = r.str().substr(0, r.str().find('\n'));
+      for (int word = 0; word < 4 && !line.empty(); ++word) {
+        const auto sp = line.find(' ');
+        const std::string_view w = line.substr(0, sp);
+        if (word == 2) l.attempt = static_cast<int>(parse_i64(w).value_or(0));
+        if (word == 3) l.business = std::string(w);
+        line = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
+      }
+      out[i] = std::move(l);
+    }
+  }
+  return out;
+}
+
+std::vector<ReportOutcome> JobStore::report(std::span<const Report> reports, std::span<const std::string> where,
+                                            std::int64_t now_ms) {
+  std::vector<ReportOutcome> out(reports.size());
+  std::map<std::string_view, std::vector<size_t>> by_shard;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    if (!where[i].empty()) by_shard[where[i]].push_back(i);
+  }
+  for (const auto& [shard, idx] : by_shard) {
+    std::vector<Command> per_job;
+    per_job.reserve(idx.size());
+    for (size_t i : idx) {
+      const Report& r = reports[i];
+      per_job.push_back({r.job_id, std::string(to_string(r.status)), r.error.substr(0, 1000),
+                         std::to_string(r.retry_at), std::to_string(std::max(r.max_attempts, 1)),
+                         std::to_string(r.ack_timeout.count())});
+    }
+    const Replies replies = run(Script::report, shard, per_job, now_ms);
+    for (size_t k = 0; k < idx.size(); ++k) {
+      const ReplyView r = replies[k];
+      ReportOutcome& o = out[idx[k]];
+      o.shard = std::string(shard);
+      const std::string_view verdict = r[0].str();
+      o.verdict = verdict == "applied"   ? ReportOutcome::Verdict::applied
+                  : verdict == "ignored" ? ReportOutcome::Verdict::ignored
+                                         : ReportOutcome::Verdict::unknown;
+      o.dead = r[1].str() == "dead";
+      o.state = o.dead ? JobState::delay : parse_job_state(r[1].str()).value_or(JobState::corrupt);
+      o.due_at = parse_i64(r[2].str()).value_or(0);
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::vector<PendingEntry>>> JobStore::take_wakes(
+    std::span<const std::string> shards) {
+  constexpr std::size_t kWakesPerShard = 1000;
+  std::vector<std::pair<std::string, std::vector<PendingEntry>>> out;
+  if (shards.empty()) return out;
+  std::vector<Command> pops;
+  for (const auto& shard : shards) pops.push_back({"LPOP", keys_.wake(shard), std::to_string(kWakesPerShard)});
+  const auto popped = redis_.pipeline(pops);
+  std::vector<Command> scores;
+  std::vector<std::pair<size_t, std::string>> asked;  // (shard index, job-id) per ZSCORE
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const ReplyView r = popped[s].view();
+    if (!r.is_array()) continue;  // nil: an empty list
+    for (size_t k = 0; k < r.size(); ++k) {
+      asked.emplace_back(s, std::string(r[k].str()));
+      scores.push_back({"ZSCORE", keys_.pending(shards[s]), asked.back().second});
+    }
+  }
+  if (scores.empty()) return out;
+  const auto got = redis_.pipeline(scores);
+  std::map<size_t, std::vector<PendingEntry>> found;
+  for (size_t i = 0; i < asked.size(); ++i) {
+    const ReplyView r = got[i].view();
+    if (r.is_nil() || r.is_error()) continue;
+    found[asked[i].first].push_back({asked[i].second, score_of(r)});
+  }
+  for (auto& [s, entries] : found) out.emplace_back(shards[s], std::move(entries));
+  return out;
+}
+
 std::vector<std::string> JobStore::known_shards(std::string_view first) {
   auto members = redis_.command({"SMEMBERS", keys_.shards()});
   std::vector<std::string> shards;
@@ -506,18 +659,19 @@ std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const 
   const std::vector<std::string> shards = known_shards();
   // Per job and shard: its record, and its entry in the in-flight hash.
   std::vector<Command> cmds;
-  cmds.reserve(2 * job_ids.size() * shards.size());
+  cmds.reserve(3 * job_ids.size() * shards.size());
   for (const auto& id : job_ids) {
     for (const auto& shard : shards) {
       cmds.push_back({"GET", keys_.job(shard, id)});
       cmds.push_back({"HGET", keys_.in_flight(shard), id});
+      cmds.push_back({"LRANGE", keys_.history(shard, id), "0", "-1"});
     }
   }
   auto replies = redis_.pipeline(cmds);
   std::vector<std::optional<Fields>> out(job_ids.size());
   for (size_t i = 0; i < job_ids.size(); ++i) {
     for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
-      const size_t at = 2 * (i * shards.size() + k);
+      const size_t at = 3 * (i * shards.size() + k);
       const ReplyView r = replies[at].view();
       if (r.is_nil()) continue;
       Fields fields{{"shard", shards[k]}};
@@ -526,6 +680,7 @@ std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const 
       } else if (auto parsed = parse_record(r.str())) {
         fields.merge(*parsed);
         add_in_flight(fields, replies[at + 1].view());
+        add_history(fields, replies[at + 2].view());
       } else {
         fields.emplace("error", "corrupt job record: header line unreadable");
       }

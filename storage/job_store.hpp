@@ -72,11 +72,7 @@
 // Threading: one thread at a time, like the connection it owns.
 #pragma once
 
-#include "storage/header_codec.hpp"
-#include "storage/job_state.hpp"
-#include "storage/key_schema.hpp"
-#include "storage/redis_connection.hpp"
-
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -88,21 +84,30 @@
 #include <string_view>
 #include <vector>
 
+#include "storage/header_codec.hpp"
+#include "storage/job_state.hpp"
+#include "storage/key_schema.hpp"
+#include "storage/redis_connection.hpp"
+
 namespace delayd::storage {
 
 struct NewJob {
   std::string job_id;
   std::int64_t deliver_at = 0;  // epoch ms
-  std::string business;  // [A-Za-z0-9._-]+ (the ingest contract checks it)
-  std::string shard;     // shard_id(ingest topic, partition)
+  std::string business;         // [A-Za-z0-9._-]+ (the ingest contract checks it)
+  std::string shard;            // shard_id(ingest topic, partition)
   std::optional<std::string> key;
   std::optional<std::string> value;
   StoredHeaders headers;
+  // A repeating job (README, "Job lifecycle"): delivered at deliver_at + k * repeat_every for
+  // k = 0, 1, ...; repeat_count occurrences at most (0: no limit). 0 every: not repeating.
+  std::chrono::milliseconds repeat_every{0};
+  std::int64_t repeat_count = 0;
 };
 
 struct AcceptOutcome {
-  bool created = false;  // false: the job-id existed in this shard (a replay or a duplicate publish)
-  bool cancelled_early = false;  // its cancel came first: accepted straight into cancelled
+  bool created = false;              // false: the job-id existed in this shard (a replay or a duplicate publish)
+  bool cancelled_early = false;      // its cancel came first: accepted straight into cancelled
   JobState state = JobState::delay;  // the job's state now (corrupt: the existing record is unreadable)
   std::int64_t deliver_at = 0;       // the stored one (the first publish's)
 };
@@ -133,6 +138,13 @@ struct Claim {
   StoredHeaders headers;
   std::string business;
   int attempt = 0;  // this attempt's number, from 1
+  // For deliver: the record may not be sent before this (epoch ms; >= deliver_at: a retry after a
+  // failed report, or an ack deadline, may come later than deliver_at).
+  std::int64_t not_before = 0;
+  int repeat = 0;           // the occurrence of a repeating job, from 1; 0: not repeating
+  bool plain = true;        // no repeat, no history: mark_ready may take the fast way
+  bool redelivery = false;  // delivered again because no report came within the ack timeout
+  std::string dead_reason;  // non-empty: dead-letter it with this reason instead of delivering it
 };
 
 // A finished transition: which job, and whether this call made it.
@@ -141,6 +153,35 @@ struct Transition {
   bool changed = false;
   JobState state = JobState::missing;  // after the call; in_flight: a cancel met a record on its way
   std::string shard;                   // where the job is (cancel_anywhere: where it was found)
+  std::int64_t at = 0;                 // mark_ready: the next occurrence (delay) or the ack deadline (ready), else 0
+};
+
+// A consumer's report on a delivered job, read from the status topic.
+enum class ReportStatus { running, finished, failed };
+constexpr std::string_view to_string(ReportStatus s) {
+  return s == ReportStatus::running ? "running" : s == ReportStatus::finished ? "finished" : "failed";
+}
+struct Report {
+  std::string job_id;
+  ReportStatus status = ReportStatus::finished;
+  std::string error;  // for failed; at most 1000 bytes are kept
+  // What the job's business asks (broker/lifecycle.hpp works it out from the job's attempt):
+  std::int64_t retry_at = 0;                 // epoch ms: when a failed job with attempts left is due again
+  int max_attempts = 1;                      // a failed report at this attempt or later dead-letters the job
+  std::chrono::milliseconds ack_timeout{0};  // a running report pushes the ack deadline this far
+};
+struct ReportOutcome {
+  enum class Verdict { applied, ignored, unknown } verdict = Verdict::unknown;
+  JobState state = JobState::missing;  // after the call (ignored: the state that did not fit)
+  bool dead = false;                   // failed for good: delay again until its dead letter is written
+  std::int64_t due_at = 0;             // applied failed: when the job is due again
+  std::string shard;                   // where the job is; empty for unknown
+};
+// What locate() found of a job: its shard and its record's first line fields.
+struct Located {
+  std::string shard;
+  std::string business;
+  int attempt = 0;
 };
 
 // The caller does not hold the shard's current fence: another member owns it now (or this store
@@ -152,8 +193,8 @@ struct ShardFenced : std::runtime_error {
 };
 
 struct StoreStats {
-  std::int64_t pending = 0;                    // entries in all pending sets
-  std::optional<std::int64_t> next_due;        // smallest deliver_at among them
+  std::int64_t pending = 0;              // entries in all pending sets
+  std::optional<std::int64_t> next_due;  // smallest deliver_at among them
   std::map<std::string, std::int64_t> pending_by_shard;
   std::map<std::string, std::map<std::string, std::int64_t>> by_business_state;  // counters
 };
@@ -189,16 +230,22 @@ class JobStore {
   // After Kafka acknowledged: ready, payload dropped, entry removed. One round trip.
   // A delivered job as its claim described it; mark_ready() then writes the finished record
   // without reading the old one (see kMarkReady).
+  // mode: fast, a plain job (Claim::plain) whose business keeps no payload: the record is
+  // written without being read; drop, the record is read (a repeat, a history) and its payload
+  // dropped; keep, its payload is kept for a redelivery (the business reports back), and with an
+  // ack_timeout its pending entry waits at now + ack_timeout (kMarkReady).
+  enum class Mode { fast, drop, keep };
   struct Delivered {
     std::string job_id;
     std::int64_t deliver_at = 0;
     int attempt = 0;
     std::string business;
+    Mode mode = Mode::fast;
+    std::chrono::milliseconds ack_timeout{0};
   };
   std::vector<Transition> mark_ready(std::string_view shard, std::span<const Delivered> jobs, std::int64_t now_ms);
   // The same for jobs known by id only: each record is read first.
-  std::vector<Transition> mark_ready(std::string_view shard, std::span<const std::string> job_ids,
-                                     std::int64_t now_ms);
+  std::vector<Transition> mark_ready(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms);
   // A failed attempt that will be retried at retry_at: its pending entry re-scored to retry_at
   // so that a restart (or a retry beyond the load window) waits for the backoff too. The record
   // keeps its deliver_at. `refund`: the attempt does not count (see kRelease). `keep_firing`:
@@ -207,8 +254,8 @@ class JobStore {
     bool refund = false;
     bool keep_firing = false;
   };
-  Transition release(std::string_view shard, const std::string& job_id, std::string_view error,
-                     std::int64_t retry_at, ReleaseOptions options);
+  Transition release(std::string_view shard, const std::string& job_id, std::string_view error, std::int64_t retry_at,
+                     ReleaseOptions options);
   // Attempts exhausted (the broker has already written the dead-letter record), or the payload
   // unreadable.
   Transition mark_failed(std::string_view shard, const std::string& job_id, std::string_view reason,
@@ -223,6 +270,22 @@ class JobStore {
   // through any partition; every owned shard is known once the loader has read it).
   Transition cancel_anywhere(std::string_view home, const std::string& job_id, std::int64_t now_ms,
                              std::int64_t remember_s = 0);
+  // Moves a job that is delay and not in flight to a new deliver_at (kReschedule), wherever it
+  // is (`home` first). The shard's owner is woken through its wake list (take_wakes()).
+  // state in_flight: too late, its delivery is under way; missing: no shard has it.
+  Transition reschedule_anywhere(std::string_view home, const std::string& job_id, std::int64_t deliver_at,
+                                 std::int64_t now_ms);
+  // Where each job is: the first known shard holding a record for it, with that record's
+  // business and attempt; nullopt if none. One round trip (plus one for the list of shards).
+  std::vector<std::optional<Located>> locate(std::span<const std::string> job_ids);
+  // Applies consumers' reports (kReport). `where[i]` is reports[i]'s shard (from locate());
+  // reports of no shard are unknown. One round trip per 500 reports of a shard, pipelined.
+  std::vector<ReportOutcome> report(std::span<const Report> reports, std::span<const std::string> where,
+                                    std::int64_t now_ms);
+  // Pops each shard's wake list (ids whose pending entry another member moved) and reads their
+  // entries now: what the owner must (re)load. Two round trips. An id no longer pending is left
+  // out.
+  std::vector<std::pair<std::string, std::vector<PendingEntry>>> take_wakes(std::span<const std::string> shards);
   // Sets aside claims of kind corrupt that Redis does not say are failed yet (the payload did
   // not decode): marked failed with their reason, in one call. Other kinds are ignored (the
   // claim script already set them aside). Safe to repeat.
@@ -268,7 +331,7 @@ class JobStore {
   const KeySchema& keys() const { return keys_; }
 
  private:
-  enum class Script { accept, claim, mark_ready, release, mark_failed, cancel, take_shard, count_ };
+  enum class Script { accept, claim, mark_ready, release, mark_failed, cancel, report, reschedule, take_shard, count_ };
   // The replies of one run(): job i's is calls[i / kJobsPerCall][i % kJobsPerCall], and its
   // record as read right after the call is records[i] (when run() was asked to read them).
   struct Replies {
@@ -297,8 +360,8 @@ class JobStore {
   KeySchema keys_;
   std::int64_t retention_s_;
   std::vector<std::string> shas_;
-  std::set<std::string> registered_shards_;  // added to <prefix>:shards by this process
-  std::optional<std::string> member_;        // set by enable_fencing()
+  std::set<std::string> registered_shards_;                  // added to <prefix>:shards by this process
+  std::optional<std::string> member_;                        // set by enable_fencing()
   std::map<std::string, std::int64_t, std::less<>> fences_;  // shard -> epoch held
 };
 

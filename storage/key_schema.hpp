@@ -11,6 +11,12 @@
 //                                            one, epoch is the fence of the claiming owner
 //   <prefix>:{<shard>}:owner         string  "<epoch> <member> <since_ms>": the shard's fence
 //                                            (lua_scripts.hpp, FENCING); epoch only grows
+//   <prefix>:{<shard>}:history:<id> list    one job's events beyond the plain path, oldest first,
+//                                            "<ms> <event> <attempt> <detail>" (detail
+//                                            percent-encoded), the last 100; expires with the record
+//   <prefix>:{<shard>}:wake          list    job-ids whose pending entry a member that may not own
+//                                            the shard moved (a report, a reschedule); the owner
+//                                            pops them and moves their timers
 //   <prefix>:shards                  set     every shard that ever held a job (tools, stats)
 //
 // A shard is one partition of the ingest topic, named "<topic>:<partition>". Every key of a
@@ -19,14 +25,19 @@
 //
 // The job record (one string, so that a pending job costs one key and one sorted-set entry):
 //   <state> <deliver_at> <attempt> <business>[ <name>=<value>]...\n<payload>
-//   state      delay | ready | cancelled | failed
+//   state      delay | ready | running | finished | cancelled | failed
 //   deliver_at epoch ms; attempt: delivery attempts settled so far (the one under way, if any,
 //              is in the in-flight hash); business: "-" for a remembered
 //              cancel whose job has not arrived
-//   names      last_error, ready_at, cancelled_at, failed_at, error, cancelled_early
+//   names      last_error, ready_at, running_at, finished_at, cancelled_at, failed_at, error,
+//              cancelled_early, every and count (a repeating job's interval in ms and its number
+//              of occurrences), rep (the occurrence pending, from 1), rd (ack-timeout
+//              redeliveries), nb (not before: a retry's time, epoch ms), dead (a reason: the
+//              next claim dead-letters the job), h (1: the job has a history list)
 //              (times in epoch ms; free text percent-encoded: %20 space, %0A newline, %25 %)
 //   payload    header_codec.hpp's encoding of the record's key, value and headers; present
-//              while the job is delay, dropped when it finishes (it is on its topic by then)
+//              while the job is delay, dropped when it finishes (it is on its topic by then),
+//              except for a business that keeps payloads: then until finished or failed
 // So `GET <prefix>:{<shard>}:job:<id>` shows the state as the first word; a finished job's
 // record expires after the retention. The first line is short on purpose: with a 200-byte
 // value the whole record stays within one allocator size class (see README, "Memory").
@@ -59,6 +70,10 @@ class KeySchema {
   std::string quarantine(std::string_view shard) const { return tagged(shard) + ":quarantine"; }
   std::string in_flight(std::string_view shard) const { return tagged(shard) + ":inflight"; }
   std::string owner(std::string_view shard) const { return tagged(shard) + ":owner"; }
+  std::string history(std::string_view shard, std::string_view job_id) const {
+    return tagged(shard) + ":history:" + std::string(job_id);
+  }
+  std::string wake(std::string_view shard) const { return tagged(shard) + ":wake"; }
   std::string shards() const { return prefix_ + ":shards"; }
 
  private:

@@ -42,8 +42,13 @@ namespace delayd::storage::lua {
 // and '%' so that free text (an error) fits in one field. bump() counts; flush() writes counts.
 inline constexpr std::string_view kPrelude = R"lua(
 local FIRST = 6  -- KEYS index of the first job record; its arguments start at ARGV[5]
-local FIELDS = {'last_error', 'ready_at', 'cancelled_at', 'failed_at', 'error', 'cancelled_early'}
-local STATES = {delay = true, ready = true, cancelled = true, failed = true}
+local FIELDS = {'last_error', 'ready_at', 'running_at', 'finished_at', 'cancelled_at', 'failed_at', 'error',
+                'cancelled_early', 'every', 'count', 'rep', 'rd', 'nb', 'dead', 'h'}
+local STATES = {delay = true, ready = true, running = true, finished = true, cancelled = true, failed = true}
+-- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("...:pending"): a job's history
+-- list and the shard's wake list live beside its other keys, in the same hash slot.
+local SHARD = string.sub(KEYS[1], 1, -9)
+local function hist_key(job_key) return SHARD .. ':history:' .. string.sub(job_key, #SHARD + 6) end
 local function parse(v, with_payload)
   if type(v) ~= 'string' then return nil end
   local nl = string.find(v, '\n', 1, true)
@@ -65,10 +70,26 @@ local function write(key, j, ex)
   end
   local v = table.concat(parts, ' ') .. '\n' .. (j.payload or '')
   if ex > 0 then redis.call('SET', key, v, 'EX', ex) else redis.call('SET', key, v) end
+  -- The history expires with the record (and lives while the record lives).
+  if j.f.h then
+    if ex > 0 then redis.call('EXPIRE', hist_key(key), ex) else redis.call('PERSIST', hist_key(key)) end
+  end
 end
 local function enc(s)
   return (string.gsub(s, '[%%%s]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end
+-- hist(key, j, event, detail): one line "<now> <event> <attempt> <detail>" at the end of the
+-- job's history (the last 100 kept); marks the record (h=1) so that its later writes go the
+-- slow way, which keeps the history. Call it before write().
+local function hist(key, j, event, detail)
+  local hk = hist_key(key)
+  redis.call('RPUSH', hk, ARGV[1] .. ' ' .. event .. ' ' .. tostring(j.att) .. ' ' .. enc(detail or ''))
+  redis.call('LTRIM', hk, -100, -1)
+  j.f.h = '1'
+end
+-- The owner of the shard re-reads the pending entries of these ids (their time moved, maybe
+-- earlier than what it has loaded).
+local function wake(id) redis.call('RPUSH', SHARD .. ':wake', id) end
 local counts = {}
 local function bump(biz, st, n)
   if biz == '-' then return end
@@ -117,8 +138,9 @@ local function check_fence()
 end
 local my_epoch = fence ~= '' and fence or '0' 
 -- Finishes a job that was delay: the payload goes (it is on its topic by now), the record
--- expires after the retention, the pending entry is removed.
-local function finish(key, id, j, st, field, extra_fields)
+-- expires after the retention, the pending entry is removed. `detail`: a history line is
+-- written for a failure always, for the other ends when the job has a history already.
+local function finish(key, id, j, st, field, extra_fields, detail)
   local att = in_flight(id)
   if att then
     j.att = att
@@ -127,8 +149,11 @@ local function finish(key, id, j, st, field, extra_fields)
   j.st = st
   j.payload = nil
   j.f.last_error = nil
+  j.f.nb = nil
+  j.f.dead = nil
   j.f[field] = stamp
   for k, v in pairs(extra_fields or {}) do j.f[k] = v end
+  if st == 'failed' or (st == 'cancelled' and j.f.h) then hist(key, j, st == 'failed' and 'dead' or st, detail) end
   write(key, j, retention)
   redis.call('ZREM', KEYS[1], id)
   bump(j.biz, 'delay', -1)
@@ -210,50 +235,133 @@ for i = FIRST, #KEYS do
     redis.call('ZREM', KEYS[1], id)
     redis.call('HDEL', KEYS[4], id)
     out[#out + 1] = {'corrupt', why, '-'}
+  elseif (j.st == 'ready' or j.st == 'running') and redis.call('ZSCORE', KEYS[1], id) then
+    -- Delivered and waiting for a report until its ack deadline (the entry's score): once that
+    -- passed, it goes round again, as delay, with its kept payload.
+    local due = tonumber(redis.call('ZSCORE', KEYS[1], id))
+    local whole = due <= now + extra and parse(read(KEYS[i]), true)
+    if due > now + extra then
+      out[#out + 1] = {'early', string.format('%.0f', due)}
+    elseif not whole or not whole.payload or whole.payload == '' then
+      redis.call('ZREM', KEYS[1], id)  -- nothing to deliver again: it waits for its report only
+      out[#out + 1] = {'finished', j.st}
+    else
+      bump(whole.biz, whole.st, -1)
+      bump(whole.biz, 'delay', 1)
+      bump(whole.biz, 'redelivered', 1)
+      whole.st = 'delay'
+      whole.f.rd = tostring((tonumber(whole.f.rd) or 0) + 1)
+      hist(KEYS[i], whole, 'redelivered', 'no report within the ack timeout')
+      write(KEYS[i], whole, 0)
+      local att = whole.att + 1
+      redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
+      out[#out + 1] = {'deliver', string.format('%.0f', whole.at), whole.biz, att, whole.f.rep or '0', 0,
+                       string.format('%.0f', due), 1, ''}
+    end
   elseif j.st ~= 'delay' then
     redis.call('ZREM', KEYS[1], id)
     redis.call('HDEL', KEYS[4], id)
     out[#out + 1] = {'finished', j.st}
-  elseif j.at > now + extra then
-    out[#out + 1] = {'early', string.format('%.0f', j.at)}
   else
-    local att = (in_flight(id) or j.att) + 1
-    redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
-    out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att}
+    -- nb: not before (a retry after a failed report waits for its time, not only deliver_at).
+    local due = math.max(j.at, tonumber(j.f.nb) or 0)
+    if due > now + extra then
+      out[#out + 1] = {'early', string.format('%.0f', due)}
+    else
+      local att = (in_flight(id) or j.att) + 1
+      redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
+      local plain = (j.f.every or j.f.h or j.f.rd or j.f.dead) and 0 or 1
+      out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att, j.f.rep or '0', plain,
+                       string.format('%.0f', due), 0, j.f.dead or ''}
+    end
   end
 end
 flush()
 return out
 )lua";
 
-// Stride 4: job-id, deliver_at, attempt, business (as the claim handed them out; business ''
-// when the caller does not know them). ARGV[3] unused. Not fenced (see FENCING above). After Kafka acknowledged each job's
-// ready record. The common case is cheap: the job's in-flight entry is removed (HDEL says it
-// was there, so the job was claimed and is still delay: nothing else removes the entry without
-// settling the job) and the finished record is written from the arguments, without reading
-// the old one. Otherwise (a caller that does not know the fields, or an entry lost with a
-// Redis restart) the record is read and finished if still delay.
-// Per job: {changed, state}. A job already final only loses its (stale) pending entry.
+// Stride 6: job-id, deliver_at, attempt, business (as the claim handed them out; business ''
+// when the caller does not know them), mode, ack_ms. ARGV[3] unused. Not fenced (see FENCING
+// above). After Kafka acknowledged each job's ready record.
+// mode 'fast' (a plain job: no repeat, no history, its business keeps no payload): the common
+// case is cheap: the job's in-flight entry is removed (HDEL says it was there, so the job was
+// claimed and is still delay: nothing else removes the entry without settling the job) and the
+// finished record is written from the arguments, without reading the old one. Otherwise (a
+// caller that does not know the fields, or an entry lost with a Redis restart) the record is
+// read and finished if still delay.
+// mode 'drop' or 'keep': the whole record is read and rewritten (delivered() below): a repeating
+// job goes back to delay at its next occurrence; otherwise it becomes ready, its payload kept
+// ('keep': the business reports back, so a failed report or an ack timeout can deliver it
+// again) or dropped ('drop'). With 'keep' and ack_ms > 0 its pending entry stays, re-scored to
+// now + ack_ms: the ack deadline, which kClaim acts on.
+// Per job: {changed, state, at}: at is the next occurrence (state delay), the ack deadline
+// (ready), or 0. A job already final only loses its (stale) pending entry; a ready or running
+// one keeps its ack deadline.
 inline constexpr std::string_view kMarkReady = R"lua(
+local function delivered(key, id, j, keep, ack)
+  local att = in_flight(id)
+  if att then
+    j.att = att
+    redis.call('HDEL', KEYS[4], id)
+  end
+  j.f.nb = nil
+  j.f.last_error = nil
+  j.f.ready_at = stamp
+  local every = tonumber(j.f.every)
+  if every then
+    local rep, count = tonumber(j.f.rep) or 1, tonumber(j.f.count) or 0
+    hist(key, j, 'delivered', 'occurrence ' .. rep)
+    -- The next occurrence on the grid deliver_at + k * every after now: no drift, and the
+    -- instants that passed while nobody delivered are skipped.
+    local steps = 1
+    if now >= j.at + every then steps = math.floor((now - j.at) / every) + 1 end
+    if count == 0 or rep + steps <= count then
+      j.at = j.at + steps * every
+      j.f.rep = string.format('%.0f', rep + steps)
+      j.att = 0
+      hist(key, j, 'repeat', 'occurrence ' .. j.f.rep .. ' at ' .. string.format('%.0f', j.at))
+      write(key, j, 0)
+      redis.call('ZADD', KEYS[1], j.at, id)
+      bump(j.biz, 'repeated', 1)
+      return {1, 'delay', string.format('%.0f', j.at)}
+    end
+  elseif keep or j.f.h then
+    hist(key, j, 'delivered', '')
+  end
+  if not keep then
+    finish(key, id, j, 'ready', 'ready_at')
+    return {1, 'ready', '0'}
+  end
+  j.st = 'ready'
+  bump(j.biz, 'delay', -1)
+  bump(j.biz, 'ready', 1)
+  if ack > 0 then
+    redis.call('ZADD', KEYS[1], now + ack, id)
+    write(key, j, 0)
+    return {1, 'ready', string.format('%.0f', now + ack)}
+  end
+  redis.call('ZREM', KEYS[1], id)
+  write(key, j, retention)
+  return {1, 'ready', '0'}
+end
 for i = FIRST, #KEYS do
-  local a = 5 + (i - FIRST) * 4
-  local id, biz = ARGV[a], ARGV[a + 3]
-  if biz ~= '' and redis.call('HDEL', KEYS[4], id) == 1 then
+  local a = 5 + (i - FIRST) * 6
+  local id, biz, mode, ack = ARGV[a], ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]) or 0
+  if mode == 'fast' and biz ~= '' and redis.call('HDEL', KEYS[4], id) == 1 then
     local v = 'ready ' .. ARGV[a + 1] .. ' ' .. ARGV[a + 2] .. ' ' .. biz .. ' ready_at=' .. stamp .. '\n'
     if retention > 0 then redis.call('SET', KEYS[i], v, 'EX', retention) else redis.call('SET', KEYS[i], v) end
     redis.call('ZREM', KEYS[1], id)
     bump(biz, 'delay', -1)
     bump(biz, 'ready', 1)
-    out[#out + 1] = {1, 'ready'}
+    out[#out + 1] = {1, 'ready', '0'}
   else
-    local v = read_head(KEYS[i])
-    local j = parse(v)
+    local v = read(KEYS[i])
+    local j = parse(v, true)
     if j and j.st == 'delay' then
-      finish(KEYS[i], id, j, 'ready', 'ready_at')
-      out[#out + 1] = {1, 'ready'}
+      out[#out + 1] = delivered(KEYS[i], id, j, mode == 'keep', ack)
     else
-      if j then redis.call('ZREM', KEYS[1], id) end
-      out[#out + 1] = {0, j and j.st or (v and 'corrupt' or 'missing')}
+      if j and j.st ~= 'ready' and j.st ~= 'running' then redis.call('ZREM', KEYS[1], id) end
+      out[#out + 1] = {0, j and j.st or (v and 'corrupt' or 'missing'), '0'}
     end
   end
 end
@@ -285,6 +393,7 @@ for i = FIRST, #KEYS do
     end
     j.att = att
     j.f.last_error = enc(ARGV[a + 1])
+    hist(KEYS[i], j, 'retry', ARGV[a + 1])
     write(KEYS[i], j, 0)
     redis.call('ZADD', KEYS[1], 'XX', ARGV[a + 4], ARGV[a])
     out[#out + 1] = {1, 'delay'}
@@ -306,7 +415,7 @@ for i = FIRST, #KEYS do
   local a = 5 + (i - FIRST) * 2
   local j = parse((read_head(KEYS[i])))
   if j and j.st == 'delay' then
-    finish(KEYS[i], ARGV[a], j, 'failed', 'failed_at', {error = enc(ARGV[a + 1])})
+    finish(KEYS[i], ARGV[a], j, 'failed', 'failed_at', {error = enc(ARGV[a + 1])}, ARGV[a + 1])
     out[#out + 1] = {1, 'failed'}
   else
     if j then redis.call('ZREM', KEYS[1], ARGV[a]) end
@@ -350,6 +459,120 @@ flush()
 return out
 )lua";
 
+// Stride 6: job-id, status, error, retry_at, max_attempts, ack_ms. ARGV[3] unused. Not fenced:
+// like accept and cancel it applies a record of a topic (the status topic), whichever member
+// reads it. A consumer's report on a delivered job (README, "Job lifecycle"):
+//   running   ready or running -> running, running_at now; an ack deadline moves to now + ack_ms
+//   finished  ready or running -> finished: payload dropped, expires after the retention
+//   failed    ready or running -> with a payload: back to delay, due at retry_at (nb), its
+//             pending entry re-scored and the shard's owner woken; out of attempts (attempt >=
+//             max_attempts) due at once and marked dead=<reason>, so that the owner's claim
+//             dead-letters it. Without a payload (its business keeps none): failed at once.
+// Any other pair (a report for a job still delay, one after finished, a repeating job) is
+// ignored, so reports are idempotent and can arrive in any order.
+// Per job: {verdict, state, at}: verdict 'applied', 'ignored' or 'unknown' (no record), state
+// after the call ('dead': back to delay for its dead letter), at the retry time or 0.
+inline constexpr std::string_view kReport = R"lua(
+local function report(key, id, j, status, err, retry_at, max_att, ack)
+  local waiting = redis.call('ZSCORE', KEYS[1], id)  -- the ack deadline, if the business has one
+  if status == 'running' then
+    if j.st == 'ready' then
+      bump(j.biz, 'ready', -1)
+      bump(j.biz, 'running', 1)
+    end
+    j.st = 'running'
+    j.f.running_at = stamp
+    hist(key, j, 'running', '')
+    if waiting and ack > 0 then redis.call('ZADD', KEYS[1], now + ack, id) end
+    write(key, j, waiting and 0 or retention)
+    return {'applied', 'running', '0'}
+  end
+  bump(j.biz, j.st, -1)
+  if status == 'finished' or not j.payload or j.payload == '' then
+    j.f.last_error = nil
+    if status == 'finished' then
+      j.st = 'finished'
+      j.f.finished_at = stamp
+    else
+      j.st = 'failed'
+      j.f.failed_at = stamp
+      j.f.error = enc('reported failed: ' .. err .. ' (not delivered again: business ' .. j.biz ..
+                      ' keeps no payload, see scheduler.keep_payload)')
+    end
+    hist(key, j, status, status == 'failed' and err or '')
+    j.payload = nil
+    bump(j.biz, j.st, 1)
+    write(key, j, retention)
+    redis.call('ZREM', KEYS[1], id)
+    return {'applied', j.st, '0'}
+  end
+  hist(key, j, 'failed', err)
+  j.f.last_error = enc(err)
+  local at = retry_at
+  if j.att >= max_att then
+    j.f.dead = enc('reported failed after ' .. j.att .. ' attempts: ' .. err)
+    at = now
+  end
+  j.st = 'delay'
+  j.f.nb = string.format('%.0f', at)
+  bump(j.biz, 'delay', 1)
+  write(key, j, 0)
+  redis.call('ZADD', KEYS[1], at, id)
+  wake(id)
+  return {'applied', j.f.dead and 'dead' or 'delay', string.format('%.0f', at)}
+end
+for i = FIRST, #KEYS do
+  local a = 5 + (i - FIRST) * 6
+  local v, err = read(KEYS[i])
+  local j = parse(v, true)
+  if not v and not err then
+    out[#out + 1] = {'unknown', 'missing', '0'}
+  elseif not j then
+    out[#out + 1] = {'ignored', 'corrupt', '0'}
+  elseif (j.st ~= 'ready' and j.st ~= 'running') or j.f.every then
+    out[#out + 1] = {'ignored', j.st, '0'}
+  else
+    out[#out + 1] = report(KEYS[i], ARGV[a], j, ARGV[a + 1], string.sub(ARGV[a + 2], 1, 1000),
+                           tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]))
+  end
+end
+flush()
+return out
+)lua";
+
+// Stride 2: job-id, deliver_at. ARGV[3] unused. Not fenced (an ingest record, like cancel).
+// Moves a job that is delay and not in flight to the new deliver_at (earlier, later, or past:
+// then it is due at once), re-scores its pending entry and wakes the shard's owner, which moves
+// the job's timer. Per job: {changed, state}: 'in_flight' (unchanged: its delivery is under way,
+// like a late cancel), 'missing', or the state of a job that is not delay.
+inline constexpr std::string_view kReschedule = R"lua(
+for i = FIRST, #KEYS do
+  local a = 5 + (i - FIRST) * 2
+  local id, at = ARGV[a], ARGV[a + 1]
+  local v, err = read(KEYS[i])
+  local j = parse(v, true)
+  if err or (v and not j) then
+    out[#out + 1] = {0, 'corrupt'}
+  elseif not v then
+    out[#out + 1] = {0, 'missing'}
+  elseif j.st ~= 'delay' then
+    out[#out + 1] = {0, j.st}
+  elseif in_flight(id) then
+    out[#out + 1] = {0, 'in_flight'}
+  else
+    hist(KEYS[i], j, 'rescheduled', 'from ' .. string.format('%.0f', j.at) .. ' to ' .. at)
+    j.at = tonumber(at)
+    j.f.nb = nil
+    write(KEYS[i], j, 0)
+    redis.call('ZADD', KEYS[1], at, id)
+    wake(id)
+    out[#out + 1] = {1, 'delay'}
+  end
+end
+flush()
+return out
+)lua";
+
 // Not a batch script: KEYS[1] the shard's owner key, ARGV[1] the member taking it (no spaces),
 // ARGV[2] now. Makes the caller the shard's owner with the next epoch and returns that epoch.
 // A missing owner key starts at epoch 1. Deleting or hand-editing the key breaks the order of
@@ -358,6 +581,8 @@ inline constexpr std::string_view kTakeShard = R"lua(
 local old = redis.call('GET', KEYS[1])
 local epoch = (old and tonumber(string.match(old, '^(%d+)')) or 0) + 1
 redis.call('SET', KEYS[1], string.format('%.0f', epoch) .. ' ' .. ARGV[1] .. ' ' .. ARGV[2])
+-- The new owner loads the whole pending set: what the wake list says is in it already.
+redis.call('DEL', string.sub(KEYS[1], 1, -7) .. ':wake')
 return epoch
 )lua";
 

@@ -5,25 +5,27 @@
 //                 [--header name=value]... [--value V]      publish a delayed message
 //   delayctl get ID                                          the job as JSON (exit 1: no such job)
 //   delayctl cancel ID [--timeout-ms N]                      publish a cancel, wait for the outcome
+//   delayctl reschedule ID (--deliver-at T | --delay-ms N)   publish a reschedule, wait for the outcome
+//   delayctl report ID running|finished|failed [--error E] [--retry-after-ms N]
+//                                                            publish a consumer's report
 //   delayctl stats                                           pending count, next due, counters
 //
 // Exit status: 0 done; 1 the request was answered "no" (no such job, already delivered, ...);
 // 2 bad usage or configuration; 3 the cancel was published but delayd did not act on it in time;
 // 4 Kafka or Redis could not be reached.
-#include "config/config.hpp"
-#include "broker/ingest_parse.hpp"
-#include "admin/job_json.hpp"
-#include "config/redis_options.hpp"
-#include "broker/time_format.hpp"
-#include "connectors/kafka_producer.hpp"
-#include "storage/job_store.hpp"
-
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <iostream>
 #include <optional>
 #include <thread>
+
+#include "admin/job_json.hpp"
+#include "broker/ingest_parse.hpp"
+#include "broker/time_format.hpp"
+#include "config/config.hpp"
+#include "config/redis_options.hpp"
+#include "connectors/kafka_producer.hpp"
+#include "storage/job_store.hpp"
 
 namespace {
 
@@ -148,6 +150,86 @@ int cmd_cancel(const Config& config, delayd::storage::JobStore& store, const std
   return cancelled ? 0 : 1;
 }
 
+struct ReportArgs {
+  std::string job_id;
+  std::string status;
+  std::string error;
+  std::optional<std::int64_t> retry_after_ms;
+};
+
+// Publishes a consumer's report to the status topic, as any consumer would.
+int cmd_report(const Config& config, const ReportArgs& a) {
+  using namespace delayd::broker;
+  if (config.kafka.status_topic.empty()) {
+    std::cerr << "delayctl report: kafka.status_topic is empty (reports are off)\n";
+    return 2;
+  }
+  delayd::connectors::OutRecord rec;
+  rec.topic = config.kafka.status_topic;
+  rec.key = a.job_id;
+  rec.headers = {{std::string(kHeaderJobId), a.job_id}, {std::string(kHeaderStatus), a.status}};
+  if (!a.error.empty()) rec.headers.push_back({std::string(kHeaderError), a.error});
+  if (a.retry_after_ms) rec.headers.push_back({std::string(kHeaderRetryAfter), std::to_string(*a.retry_after_ms)});
+  publish(config, rec);
+  std::cout << delayd::admin::to_text(json{{"job_id", a.job_id}, {"status", a.status}, {"published", true}}) << "\n";
+  return 0;
+}
+
+struct RescheduleArgs {
+  std::string job_id;
+  std::optional<std::string> deliver_at;
+  std::optional<std::int64_t> delay_ms;
+};
+
+// Publishes a reschedule to the ingest topic (keyed like the job) and waits until Redis shows
+// the new time, or the job leaves delay.
+int cmd_reschedule(const Config& config, delayd::storage::JobStore& store, const RescheduleArgs& a, int timeout_ms) {
+  using namespace delayd::broker;
+  using namespace delayd::admin;
+  auto fields = store.get(a.job_id);
+  if (!fields) {
+    std::cerr << "delayctl reschedule: no job " << a.job_id << "\n";
+    return 1;
+  }
+  delayd::connectors::OutRecord rec;
+  rec.topic = config.kafka.ingest_topic;
+  rec.key = a.job_id;
+  rec.headers = {{std::string(kHeaderOp), "reschedule"}, {std::string(kHeaderJobId), a.job_id}};
+  if (a.deliver_at) rec.headers.push_back({std::string(kHeaderDeliverAt), *a.deliver_at});
+  if (a.delay_ms) rec.headers.push_back({std::string(kHeaderDelayMs), std::to_string(*a.delay_ms)});
+  const auto sent = publish(config, rec);
+  // The time delayd will read from the record, so that delayctl knows what to wait for.
+  delayd::connectors::Record as_read;
+  as_read.headers = rec.headers;
+  as_read.timestamp_ms = sent.timestamp_ms;
+  const auto parsed = parse_ingest(as_read, IngestRules{});
+  const auto* r = std::get_if<RescheduleJob>(&parsed);
+  if (r == nullptr) {
+    std::cerr << "delayctl reschedule: " << std::get<Invalid>(parsed).reason << "\n";
+    return 2;
+  }
+  const std::string want = std::to_string(r->deliver_at_ms);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    fields = store.get(a.job_id);
+    const std::string state = fields && fields->count("state") ? fields->at("state") : "missing";
+    const std::string at = fields && fields->count("deliver_at") ? fields->at("deliver_at") : "";
+    const bool done = state == "delay" && at == want;
+    if (done || state != "delay" || std::chrono::steady_clock::now() >= deadline) {
+      std::cout << to_text(json{{"job_id", a.job_id}, {"rescheduled", done}, {"state", state}, {"deliver_at", at}})
+                << "\n";
+      if (done) return 0;
+      if (state == "delay") {
+        std::cerr << "delayctl reschedule: published, but delayd has not moved the job within " << timeout_ms
+                  << " ms (is delayd running? a job already being delivered is not moved)\n";
+        return 3;
+      }
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,6 +260,24 @@ int main(int argc, char** argv) {
 
   auto* stats_cmd = app.add_subcommand("stats", "pending jobs, next due time, counts per business and state");
 
+  ReportArgs report;
+  auto* report_cmd = app.add_subcommand("report", "report on a delivered job, as a consumer does (status topic)");
+  report_cmd->add_option("job-id", report.job_id, "the job's id")->required();
+  report_cmd->add_option("status", report.status, "running, finished or failed")
+      ->required()
+      ->check(CLI::IsMember({"running", "finished", "failed"}));
+  report_cmd->add_option("--error", report.error, "why it failed (at most 1000 bytes are kept)");
+  report_cmd->add_option("--retry-after-ms", report.retry_after_ms, "for failed: retry this long after the report")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{86'400'000}));
+
+  RescheduleArgs resched;
+  auto* resched_cmd = app.add_subcommand("reschedule", "move a pending job to a new time and wait for the outcome");
+  resched_cmd->add_option("job-id", resched.job_id, "the job's id")->required();
+  auto* r_at = resched_cmd->add_option("--deliver-at", resched.deliver_at, "epoch ms or RFC 3339 time");
+  auto* r_delay = resched_cmd->add_option("--delay-ms", resched.delay_ms, "from now");
+  r_at->excludes(r_delay);
+  resched_cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for delayd to act")->check(CLI::PositiveNumber);
+
   CLI11_PARSE(app, argc, argv);
 
   Config config;
@@ -191,11 +291,19 @@ int main(int argc, char** argv) {
 
   try {
     if (*send_cmd) return cmd_send(config, send);
+    if (*report_cmd) return cmd_report(config, report);
     const auto redis = delayd::broker::make_redis_client(config);
     delayd::storage::JobStore store(*redis, delayd::storage::KeySchema(config.redis.prefix),
                                     config.redis.job_retention_s);
     if (*get_cmd) return cmd_get(store, job_id);
     if (*cancel_cmd) return cmd_cancel(config, store, job_id, timeout_ms);
+    if (*resched_cmd) {
+      if (!resched.deliver_at && !resched.delay_ms) {
+        std::cerr << "delayctl reschedule: give --deliver-at or --delay-ms\n";
+        return 2;
+      }
+      return cmd_reschedule(config, store, resched, timeout_ms);
+    }
     if (*stats_cmd) {
       std::cout << delayd::admin::to_text(delayd::admin::stats_to_json(store.stats())) << "\n";
       return 0;

@@ -1,12 +1,13 @@
 // The ingest contract, rule by rule: what a producer may write on the ingest topic and what
 // delayd makes of it.
+#include "broker/ingest_parse.hpp"
+
 #include <catch2/catch.hpp>
 #include <limits>
 #include <random>
 
-#include "config/config.hpp"
-#include "broker/ingest_parse.hpp"
 #include "broker/time_format.hpp"
+#include "config/config.hpp"
 
 using namespace delayd::broker;
 using delayd::connectors::Header;
@@ -82,34 +83,28 @@ TEST_CASE("a complete schedule record", "[unit][ingest]") {
 }
 
 TEST_CASE("deliver-at: epoch milliseconds and RFC 3339 name the same instant", "[unit][ingest]") {
-  for (const char* text :
-       {"1795341600123", "2026-11-22T10:00:00.123Z", "2026-11-22t10:00:00.123z",
-        "2026-11-22T11:00:00.123+01:00", "2026-11-22T02:00:00.123456-08:00"}) {
+  for (const char* text : {"1795341600123", "2026-11-22T10:00:00.123Z", "2026-11-22t10:00:00.123z",
+                           "2026-11-22T11:00:00.123+01:00", "2026-11-22T02:00:00.123456-08:00"}) {
     INFO(text);
     CHECK(schedule_of(valid_with("deliver-at", text)).deliver_at_ms == kNoon);
   }
   CHECK(schedule_of(valid_with("deliver-at", "0")).deliver_at_ms == 0);
-  CHECK(schedule_of(valid_with("deliver-at", "2028-02-29T00:00:00Z")).deliver_at_ms ==
-        1835395200000);
+  CHECK(schedule_of(valid_with("deliver-at", "2028-02-29T00:00:00Z")).deliver_at_ms == 1835395200000);
 }
 
 TEST_CASE("deliver-at: anything else is invalid", "[unit][ingest]") {
   CHECK(reason_of(valid_with("deliver-at", "tomorrow")) ==
         "header 'deliver-at' is not epoch milliseconds or RFC 3339: \"tomorrow\"");
-  CHECK(reason_of(valid_with("deliver-at", "")) ==
-        "header 'deliver-at' is not epoch milliseconds or RFC 3339: \"\"");
-  CHECK(reason_of(valid_with("deliver-at", std::optional<std::string>{})) ==
-        "header 'deliver-at' is null");
+  CHECK(reason_of(valid_with("deliver-at", "")) == "header 'deliver-at' is not epoch milliseconds or RFC 3339: \"\"");
+  CHECK(reason_of(valid_with("deliver-at", std::optional<std::string>{})) == "header 'deliver-at' is null");
   CHECK(reason_of(valid_with("deliver-at", "-5")) ==
         "header 'deliver-at' is not epoch milliseconds or RFC 3339: \"-5\"");
   CHECK(reason_of(valid_with("deliver-at", "2026-02-30T00:00:00Z")) ==
         "header 'deliver-at' is not a valid date and time: \"2026-02-30T00:00:00Z\"");
-  CHECK_THAT(reason_of(valid_with("deliver-at", "2027-02-29T00:00:00Z")),
-             Catch::Contains("not a valid date"));
+  CHECK_THAT(reason_of(valid_with("deliver-at", "2027-02-29T00:00:00Z")), Catch::Contains("not a valid date"));
   CHECK_THAT(reason_of(valid_with("deliver-at", "253402300800000")),
              Catch::Contains("outside 1970-01-01T00:00:00Z..9999-12-31T23:59:59.999Z"));
-  CHECK_THAT(reason_of(valid_with("deliver-at", "1969-12-31T23:59:59Z")),
-             Catch::Contains("outside"));
+  CHECK_THAT(reason_of(valid_with("deliver-at", "1969-12-31T23:59:59Z")), Catch::Contains("outside"));
   CHECK(reason_of(valid_with("deliver-at", "1795341600123 ")) ==
         "header 'deliver-at' is not epoch milliseconds or RFC 3339: \"1795341600123 \"");
   CHECK(reason_of(valid_with("deliver-at", std::string("17\x00\xff", 4))) ==
@@ -120,8 +115,7 @@ TEST_CASE("deliver-at: anything else is invalid", "[unit][ingest]") {
 }
 
 TEST_CASE("deliver-at is required unless delay-ms is given", "[unit][ingest]") {
-  CHECK(reason_of(valid_with("deliver-at", std::nullopt)) ==
-        "missing header 'deliver-at' (or 'delay-ms')");
+  CHECK(reason_of(valid_with("deliver-at", std::nullopt)) == "missing header 'deliver-at' (or 'delay-ms')");
 }
 
 TEST_CASE("delay-ms counts from the record's timestamp", "[unit][ingest]") {
@@ -141,8 +135,7 @@ TEST_CASE("delay-ms counts from the record's timestamp", "[unit][ingest]") {
   for (const char* bad : {"-1", "+1", "1.5", "", " 1", "1s", "0x10"}) {
     INFO(bad);
     rec.headers[0].value = bad;
-    CHECK_THAT(reason_of(rec),
-               Catch::StartsWith("header 'delay-ms' is not a non-negative decimal number"));
+    CHECK_THAT(reason_of(rec), Catch::StartsWith("header 'delay-ms' is not a non-negative decimal number"));
   }
   rec.headers[0].value = std::nullopt;
   CHECK(reason_of(rec) == "header 'delay-ms' is null");
@@ -162,25 +155,21 @@ TEST_CASE("delay-ms counts from the record's timestamp", "[unit][ingest]") {
 
 TEST_CASE("deliver-at and delay-ms together are invalid", "[unit][ingest]") {
   CHECK(reason_of(valid_with("delay-ms", "5")) == "both deliver-at and delay-ms given");
-  CHECK(reason_of(record({{"deliver-at", std::nullopt},
-                          {"delay-ms", "5"},
-                          {"business", "b"}})) == "both deliver-at and delay-ms given");
+  CHECK(reason_of(record({{"deliver-at", std::nullopt}, {"delay-ms", "5"}, {"business", "b"}})) ==
+        "both deliver-at and delay-ms given");
 }
 
 TEST_CASE("business: 1-100 characters of [A-Za-z0-9._-]", "[unit][ingest]") {
-  CHECK(schedule_of(valid_with("business", std::string(100, 'b'))).ready_topic ==
-        "ready." + std::string(100, 'b'));
+  CHECK(schedule_of(valid_with("business", std::string(100, 'b'))).ready_topic == "ready." + std::string(100, 'b'));
   CHECK(schedule_of(valid_with("business", "Pay_v2.eu-1")).ready_topic == "ready.Pay_v2.eu-1");
   CHECK(reason_of(valid_with("business", std::string(101, 'b'))) ==
-        "header 'business' must be 1-100 characters of [A-Za-z0-9._-]: \"" +
-            std::string(80, 'b') + "...\" (101 bytes)");
+        "header 'business' must be 1-100 characters of [A-Za-z0-9._-]: \"" + std::string(80, 'b') +
+            "...\" (101 bytes)");
   CHECK(reason_of(valid_with("business", std::nullopt)) == "missing header 'business'");
-  CHECK(reason_of(valid_with("business", std::optional<std::string>{})) ==
-        "header 'business' is null");
+  CHECK(reason_of(valid_with("business", std::optional<std::string>{})) == "header 'business' is null");
   for (const char* bad : {"", "a b", "a/b", "a:b", "caf\xc3\xa9", "{business}"}) {
     INFO(bad);
-    CHECK_THAT(reason_of(valid_with("business", bad)),
-               Catch::StartsWith("header 'business' must be 1-100 characters"));
+    CHECK_THAT(reason_of(valid_with("business", bad)), Catch::StartsWith("header 'business' must be 1-100 characters"));
   }
 }
 
@@ -193,10 +182,8 @@ TEST_CASE("the ready topic comes from the template", "[unit][ingest]") {
   r.ready_topic_template = "{business}";
   CHECK_THAT(reason_of(valid_with("business", "."), r), Catch::Contains("not a legal Kafka topic"));
   CHECK_THAT(reason_of(valid_with("business", ".."), r), Catch::Contains("not a legal Kafka topic"));
-  CHECK_THAT(reason_of(valid_with("business", "__consumer_offsets"), r),
-             Catch::Contains("not a legal Kafka topic"));
-  CHECK_THAT(reason_of(valid_with("business", "delay-ingest"), r),
-             Catch::Contains("delayd's own ingest or DLQ topic"));
+  CHECK_THAT(reason_of(valid_with("business", "__consumer_offsets"), r), Catch::Contains("not a legal Kafka topic"));
+  CHECK_THAT(reason_of(valid_with("business", "delay-ingest"), r), Catch::Contains("delayd's own ingest or DLQ topic"));
   CHECK_THAT(reason_of(valid_with("business", "delay-ingest.dlq"), r),
              Catch::Contains("delayd's own ingest or DLQ topic"));
   r.ingest_topic.clear();
@@ -206,8 +193,8 @@ TEST_CASE("the ready topic comes from the template", "[unit][ingest]") {
 
 TEST_CASE("ingest_rules follows the configuration", "[unit][ingest]") {
   ConfigFlags flags;
-  flags.sets = {"kafka.ready_topic_template=due-{business}", "scheduler.max_value_bytes=10",
-                "kafka.ingest_topic=in", "kafka.dlq_topic=in.dlq"};
+  flags.sets = {"kafka.ready_topic_template=due-{business}", "scheduler.max_value_bytes=10", "kafka.ingest_topic=in",
+                "kafka.dlq_topic=in.dlq"};
   const Config c = load_config(flags, {});
   const IngestRules r = ingest_rules(c);
   CHECK(r.ready_topic_template == "due-{business}");
@@ -219,13 +206,12 @@ TEST_CASE("ingest_rules follows the configuration", "[unit][ingest]") {
 TEST_CASE("job-id: 1-200 printable ASCII characters", "[unit][ingest]") {
   CHECK(schedule_of(valid_with("job-id", std::string(200, 'j'))).job_id == std::string(200, 'j'));
   CHECK(schedule_of(valid_with("job-id", "!~{}\"'\\")).job_id == "!~{}\"'\\");
-  CHECK_THAT(reason_of(valid_with("job-id", std::string(201, 'j'))),
-             Catch::StartsWith("header 'job-id' must be 1-200 printable ASCII characters") &&
-                 Catch::EndsWith("(201 bytes)"));
+  CHECK_THAT(
+      reason_of(valid_with("job-id", std::string(201, 'j'))),
+      Catch::StartsWith("header 'job-id' must be 1-200 printable ASCII characters") && Catch::EndsWith("(201 bytes)"));
   CHECK(reason_of(valid_with("job-id", std::optional<std::string>{})) == "header 'job-id' is null");
-  for (const std::string& bad : {std::string(""), std::string("a b"), std::string("a\tb"),
-                                std::string("caf\xc3\xa9"), std::string("a\x7f"),
-                                std::string("a\0b", 3)}) {
+  for (const std::string& bad : {std::string(""), std::string("a b"), std::string("a\tb"), std::string("caf\xc3\xa9"),
+                                 std::string("a\x7f"), std::string("a\0b", 3)}) {
     INFO(bad);
     CHECK_THAT(reason_of(valid_with("job-id", bad)), Catch::StartsWith("header 'job-id' must be"));
   }
@@ -252,9 +238,11 @@ TEST_CASE("without job-id the id is derived from the record's position and times
 TEST_CASE("derived ids cannot collide with explicit ids or with a re-created topic's records", "[unit][ingest]") {
   Record rec = valid_with("job-id", std::nullopt);
   const std::string derived = schedule_of(rec).job_id;
-  CHECK_THAT(reason_of(valid_with("job-id", derived)), Catch::StartsWith("header 'job-id' must not start with 'auto:'"));
-  CHECK(schedule_of(valid_with("job-id", "delay-ingest-3-42")).job_id == "delay-ingest-3-42");  // the old form is a plain id
-  Record recreated = rec;  // the same partition and offset, written after the topic was re-created
+  CHECK_THAT(reason_of(valid_with("job-id", derived)),
+             Catch::StartsWith("header 'job-id' must not start with 'auto:'"));
+  CHECK(schedule_of(valid_with("job-id", "delay-ingest-3-42")).job_id ==
+        "delay-ingest-3-42");  // the old form is a plain id
+  Record recreated = rec;      // the same partition and offset, written after the topic was re-created
   recreated.timestamp_ms += 86'400'000;
   CHECK(schedule_of(recreated).job_id != derived);
 }
@@ -280,11 +268,11 @@ TEST_CASE("a record too large to become a ready record is refused at ingest", "[
   CHECK_THAT(std::get<Invalid>(parsed).reason, Catch::StartsWith("record is 11"));
 }
 
-TEST_CASE("op: schedule (default), cancel, nothing else", "[unit][ingest]") {
+TEST_CASE("op: schedule (default), cancel, reschedule, nothing else", "[unit][ingest]") {
   CHECK(std::holds_alternative<ScheduleJob>(parse_ingest(valid_with("op", "schedule"), rules())));
   CHECK(reason_of(valid_with("op", "Cancel")) ==
-        "header 'op' must be 'schedule' or 'cancel': \"Cancel\"");
-  CHECK(reason_of(valid_with("op", "")) == "header 'op' must be 'schedule' or 'cancel': \"\"");
+        "header 'op' must be 'schedule', 'cancel' or 'reschedule': \"Cancel\"");
+  CHECK(reason_of(valid_with("op", "")) == "header 'op' must be 'schedule', 'cancel' or 'reschedule': \"\"");
   CHECK(reason_of(valid_with("op", std::optional<std::string>{})) == "header 'op' is null");
 }
 
@@ -300,8 +288,7 @@ TEST_CASE("cancel needs job-id and ignores everything else", "[unit][ingest]") {
   REQUIRE(std::holds_alternative<CancelJob>(p));
   CHECK(std::get<CancelJob>(p).job_id == "order-1001-timeout");
 
-  CHECK(reason_of(record({{"op", "cancel"}, {"business", "orders"}})) ==
-        "op 'cancel' needs header 'job-id'");
+  CHECK(reason_of(record({{"op", "cancel"}, {"business", "orders"}})) == "op 'cancel' needs header 'job-id'");
   CHECK_THAT(reason_of(record({{"op", "cancel"}, {"job-id", "has space"}})),
              Catch::StartsWith("header 'job-id' must be"));
 }
@@ -318,8 +305,7 @@ TEST_CASE("the value size limit", "[unit][ingest]") {
   CHECK_FALSE(schedule_of(rec).key.has_value());
 }
 
-TEST_CASE("carried headers keep their order, minus deliver-at, job-id, attempt and business",
-          "[unit][ingest]") {
+TEST_CASE("carried headers keep their order, minus deliver-at, job-id, attempt and business", "[unit][ingest]") {
   const Record rec = record({{"z-first", "1"},
                              {"attempt", "3"},
                              {"deliver-at", "1795341600123"},
@@ -360,20 +346,18 @@ TEST_CASE("the first of repeated headers counts", "[unit][ingest]") {
 TEST_CASE("header names are matched case-sensitively", "[unit][ingest]") {
   CHECK(reason_of(record({{"Deliver-At", "1000"}, {"business", "b"}})) ==
         "missing header 'deliver-at' (or 'delay-ms')");
-  CHECK(reason_of(record({{"deliver-at", "1000"}, {"Business", "b"}})) ==
-        "missing header 'business'");
+  CHECK(reason_of(record({{"deliver-at", "1000"}, {"Business", "b"}})) == "missing header 'business'");
 }
 
-TEST_CASE("random bytes never throw and always give Invalid or a well-formed job",
-          "[unit][ingest]") {
+TEST_CASE("random bytes never throw and always give Invalid or a well-formed job", "[unit][ingest]") {
   std::mt19937_64 rng(20261122);
   // Plausible values per header name, so that the records reach every branch; the mutations
   // and raw bytes then probe the edges of each.
   const std::vector<std::pair<std::string, std::vector<std::string>>> plausible = {
       {"op", {"schedule", "cancel"}},
       {"job-id", {"order-1", "x", std::string(200, 'j')}},
-      {"deliver-at", {"1795341600123", "2026-11-22T10:00:00.123+01:00", "0",
-                      "9999-12-31T23:59:59.999Z", "2024-02-29T23:59:60Z"}},
+      {"deliver-at",
+       {"1795341600123", "2026-11-22T10:00:00.123+01:00", "0", "9999-12-31T23:59:59.999Z", "2024-02-29T23:59:60Z"}},
       {"delay-ms", {"5000", "0", "253402300799999"}},
       {"business", {"orders", "a", std::string(100, 'b')}},
       {"attempt", {"1"}},
@@ -391,9 +375,8 @@ TEST_CASE("random bytes never throw and always give Invalid or a well-formed job
     }
     return s;
   };
-  const std::int64_t timestamps[] = {-1, 0, kNoon, kMaxEpochMs,
-                                     std::numeric_limits<std::int64_t>::max(),
-                                     std::numeric_limits<std::int64_t>::min()};
+  const std::int64_t timestamps[] = {
+      -1, 0, kNoon, kMaxEpochMs, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
   int schedules = 0, cancels = 0, invalids = 0;
   for (int i = 0; i < 20000; ++i) {
     Record rec;
@@ -419,12 +402,11 @@ TEST_CASE("random bytes never throw and always give Invalid or a well-formed job
       ++schedules;
       bool carried_ok = true;
       for (const auto& h : job->carried) {
-        carried_ok = carried_ok && h.name != "deliver-at" && h.name != "job-id" &&
-                     h.name != "attempt" && h.name != "business";
+        carried_ok =
+            carried_ok && h.name != "deliver-at" && h.name != "job-id" && h.name != "attempt" && h.name != "business";
       }
-      const bool ok = job->deliver_at_ms >= 0 && job->deliver_at_ms <= kMaxEpochMs &&
-                      !job->job_id.empty() && job->ready_topic == "ready." + job->business &&
-                      carried_ok;
+      const bool ok = job->deliver_at_ms >= 0 && job->deliver_at_ms <= kMaxEpochMs && !job->job_id.empty() &&
+                      job->ready_topic == "ready." + job->business && carried_ok;
       if (!ok) FAIL("malformed job " << job->job_id);
     } else if (const auto* cancel = std::get_if<CancelJob>(&p)) {
       ++cancels;
@@ -441,4 +423,58 @@ TEST_CASE("random bytes never throw and always give Invalid or a well-formed job
   CHECK(schedules > 500);
   CHECK(cancels > 500);
   CHECK(invalids > 500);
+}
+
+TEST_CASE("reschedule needs job-id and one new time", "[unit][ingest][lifecycle]") {
+  Record rec = record({{"op", "reschedule"}, {"job-id", "j1"}, {"deliver-at", "1700000000000"}});
+  ParsedIngest p = parse_ingest(rec, rules());
+  REQUIRE(std::holds_alternative<RescheduleJob>(p));
+  CHECK(std::get<RescheduleJob>(p) == RescheduleJob{"j1", 1700000000000});
+  rec = record({{"op", "reschedule"}, {"job-id", "j1"}, {"delay-ms", "250"}});
+  rec.timestamp_ms = 1000;
+  p = parse_ingest(rec, rules());
+  REQUIRE(std::holds_alternative<RescheduleJob>(p));
+  CHECK(std::get<RescheduleJob>(p).deliver_at_ms == 1250);
+  CHECK(reason_of(record({{"op", "reschedule"}, {"deliver-at", "5"}})) == "op 'reschedule' needs header 'job-id'");
+  CHECK(reason_of(record({{"op", "reschedule"}, {"job-id", "j1"}})) == "missing header 'deliver-at' (or 'delay-ms')");
+}
+
+TEST_CASE("repeat-every-ms and repeat-count make a repeating job", "[unit][ingest][lifecycle]") {
+  ParsedIngest p = parse_ingest(valid_with("repeat-every-ms", "500"), rules());
+  REQUIRE(std::holds_alternative<ScheduleJob>(p));
+  CHECK(std::get<ScheduleJob>(p).repeat_every_ms == 500);
+  CHECK(std::get<ScheduleJob>(p).repeat_count == 0);
+  Record rec = valid_with("repeat-every-ms", "1000");
+  rec.headers.push_back({"repeat-count", "3"});
+  rec.headers.push_back({"repeat", "7"});  // delayd writes its own
+  p = parse_ingest(rec, rules());
+  REQUIRE(std::holds_alternative<ScheduleJob>(p));
+  CHECK(std::get<ScheduleJob>(p).repeat_count == 3);
+  CHECK(delayd::connectors::find_header(std::get<ScheduleJob>(p).carried, "repeat") == nullptr);
+  CHECK(reason_of(valid_with("repeat-count", "3")) == "header 'repeat-count' given without 'repeat-every-ms'");
+  CHECK_THAT(reason_of(valid_with("repeat-every-ms", "0")), Catch::StartsWith("header 'repeat-every-ms' must be"));
+  CHECK_THAT(reason_of(valid_with("repeat-every-ms", "-5")), Catch::StartsWith("header 'repeat-every-ms' must be"));
+}
+
+TEST_CASE("a status record names a job and one of three statuses", "[unit][ingest][lifecycle]") {
+  auto status = [](Headers h) { return parse_status(record(std::move(h))); };
+  ParsedStatus p =
+      status({{"job-id", "j1"}, {"status", "failed"}, {"error", std::string(1500, 'e')}, {"retry-after-ms", "2000"}});
+  REQUIRE(std::holds_alternative<StatusReport>(p));
+  const auto& r = std::get<StatusReport>(p);
+  CHECK(r.job_id == "j1");
+  CHECK(r.status == ReportedStatus::failed);
+  CHECK(r.error.size() == 1000);
+  CHECK(r.retry_after_ms == std::optional<std::int64_t>(2000));
+  CHECK(std::get<StatusReport>(status({{"job-id", "j1"}, {"status", "running"}})).status == ReportedStatus::running);
+  auto why = [&](Headers h) {
+    const ParsedStatus q = status(std::move(h));
+    return std::holds_alternative<Invalid>(q) ? std::get<Invalid>(q).reason : std::string("valid");
+  };
+  CHECK(why({{"status", "finished"}}) == "status record without header 'job-id'");
+  CHECK(why({{"job-id", "j1"}}) == "status record without header 'status'");
+  CHECK(why({{"job-id", "j1"}, {"status", "done"}}) ==
+        "header 'status' must be 'running', 'finished' or 'failed': \"done\"");
+  CHECK_THAT(why({{"job-id", "j1"}, {"status", "failed"}, {"retry-after-ms", "soon"}}),
+             Catch::StartsWith("header 'retry-after-ms' must be"));
 }

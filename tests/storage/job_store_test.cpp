@@ -1,20 +1,20 @@
 // JobStore against the real Redis of the local stack. Each test works under its own key prefix.
 // Records damaged by hand stand for what a person, a bug or a half-restored backup could leave.
-#include <catch2/catch.hpp>
-
 #include "storage/job_store.hpp"
-#include "storage/redis_url.hpp"
-#include "support/redis_cleanup.hpp"
-#include "support/test_env.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "storage/redis_url.hpp"
+#include "support/redis_cleanup.hpp"
+#include "support/test_env.hpp"
 
 using namespace delayd::storage;
 
@@ -97,7 +97,8 @@ TEST_CASE_METHOD(Fixture, "the same job-id twice is one job and the first publis
   CHECK(store.stats().by_business_state["orders"]["delay"] == 1);
 }
 
-TEST_CASE_METHOD(Fixture, "a replay re-adds a pending entry that was lost, and keeps the first payload", "[store][crash]") {
+TEST_CASE_METHOD(Fixture, "a replay re-adds a pending entry that was lost, and keeps the first payload",
+                 "[store][crash]") {
   std::vector<NewJob> jobs{job("x", 1234)};
   store.accept(jobs, 1);
   redis.command({"ZREM", keys.pending(shard), "x"});  // by hand: record and entry are written together
@@ -220,7 +221,8 @@ TEST_CASE_METHOD(Fixture, "mark_ready finishes the job, removes its entry and se
   CHECK(s.by_business_state["orders"]["ready"] == 1);
 }
 
-TEST_CASE_METHOD(Fixture, "mark_ready with the claim's fields writes the finished record without reading it", "[store]") {
+TEST_CASE_METHOD(Fixture, "mark_ready with the claim's fields writes the finished record without reading it",
+                 "[store]") {
   store.accept(std::vector<NewJob>{job("d1", 10), job("d2", 10)}, 0);
   auto c = store.claim(shard, Ids{"d1", "d2"}, 10);
   REQUIRE(c[0].kind == Claim::Kind::deliver);
@@ -240,7 +242,8 @@ TEST_CASE_METHOD(Fixture, "mark_ready with the claim's fields writes the finishe
   CHECK(record("d1") == "ready 10 1 orders ready_at=12\n");
 }
 
-TEST_CASE_METHOD(Fixture, "an entry whose job is already finished is dropped by the claim that meets it", "[store][crash]") {
+TEST_CASE_METHOD(Fixture, "an entry whose job is already finished is dropped by the claim that meets it",
+                 "[store][crash]") {
   store.accept(std::vector<NewJob>{job("z", 10)}, 0);
   set_record("z", "ready 10 1 orders ready_at=11\n");  // by hand: finished, entry left behind
   REQUIRE(pending().size() == 1);
@@ -250,7 +253,9 @@ TEST_CASE_METHOD(Fixture, "an entry whose job is already finished is dropped by 
   CHECK(pending().empty());
 }
 
-TEST_CASE_METHOD(Fixture, "cancel wins before delivery, loses in flight and after, and wins again after a failed attempt", "[store][cancel]") {
+TEST_CASE_METHOD(Fixture,
+                 "cancel wins before delivery, loses in flight and after, and wins again after a failed attempt",
+                 "[store][cancel]") {
   std::vector<NewJob> jobs{job("k1", 100), job("k2", 100), job("k3", 100)};
   store.accept(jobs, 0);
 
@@ -267,8 +272,8 @@ TEST_CASE_METHOD(Fixture, "cancel wins before delivery, loses in flight and afte
   CHECK(t.state == JobState::in_flight);
   CHECK(field("k2", "state") == "delay");
   store.release(shard, "k2", "broker down", 5000, {});
-  CHECK(field("k2", "last_error") == "broker down");  // free text survives the record's one line
-  CHECK(field("k2", "deliver_at") == "100");  // the record keeps its deliver-at
+  CHECK(field("k2", "last_error") == "broker down");                         // free text survives the record's one line
+  CHECK(field("k2", "deliver_at") == "100");                                 // the record keeps its deliver-at
   CHECK(pending() == std::vector<PendingEntry>{{"k3", 100}, {"k2", 5000}});  // k1 was cancelled
   auto score = redis.command({"ZSCORE", keys.pending(shard), "k2"});
   CHECK(score.view().str() == "5000");  // the retry waits in Redis as well
@@ -294,13 +299,20 @@ TEST_CASE_METHOD(Fixture, "mark_failed records the reason and removes the entry"
   CHECK(t.changed);
   CHECK(field("f", "state") == "failed");
   CHECK(field("f", "error") == "topic ready.orders does not exist\n(100%)");
-  CHECK(record("f") == "failed 1 1 orders failed_at=9 error=topic%20ready.orders%20does%20not%20exist%0A(100%25)\n");
+  // h=1: a failure is always written to the job's history too.
+  CHECK(record("f") ==
+        "failed 1 1 orders failed_at=9 error=topic%20ready.orders%20does%20not%20exist%0A(100%25) h=1\n");
   CHECK(pending().empty());
+  const auto fields = store.get("f");
+  REQUIRE(fields);
+  CHECK(fields->at("history") == "9 dead 1 topic ready.orders does not exist (100%)");
 }
 
 TEST_CASE_METHOD(Fixture, "a due job whose payload does not decode is reported, not delivered empty", "[store]") {
   store.accept(std::vector<NewJob>{job("p", 5)}, 0);
-  set_record("p", std::string("delay 5 0 orders\n\x05" "abc", 21));
+  set_record("p", std::string("delay 5 0 orders\n\x05"
+                              "abc",
+                              21));
   auto c = store.claim(shard, Ids{"p"}, 5);
   CHECK(c[0].kind == Claim::Kind::corrupt);
   CHECK_FALSE(c[0].marked_failed);
@@ -318,7 +330,8 @@ TEST_CASE_METHOD(Fixture, "scripts flushed from Redis are loaded again transpare
   CHECK(pending().size() == 1);
 }
 
-TEST_CASE_METHOD(Fixture, "stats count pending entries, the next due time and transitions per business", "[store][stats]") {
+TEST_CASE_METHOD(Fixture, "stats count pending entries, the next due time and transitions per business",
+                 "[store][stats]") {
   std::vector<NewJob> jobs{job("s1", 300, "orders"), job("s2", 200, "orders"), job("s3", 900, "mail")};
   store.accept(jobs, 0);
   store.cancel(shard, "s3", 1);
@@ -335,10 +348,11 @@ TEST_CASE_METHOD(Fixture, "stats count pending entries, the next due time and tr
 
 // Fault tolerance: no byte in Redis can make a call throw or a script fail; each bad job is set
 // aside with a reason a person can read, and the others in the same batch go on.
-TEST_CASE_METHOD(Fixture, "a garbled job record is marked failed as corrupt and kept for people, the rest of the batch is delivered", "[store][corrupt]") {
-  store.accept(std::vector<NewJob>{job("good", 5), job("garbled", 5), job("attempt", 5), job("noline", 5),
-                                   job("weird", 5)},
-               0);
+TEST_CASE_METHOD(
+    Fixture, "a garbled job record is marked failed as corrupt and kept for people, the rest of the batch is delivered",
+    "[store][corrupt]") {
+  store.accept(
+      std::vector<NewJob>{job("good", 5), job("garbled", 5), job("attempt", 5), job("noline", 5), job("weird", 5)}, 0);
   set_record("garbled", "delay garbage 0 orders\npayload");
   set_record("attempt", "delay 5 1.5 orders\n");
   set_record("noline", "delay 5 0 orders");
@@ -361,12 +375,13 @@ TEST_CASE_METHOD(Fixture, "a garbled job record is marked failed as corrupt and 
   CHECK(record("garbled").find("\ndelay garbage 0 orders\npayload") != std::string::npos);  // the evidence stays
   CHECK(ttl("garbled") > 3500);
   CHECK(pending() == std::vector<PendingEntry>{{"good", 5}});  // only the deliverable one is left
-  auto again = store.claim(shard, Ids{"garbled"}, 11);  // its entry is gone; met again only by hand
-  CHECK(again[0].kind == Claim::Kind::finished);         // and then it is failed: set aside once
+  auto again = store.claim(shard, Ids{"garbled"}, 11);         // its entry is gone; met again only by hand
+  CHECK(again[0].kind == Claim::Kind::finished);               // and then it is failed: set aside once
   CHECK(again[0].state == JobState::failed);
 }
 
-TEST_CASE_METHOD(Fixture, "a pending entry without a readable record is moved to the shard's quarantine", "[store][corrupt]") {
+TEST_CASE_METHOD(Fixture, "a pending entry without a readable record is moved to the shard's quarantine",
+                 "[store][corrupt]") {
   redis.command({"SADD", keys.shards(), shard});
   redis.command({"ZADD", keys.pending(shard), "5", "ghost"});  // no record at all
   redis.command({"ZADD", keys.pending(shard), "5", "hashy"});
@@ -385,13 +400,16 @@ TEST_CASE_METHOD(Fixture, "a pending entry without a readable record is moved to
   CHECK(got->at("error").find("WRONGTYPE") != std::string::npos);
 }
 
-TEST_CASE_METHOD(Fixture, "scores that are not whole milliseconds are read rounded up, never early", "[store][corrupt]") {
+TEST_CASE_METHOD(Fixture, "scores that are not whole milliseconds are read rounded up, never early",
+                 "[store][corrupt]") {
   redis.command({"ZADD", keys.pending(shard), "10.2", "frac"});
   redis.command({"ZADD", keys.pending(shard), "-inf", "minus"});
   CHECK(pending() == std::vector<PendingEntry>{{"minus", 0}, {"frac", 11}});
 }
 
-TEST_CASE_METHOD(Fixture, "a release after an outage refunds the attempt, and a possibly written one keeps the job in flight", "[store]") {
+TEST_CASE_METHOD(Fixture,
+                 "a release after an outage refunds the attempt, and a possibly written one keeps the job in flight",
+                 "[store]") {
   store.accept(std::vector<NewJob>{job("o", 5), job("p", 5)}, 0);
   store.claim(shard, Ids{"o", "p"}, 5);
   CHECK(field("o", "attempt") == "1");
@@ -406,10 +424,12 @@ TEST_CASE_METHOD(Fixture, "a release after an outage refunds the attempt, and a 
 }
 
 TEST_CASE("error replies that mean 'not now' are transient", "[unit][store]") {
-  for (const char* e : {"LOADING Redis is loading the dataset in memory", "READONLY You can't write against a read only replica.",
-                        "OOM command not allowed when used memory > 'maxmemory'.", "MISCONF Redis is configured to save RDB snapshots",
-                        "BUSY Redis is busy running a script.", "TRYAGAIN Multiple keys request during rehashing of slot",
-                        "CLUSTERDOWN The cluster is down", "MASTERDOWN Link with MASTER is down", "NOREPLICAS Not enough good replicas"}) {
+  for (const char* e :
+       {"LOADING Redis is loading the dataset in memory", "READONLY You can't write against a read only replica.",
+        "OOM command not allowed when used memory > 'maxmemory'.", "MISCONF Redis is configured to save RDB snapshots",
+        "BUSY Redis is busy running a script.", "TRYAGAIN Multiple keys request during rehashing of slot",
+        "CLUSTERDOWN The cluster is down", "MASTERDOWN Link with MASTER is down",
+        "NOREPLICAS Not enough good replicas"}) {
     CHECK(is_transient_error_reply(e));
   }
   for (const char* e : {"ERR unknown command", "WRONGTYPE Operation against a key holding the wrong kind of value",
@@ -428,7 +448,8 @@ struct ReadOnlyRedis {
     for (port = 27000 + ::getpid() % 1000; port < 29000; ++port) {
       const std::string cmd = "redis-server --port " + std::to_string(port) +
                               " --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --replicaof 127.0.0.1 1"
-                              " --logfile /dev/null --pidfile /tmp/delayd-readonly-" + std::to_string(port) + ".pid";
+                              " --logfile /dev/null --pidfile /tmp/delayd-readonly-" +
+                              std::to_string(port) + ".pid";
       if (std::system(cmd.c_str()) != 0) continue;
       for (int i = 0; i < 100; ++i) {
         try {
@@ -454,7 +475,8 @@ struct ReadOnlyRedis {
 
 // Item 1 of the fault-tolerance issue: before, an error reply such as READONLY or LOADING came
 // back as RedisCommandError, which the service did not catch, so delayd exited.
-TEST_CASE("a Redis that refuses writes for now (READONLY after a failover) is a transient error, not a crash", "[store][faults]") {
+TEST_CASE("a Redis that refuses writes for now (READONLY after a failover) is a transient error, not a crash",
+          "[store][faults]") {
   ReadOnlyRedis replica;
   RedisConnection redis(RedisOptions{"127.0.0.1", replica.port, "", "", 0, 2000});
   KeySchema keys(delayd::testing::unique_name("ro"));
@@ -470,7 +492,9 @@ TEST_CASE("a Redis that refuses writes for now (READONLY after a failover) is a 
   CHECK(redis.command({"PING"}).view().str() == "PONG");  // and it reconnects by itself
 }
 
-TEST_CASE_METHOD(Fixture, "a cancel for an unknown id is remembered, and the job arriving later is accepted as cancelled", "[store][cancel]") {
+TEST_CASE_METHOD(Fixture,
+                 "a cancel for an unknown id is remembered, and the job arriving later is accepted as cancelled",
+                 "[store][cancel]") {
   CHECK(store.cancel(shard, "early", 100, 300).state == JobState::missing);
   CHECK(field("early", "state") == "cancelled");
   CHECK(field("early", "cancelled_early") == "1");
@@ -483,7 +507,7 @@ TEST_CASE_METHOD(Fixture, "a cancel for an unknown id is remembered, and the job
   CHECK(out[0].state == JobState::cancelled);
   CHECK(field("early", "deliver_at") == "5000");  // filled in, for people and delayctl get
   CHECK(field("early", "business") == "orders");
-  CHECK(pending().empty());            // never to be delivered
+  CHECK(pending().empty());  // never to be delivered
   CHECK_FALSE(has_payload("early"));
   CHECK(ttl("early") > 3000);  // the job's retention now
   CHECK(store.stats().by_business_state["orders"]["cancelled"] == 1);
@@ -519,8 +543,7 @@ TEST_CASE_METHOD(TwoOwners, "take_shard hands out growing epochs and names the o
   const std::int64_t second = other.take_shard(shard, 200);
   CHECK(second == first + 1);
   CHECK(store.fence(shard) == first);
-  CHECK(redis.command({"GET", keys.owner(shard)}).view().str() ==
-        std::to_string(second) + " new/2 200");
+  CHECK(redis.command({"GET", keys.owner(shard)}).view().str() == std::to_string(second) + " new/2 200");
   CHECK(store.lost_shards() == Ids{shard});
   CHECK(other.lost_shards().empty());
   store.drop_shard(shard);
@@ -590,4 +613,198 @@ TEST_CASE_METHOD(Fixture, "due_counts counts pending jobs per window, the first 
   store.cancel(shard, "b", 1);  // no longer pending
   const std::vector<std::int64_t> bounds{100, 200, 500};
   CHECK(store.due_counts(bounds) == std::vector<std::int64_t>{2, 1, 0});  // "d" lies beyond the last window
+}
+
+// ---- the job lifecycle (README, "Job lifecycle"): reports, redelivery, reschedule, repeats ----
+
+namespace {
+
+using Mode = JobStore::Mode;
+
+struct Lifecycle : Fixture {
+  // Accepts, claims at `at` and marks ready at `at` in the given mode; returns mark_ready's answer.
+  Transition deliver(const std::string& id, std::int64_t at, Mode mode, std::int64_t ack_ms = 0) {
+    store.accept(std::vector<NewJob>{job(id, at)}, 0);
+    return deliver_again(id, at, mode, ack_ms);
+  }
+  Transition deliver_again(const std::string& id, std::int64_t now, Mode mode, std::int64_t ack_ms = 0) {
+    auto c = store.claim(shard, Ids{id}, now);
+    REQUIRE(c[0].kind == Claim::Kind::deliver);
+    const JobStore::Delivered d{id, c[0].deliver_at, c[0].attempt, "orders", mode, std::chrono::milliseconds(ack_ms)};
+    return store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), now)[0];
+  }
+  ReportOutcome report(const std::string& id, ReportStatus status, std::int64_t now, std::int64_t retry_at = 0,
+                       int max_attempts = 3, std::int64_t ack_ms = 0) {
+    Report r{id, status, "boom", retry_at, max_attempts, std::chrono::milliseconds(ack_ms)};
+    const auto where = store.locate(Ids{id});
+    const std::vector<std::string> shards{where[0] ? where[0]->shard : std::string()};
+    return store.report(std::span<const Report>(&r, 1), shards, now)[0];
+  }
+  std::optional<std::int64_t> score(const std::string& id) {
+    auto r = redis.command({"ZSCORE", keys.pending(shard), id});
+    if (r.view().is_nil()) return std::nullopt;
+    return std::stoll(std::string(r.view().str()));
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(Lifecycle, "a kept job goes ready, running, finished, and each report is idempotent",
+                 "[store][lifecycle]") {
+  const auto t = deliver("a", 10, Mode::keep);
+  CHECK(t.state == JobState::ready);
+  CHECK(has_payload("a"));  // kept for a redelivery
+  CHECK_FALSE(score("a"));  // no ack timeout: nothing waits
+  CHECK(report("a", ReportStatus::running, 20).state == JobState::running);
+  CHECK(field("a", "running_at") == "20");
+  CHECK(report("a", ReportStatus::finished, 30).state == JobState::finished);
+  CHECK(field("a", "finished_at") == "30");
+  CHECK_FALSE(has_payload("a"));
+  CHECK(ttl("a") > 0);
+  // Late and duplicate reports change nothing.
+  CHECK(report("a", ReportStatus::running, 40).verdict == ReportOutcome::Verdict::ignored);
+  CHECK(report("a", ReportStatus::finished, 40).verdict == ReportOutcome::Verdict::ignored);
+  CHECK(field("a", "state") == "finished");
+  CHECK(field("a", "history") == "10 delivered 1 \n20 running 1 \n30 finished 1 ");
+}
+
+TEST_CASE_METHOD(Lifecycle, "reports that do not fit are ignored, unknown ids are unknown", "[store][lifecycle]") {
+  store.accept(std::vector<NewJob>{job("d", 100)}, 0);
+  CHECK(report("d", ReportStatus::finished, 5).verdict == ReportOutcome::Verdict::ignored);
+  CHECK(field("d", "state") == "delay");
+  CHECK(report("nobody", ReportStatus::running, 5).verdict == ReportOutcome::Verdict::unknown);
+  CHECK_FALSE(store.locate(Ids{"nobody"})[0]);
+}
+
+TEST_CASE_METHOD(Lifecycle, "a failed report goes round again at the retry time, then dead on the last attempt",
+                 "[store][lifecycle]") {
+  deliver("f", 10, Mode::keep);
+  const auto o = report("f", ReportStatus::failed, 20, 500, 2);
+  CHECK(o.verdict == ReportOutcome::Verdict::applied);
+  CHECK(o.state == JobState::delay);
+  CHECK_FALSE(o.dead);
+  CHECK(o.due_at == 500);
+  CHECK(score("f") == 500);
+  CHECK(field("f", "last_error") == "boom");
+  // The owner is told through the wake list.
+  const auto woken = store.take_wakes(std::vector<std::string>{shard});
+  REQUIRE(woken.size() == 1);
+  CHECK(woken[0].second == std::vector<PendingEntry>{{"f", 500}});
+  CHECK(store.take_wakes(std::vector<std::string>{shard}).empty());
+  // Never before the retry time, although deliver_at has long passed.
+  CHECK(store.claim(shard, Ids{"f"}, 400)[0].kind == Claim::Kind::early);
+  auto c = store.claim(shard, Ids{"f"}, 500);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].attempt == 2);
+  CHECK(c[0].not_before == 500);
+  CHECK_FALSE(c[0].plain);
+  CHECK(c[0].dead_reason.empty());
+  const JobStore::Delivered d{"f", c[0].deliver_at, 2, "orders", Mode::keep, {}};
+  store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 510);
+  // Attempt 2 of 2 fails: due at once, marked dead for the owner's claim to dead-letter.
+  const auto last = report("f", ReportStatus::failed, 600, 5000, 2);
+  CHECK(last.dead);
+  CHECK(score("f") == 600);
+  c = store.claim(shard, Ids{"f"}, 600);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].dead_reason == "reported failed after 2 attempts: boom");
+  store.mark_failed(shard, "f", c[0].dead_reason, 610);
+  CHECK(field("f", "state") == "failed");
+  CHECK(field("f", "error") == "reported failed after 2 attempts: boom");
+}
+
+TEST_CASE_METHOD(Lifecycle, "a failed report for a business that keeps no payload fails the job at once",
+                 "[store][lifecycle]") {
+  deliver("n", 10, Mode::fast);
+  const auto o = report("n", ReportStatus::failed, 20, 500, 5);
+  CHECK(o.state == JobState::failed);
+  CHECK(field("n", "state") == "failed");
+  CHECK(field("n", "error").find("scheduler.keep_payload") != std::string::npos);
+  CHECK_FALSE(score("n"));
+}
+
+TEST_CASE_METHOD(Lifecycle, "an ack timeout redelivers a silent job and running reports push the deadline",
+                 "[store][lifecycle]") {
+  const auto t = deliver("s", 10, Mode::keep, 1000);
+  CHECK(t.at == 1010);
+  CHECK(score("s") == 1010);
+  CHECK(store.claim(shard, Ids{"s"}, 900)[0].kind == Claim::Kind::early);
+  report("s", ReportStatus::running, 900, 0, 3, 1000);
+  CHECK(score("s") == 1900);  // a heartbeat
+  CHECK(store.claim(shard, Ids{"s"}, 1500)[0].kind == Claim::Kind::early);
+  auto c = store.claim(shard, Ids{"s"}, 1900);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].redelivery);
+  CHECK(c[0].attempt == 2);
+  CHECK(c[0].value == std::optional<std::string>("v-s"));
+  CHECK(field("s", "redelivered") == "1");
+  CHECK(field("s", "history").find("redelivered 1 no report within the ack timeout") != std::string::npos);
+  // Reported finished: nothing waits any more.
+  const JobStore::Delivered d{"s", c[0].deliver_at, 2, "orders", Mode::keep, std::chrono::milliseconds(1000)};
+  store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 1950);
+  report("s", ReportStatus::finished, 2000);
+  CHECK_FALSE(score("s"));
+  CHECK(field("s", "state") == "finished");
+}
+
+TEST_CASE_METHOD(Lifecycle, "reschedule moves a waiting job, not one in flight", "[store][lifecycle]") {
+  store.accept(std::vector<NewJob>{job("r", 5000), job("q", 100)}, 0);
+  auto t = store.reschedule_anywhere(shard, "r", 200, 10);
+  CHECK(t.changed);
+  CHECK(score("r") == 200);
+  CHECK(field("r", "deliver_at") == "200");
+  CHECK(store.claim(shard, Ids{"r"}, 150)[0].kind == Claim::Kind::early);
+  store.claim(shard, Ids{"q"}, 100);
+  t = store.reschedule_anywhere(shard, "q", 9000, 110);
+  CHECK_FALSE(t.changed);
+  CHECK(t.state == JobState::in_flight);
+  CHECK(store.reschedule_anywhere(shard, "none", 9000, 110).state == JobState::missing);
+  const auto woken = store.take_wakes(std::vector<std::string>{shard});
+  REQUIRE(woken.size() == 1);
+  CHECK(woken[0].second == std::vector<PendingEntry>{{"r", 200}});
+}
+
+TEST_CASE_METHOD(Lifecycle, "a repeating job comes back on its grid, skips what passed, and stops at its count",
+                 "[store][lifecycle]") {
+  NewJob j = job("p", 1000);
+  j.repeat_every = std::chrono::milliseconds(500);
+  j.repeat_count = 4;
+  store.accept(std::vector<NewJob>{j}, 0);
+  auto c = store.claim(shard, Ids{"p"}, 1000);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].repeat == 1);
+  CHECK_FALSE(c[0].plain);
+  JobStore::Delivered d{"p", 1000, c[0].attempt, "orders", Mode::drop, {}};
+  auto t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 1003)[0];
+  CHECK(t.state == JobState::delay);
+  CHECK(t.at == 1500);  // deliver_at + 500, not the delivery time + 500
+  CHECK(has_payload("p"));
+  c = store.claim(shard, Ids{"p"}, 1500);
+  CHECK(c[0].repeat == 2);
+  CHECK(c[0].deliver_at == 1500);
+  CHECK(c[0].attempt == 1);
+  // Delivered 1.2 s late: occurrence 3 (2000) has passed and is skipped; 4 is next, at 2500.
+  d = {"p", 1500, 1, "orders", Mode::drop, {}};
+  t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 2200)[0];
+  CHECK(t.at == 2500);
+  CHECK(field("p", "repeat") == "4");
+  c = store.claim(shard, Ids{"p"}, 2500);
+  CHECK(c[0].repeat == 4);
+  d = {"p", 2500, 1, "orders", Mode::drop, {}};
+  t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 2501)[0];
+  CHECK(t.state == JobState::ready);  // the last of 4
+  CHECK_FALSE(score("p"));
+  // Reports are not tracked for repeating jobs, the last occurrence included.
+  CHECK(report("p", ReportStatus::finished, 2600).verdict == ReportOutcome::Verdict::ignored);
+}
+
+TEST_CASE_METHOD(Lifecycle, "a cancel between two occurrences stops the series", "[store][lifecycle]") {
+  NewJob j = job("c", 1000);
+  j.repeat_every = std::chrono::milliseconds(100);
+  store.accept(std::vector<NewJob>{j}, 0);
+  deliver_again("c", 1000, Mode::drop);
+  CHECK(field("c", "state") == "delay");
+  CHECK(store.cancel(shard, "c", 1050).changed);
+  CHECK_FALSE(score("c"));
+  CHECK(report("c", ReportStatus::running, 1060).verdict == ReportOutcome::Verdict::ignored);
 }
