@@ -1,22 +1,21 @@
 #include "admin/admin_server.hpp"
 
-#include "admin/metrics.hpp"
-#include "admin/request_target.hpp"
-#include "admin/status_page.hpp"
-#include "broker/time_format.hpp"
-
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <vector>
+
+#include "admin/metrics.hpp"
+#include "admin/request_target.hpp"
+#include "admin/status_page.hpp"
+#include "broker/time_format.hpp"
 
 namespace delayd::admin {
 
@@ -71,7 +70,7 @@ struct AdminServer::State {
 
   asio::io_context& io;
   const AdminOptions options;
-  std::unique_ptr<JobBackend> jobs;  // the worker's alone
+  std::unique_ptr<JobBackend> jobs;     // the worker's alone
   asio::thread_pool* worker = nullptr;  // null once the server is going away
   HttpServer* http = nullptr;           // the io thread's
 
@@ -129,7 +128,7 @@ HttpResponse readyz(State& state) {
 HttpResponse stats(State& state) {
   const auto seen = state.seen();
   const broker::LoopSnapshot& s = seen.snapshot;
-  nlohmann::json j{{"alive", seen.alive},        {"held", s.held},     {"in_wheel", s.in_wheel},
+  nlohmann::json j{{"alive", seen.alive},      {"held", s.held},     {"in_wheel", s.in_wheel},
                    {"in_flight", s.in_flight}, {"shards", s.shards}, {"counters", s.counters},
                    {"problem", s.problem}};
   if (s.next_due) {
@@ -238,14 +237,17 @@ void refresh_pending(const std::shared_ptr<State>& state) {
   if (!state->jobs || !state->worker || state->pending_running || SteadyClock::now() < state->pending_next) return;
   state->pending_running = true;
   asio::post(*state->worker, [state] {
-    std::optional<std::map<std::string, std::int64_t>> pending;
+    std::optional<storage::StoreStats> pending;
     try {
-      pending = state->jobs->pending_by_shard();
+      pending = state->jobs->store_stats();
     } catch (const std::exception&) {
       // Redis unreachable: keep the last counts; the outage shows in delayd_outage.
     }
     asio::post(state->io, [state, pending = std::move(pending)] {
-      if (pending) state->metrics.set_pending(*pending);
+      if (pending) {
+        state->metrics.set_pending(pending->pending_by_shard);
+        state->metrics.set_job_counts(pending->by_business_state);
+      }
       state->pending_running = false;
       state->pending_next = SteadyClock::now() + kPendingEvery;
     });
@@ -286,13 +288,14 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (path == "/healthz") return get ? reply(healthz(*state)) : only_get();
   if (path == "/readyz") return get ? reply(readyz(*state)) : only_get();
   if (path == "/") return get ? reply(status_page()) : only_get();
-  const bool known =
-      path == "/metrics" || path == "/stats" || path == "/overview" || path.starts_with(kJobsPrefix);
+  const bool known = path == "/metrics" || path == "/stats" || path == "/overview" || path.starts_with(kJobsPrefix);
   if (!known) return reply(make_response(404, "not found\n"));
   if (!state->options.token.empty()) {
     const auto it = req.find(http::field::authorization);
-    const std::string_view given = it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
-    const bool bearer = given.size() > 7 && boost::beast::iequals(boost::beast::string_view(given.data(), 7), "Bearer ");  // scheme: any case
+    const std::string_view given =
+        it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
+    const bool bearer = given.size() > 7 && boost::beast::iequals(boost::beast::string_view(given.data(), 7),
+                                                                  "Bearer ");  // scheme: any case
     if (!bearer || !same_secret(given.substr(7), state->options.token)) {
       HttpResponse r = make_response(401, "a bearer token is required (admin.token)\n");
       r.set(http::field::www_authenticate, "Bearer realm=\"delayd\"");
@@ -322,10 +325,9 @@ AdminServer::AdminServer(asio::io_context& io, AdminOptions options, std::unique
     : state_(std::make_shared<State>(io, std::move(options), std::move(jobs))) {
   const tcp::endpoint endpoint = parse_listen(state_->options.listen);
   try {
-    http_ = std::make_unique<HttpServer>(io, endpoint, state_->options.limits,
-                                         [state = state_](const HttpRequest& req, Reply reply) {
-                                           handle(state, req, reply);
-                                         });
+    http_ = std::make_unique<HttpServer>(
+        io, endpoint, state_->options.limits,
+        [state = state_](const HttpRequest& req, Reply reply) { handle(state, req, reply); });
   } catch (const boost::system::system_error& e) {
     throw std::runtime_error("admin.listen '" + state_->options.listen + "': cannot listen: " + e.code().message());
   }

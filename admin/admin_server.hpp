@@ -30,20 +30,20 @@
 // there too, one at a time: requests that come while one runs wait for its answer.
 #pragma once
 
-#include "admin/http_server.hpp"
-#include "broker/snapshot.hpp"
-#include "config/config.hpp"
-
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
-
-#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "admin/http_server.hpp"
+#include "broker/snapshot.hpp"
+#include "config/config.hpp"
+#include "storage/job_store.hpp"
 
 namespace delayd::admin {
 
@@ -72,7 +72,7 @@ struct Overview {
   std::map<std::string, std::int64_t> pending_by_business;  // the "<business>|delay" counters
   std::map<std::string, std::int64_t> pending_by_shard;     // entries of each pending set
   std::optional<std::int64_t> next_due;                     // epoch ms
-  std::vector<std::int64_t> due;  // kDueWindowsS.size() + 1 counts, as kDueWindowsS says
+  std::vector<std::int64_t> due;                            // kDueWindowsS.size() + 1 counts, as kDueWindowsS says
 };
 
 // Jobs in Redis, for /jobs/{id}, /overview and delayd_jobs_pending. Called on the admin's worker thread
@@ -82,7 +82,7 @@ class JobBackend {
   virtual ~JobBackend() = default;
   virtual JobAnswer get(const std::string& job_id) = 0;
   virtual JobAnswer cancel(const std::string& job_id) = 0;
-  virtual std::map<std::string, std::int64_t> pending_by_shard() = 0;
+  virtual storage::StoreStats store_stats() = 0;
   // The overview as of now_ms (epoch ms).
   virtual Overview overview(std::int64_t now_ms) = 0;
 };

@@ -1,13 +1,13 @@
 #include "admin/job_backend.hpp"
 
-#include "admin/job_json.hpp"
-#include "broker/ingest_parse.hpp"
-#include "config/redis_options.hpp"
-
 #include <algorithm>
 #include <limits>
 #include <string>
 #include <thread>
+
+#include "admin/job_json.hpp"
+#include "broker/ingest_parse.hpp"
+#include "config/redis_options.hpp"
 
 namespace delayd::admin {
 
@@ -55,9 +55,9 @@ std::string StoreJobBackend::state_of(const std::string& job_id) {
 
 void StoreJobBackend::publish_cancel(const std::string& job_id) {
   if (!producer_) {
-    producer_ = std::make_unique<connectors::KafkaProducer>(
-        broker::kafka_properties(config_, broker::KafkaClient::producer),
-        [this](const connectors::DeliveryReport& r) { report_ = r; });
+    producer_ =
+        std::make_unique<connectors::KafkaProducer>(broker::kafka_properties(config_, broker::KafkaClient::producer),
+                                                    [this](const connectors::DeliveryReport& r) { report_ = r; });
   }
   connectors::OutRecord rec;
   rec.topic = config_.kafka.ingest_topic;
@@ -90,15 +90,16 @@ JobAnswer StoreJobBackend::cancel(const std::string& job_id) {
     return answer(202, {{"job_id", job_id},
                         {"cancelled", false},
                         {"state", now_state},
-                        {"note", "the cancel is published but delayd has not acted on it yet; if it arrives while "
-                                 "the job is in flight, it has no effect"}});
+                        {"note",
+                         "the cancel is published but delayd has not acted on it yet; if it arrives while "
+                         "the job is in flight, it has no effect"}});
   }
   const bool cancelled = now_state == "cancelled";
   return answer(cancelled ? 200 : 409, {{"job_id", job_id}, {"cancelled", cancelled}, {"state", now_state}});
 }
 
-std::map<std::string, std::int64_t> StoreJobBackend::pending_by_shard() {
-  return with_store([](storage::JobStore& s) { return s.stats().pending_by_shard; });
+storage::StoreStats StoreJobBackend::store_stats() {
+  return with_store([](storage::JobStore& s) { return s.stats(); });
 }
 
 Overview StoreJobBackend::overview(std::int64_t now_ms) {

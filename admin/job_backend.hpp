@@ -15,14 +15,14 @@
 // Threading: one thread at a time (the admin's worker thread); calls block.
 #pragma once
 
+#include <chrono>
+#include <memory>
+#include <optional>
+
 #include "admin/admin_server.hpp"
 #include "config/config.hpp"
 #include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
-
-#include <chrono>
-#include <memory>
-#include <optional>
 
 namespace delayd::admin {
 
@@ -36,7 +36,7 @@ class StoreJobBackend final : public JobBackend {
   // See the verdicts above.
   JobAnswer cancel(const std::string& job_id) override;
   // JobStore::stats().pending_by_shard.
-  std::map<std::string, std::int64_t> pending_by_shard() override;
+  storage::StoreStats store_stats() override;
   // Pending per business ("delay" counters) and shard, next due, the due timeline.
   Overview overview(std::int64_t now_ms) override;
 

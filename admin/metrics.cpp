@@ -6,7 +6,6 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
-
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -27,9 +26,16 @@ using Hist = broker::DurationHistogram;
 
 // Snapshot counter -> outcome label of delayd_delivery_attempts_total.
 constexpr std::pair<std::string_view, std::string_view> kAttemptOutcomes[] = {
-    {"delivered", "delivered"}, {"retried", "retried"},       {"retried_outage", "retried_outage"},
-    {"failed", "failed"},       {"set_aside", "set_aside"},   {"dropped_stale", "dropped_stale"},
-    {"fenced", "fenced"}};
+    {"delivered", "delivered"}, {"retried", "retried"},        {"retried_outage", "retried_outage"},
+    {"failed", "failed"},       {"set_aside", "set_aside"},    {"dropped_stale", "dropped_stale"},
+    {"fenced", "fenced"},       {"redelivered", "redelivered"}};
+
+// Snapshot counter -> status label of delayd_reports_total.
+constexpr std::pair<std::string_view, std::string_view> kReportOutcomes[] = {{"reports_running", "running"},
+                                                                             {"reports_finished", "finished"},
+                                                                             {"reports_failed", "failed"},
+                                                                             {"reports_ignored", "ignored"},
+                                                                             {"reports_unknown", "unknown"}};
 
 // Dead letters by reason: counters named "dead_lettered.<reason>" when the loop counts them so;
 // otherwise the one total as reason "any".
@@ -98,8 +104,10 @@ struct Metrics::Impl {
         {}, pm::Histogram::BucketBoundaries(Hist::kBoundsSeconds.begin(), Hist::kBoundsSeconds.end()));
   }
 
-  pm::Counter& accepted = counters("delayd_jobs_accepted_total", "Jobs accepted from the ingest topic and stored").Add({});
-  pm::Counter& delivered = counters("delayd_jobs_delivered_total", "Jobs whose ready record Kafka acknowledged").Add({});
+  pm::Counter& accepted =
+      counters("delayd_jobs_accepted_total", "Jobs accepted from the ingest topic and stored").Add({});
+  pm::Counter& delivered =
+      counters("delayd_jobs_delivered_total", "Jobs whose ready record Kafka acknowledged").Add({});
   pm::Counter& cancelled = counters("delayd_jobs_cancelled_total", "Jobs cancelled before they fired").Add({});
   pm::Counter& failed = counters("delayd_jobs_failed_total", "Jobs given up after scheduler.max_attempts").Add({});
   pm::Counter& duplicates =
@@ -112,26 +120,38 @@ struct Metrics::Impl {
   pm::Family<pm::Counter>& attempts =
       counters("delayd_delivery_attempts_total", "Settled delivery attempts of ready records, by outcome");
   pm::Counter& rebalances = counters("delayd_rebalances_total", "Shard assignments and revocations seen").Add({});
-  pm::Histogram& lateness =
-      histogram("delayd_lateness_seconds", "A ready record's produce time minus its deliver_at");
-  pm::Histogram& redis_request = histogram("delayd_redis_request_seconds", "Round trips to Redis (a command or a pipeline)");
+  pm::Family<pm::Counter>& reports =
+      counters("delayd_reports_total", "Consumers' reports read from the status topic, by what they did");
+  pm::Counter& rescheduled =
+      counters("delayd_jobs_rescheduled_total", "Jobs moved to a new time by a reschedule").Add({});
+  pm::Counter& repeated =
+      counters("delayd_jobs_repeated_total", "Occurrences of repeating jobs scheduled after a delivery").Add({});
+  pm::Family<pm::Gauge>& jobs =
+      gauges("delayd_jobs", "Jobs per business and state, from Redis's counters (redelivered: times, not jobs)");
+  std::map<std::string, pm::Gauge*> jobs_by_label;
+  pm::Histogram& lateness = histogram("delayd_lateness_seconds", "A ready record's produce time minus its deliver_at");
+  pm::Histogram& redis_request =
+      histogram("delayd_redis_request_seconds", "Round trips to Redis (a command or a pipeline)");
   pm::Histogram& kafka_produce =
       histogram("delayd_kafka_produce_seconds", "A ready record's produce() to its delivery report");
   pm::Gauge& held = gauges("delayd_jobs_held", "Jobs held in memory (in the wheel or in flight)").Add({});
   pm::Gauge& wheel_timers = gauges("delayd_wheel_timers", "Jobs waiting for their timer in the wheel").Add({});
-  pm::Gauge& in_flight = gauges("delayd_jobs_in_flight", "Ready records handed to Kafka, outcome not written yet").Add({});
+  pm::Gauge& in_flight =
+      gauges("delayd_jobs_in_flight", "Ready records handed to Kafka, outcome not written yet").Add({});
   pm::Gauge& shards_owned = gauges("delayd_shards_owned", "Shards (ingest partitions) this instance owns").Add({});
   pm::Family<pm::Gauge>& next_due_family =
       gauges("delayd_next_due_seconds", "Seconds until the next timer in the wheel (absent when the wheel is empty)");
   pm::Gauge* next_due = nullptr;
-  pm::Gauge& max_turn = gauges("delayd_loop_max_turn_seconds",
-                               "Longest turn of the scheduling loop over the last 10 to 20 s").Add({});
+  pm::Gauge& max_turn =
+      gauges("delayd_loop_max_turn_seconds", "Longest turn of the scheduling loop over the last 10 to 20 s").Add({});
   pm::Family<pm::Gauge>& outage = gauges("delayd_outage", "1 while an outage of the dependency is being ridden out");
-  pm::Family<pm::Gauge>& pending = gauges("delayd_jobs_pending", "Jobs waiting in Redis, by shard (refreshed every few seconds)");
+  pm::Family<pm::Gauge>& pending =
+      gauges("delayd_jobs_pending", "Jobs waiting in Redis, by shard (refreshed every few seconds)");
   std::map<std::string, pm::Gauge*> pending_by_shard;
   pm::Family<pm::Counter>& http_closed =
       counters("delayd_admin_connections_closed_total", "Admin endpoint connections closed by its defences, by reason");
-  pm::Counter& http_accepted = counters("delayd_admin_connections_accepted_total", "Admin endpoint connections accepted").Add({});
+  pm::Counter& http_accepted =
+      counters("delayd_admin_connections_accepted_total", "Admin endpoint connections accepted").Add({});
   pm::Gauge& http_open = gauges("delayd_admin_connections_open", "Admin endpoint connections open").Add({});
   HttpServerCounters http_last;
 
@@ -192,6 +212,11 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   for (const auto& [name, outcome] : kAttemptOutcomes) {
     m.advance(m.attempts.Add({{"outcome", std::string(outcome)}}), name, s);
   }
+  for (const auto& [name, status] : kReportOutcomes) {
+    m.advance(m.reports.Add({{"status", std::string(status)}}), name, s);
+  }
+  m.advance(m.rescheduled, "rescheduled", s);
+  m.advance(m.repeated, "repeated", s);
   bool by_reason = false;
   for (const auto& [name, value] : s.counters) {
     if (!name.starts_with(kDeadLetterPrefix)) continue;
@@ -212,9 +237,9 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   m.max_turn.Set(static_cast<double>(counter_of(s, "max_turn_ms")) / 1000.0);
   if (s.next_due) {
     if (!m.next_due) m.next_due = &m.next_due_family.Add({});
-    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const auto now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     m.next_due->Set(static_cast<double>(*s.next_due - now_ms) / 1000.0);
   } else if (m.next_due) {
     m.next_due_family.Remove(m.next_due);
@@ -243,6 +268,21 @@ void Metrics::set_pending(const std::map<std::string, std::int64_t>& by_shard) {
       it = m.pending_by_shard.emplace(shard, &m.pending.Add({{"shard", shard}})).first;
     }
     it->second->Set(static_cast<double>(n));
+  }
+}
+
+void Metrics::set_job_counts(const std::map<std::string, std::map<std::string, std::int64_t>>& by_business_state) {
+  Impl& m = *impl_;
+  for (const auto& [business, states] : by_business_state) {
+    for (const auto& [state, n] : states) {
+      const std::string key = business + "|" + state;
+      auto it = m.jobs_by_label.find(key);
+      if (it == m.jobs_by_label.end()) {
+        if (m.jobs_by_label.size() >= kMaxLabelValues) continue;
+        it = m.jobs_by_label.emplace(key, &m.jobs.Add({{"business", business}, {"state", state}})).first;
+      }
+      it->second->Set(static_cast<double>(n));
+    }
   }
 }
 

@@ -14,13 +14,13 @@
 // Threading: not thread-safe; one caller at a time (the admin endpoint's thread).
 #pragma once
 
-#include "admin/http_server.hpp"
-#include "broker/snapshot.hpp"
-
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+
+#include "admin/http_server.hpp"
+#include "broker/snapshot.hpp"
 
 namespace delayd::admin {
 
@@ -39,6 +39,10 @@ class Metrics {
   void update(const broker::LoopSnapshot& snapshot);
   // Sets delayd_jobs_pending{shard} to `by_shard` (shards no longer listed are removed).
   void set_pending(const std::map<std::string, std::int64_t>& by_shard);
+  // Sets delayd_jobs{business,state} from Redis's counters per business and state (the
+  // lifecycle's running, finished, failed and redelivered included); capped at
+  // kMaxLabelValues series, like the other labels.
+  void set_job_counts(const std::map<std::string, std::map<std::string, std::int64_t>>& by_business_state);
   // Sets the admin endpoint's own connection counters.
   void set_http(const HttpServerCounters& counters, std::size_t open_connections);
   // The whole registry in the Prometheus text format, with process metrics read now.

@@ -268,7 +268,8 @@ for i = FIRST, #KEYS do
     if due > now + extra then
       out[#out + 1] = {'early', string.format('%.0f', due)}
     else
-      local att = (in_flight(id) or j.att) + 1
+      -- A job marked dead goes to the dead-letter topic, not to a consumer: no attempt is added.
+      local att = (in_flight(id) or j.att) + (j.f.dead and 0 or 1)
       redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
       local plain = (j.f.every or j.f.h or j.f.rd or j.f.dead) and 0 or 1
       out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att, j.f.rep or '0', plain,
@@ -311,10 +312,10 @@ local function delivered(key, id, j, keep, ack)
   if every then
     local rep, count = tonumber(j.f.rep) or 1, tonumber(j.f.count) or 0
     hist(key, j, 'delivered', 'occurrence ' .. rep)
-    -- The next occurrence on the grid deliver_at + k * every after now: no drift, and the
-    -- instants that passed while nobody delivered are skipped.
-    local steps = 1
-    if now >= j.at + every then steps = math.floor((now - j.at) / every) + 1 end
+    -- The next occurrence on the grid deliver_at + k * every (no drift). If instants have passed
+    -- meanwhile (delivery ran late, or delayd was down), the latest of them is delivered at once
+    -- and the older ones are skipped: one late occurrence, never a burst of them.
+    local steps = math.max(1, math.floor((now - j.at) / every))
     if count == 0 or rep + steps <= count then
       j.at = j.at + steps * every
       j.f.rep = string.format('%.0f', rep + steps)

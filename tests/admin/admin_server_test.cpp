@@ -1,21 +1,20 @@
 // The admin endpoint over real loopback sockets, on a port the kernel picks: endpoints, the
 // token, keep-alive, and the defences (header and body limits, the read deadline, the
 // connection cap) against idle and oversized clients.
-#include <catch2/catch.hpp>
-
 #include "admin/admin_server.hpp"
-#include "admin/request_target.hpp"
 
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
-#include <nlohmann/json.hpp>
-
-#include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
+
+#include "admin/request_target.hpp"
 
 using delayd::admin::AdminOptions;
 using delayd::admin::AdminServer;
@@ -87,7 +86,12 @@ struct FakeJobs final : delayd::admin::JobBackend {
   JobAnswer cancel(const std::string& id) override {
     return {409, nlohmann::json{{"job_id", id}, {"cancelled", false}, {"state", "delivered"}}.dump()};
   }
-  std::map<std::string, std::int64_t> pending_by_shard() override { return {{"delay-ingest:0", 12}}; }
+  delayd::storage::StoreStats store_stats() override {
+    delayd::storage::StoreStats s;
+    s.pending_by_shard = {{"delay-ingest:0", 12}};
+    s.by_business_state = {{"orders", {{"delay", 12}, {"finished", 3}}}};
+    return s;
+  }
   delayd::admin::Overview overview(std::int64_t now_ms) override {
     ++overview_calls;
     if (overview_fails) throw std::runtime_error("redis unavailable");
@@ -246,7 +250,8 @@ TEST_CASE("overview: pending per business and shard and the due timeline, read a
   // Later, a new read; a failing one is a 503 naming the cause (and is cached in turn).
   jobs.overview_fails = true;
   std::this_thread::sleep_for(std::chrono::milliseconds(2100));
-  CHECK_THAT(get(r.port(), "/overview", auth), Catch::StartsWith("HTTP/1.1 503") && Catch::Contains("redis unavailable"));
+  CHECK_THAT(get(r.port(), "/overview", auth),
+             Catch::StartsWith("HTTP/1.1 503") && Catch::Contains("redis unavailable"));
   CHECK_THAT(get(r.port(), "/overview", auth), Catch::StartsWith("HTTP/1.1 503"));
   CHECK(jobs.overview_calls == 2);
   CHECK_THAT(request(r.port(), "POST /overview HTTP/1.0\r\nAuthorization: Bearer s3cret-token\r\n\r\n"),
@@ -260,8 +265,8 @@ TEST_CASE("the status page at / is one self-contained document, served without t
   Running r(options("s3cret-token"), std::make_unique<FakeJobs>());
   const std::string page = get(r.port(), "/");
   REQUIRE_THAT(page, Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("Content-Type: text/html"));
-  CHECK_THAT(page, Catch::Contains("Content-Security-Policy: default-src 'none'") &&
-                       Catch::Contains("connect-src 'self'"));
+  CHECK_THAT(page,
+             Catch::Contains("Content-Security-Policy: default-src 'none'") && Catch::Contains("connect-src 'self'"));
   const std::string html = body(page);
   CHECK_THAT(html, Catch::StartsWith("<!doctype html>") && Catch::Contains("</html>"));
   // Nothing from elsewhere: no external scripts, styles, fonts or images, no absolute URLs but
@@ -308,7 +313,9 @@ TEST_CASE("two requests on one kept-alive connection", "[admin]") {
   const std::string second = read_one(socket, pending);
   CHECK_THAT(second, Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("\"held\""));
   // Pipelined: two requests in one write, two answers in order.
-  asio::write(socket, asio::buffer(std::string("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\nGET /readyz HTTP/1.1\r\nHost: t\r\n\r\n")));
+  asio::write(
+      socket,
+      asio::buffer(std::string("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\nGET /readyz HTTP/1.1\r\nHost: t\r\n\r\n")));
   CHECK_THAT(read_one(socket, pending), Catch::EndsWith("ok\n"));
   CHECK_THAT(read_one(socket, pending), Catch::EndsWith("ready\n"));
 }
@@ -323,7 +330,8 @@ TEST_CASE("with admin.token, all but healthz and readyz ask for the bearer token
     const std::string none = get(r.port(), path);
     CHECK_THAT(none, Catch::StartsWith("HTTP/1.1 401") && Catch::Contains("WWW-Authenticate: Bearer"));
     CHECK_THAT(get(r.port(), path, "Authorization: Bearer wrong\r\n"), Catch::StartsWith("HTTP/1.1 401"));
-    CHECK_THAT(get(r.port(), path, "Authorization: Bearer s3cret-token-and-more\r\n"), Catch::StartsWith("HTTP/1.1 401"));
+    CHECK_THAT(get(r.port(), path, "Authorization: Bearer s3cret-token-and-more\r\n"),
+               Catch::StartsWith("HTTP/1.1 401"));
     CHECK_THAT(get(r.port(), path, "Authorization: Basic s3cret-token\r\n"), Catch::StartsWith("HTTP/1.1 401"));
     CHECK_THAT(get(r.port(), path, "Authorization: Bearer s3cret-token\r\n"), Catch::StartsWith("HTTP/1.1 200"));
     CHECK_THAT(get(r.port(), path, "Authorization: bearer s3cret-token\r\n"), Catch::StartsWith("HTTP/1.1 200"));
@@ -360,8 +368,8 @@ TEST_CASE("a 100 KB header gets 431 and a large body 413, and healthz still answ
   for (int i = 0; i < 2000; ++i) many_lines += "X-" + std::to_string(i) + ": y\r\n";
   const std::string many = get(r.port(), "/healthz", many_lines);
   if (!many.empty()) CHECK_THAT(many, Catch::StartsWith("HTTP/1.1 431"));
-  const std::string big_body = request(r.port(), "POST /stats HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n" +
-                                                     std::string(100000, 'b'));
+  const std::string big_body =
+      request(r.port(), "POST /stats HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n" + std::string(100000, 'b'));
   if (!big_body.empty()) CHECK_THAT(big_body, Catch::StartsWith("HTTP/1.1 413"));
   CHECK(body(get(r.port(), "/healthz")) == "ok\n");
 }
@@ -424,10 +432,15 @@ TEST_CASE("metrics: the counters follow the snapshots, and promtool accepts the 
 
   s.counters["accepted"] = 10;
   s.counters["dead_lettered"] = 4;
+  s.counters["reports_failed"] = 6;
+  s.counters["redelivered"] = 2;
   s.lateness.observe(0.5);
   s.rebalances = 2;
   s.outages["kafka"] = true;
-  s.next_due = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 30'000;
+  s.next_due =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count() +
+      30'000;
   r.server.publish(s);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the pending counts come from the worker
   const std::string second = body(get(r.port(), "/metrics"));
@@ -437,14 +450,18 @@ TEST_CASE("metrics: the counters follow the snapshots, and promtool accepts the 
   CHECK(sample(second, "delayd_rebalances_total") == 2);
   CHECK(sample(second, "delayd_outage{dependency=\"kafka\"}") == 1);
   CHECK(sample(second, "delayd_jobs_pending{shard=\"delay-ingest:0\"}") == 12);
+  CHECK(sample(second, "delayd_jobs{business=\"orders\",state=\"finished\"}") == 3);
+  CHECK(sample(second, "delayd_reports_total{status=\"failed\"}") == 6);
+  CHECK(sample(second, "delayd_delivery_attempts_total{outcome=\"redelivered\"}") == 2);
   CHECK(sample(second, "delayd_next_due_seconds") > 25);
   CHECK(sample(second, "delayd_next_due_seconds") <= 30);
 
   const char* promtool_env = std::getenv("PROMTOOL");
   const std::string promtool = promtool_env ? promtool_env : "promtool";
   if (std::system((promtool + " --version > /dev/null 2>&1").c_str()) != 0) {
-    WARN("promtool not found (Debian package prometheus; scripts/install-deps.sh installs it): "
-         "the exposition format is not checked");
+    WARN(
+        "promtool not found (Debian package prometheus; scripts/install-deps.sh installs it): "
+        "the exposition format is not checked");
     return;
   }
   const std::string file = "/tmp/delayd-admin-metrics-" + std::to_string(r.port()) + ".txt";

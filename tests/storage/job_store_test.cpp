@@ -783,15 +783,16 @@ TEST_CASE_METHOD(Lifecycle, "a repeating job comes back on its grid, skips what 
   CHECK(c[0].repeat == 2);
   CHECK(c[0].deliver_at == 1500);
   CHECK(c[0].attempt == 1);
-  // Delivered 1.2 s late: occurrence 3 (2000) has passed and is skipped; 4 is next, at 2500.
+  // Acknowledged 1.1 s late: occurrences 3 (2000) and 4 (2500) have passed; the latest, 4, is
+  // due at once and 3 is skipped.
   d = {"p", 1500, 1, "orders", Mode::drop, {}};
-  t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 2200)[0];
+  t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 2600)[0];
   CHECK(t.at == 2500);
   CHECK(field("p", "repeat") == "4");
-  c = store.claim(shard, Ids{"p"}, 2500);
+  c = store.claim(shard, Ids{"p"}, 2600);
   CHECK(c[0].repeat == 4);
   d = {"p", 2500, 1, "orders", Mode::drop, {}};
-  t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 2501)[0];
+  t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 2601)[0];
   CHECK(t.state == JobState::ready);  // the last of 4
   CHECK_FALSE(score("p"));
   // Reports are not tracked for repeating jobs, the last occurrence included.
