@@ -169,6 +169,9 @@ ParsedStatus parse_status(const Record& rec) {
   auto after = number_header(rec, kHeaderRetryAfter, 0, 86'400'000);
   if (auto* bad = std::get_if<Invalid>(&after)) return std::move(*bad);
   r.retry_after_ms = std::get<std::optional<std::int64_t>>(after);
+  auto attempt = number_header(rec, kHeaderAttempt, 1, 1'000'000'000);
+  if (auto* bad = std::get_if<Invalid>(&attempt)) return std::move(*bad);
+  r.attempt = static_cast<int>(std::get<std::optional<std::int64_t>>(attempt).value_or(0));
   return r;
 }
 

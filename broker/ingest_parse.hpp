@@ -27,7 +27,9 @@
 //
 // The status topic (README, "Job lifecycle"): parse_status() reads a consumer's report, headers
 //   job-id (required, as above), status (running | finished | failed), error (optional, cut to
-//   1000 bytes), retry-after-ms (optional, 0..86400000, for failed).
+//   1000 bytes), retry-after-ms (optional, 0..86400000, for failed), attempt (optional, the ready
+//   record's attempt header echoed: a report about another delivery than the job's current one
+//   is ignored, which makes reports exact across redeliveries and replays).
 //
 // Invariants of a ScheduleJob: 0 <= deliver_at_ms <= kMaxEpochMs; job_id is non-empty;
 // ready_topic is a legal Kafka topic name other than the ingest and DLQ topics; `carried` holds
@@ -128,6 +130,7 @@ struct StatusReport {
   ReportedStatus status = ReportedStatus::finished;
   std::string error;                           // at most kMaxReportErrorBytes
   std::optional<std::int64_t> retry_after_ms;  // for failed
+  int attempt = 0;                             // 0: not given
   bool operator==(const StatusReport&) const = default;
 };
 using ParsedStatus = std::variant<StatusReport, Invalid>;

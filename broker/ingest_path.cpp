@@ -201,6 +201,7 @@ void IngestPath::flush_reports(std::int64_t now_ms) {
     r.retry_at = p.retry_at(located[i] ? std::max(located[i]->attempt, 1) : 1, now_ms, after, unit(jitter_));
     r.max_attempts = p.max_process_attempts;
     r.ack_timeout = p.ack_timeout;
+    r.attempt = s.attempt;
     reports.push_back(std::move(r));
     where.push_back(located[i] ? located[i]->shard : std::string());
   }

@@ -572,7 +572,7 @@ std::vector<ReportOutcome> JobStore::report(std::span<const Report> reports, std
       const Report& r = reports[i];
       per_job.push_back({r.job_id, std::string(to_string(r.status)), r.error.substr(0, 1000),
                          std::to_string(r.retry_at), std::to_string(std::max(r.max_attempts, 1)),
-                         std::to_string(r.ack_timeout.count())});
+                         std::to_string(r.ack_timeout.count()), std::to_string(r.attempt)});
     }
     const Replies replies = run(Script::report, shard, per_job, now_ms);
     for (size_t k = 0; k < idx.size(); ++k) {

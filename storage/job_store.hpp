@@ -33,6 +33,24 @@
 //   cancel    cancelled + ZREM (delay, not in flight)       done
 //             an unknown id: a remembered cancel that       accept fills it in: cancelled, no
 //             expires after remember_s                      payload, no pending entry
+// The lifecycle (README, "Job lifecycle") adds these, each one call too:
+//   mark      keep: ready with its payload; with an ack     as mark above; a crash before it
+//   (kept,    timeout the entry stays, at the deadline.     delivers the job again (attempt
+//   repeat)   repeat: delay again at the next occurrence,   counts both), as before
+//             entry re-scored, payload kept
+//   redeliver claim of a ready/running job past its ack     as claim above: delivered again
+//             deadline: delay again + in-flight entry       after the restart
+//   report    running / finished: the record (and entry)    offset not committed: the report is
+//             failed: delay at the retry time (entry        read again; running refreshes,
+//             re-scored, wake list), or due at once         finished and failed find the job
+//             marked dead; no payload: failed               changed and are ignored (a report
+//                                                           naming its attempt is exact)
+//   dead      as fail above: the owner's claim sees the     twice in the DLQ at worst
+//             mark and writes the dead letter first
+//   reschedule record (new deliver_at) + ZADD + wake list   read again: moves it to the same
+//                                                           time, or finds it in flight
+// A wake list entry lost with a crash costs nothing: every owner loads its shards from the
+// pending sets, which the same calls wrote.
 //
 // Redis itself acknowledges a script's writes together and, with AOF, logs them together
 // (MULTI/EXEC-style), so a Redis crash also leaves each call whole or absent.
@@ -169,6 +187,7 @@ struct Report {
   std::int64_t retry_at = 0;                 // epoch ms: when a failed job with attempts left is due again
   int max_attempts = 1;                      // a failed report at this attempt or later dead-letters the job
   std::chrono::milliseconds ack_timeout{0};  // a running report pushes the ack deadline this far
+  int attempt = 0;  // the delivery the report is about (echoed attempt header); 0: the current one
 };
 struct ReportOutcome {
   enum class Verdict { applied, ignored, unknown } verdict = Verdict::unknown;

@@ -460,7 +460,7 @@ flush()
 return out
 )lua";
 
-// Stride 6: job-id, status, error, retry_at, max_attempts, ack_ms. ARGV[3] unused. Not fenced:
+// Stride 7: job-id, status, error, retry_at, max_attempts, ack_ms, attempt. ARGV[3] unused. Not fenced:
 // like accept and cancel it applies a record of a topic (the status topic), whichever member
 // reads it. A consumer's report on a delivered job (README, "Job lifecycle"):
 //   running   ready or running -> running, running_at now; an ack deadline moves to now + ack_ms
@@ -470,7 +470,9 @@ return out
 //             max_attempts) due at once and marked dead=<reason>, so that the owner's claim
 //             dead-letters it. Without a payload (its business keeps none): failed at once.
 // Any other pair (a report for a job still delay, one after finished, a repeating job) is
-// ignored, so reports are idempotent and can arrive in any order.
+// ignored, so reports are idempotent and can arrive in any order; so is a report that names an
+// attempt (the ready record's `attempt` header, echoed; '0' when not given) other than the
+// job's current one: it is about an earlier delivery.
 // Per job: {verdict, state, at}: verdict 'applied', 'ignored' or 'unknown' (no record), state
 // after the call ('dead': back to delay for its dead letter), at the retry time or 0.
 inline constexpr std::string_view kReport = R"lua(
@@ -523,14 +525,15 @@ local function report(key, id, j, status, err, retry_at, max_att, ack)
   return {'applied', j.f.dead and 'dead' or 'delay', string.format('%.0f', at)}
 end
 for i = FIRST, #KEYS do
-  local a = 5 + (i - FIRST) * 6
+  local a = 5 + (i - FIRST) * 7
   local v, err = read(KEYS[i])
   local j = parse(v, true)
+  local about = tonumber(ARGV[a + 6]) or 0
   if not v and not err then
     out[#out + 1] = {'unknown', 'missing', '0'}
   elseif not j then
     out[#out + 1] = {'ignored', 'corrupt', '0'}
-  elseif (j.st ~= 'ready' and j.st ~= 'running') or j.f.every then
+  elseif (j.st ~= 'ready' and j.st ~= 'running') or j.f.every or (about > 0 and about ~= j.att) then
     out[#out + 1] = {'ignored', j.st, '0'}
   else
     out[#out + 1] = report(KEYS[i], ARGV[a], j, ARGV[a + 1], string.sub(ARGV[a + 2], 1, 1000),

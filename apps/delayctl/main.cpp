@@ -155,6 +155,7 @@ struct ReportArgs {
   std::string status;
   std::string error;
   std::optional<std::int64_t> retry_after_ms;
+  std::optional<int> attempt;
 };
 
 // Publishes a consumer's report to the status topic, as any consumer would.
@@ -170,6 +171,7 @@ int cmd_report(const Config& config, const ReportArgs& a) {
   rec.headers = {{std::string(kHeaderJobId), a.job_id}, {std::string(kHeaderStatus), a.status}};
   if (!a.error.empty()) rec.headers.push_back({std::string(kHeaderError), a.error});
   if (a.retry_after_ms) rec.headers.push_back({std::string(kHeaderRetryAfter), std::to_string(*a.retry_after_ms)});
+  if (a.attempt) rec.headers.push_back({std::string(kHeaderAttempt), std::to_string(*a.attempt)});
   publish(config, rec);
   std::cout << delayd::admin::to_text(json{{"job_id", a.job_id}, {"status", a.status}, {"published", true}}) << "\n";
   return 0;
@@ -269,6 +271,8 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--error", report.error, "why it failed (at most 1000 bytes are kept)");
   report_cmd->add_option("--retry-after-ms", report.retry_after_ms, "for failed: retry this long after the report")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{86'400'000}));
+  report_cmd->add_option("--attempt", report.attempt, "the delivery reported on (the ready record's attempt header)")
+      ->check(CLI::PositiveNumber);
 
   RescheduleArgs resched;
   auto* resched_cmd = app.add_subcommand("reschedule", "move a pending job to a new time and wait for the outcome");

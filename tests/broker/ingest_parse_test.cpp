@@ -467,6 +467,7 @@ TEST_CASE("a status record names a job and one of three statuses", "[unit][inges
   CHECK(r.error.size() == 1000);
   CHECK(r.retry_after_ms == std::optional<std::int64_t>(2000));
   CHECK(std::get<StatusReport>(status({{"job-id", "j1"}, {"status", "running"}})).status == ReportedStatus::running);
+  CHECK(std::get<StatusReport>(status({{"job-id", "j1"}, {"status", "running"}, {"attempt", "3"}})).attempt == 3);
   auto why = [&](Headers h) {
     const ParsedStatus q = status(std::move(h));
     return std::holds_alternative<Invalid>(q) ? std::get<Invalid>(q).reason : std::string("valid");

@@ -634,8 +634,8 @@ struct Lifecycle : Fixture {
     return store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), now)[0];
   }
   ReportOutcome report(const std::string& id, ReportStatus status, std::int64_t now, std::int64_t retry_at = 0,
-                       int max_attempts = 3, std::int64_t ack_ms = 0) {
-    Report r{id, status, "boom", retry_at, max_attempts, std::chrono::milliseconds(ack_ms)};
+                       int max_attempts = 3, std::int64_t ack_ms = 0, int about = 0) {
+    Report r{id, status, "boom", retry_at, max_attempts, std::chrono::milliseconds(ack_ms), about};
     const auto where = store.locate(Ids{id});
     const std::vector<std::string> shards{where[0] ? where[0]->shard : std::string()};
     return store.report(std::span<const Report>(&r, 1), shards, now)[0];
@@ -701,6 +701,9 @@ TEST_CASE_METHOD(Lifecycle, "a failed report goes round again at the retry time,
   CHECK(c[0].dead_reason.empty());
   const JobStore::Delivered d{"f", c[0].deliver_at, 2, "orders", Mode::keep, {}};
   store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 510);
+  // A report about delivery 1 (a replay, or a slow consumer) does not touch delivery 2.
+  CHECK(report("f", ReportStatus::failed, 520, 5000, 2, 0, 1).verdict == ReportOutcome::Verdict::ignored);
+  CHECK(field("f", "state") == "ready");
   // Attempt 2 of 2 fails: due at once, marked dead for the owner's claim to dead-letter.
   const auto last = report("f", ReportStatus::failed, 600, 5000, 2);
   CHECK(last.dead);
