@@ -113,7 +113,9 @@ struct Metrics::Impl {
   pm::Counter& duplicates =
       counters("delayd_jobs_duplicate_total", "Ingest records for a job id already stored (not stored again)").Add({});
   pm::Family<pm::Counter>& dead_lettered =
-      counters("delayd_jobs_dead_lettered_total", "Ingest records sent to the dead-letter topic, by reason");
+      counters("delayd_jobs_dead_lettered_total",
+               "Records sent to the dead-letter topic, by reason (invalid_record, topic_refused, invalid_status, "
+               "too_large, delivery_failed, reported_failed, ack_timeout)");
   pm::Counter& dead_letter_retries =
       counters("delayd_dead_letter_retries_total", "Dead-letter produce attempts that had to be repeated").Add({});
   pm::Counter& produced = counters("delayd_records_produced_total", "Ready records handed to Kafka").Add({});

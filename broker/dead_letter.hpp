@@ -8,9 +8,42 @@
 // Threading: pure functions.
 #pragma once
 
+#include <string_view>
+
 #include "connectors/record.hpp"
 
 namespace delayd::broker {
+
+// Why a record went to the dead-letter topic, in a word: the reason label of
+// delayd_jobs_dead_lettered_total (its `error` header says it in full).
+enum class DeadLetterReason {
+  invalid_record,   // an ingest record that breaks the contract
+  topic_refused,    // its business's ready topic may not be created
+  invalid_status,   // a status-topic record without job-id or with an unknown status
+  too_large,        // a ready record Kafka refuses as too large
+  delivery_failed,  // Kafka refused the ready record for good, max_attempts times
+  reported_failed,  // the consumer reported it failed on its last attempt
+  ack_timeout,      // no report within ack_timeout_ms, max_process_attempts times
+};
+constexpr std::string_view to_string(DeadLetterReason r) {
+  switch (r) {
+    case DeadLetterReason::invalid_record:
+      return "invalid_record";
+    case DeadLetterReason::topic_refused:
+      return "topic_refused";
+    case DeadLetterReason::invalid_status:
+      return "invalid_status";
+    case DeadLetterReason::too_large:
+      return "too_large";
+    case DeadLetterReason::delivery_failed:
+      return "delivery_failed";
+    case DeadLetterReason::reported_failed:
+      return "reported_failed";
+    case DeadLetterReason::ack_timeout:
+      return "ack_timeout";
+  }
+  return "unknown";
+}
 
 inline constexpr std::string_view kHeaderValueBytes = "value-bytes";
 

@@ -203,7 +203,8 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
                        std::chrono::steady_clock::now()};
         if (std::string why = dead_reason(c); !why.empty()) {
           spdlog::error("job {}: {}; writing it to {}", c.job_id, why, options_.dlq_topic);
-          dead_letter(std::move(entry), std::move(why), false);
+          dead_letter(std::move(entry), std::move(why), false,
+                      c.dead_reason.empty() ? DeadLetterReason::ack_timeout : DeadLetterReason::reported_failed);
           break;
         }
         // Never early: held back until the wall clock reaches deliver_at, or the later time a
@@ -378,10 +379,13 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
   spdlog::error("job {}: {}; writing it to {}", f.job_id, reason, options_.dlq_topic);
   InFlight dead = std::move(f);
   in_flight_.erase(it);
-  dead_letter(std::move(dead), std::move(reason), action.strip_value);
+  dead_letter(
+      std::move(dead), std::move(reason), action.strip_value,
+      report.error_class == DeliveryError::too_large ? DeadLetterReason::too_large : DeadLetterReason::delivery_failed);
 }
 
-void FirePath::dead_letter(InFlight entry, std::string reason, bool strip_value) {
+void FirePath::dead_letter(InFlight entry, std::string reason, bool strip_value, DeadLetterReason why) {
+  ++counters_.dead_lettered_by[std::string(to_string(why))];
   entry.reason = std::move(reason);
   entry.record.headers.push_back({std::string(kHeaderError), entry.reason});
   entry.record.topic = options_.dlq_topic;

@@ -67,6 +67,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/snapshot.hpp"
@@ -110,9 +111,10 @@ struct FireCounters {
   std::uint64_t failed = 0;
   std::uint64_t set_aside = 0;  // corrupt or unreadable jobs moved out of the way
   std::uint64_t dropped_stale = 0;
-  std::uint64_t fenced = 0;       // shards given up because Redis said another member owns them
-  std::uint64_t redelivered = 0;  // delivered again after no report within the ack timeout
-  std::uint64_t repeated = 0;     // occurrences of repeating jobs scheduled after a delivery
+  std::uint64_t fenced = 0;                               // shards given up because Redis said another member owns them
+  std::uint64_t redelivered = 0;                          // delivered again after no report within the ack timeout
+  std::uint64_t repeated = 0;                             // occurrences of repeating jobs scheduled after a delivery
+  std::map<std::string, std::uint64_t> dead_lettered_by;  // to_string(DeadLetterReason) -> jobs
 };
 
 // What to do with a ready record's failed report; pure, so that the table above is testable.
@@ -188,7 +190,7 @@ class FirePath {
                  std::int64_t now_ms);
   void handle_failure(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms);
   void handle_dead_letter_report(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms);
-  void dead_letter(InFlight entry, std::string reason, bool strip_value);
+  void dead_letter(InFlight entry, std::string reason, bool strip_value, DeadLetterReason why);
   void retry(InFlight& f, const std::string& error, const FailureAction& action, std::int64_t now_ms);
   // The reason a claim must be dead-lettered rather than delivered (lifecycle), or empty.
   std::string dead_reason(const storage::Claim& c) const;

@@ -66,13 +66,17 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       if (auto* r = std::get_if<StatusReport>(&status)) {
         reports_.push_back(std::move(*r));
       } else if (b.dead_lettered.insert(i).second) {
-        dead_letter(b, rec, std::get<Invalid>(status).reason);
+        dead_letter(b, rec, std::get<Invalid>(status).reason, DeadLetterReason::invalid_status);
       }
       continue;
     }
     ParsedIngest parsed = parse_ingest(rec, options_.rules);
+    DeadLetterReason why_dead = DeadLetterReason::invalid_record;
     if (auto* job = std::get_if<ScheduleJob>(&parsed)) {
-      if (auto why = refuse_topic(*job)) parsed = Invalid{std::move(*why)};
+      if (auto why = refuse_topic(*job)) {
+        parsed = Invalid{std::move(*why)};
+        why_dead = DeadLetterReason::topic_refused;
+      }
     }
     if (auto* job = std::get_if<ScheduleJob>(&parsed)) {
       storage::NewJob j;
@@ -95,7 +99,7 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       reschedule(storage::shard_id(rec.topic, rec.partition), *r, now_ms);
       b.resume = i + 1;
     } else if (b.dead_lettered.insert(i).second) {
-      dead_letter(b, rec, std::get<Invalid>(parsed).reason);
+      dead_letter(b, rec, std::get<Invalid>(parsed).reason, why_dead);
     }
   }
   flush_accepts(b, batch.size(), now_ms);
@@ -249,7 +253,7 @@ void IngestPath::count(const StatusReport& report, const storage::ReportOutcome&
   }
 }
 
-void IngestPath::dead_letter(Batch& b, const connectors::Record& rec, const std::string& reason) {
+void IngestPath::dead_letter(Batch& b, const connectors::Record& rec, const std::string& reason, DeadLetterReason why) {
   spdlog::warn("ingest record {} rejected: {}", position(rec), reason);
   DeadLetter d;
   d.batch = b.id;
@@ -263,6 +267,7 @@ void IngestPath::dead_letter(Batch& b, const connectors::Record& rec, const std:
   d.record.headers.push_back({"source-offset", std::to_string(rec.offset)});
   ++b.outstanding;
   ++counters_.dead_lettered;
+  ++counters_.dead_lettered_by[std::string(to_string(why))];
   send(std::move(d));
 }
 

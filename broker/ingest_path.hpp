@@ -58,6 +58,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/dead_letter.hpp"
 #include "broker/ingest_parse.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/topic_creator.hpp"
@@ -86,6 +87,7 @@ struct IngestCounters {
   std::uint64_t duplicates = 0;  // job-ids seen before
   std::uint64_t cancelled = 0;   // including jobs that arrived after their cancel
   std::uint64_t dead_lettered = 0;
+  std::map<std::string, std::uint64_t> dead_lettered_by;  // to_string(DeadLetterReason) -> records
   std::uint64_t dead_letter_retries = 0;
   std::uint64_t rescheduled = 0;
   std::uint64_t reschedules_late = 0;    // the job was in flight already
@@ -146,7 +148,8 @@ class IngestPath {
   // Applies the reports collected since the last call (store: locate, then report).
   void flush_reports(std::int64_t now_ms);
   void count(const StatusReport& report, const storage::ReportOutcome& outcome);
-  void dead_letter(Batch& b, const connectors::Record& rec, const std::string& reason);  // b.outstanding + 1
+  void dead_letter(Batch& b, const connectors::Record& rec, const std::string& reason,
+                   DeadLetterReason why);  // b.outstanding + 1
   void send(DeadLetter letter);
   std::optional<std::string> refuse_topic(const ScheduleJob& job);
 

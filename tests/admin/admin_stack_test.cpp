@@ -96,7 +96,7 @@ TEST_CASE("the counters on /metrics move as jobs are published, cancelled and de
 
   wait_for(port, "delayd_jobs_accepted_total", 4);
   wait_for(port, "delayd_jobs_delivered_total", 3);
-  std::string text = wait_for(port, "delayd_jobs_dead_lettered_total{reason=\"any\"}", 1);
+  std::string text = wait_for(port, "delayd_jobs_dead_lettered_total{reason=\"invalid_record\"}", 1);
   CHECK(sample(text, "delayd_jobs_duplicate_total") == 1);
   CHECK(sample(text, "delayd_delivery_attempts_total{outcome=\"delivered\"}") >= 3);
   CHECK(sample(text, "delayd_lateness_seconds_count") >= 3);
