@@ -5,7 +5,8 @@
 #                    Java 17 and Maven (for the Kafka server), docker-compose (config check only),
 #                    gnuplot (the plots of bench/run-e2e.sh), prometheus (for promtool, which
 #                    checks /metrics in the admin tests), chromium (headless, renders the admin
-#                    status page in its test; test-only, not in the image).
+#                    status page in its test; test-only, not in the image), python3-confluent-kafka
+#                    (the example worker examples/lifecycle_consumer.py and its test; not in the image).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
@@ -19,7 +20,7 @@ PACKAGES=(
   redis-server redis-tools kcat
   openjdk-17-jre-headless maven
   docker-compose
-  procps iproute2 python3
+  procps iproute2 python3 python3-confluent-kafka
   gnuplot-nox
   prometheus
   chromium
