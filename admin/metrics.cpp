@@ -131,6 +131,9 @@ struct Metrics::Impl {
   pm::Family<pm::Gauge>& jobs =
       gauges("delayd_jobs", "Jobs per business and state, from Redis's counters (redelivered: times, not jobs)");
   std::map<std::string, pm::Gauge*> jobs_by_label;
+  pm::Family<pm::Gauge>& lag =
+      gauges("delayd_ingest_lag_records", "Records of each assigned partition (ingest and status topics) not read yet");
+  std::map<std::string, pm::Gauge*> lag_by_partition;
   pm::Histogram& lateness = histogram("delayd_lateness_seconds", "A ready record's produce time minus its deliver_at");
   pm::Histogram& redis_request =
       histogram("delayd_redis_request_seconds", "Round trips to Redis (a command or a pipeline)");
@@ -246,6 +249,17 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   } else if (m.next_due) {
     m.next_due_family.Remove(m.next_due);
     m.next_due = nullptr;
+  }
+  for (auto it = m.lag_by_partition.begin(); it != m.lag_by_partition.end();) {
+    if (s.ingest_lag.count(it->first)) {
+      ++it;
+    } else {  // no longer assigned here
+      m.lag.Remove(it->second);
+      it = m.lag_by_partition.erase(it);
+    }
+  }
+  for (const auto& [partition, n] : s.ingest_lag) {
+    if (pm::Gauge* g = m.labelled(m.lag, m.lag_by_partition, "partition", partition)) g->Set(static_cast<double>(n));
   }
   for (const auto& [dependency, on] : s.outages) {
     if (pm::Gauge* g = m.labelled(m.outage, m.outage_by_dependency, "dependency", dependency)) g->Set(on ? 1 : 0);

@@ -286,6 +286,20 @@ class Loop {
     }
   }
 
+  // The consumer's lag per partition, read at most once a second (no I/O: librdkafka's cache).
+  const std::map<std::string, std::int64_t>& lag() {
+    if (SteadyClock::now() >= next_lag_) {
+      next_lag_ = SteadyClock::now() + std::chrono::seconds(1);
+      lag_.clear();
+      try {
+        for (const auto& [tp, n] : consumer_.lag()) lag_[storage::shard_id(tp.topic, tp.partition)] = n;
+      } catch (const connectors::KafkaError&) {
+        // closed or failing: no figures this time
+      }
+    }
+    return lag_;
+  }
+
   // Jobs of our shards whose pending entry another member moved (a report or reschedule it
   // read): their timers move. At most every kWakeEveryMs: two round trips when there is work.
   void take_wakes() {
@@ -466,7 +480,8 @@ class Loop {
                             rebalances_,
                             fire_.lateness(),
                             redis_latency_,
-                            fire_.produce_latency()};
+                            fire_.produce_latency(),
+                            lag()};
       for (const auto* by : {&i.dead_lettered_by, &f.dead_lettered_by}) {
         for (const auto& [reason, n] : *by) snapshot.counters["dead_lettered." + reason] += n;
       }
@@ -514,6 +529,8 @@ class Loop {
   std::int64_t last_window_max_ = 0;
   SteadyClock::time_point next_publish_{};
   SteadyClock::time_point next_wakes_{};
+  SteadyClock::time_point next_lag_{};
+  std::map<std::string, std::int64_t> lag_;  // the last lag() reading
   SteadyClock::time_point next_report_ = SteadyClock::now() + std::chrono::seconds(10);
 };
 

@@ -35,19 +35,22 @@ struct DurationHistogram {
 };
 
 struct LoopSnapshot {
-  std::size_t held = 0;       // jobs held in memory (waiting in the wheel or in flight)
-  std::size_t in_wheel = 0;   // of those, waiting for their timer
-  std::size_t in_flight = 0;  // records handed to Kafka whose outcome is not written yet
-  std::vector<std::string> shards;        // owned shards
-  std::optional<std::int64_t> next_due;   // epoch ms of the next timer
+  std::size_t held = 0;                           // jobs held in memory (waiting in the wheel or in flight)
+  std::size_t in_wheel = 0;                       // of those, waiting for their timer
+  std::size_t in_flight = 0;                      // records handed to Kafka whose outcome is not written yet
+  std::vector<std::string> shards;                // owned shards
+  std::optional<std::int64_t> next_due;           // epoch ms of the next timer
   std::map<std::string, std::uint64_t> counters;  // since start
-  std::string problem;  // the last outage, while it lasts; empty when all is well
+  std::string problem;                            // the last outage, while it lasts; empty when all is well
   // Per dependency ("redis", "kafka", "kafka (deliveries)", "delayd"): whether an outage is on.
   std::map<std::string, bool> outages;
-  std::uint64_t rebalances = 0;            // assignments and revokes seen since start
-  DurationHistogram lateness;              // a ready record's produce time - its deliver_at
-  DurationHistogram redis_request;         // each round trip to Redis (a command or a pipeline)
-  DurationHistogram kafka_produce;         // a ready record's produce() to its delivery report
+  std::uint64_t rebalances = 0;     // assignments and revokes seen since start
+  DurationHistogram lateness;       // a ready record's produce time - its deliver_at
+  DurationHistogram redis_request;  // each round trip to Redis (a command or a pipeline)
+  DurationHistogram kafka_produce;  // a ready record's produce() to its delivery report
+  // Records not read yet per assigned partition ("<topic>:<partition>", ingest and status
+  // topics), as of the last second (KafkaConsumer::lag()).
+  std::map<std::string, std::int64_t> ingest_lag;
 };
 
 }  // namespace delayd::broker

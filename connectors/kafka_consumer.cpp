@@ -72,8 +72,7 @@ int remaining_ms(Clock::time_point deadline) {
 }  // namespace
 
 struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb {
-  Impl(Listener l, const std::string& group)
-      : listener(std::move(l)), events("kafka consumer group=" + group) {}
+  Impl(Listener l, const std::string& group) : listener(std::move(l)), events("kafka consumer group=" + group) {}
 
   ~Impl() override { consumer.reset(); }
 
@@ -136,8 +135,8 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
                                  ? ""
                                  : "; " + std::to_string(commit_failures_unlogged) + " more failed commits not logged";
     commit_failures_unlogged = 0;
-    log(LogLevel::warning, "kafka offset commit failed: " + RdKafka::err2str(err) + which +
-                               " (those records will be read again)" + more);
+    log(LogLevel::warning,
+        "kafka offset commit failed: " + RdKafka::err2str(err) + which + " (those records will be read again)" + more);
   }
 
   void notify(const std::function<void(const std::vector<TopicPartition>&)>& fn,
@@ -153,15 +152,15 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
 
   void check(RdKafka::ErrorCode err, const char* what) {
     if (err != RdKafka::ERR_NO_ERROR && !pending_error) {
-      pending_error = std::make_exception_ptr(KafkaError(std::string("kafka consumer ") + what +
-                                                         " failed: " + RdKafka::err2str(err)));
+      pending_error = std::make_exception_ptr(
+          KafkaError(std::string("kafka consumer ") + what + " failed: " + RdKafka::err2str(err)));
     }
   }
 
   void check(const std::unique_ptr<RdKafka::Error>& error, const char* what) {
     if (error && !pending_error) {
-      pending_error = std::make_exception_ptr(
-          KafkaError(std::string("kafka consumer ") + what + " failed: " + error->str()));
+      pending_error =
+          std::make_exception_ptr(KafkaError(std::string("kafka consumer ") + what + " failed: " + error->str()));
     }
   }
 
@@ -207,18 +206,16 @@ KafkaConsumer::KafkaConsumer(const Properties& props, Listener listener) {
   require_property(effective, {"group.id"});
   require_property(effective, {"bootstrap.servers", "metadata.broker.list"});
   const std::string group = find_property(effective, "group.id").value_or("");
-  effective = with_forced(std::move(effective),
-                          {{"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}},
-                          "kafka consumer group=" + group);
+  effective =
+      with_forced(std::move(effective), {{"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}},
+                  "kafka consumer group=" + group);
   impl_ = std::make_unique<Impl>(std::move(listener), group);
   auto conf = make_conf(effective);
   std::string errstr;
-  if (conf->set("rebalance_cb", static_cast<RdKafka::RebalanceCb*>(impl_.get()), errstr) !=
-          RdKafka::Conf::CONF_OK ||
+  if (conf->set("rebalance_cb", static_cast<RdKafka::RebalanceCb*>(impl_.get()), errstr) != RdKafka::Conf::CONF_OK ||
       conf->set("offset_commit_cb", static_cast<RdKafka::OffsetCommitCb*>(impl_.get()), errstr) !=
           RdKafka::Conf::CONF_OK ||
-      conf->set("event_cb", static_cast<RdKafka::EventCb*>(&impl_->events), errstr) !=
-          RdKafka::Conf::CONF_OK) {
+      conf->set("event_cb", static_cast<RdKafka::EventCb*>(&impl_->events), errstr) != RdKafka::Conf::CONF_OK) {
     throw KafkaError("kafka consumer callbacks: " + errstr);
   }
   impl_->consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), errstr));
@@ -327,13 +324,12 @@ void KafkaConsumer::commit(const std::vector<std::pair<TopicPartition, std::int6
   std::string failures;
   for (const auto* tp : raw) {
     if (tp->err() != RdKafka::ERR_NO_ERROR) {
-      failures += " " + tp->topic() + "[" + std::to_string(tp->partition()) + "]@" +
-                  std::to_string(tp->offset()) + ": " + RdKafka::err2str(tp->err()) + ";";
+      failures += " " + tp->topic() + "[" + std::to_string(tp->partition()) + "]@" + std::to_string(tp->offset()) +
+                  ": " + RdKafka::err2str(tp->err()) + ";";
     }
   }
   if (err != RdKafka::ERR_NO_ERROR || !failures.empty()) {
-    throw KafkaError("kafka commit failed: " + RdKafka::err2str(err) +
-                     (failures.empty() ? "" : ":" + failures));
+    throw KafkaError("kafka commit failed: " + RdKafka::err2str(err) + (failures.empty() ? "" : ":" + failures));
   }
 }
 
@@ -360,6 +356,26 @@ void KafkaConsumer::set_paused(bool paused) {
 std::vector<TopicPartition> KafkaConsumer::assignment() const {
   impl_->ensure_open();
   return impl_->current_assignment();
+}
+
+std::map<TopicPartition, std::int64_t> KafkaConsumer::lag() const {
+  impl_->ensure_open();
+  std::vector<RdKafka::TopicPartition*> raw;
+  std::map<TopicPartition, std::int64_t> out;
+  if (impl_->consumer->assignment(raw) != RdKafka::ERR_NO_ERROR) return out;
+  std::vector<TopicPartitionPtr> owned(raw.begin(), raw.end());
+  if (impl_->consumer->position(raw) != RdKafka::ERR_NO_ERROR) return out;
+  for (const auto* p : raw) {
+    std::int64_t low = -1;
+    std::int64_t high = -1;
+    if (p->offset() < 0 ||
+        impl_->consumer->get_watermark_offsets(p->topic(), p->partition(), &low, &high) != RdKafka::ERR_NO_ERROR ||
+        high < 0) {
+      continue;
+    }
+    out[TopicPartition{p->topic(), p->partition()}] = std::max<std::int64_t>(high - p->offset(), 0);
+  }
+  return out;
 }
 
 void KafkaConsumer::close() {

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -88,6 +89,11 @@ class KafkaConsumer {
 
   // The partitions currently assigned to this member.
   std::vector<TopicPartition> assignment() const;
+
+  // Records of each assigned partition not read yet: the high watermark librdkafka last saw
+  // (from its fetch responses, so no request is made) less this member's position. Partitions
+  // whose position or watermark is not known yet are left out. Cheap: call it every second.
+  std::map<TopicPartition, std::int64_t> lag() const;
 
   // Leaves the group cleanly: revoked() is called for the current assignment, nothing is
   // committed. Idempotent; after it, the other methods throw KafkaError.

@@ -119,6 +119,10 @@ TEST_CASE("the counters on /metrics move as jobs are published, cancelled and de
   text = wait_for(port, "delayd_jobs_cancelled_total", 1);
   text = wait_for(port, "delayd_jobs_pending{shard=\"" + w.ingest_topic + ":0\"}", 0);
   CHECK(text.find("delayd_jobs_pending{") != std::string::npos);
+  // Consumer lag per assigned partition: every record published here has been read by now.
+  const std::string lag0 = "delayd_ingest_lag_records{partition=\"" + w.ingest_topic + ":0\"}";
+  text = wait_for(port, lag0, 0);
+  CHECK(sample(text, lag0) <= 6);
 
   // promtool accepts the live text.
   if (std::system("promtool --version > /dev/null 2>&1") == 0) {
