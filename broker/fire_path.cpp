@@ -191,7 +191,7 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
     storage::Claim& c = claims[i];
     switch (c.kind) {
       case storage::Claim::Kind::deliver: {
-        if (c.redelivery) ++counters_.redelivered;
+        if (c.redelivery && c.dead_reason.empty()) ++counters_.redelivered;
         InFlight entry{slots[i],
                        c.job_id,
                        c.attempt,
@@ -201,10 +201,10 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
                        ready_record(c, options_.ready_topic_template),
                        {},
                        std::chrono::steady_clock::now()};
-        if (std::string why = dead_reason(c); !why.empty()) {
+        if (std::string why = c.dead_reason; !why.empty()) {
           spdlog::error("job {}: {}; writing it to {}", c.job_id, why, options_.dlq_topic);
           dead_letter(std::move(entry), std::move(why), false,
-                      c.dead_reason.empty() ? DeadLetterReason::ack_timeout : DeadLetterReason::reported_failed);
+                      c.redelivery ? DeadLetterReason::ack_timeout : DeadLetterReason::reported_failed);
           break;
         }
         // Never early: held back until the wall clock reaches deliver_at, or the later time a
@@ -425,22 +425,12 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
   in_flight_.erase(it);
 }
 
-std::string FirePath::dead_reason(const storage::Claim& c) const {
-  if (!c.dead_reason.empty()) return c.dead_reason;
-  const BusinessPolicy& p = options_.policies.of(c.business);
-  if (c.redelivery && c.attempt > p.max_process_attempts) {
-    return "no report within ack_timeout_ms (" + std::to_string(p.ack_timeout.count()) + ") after " +
-           std::to_string(c.attempt - 1) + " deliveries";
-  }
-  return {};
-}
-
 storage::JobStore::Delivered FirePath::delivered(const InFlight& f) const {
   using Mode = storage::JobStore::Mode;
   const BusinessPolicy& p = options_.policies.of(f.business);
   const Mode mode = p.keep_payload ? Mode::keep : f.plain ? Mode::fast : Mode::drop;
-  return {f.job_id,   f.deliver_at, f.attempt,
-          f.business, mode,         p.keep_payload ? p.ack_timeout : std::chrono::milliseconds(0)};
+  const auto ack = p.keep_payload ? p.ack_timeout : std::chrono::milliseconds(0);
+  return {f.job_id, f.deliver_at, f.attempt, f.business, mode, ack, p.max_process_attempts};
 }
 
 void FirePath::follow_up(const InFlight& f, const storage::Transition& marked) {

@@ -192,8 +192,6 @@ class FirePath {
   void handle_dead_letter_report(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms);
   void dead_letter(InFlight entry, std::string reason, bool strip_value, DeadLetterReason why);
   void retry(InFlight& f, const std::string& error, const FailureAction& action, std::int64_t now_ms);
-  // The reason a claim must be dead-lettered rather than delivered (lifecycle), or empty.
-  std::string dead_reason(const storage::Claim& c) const;
   storage::JobStore::Delivered delivered(const InFlight& f) const;
   // After mark_ready: the job's next time in Redis (a repeat, an ack deadline) goes to the wheel.
   void follow_up(const InFlight& f, const storage::Transition& marked);

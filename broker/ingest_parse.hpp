@@ -125,6 +125,9 @@ using ParsedIngest = std::variant<ScheduleJob, CancelJob, RescheduleJob, Invalid
 ParsedIngest parse_ingest(const connectors::Record& rec, const IngestRules& rules);
 
 enum class ReportedStatus { running, finished, failed };
+constexpr std::string_view to_string(ReportedStatus s) {
+  return s == ReportedStatus::running ? "running" : s == ReportedStatus::finished ? "finished" : "failed";
+}
 struct StatusReport {
   std::string job_id;
   ReportedStatus status = ReportedStatus::finished;

@@ -225,7 +225,15 @@ void IngestPath::count(const StatusReport& report, const storage::ReportOutcome&
   using Verdict = storage::ReportOutcome::Verdict;
   if (o.verdict == Verdict::unknown) {
     ++counters_.reports_unknown;
-    spdlog::debug("report {} for unknown job {}", report.job_id, report.job_id);
+    // One line per 10 s at most: a storm of stray reports must not flood the log.
+    ++unknown_unlogged_;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_unknown_log_) {
+      spdlog::info("report '{}' for unknown job {} ({} reports for unknown jobs since the last such line)",
+                   to_string(report.status), report.job_id, unknown_unlogged_);
+      unknown_unlogged_ = 0;
+      next_unknown_log_ = now + std::chrono::seconds(10);
+    }
     return;
   }
   if (o.verdict == Verdict::ignored) {

@@ -161,6 +161,8 @@ class IngestPath {
   std::vector<storage::NewJob> accepts_;  // the batch's schedules since the last cancel
   std::vector<StatusReport> reports_;     // the batch's reports since the last flush
   std::mt19937_64 jitter_{std::random_device{}()};
+  std::uint64_t unknown_unlogged_ = 0;  // reports for unknown jobs since the last log line
+  std::chrono::steady_clock::time_point next_unknown_log_{};
   std::deque<Batch> batches_;                                   // processed or in progress, not yet committable
   std::unordered_map<std::uint64_t, DeadLetter> dead_letters_;  // by tag
   std::uint64_t seq_ = 0;

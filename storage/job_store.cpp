@@ -74,8 +74,9 @@ std::string percent_decode(std::string_view s) {
 // The record's short field names (key_schema.hpp) as tools show them.
 std::string_view display_name(std::string_view stored) {
   constexpr std::pair<std::string_view, std::string_view> kNames[] = {
-      {"every", "repeat_every_ms"}, {"count", "repeat_count"}, {"rep", "repeat"},
-      {"rd", "redelivered"},        {"nb", "not_before"},      {"dead", "dead_reason"}};
+      {"every", "repeat_every_ms"},  {"count", "repeat_count"}, {"rep", "repeat"},
+      {"rd", "redelivered"},         {"nb", "not_before"},      {"dead", "dead_reason"},
+      {"ma", "max_process_attempts"}};
   for (const auto& [from, to] : kNames) {
     if (from == stored) return to;
   }
@@ -459,7 +460,7 @@ std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<c
   for (const auto& j : jobs) {
     const char* mode = j.mode == Mode::fast ? "fast" : j.mode == Mode::drop ? "drop" : "keep";
     per_job.push_back({j.job_id, std::to_string(j.deliver_at), std::to_string(j.attempt), j.business, mode,
-                       std::to_string(j.ack_timeout.count())});
+                       std::to_string(j.ack_timeout.count()), std::to_string(j.max_attempts)});
   }
   const Replies replies = run(Script::mark_ready, shard, per_job, now_ms);
   std::vector<Transition> out;
@@ -472,7 +473,7 @@ std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<c
                                              std::int64_t now_ms) {
   std::vector<Delivered> jobs;
   jobs.reserve(job_ids.size());
-  for (const auto& id : job_ids) jobs.push_back({id, 0, 0, "", Mode::fast, {}});
+  for (const auto& id : job_ids) jobs.push_back({id, 0, 0, "", Mode::fast, {}, 0});
   return mark_ready(shard, std::span<const Delivered>(jobs), now_ms);
 }
 

@@ -161,7 +161,7 @@ struct Claim {
   std::int64_t not_before = 0;
   int repeat = 0;           // the occurrence of a repeating job, from 1; 0: not repeating
   bool plain = true;        // no repeat, no history: mark_ready may take the fast way
-  bool redelivery = false;  // delivered again because no report came within the ack timeout
+  bool redelivery = false;  // its ack deadline passed: delivered again, or dead-lettered (dead_reason)
   std::string dead_reason;  // non-empty: dead-letter it with this reason instead of delivering it
 };
 
@@ -261,6 +261,7 @@ class JobStore {
     std::string business;
     Mode mode = Mode::fast;
     std::chrono::milliseconds ack_timeout{0};
+    int max_attempts = 0;  // with an ack_timeout: deliveries before silence dead-letters the job
   };
   std::vector<Transition> mark_ready(std::string_view shard, std::span<const Delivered> jobs, std::int64_t now_ms);
   // The same for jobs known by id only: each record is read first.

@@ -43,7 +43,7 @@ namespace delayd::storage::lua {
 inline constexpr std::string_view kPrelude = R"lua(
 local FIRST = 6  -- KEYS index of the first job record; its arguments start at ARGV[5]
 local FIELDS = {'last_error', 'ready_at', 'running_at', 'finished_at', 'cancelled_at', 'failed_at', 'error',
-                'cancelled_early', 'every', 'count', 'rep', 'rd', 'nb', 'dead', 'h'}
+                'cancelled_early', 'every', 'count', 'rep', 'rd', 'nb', 'dead', 'ma', 'h'}
 local STATES = {delay = true, ready = true, running = true, finished = true, cancelled = true, failed = true}
 -- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("...:pending"): a job's history
 -- list and the shard's wake list live beside its other keys, in the same hash slot.
@@ -246,17 +246,25 @@ for i = FIRST, #KEYS do
       redis.call('ZREM', KEYS[1], id)  -- nothing to deliver again: it waits for its report only
       out[#out + 1] = {'finished', j.st}
     else
+      -- ma: the business's max_process_attempts when it became ready. Out of them, it goes
+      -- round once more only to be dead-lettered (no attempt added, not a redelivery).
+      local out_of_attempts = whole.att >= (tonumber(whole.f.ma) or math.huge)
       bump(whole.biz, whole.st, -1)
       bump(whole.biz, 'delay', 1)
-      bump(whole.biz, 'redelivered', 1)
       whole.st = 'delay'
-      whole.f.rd = tostring((tonumber(whole.f.rd) or 0) + 1)
-      hist(KEYS[i], whole, 'redelivered', 'no report within the ack timeout')
+      local att = whole.att
+      if out_of_attempts then
+        whole.f.dead = enc('no report within the ack timeout after ' .. att .. ' deliveries')
+      else
+        att = att + 1
+        bump(whole.biz, 'redelivered', 1)
+        whole.f.rd = tostring((tonumber(whole.f.rd) or 0) + 1)
+        hist(KEYS[i], whole, 'redelivered', 'no report within the ack timeout')
+      end
       write(KEYS[i], whole, 0)
-      local att = whole.att + 1
       redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
       out[#out + 1] = {'deliver', string.format('%.0f', whole.at), whole.biz, att, whole.f.rep or '0', 0,
-                       string.format('%.0f', due), 1, ''}
+                       string.format('%.0f', due), 1, whole.f.dead or ''}
     end
   elseif j.st ~= 'delay' then
     redis.call('ZREM', KEYS[1], id)
@@ -281,8 +289,9 @@ flush()
 return out
 )lua";
 
-// Stride 6: job-id, deliver_at, attempt, business (as the claim handed them out; business ''
-// when the caller does not know them), mode, ack_ms. ARGV[3] unused. Not fenced (see FENCING
+// Stride 7: job-id, deliver_at, attempt, business (as the claim handed them out; business ''
+// when the caller does not know them), mode, ack_ms, max_attempts (kept in the record as ma
+// with an ack deadline, for kClaim's decision: deliver again, or dead-letter). ARGV[3] unused. Not fenced (see FENCING
 // above). After Kafka acknowledged each job's ready record.
 // mode 'fast' (a plain job: no repeat, no history, its business keeps no payload): the common
 // case is cheap: the job's in-flight entry is removed (HDEL says it was there, so the job was
@@ -299,7 +308,7 @@ return out
 // (ready), or 0. A job already final only loses its (stale) pending entry; a ready or running
 // one keeps its ack deadline.
 inline constexpr std::string_view kMarkReady = R"lua(
-local function delivered(key, id, j, keep, ack)
+local function delivered(key, id, j, keep, ack, max_att)
   local att = in_flight(id)
   if att then
     j.att = att
@@ -338,6 +347,7 @@ local function delivered(key, id, j, keep, ack)
   bump(j.biz, 'ready', 1)
   if ack > 0 then
     redis.call('ZADD', KEYS[1], now + ack, id)
+    if max_att > 0 then j.f.ma = tostring(max_att) end
     write(key, j, 0)
     return {1, 'ready', string.format('%.0f', now + ack)}
   end
@@ -346,8 +356,9 @@ local function delivered(key, id, j, keep, ack)
   return {1, 'ready', '0'}
 end
 for i = FIRST, #KEYS do
-  local a = 5 + (i - FIRST) * 6
+  local a = 5 + (i - FIRST) * 7
   local id, biz, mode, ack = ARGV[a], ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]) or 0
+  local max_att = tonumber(ARGV[a + 6]) or 0
   if mode == 'fast' and biz ~= '' and redis.call('HDEL', KEYS[4], id) == 1 then
     local v = 'ready ' .. ARGV[a + 1] .. ' ' .. ARGV[a + 2] .. ' ' .. biz .. ' ready_at=' .. stamp .. '\n'
     if retention > 0 then redis.call('SET', KEYS[i], v, 'EX', retention) else redis.call('SET', KEYS[i], v) end
@@ -359,7 +370,7 @@ for i = FIRST, #KEYS do
     local v = read(KEYS[i])
     local j = parse(v, true)
     if j and j.st == 'delay' then
-      out[#out + 1] = delivered(KEYS[i], id, j, mode == 'keep', ack)
+      out[#out + 1] = delivered(KEYS[i], id, j, mode == 'keep', ack, max_att)
     else
       if j and j.st ~= 'ready' and j.st ~= 'running' then redis.call('ZREM', KEYS[1], id) end
       out[#out + 1] = {0, j and j.st or (v and 'corrupt' or 'missing'), '0'}

@@ -218,7 +218,8 @@ int cmd_reschedule(const Config& config, delayd::storage::JobStore& store, const
     const std::string at = fields && fields->count("deliver_at") ? fields->at("deliver_at") : "";
     const bool done = state == "delay" && at == want;
     if (done || state != "delay" || std::chrono::steady_clock::now() >= deadline) {
-      std::cout << to_text(json{{"job_id", a.job_id}, {"rescheduled", done}, {"state", state}, {"deliver_at", at}})
+      const auto at_ms = at.empty() ? json(nullptr) : json(std::stoll(at));
+      std::cout << to_text(json{{"job_id", a.job_id}, {"rescheduled", done}, {"state", state}, {"deliver_at", at_ms}})
                 << "\n";
       if (done) return 0;
       if (state == "delay") {

@@ -750,6 +750,29 @@ TEST_CASE_METHOD(Lifecycle, "an ack timeout redelivers a silent job and running 
   CHECK(field("s", "state") == "finished");
 }
 
+TEST_CASE_METHOD(Lifecycle, "silence after the last attempt dead-letters the job instead of delivering it again",
+                 "[store][lifecycle]") {
+  store.accept(std::vector<NewJob>{job("z", 10)}, 0);
+  auto c = store.claim(shard, Ids{"z"}, 10);
+  JobStore::Delivered d{"z", 10, 1, "orders", Mode::keep, std::chrono::milliseconds(100), 2};
+  store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 10);
+  c = store.claim(shard, Ids{"z"}, 110);  // silence: delivery 2 of 2
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].attempt == 2);
+  CHECK(c[0].dead_reason.empty());
+  d.attempt = 2;
+  store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 120);
+  c = store.claim(shard, Ids{"z"}, 220);  // silence again: out of attempts
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].redelivery);
+  CHECK(c[0].attempt == 2);  // no delivery is added for the dead letter
+  CHECK(c[0].dead_reason == "no report within the ack timeout after 2 deliveries");
+  CHECK(field("z", "redelivered") == "1");
+  store.mark_failed(shard, "z", c[0].dead_reason, 230);
+  CHECK(field("z", "state") == "failed");
+  CHECK(field("z", "attempt") == "2");
+}
+
 TEST_CASE_METHOD(Lifecycle, "reschedule moves a waiting job, not one in flight", "[store][lifecycle]") {
   store.accept(std::vector<NewJob>{job("r", 5000), job("q", 100)}, 0);
   auto t = store.reschedule_anywhere(shard, "r", 200, 10);
