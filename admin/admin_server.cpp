@@ -122,6 +122,12 @@ HttpResponse readyz(State& state) {
                                   (s.snapshot.problem.empty() ? "" : " (" + s.snapshot.problem + ")") + "\n");
   }
   if (!s.snapshot.problem.empty()) return make_response(503, "not ready: " + s.snapshot.problem + "\n");
+  if (!s.snapshot.loading.empty()) {
+    std::string names;
+    for (const auto& shard : s.snapshot.loading) names += (names.empty() ? "" : ", ") + shard;
+    return make_response(
+        503, "not ready: loading " + std::to_string(s.snapshot.loading.size()) + " assigned shards (" + names + ")\n");
+  }
   return make_response(200, "ready\n");
 }
 

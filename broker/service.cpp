@@ -286,6 +286,15 @@ class Loop {
     }
   }
 
+  // Assigned shards not loaded yet: fences not taken, or no refill done.
+  std::vector<std::string> loading() const {
+    std::vector<std::string> out(to_take_.begin(), to_take_.end());
+    for (const auto& shard : scheduler_.owned_shards()) {
+      if (!scheduler_.horizon(shard)) out.push_back(shard);
+    }
+    return out;
+  }
+
   // The consumer's lag per partition, read at most once a second (no I/O: librdkafka's cache).
   const std::map<std::string, std::int64_t>& lag() {
     if (SteadyClock::now() >= next_lag_) {
@@ -481,7 +490,8 @@ class Loop {
                             fire_.lateness(),
                             redis_latency_,
                             fire_.produce_latency(),
-                            lag()};
+                            lag(),
+                            loading()};
       for (const auto* by : {&i.dead_lettered_by, &f.dead_lettered_by}) {
         for (const auto& [reason, n] : *by) snapshot.counters["dead_lettered." + reason] += n;
       }

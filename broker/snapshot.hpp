@@ -51,6 +51,9 @@ struct LoopSnapshot {
   // Records not read yet per assigned partition ("<topic>:<partition>", ingest and status
   // topics), as of the last second (KafkaConsumer::lag()).
   std::map<std::string, std::int64_t> ingest_lag;
+  // Shards assigned to this instance whose jobs are not loaded yet (their fence not taken, or
+  // their first refill not done): /readyz is 503 while there are any.
+  std::vector<std::string> loading;
 };
 
 }  // namespace delayd::broker

@@ -167,7 +167,8 @@ TEST_CASE("healthz is 503 until the loop publishes, then ok, then degraded durin
   CHECK(body(get(r.port(), "/healthz")) == "degraded: redis unavailable: connection refused\n");
 }
 
-TEST_CASE("readyz is 503 while starting and during an outage, with the reason, 200 otherwise", "[admin]") {
+TEST_CASE("readyz is 503 while starting, during an outage and while shards load, with the reason, 200 otherwise",
+          "[admin]") {
   Running r;
   CHECK_THAT(get(r.port(), "/readyz"), Catch::StartsWith("HTTP/1.1 503") && Catch::EndsWith("starting up\n"));
   r.server.publish(sample_snapshot());
@@ -181,6 +182,12 @@ TEST_CASE("readyz is 503 while starting and during an outage, with the reason, 2
   const std::string down = get(r.port(), "/readyz");
   CHECK_THAT(down, Catch::StartsWith("HTTP/1.1 503"));
   CHECK(body(down) == "not ready: outage of redis (redis unavailable: connection refused)\n");
+  AdminSnapshot loading = sample_snapshot();
+  loading.loading = {"delay-ingest:2", "delay-ingest:3"};
+  r.server.publish(loading);
+  const std::string not_loaded = get(r.port(), "/readyz");
+  CHECK_THAT(not_loaded, Catch::StartsWith("HTTP/1.1 503"));
+  CHECK(body(not_loaded) == "not ready: loading 2 assigned shards (delay-ingest:2, delay-ingest:3)\n");
 }
 
 TEST_CASE("stats serves the last snapshot as JSON", "[admin]") {
