@@ -36,6 +36,7 @@ World::World(const std::string& name) {
   const std::string id = testing::unique_name("e2e-" + name);
   ingest_topic = id + ".ingest";
   dlq_topic = id + ".dlq";
+  status_topic = id + ".status";
   ready_prefix = id + ".ready.";
   group = id;
   redis_prefix = id;
@@ -44,7 +45,7 @@ World::World(const std::string& name) {
 
 void World::create_topics(const std::vector<std::string>& businesses, int partitions) {
   connectors::KafkaAdmin admin({{"bootstrap.servers", bootstrap}});
-  std::vector<std::string> topics{ingest_topic, dlq_topic};
+  std::vector<std::string> topics{ingest_topic, dlq_topic, status_topic};
   for (const auto& b : businesses) topics.push_back(ready_topic(b));
   admin.ensure_topics(topics, partitions, 1);
 }
@@ -55,6 +56,7 @@ std::vector<std::pair<std::string, std::string>> World::environment() const {
       {"DELAYD_REDIS_URL", redis_url},
       {"DELAYD_KAFKA_INGEST_TOPIC", ingest_topic},
       {"DELAYD_KAFKA_DLQ_TOPIC", dlq_topic},
+      {"DELAYD_KAFKA_STATUS_TOPIC", status_topic},
       {"DELAYD_KAFKA_READY_TOPIC_TEMPLATE", ready_prefix + "{business}"},
       {"DELAYD_KAFKA_GROUP_ID", group},
       {"DELAYD_REDIS_PREFIX", redis_prefix},
@@ -184,6 +186,28 @@ void Publisher::send_cancel(const std::string& job_id) {
   send_raw(std::move(rec));
 }
 
+void Publisher::send_reschedule(const std::string& job_id, const connectors::Headers& when) {
+  connectors::OutRecord rec;
+  rec.key = job_id;
+  rec.headers = {{"op", "reschedule"}, {"job-id", job_id}};
+  for (const auto& h : when) rec.headers.push_back(h);
+  send_raw(std::move(rec));
+}
+
+void Publisher::send_report(const std::string& job_id, const std::string& status,
+                            const std::optional<std::string>& error, std::optional<std::int64_t> retry_after_ms) {
+  connectors::OutRecord rec;
+  rec.topic = world_.status_topic;
+  if (!job_id.empty()) {
+    rec.key = job_id;
+    rec.headers.push_back({"job-id", job_id});
+  }
+  if (!status.empty()) rec.headers.push_back({"status", status});
+  if (error) rec.headers.push_back({"error", *error});
+  if (retry_after_ms) rec.headers.push_back({"retry-after-ms", std::to_string(*retry_after_ms)});
+  producer_.produce(rec);
+}
+
 void Publisher::flush() {
   REQUIRE(producer_.flush(60000));
   for (const auto& r : reports_) {
@@ -211,6 +235,10 @@ bool Collector::collect_until(const std::function<bool(const std::vector<connect
   return true;
 }
 
+bool Collector::wait_assigned(std::chrono::milliseconds timeout) {
+  return collect_until([this](const auto&) { return !consumer_.assignment().empty(); }, timeout);
+}
+
 std::optional<std::string> header(const connectors::Record& r, const std::string& name) {
   const auto* v = connectors::find_header(r.headers, name);
   if (v == nullptr || !v->has_value()) return std::nullopt;
@@ -234,6 +262,17 @@ std::optional<std::string> JobReader::field(const std::string& job_id, const std
   const std::string got = fields({job_id}, name).front();
   if (got == "<none>") return std::nullopt;
   return got;
+}
+
+std::vector<std::string> JobReader::history(const std::string& job_id) {
+  const auto shard = field(job_id, "shard");
+  if (!shard) return {};
+  const auto reply =
+      redis_->command({"LRANGE", world_.redis_prefix + ":{" + *shard + "}:history:" + job_id, "0", "-1"});
+  std::vector<std::string> out;
+  const storage::ReplyView list = reply.view();
+  for (std::size_t i = 0; i < list.size(); ++i) out.emplace_back(list[i].str());
+  return out;
 }
 
 std::uint16_t free_port() {

@@ -39,6 +39,7 @@ struct World {
   std::string redis_url;
   std::string ingest_topic;
   std::string dlq_topic;
+  std::string status_topic;  // consumers' status reports (running, finished, failed)
   std::string ready_prefix;  // ready topics are ready_prefix + business
   std::string group;
   std::string redis_prefix;
@@ -46,7 +47,7 @@ struct World {
   std::map<std::string, std::string> settings;  // extra DELAYD_* variables
 
   std::string ready_topic(const std::string& business) const { return ready_prefix + business; }
-  // Creates the ingest and DLQ topics and the ready topics of these businesses.
+  // Creates the ingest, status and DLQ topics and the ready topics of these businesses.
   void create_topics(const std::vector<std::string>& businesses, int partitions = 4);
   std::vector<std::pair<std::string, std::string>> environment() const;
 };
@@ -116,6 +117,15 @@ class Publisher {
   void send(const Job& job);
   void send_raw(connectors::OutRecord rec);
   void send_cancel(const std::string& job_id);
+  // A reschedule on the ingest topic, keyed by the job-id; `when` is its time header(s):
+  // {{"deliver-at", "<epoch ms or RFC 3339>"}} or {{"delay-ms", "<n>"}}.
+  void send_reschedule(const std::string& job_id, const connectors::Headers& when);
+  // A consumer's status report on the status topic, keyed by the job-id, as the contract has it:
+  // headers job-id, status, and error and retry-after-ms when given. An empty job_id or status
+  // leaves that header out (a record the broker must refuse).
+  void send_report(const std::string& job_id, const std::string& status,
+                   const std::optional<std::string>& error = std::nullopt,
+                   std::optional<std::int64_t> retry_after_ms = std::nullopt);
   // Throws if any record was not acknowledged.
   void flush();
 
@@ -132,6 +142,9 @@ class Collector {
   // Polls until `done` says so or the timeout passes; returns whether `done` was reached.
   bool collect_until(const std::function<bool(const std::vector<connectors::Record>&)>& done,
                      std::chrono::milliseconds timeout);
+  // Polls (keeping what arrives) until the consumer has its partitions, so that a test that
+  // must react to a record in time does not lose the group join to it; whether it got them.
+  bool wait_assigned(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   const std::vector<connectors::Record>& records() const { return records_; }
 
  private:
@@ -150,6 +163,9 @@ class JobReader {
   // One field of each job, in one round trip ("<none>" where absent).
   std::vector<std::string> fields(const std::vector<std::string>& job_ids, const std::string& name);
   std::optional<std::string> field(const std::string& job_id, const std::string& name);
+  // The job's history list (<prefix>:{<shard>}:history:<job-id>), oldest first, each entry
+  // "<ms> <event> <attempt> <detail>"; empty for an unknown job.
+  std::vector<std::string> history(const std::string& job_id);
 
  private:
   const World& world_;
