@@ -19,6 +19,10 @@ std::int64_t steady_ms() {
       .count();
 }
 
+// How often reports that wait for their job's delivery to settle are tried again, and for how long.
+constexpr std::int64_t kReportRetryMs = 20;
+constexpr std::int64_t kReportWaitMaxMs = 120'000;
+
 std::string position(const connectors::Record& rec) {
   return rec.topic + "/" + std::to_string(rec.partition) + "/" + std::to_string(rec.offset);
 }
@@ -128,7 +132,7 @@ std::optional<std::string> IngestPath::refuse_topic(const ScheduleJob& job) {
 }
 
 void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) {
-  flush_reports(now_ms);
+  flush_reports(b, now_ms);
   if (!accepts_.empty()) {
     const auto outcomes = store_.accept(accepts_, now_ms);
     for (size_t i = 0; i < outcomes.size(); ++i) {
@@ -154,7 +158,10 @@ void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) 
 
 void IngestPath::cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms) {
   const storage::Transition t = store_.cancel_anywhere(shard, job_id, now_ms, options_.cancel_memory_s);
-  if (t.changed) {
+  if (t.changed && t.state == storage::JobState::in_flight) {
+    ++counters_.cancelled;
+    spdlog::info("job {} cancelled: an occurrence is on its way, the series ends after it", job_id);
+  } else if (t.changed) {
     scheduler_.cancel(job_id);
     ++counters_.cancelled;
     spdlog::info("job {} cancelled", job_id);
@@ -182,18 +189,58 @@ void IngestPath::reschedule(const std::string& shard, const RescheduleJob& r, st
   }
 }
 
-void IngestPath::flush_reports(std::int64_t now_ms) {
+void IngestPath::flush_reports(Batch& b, std::int64_t now_ms) {
   if (reports_.empty()) return;
+  const std::vector<bool> wait = apply_reports(reports_, now_ms);  // may throw: the batch is read again
+  for (size_t i = 0; i < reports_.size(); ++i) {
+    if (!wait[i]) continue;
+    waiting_reports_.push_back({std::move(reports_[i]), b.id, steady_ms()});
+    ++b.outstanding;  // its offset waits for it
+  }
+  reports_.clear();
+}
+
+void IngestPath::retry_waiting_reports(std::int64_t now_ms) {
+  if (waiting_reports_.empty() || steady_ms() < next_report_retry_) return;
+  next_report_retry_ = steady_ms() + kReportRetryMs;
+  std::vector<StatusReport> again;
+  again.reserve(waiting_reports_.size());
+  for (const auto& w : waiting_reports_) again.push_back(w.report);
+  const std::vector<bool> wait = apply_reports(again, now_ms);  // may throw: all stay waiting
+  std::vector<WaitingReport> still;
+  for (size_t i = 0; i < waiting_reports_.size(); ++i) {
+    WaitingReport& w = waiting_reports_[i];
+    if (wait[i] && steady_ms() - w.since_ms < kReportWaitMaxMs) {
+      still.push_back(std::move(w));
+      continue;
+    }
+    if (wait[i]) {
+      ++counters_.reports_ignored;
+      spdlog::warn("report '{}' for job {} dropped: the job stayed in flight for {} s", to_string(w.report.status),
+                   w.report.job_id, kReportWaitMaxMs / 1000);
+    }
+    settle_batch(w.batch);
+  }
+  waiting_reports_ = std::move(still);
+}
+
+void IngestPath::settle_batch(std::uint64_t batch) {
+  for (auto& b : batches_) {
+    if (b.id == batch) --b.outstanding;
+  }
+}
+
+std::vector<bool> IngestPath::apply_reports(const std::vector<StatusReport>& statuses, std::int64_t now_ms) {
   std::vector<std::string> ids;
-  ids.reserve(reports_.size());
-  for (const auto& r : reports_) ids.push_back(r.job_id);
+  ids.reserve(statuses.size());
+  for (const auto& r : statuses) ids.push_back(r.job_id);
   const auto located = store_.locate(ids);
   std::vector<storage::Report> reports;
   std::vector<std::string> where;
-  reports.reserve(reports_.size());
+  reports.reserve(statuses.size());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  for (size_t i = 0; i < reports_.size(); ++i) {
-    const StatusReport& s = reports_[i];
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    const StatusReport& s = statuses[i];
     const BusinessPolicy& p = options_.policies.of(located[i] ? located[i]->business : std::string());
     storage::Report r;
     r.job_id = s.job_id;
@@ -209,16 +256,21 @@ void IngestPath::flush_reports(std::int64_t now_ms) {
     reports.push_back(std::move(r));
     where.push_back(located[i] ? located[i]->shard : std::string());
   }
-  const auto outcomes = store_.report(reports, where, now_ms);  // may throw: the batch is read again
+  const auto outcomes = store_.report(reports, where, now_ms);
+  std::vector<bool> wait(outcomes.size(), false);
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const auto& o = outcomes[i];
-    count(reports_[i], o);
+    if (o.verdict == storage::ReportOutcome::Verdict::wait) {
+      wait[i] = true;
+      continue;
+    }
+    count(statuses[i], o);
     // A failed job due again: if its shard is ours, its timer moves now (others read the wake list).
     if (o.verdict == storage::ReportOutcome::Verdict::applied && o.state == storage::JobState::delay) {
-      scheduler_.move(o.shard, reports_[i].job_id, o.due_at);
+      scheduler_.move(o.shard, statuses[i].job_id, o.due_at);
     }
   }
-  reports_.clear();
+  return wait;
 }
 
 void IngestPath::count(const StatusReport& report, const storage::ReportOutcome& o) {
@@ -300,9 +352,7 @@ void IngestPath::on_report(const connectors::DeliveryReport& report) {
   if (it == dead_letters_.end() || it->second.retry_at != 0) return;
   DeadLetter& d = it->second;
   if (report.ok) {
-    for (auto& b : batches_) {
-      if (b.id == d.batch) --b.outstanding;
-    }
+    settle_batch(d.batch);
     dead_letters_.erase(it);
     return;
   }

@@ -17,7 +17,9 @@
 //             (storage kReport) with the job's business's policy: running, finished, failed
 //             with a retry at the backoff or dead. Reports that do not fit the job's state are
 //             ignored and counted; so are reports for unknown jobs. Applied in batches, in
-//             order with the ingest records around them.
+//             order with the ingest records around them. A report for a job in flight (the
+//             consumer read its record before Kafka's acknowledgement reached delayd) waits,
+//             holding its batch's offsets, until the delivery is settled, then applies.
 //   invalid   copied to the dead-letter topic with an `error` header saying why, plus
 //             source-topic, source-partition and source-offset headers (also a status record
 //             without job-id or with an unknown status).
@@ -112,6 +114,10 @@ class IngestPath {
   void on_report(const connectors::DeliveryReport& report);
   // Sends again the dead-letter copies whose backoff has passed.
   void retry_dead_letters();
+  // Tries again, every 20 ms, the reports that arrived while their job's delivery was not settled
+  // yet (a consumer faster than Kafka's acknowledgement to delayd). One that still waits after
+  // 2 minutes is counted ignored. May throw storage errors (they stay waiting).
+  void retry_waiting_reports(std::int64_t now_ms);
   // The offsets of the batches that are done, oldest first, in one list (later entries of a
   // partition supersede earlier ones); they are forgotten here once taken.
   Offsets take_committable();
@@ -145,8 +151,14 @@ class IngestPath {
   // A cancel read from `shard`: the job is looked for there first, then in every shard.
   void cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms);
   void reschedule(const std::string& shard, const RescheduleJob& r, std::int64_t now_ms);
-  // Applies the reports collected since the last call (store: locate, then report).
-  void flush_reports(std::int64_t now_ms);
+  // Applies the reports collected since the last call; those whose job is in flight wait (and
+  // hold b's offsets) until retry_waiting_reports() gets them through.
+  void flush_reports(Batch& b, std::int64_t now_ms);
+  // store: locate, then report; counts and moves timers. Returns, per report, whether it must
+  // wait (its job is in flight).
+  std::vector<bool> apply_reports(const std::vector<StatusReport>& reports, std::int64_t now_ms);
+  // One dead letter or waiting report of the batch is done.
+  void settle_batch(std::uint64_t batch);
   void count(const StatusReport& report, const storage::ReportOutcome& outcome);
   void dead_letter(Batch& b, const connectors::Record& rec, const std::string& reason,
                    DeadLetterReason why);  // b.outstanding + 1
@@ -160,6 +172,13 @@ class IngestPath {
   IngestOptions options_;
   std::vector<storage::NewJob> accepts_;  // the batch's schedules since the last cancel
   std::vector<StatusReport> reports_;     // the batch's reports since the last flush
+  struct WaitingReport {
+    StatusReport report;
+    std::uint64_t batch = 0;
+    std::int64_t since_ms = 0;  // steady clock
+  };
+  std::vector<WaitingReport> waiting_reports_;  // for jobs in flight, oldest first
+  std::int64_t next_report_retry_ = 0;          // steady clock ms
   std::mt19937_64 jitter_{std::random_device{}()};
   std::uint64_t unknown_unlogged_ = 0;  // reports for unknown jobs since the last log line
   std::chrono::steady_clock::time_point next_unknown_log_{};

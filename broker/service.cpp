@@ -144,6 +144,7 @@ class Loop {
       take_wakes();
       fire_and_settle();
       ingest_.retry_dead_letters();
+      ingest_.retry_waiting_reports(clock_.now_ms());
       // Two pages (2 000 jobs) per shard per turn: a due record waits behind a page read at
       // most, and a backlog still loads at several hundred thousand jobs a second.
       scheduler_.refill(clock_.now_ms(), 2);

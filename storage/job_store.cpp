@@ -583,6 +583,7 @@ std::vector<ReportOutcome> JobStore::report(std::span<const Report> reports, std
       const std::string_view verdict = r[0].str();
       o.verdict = verdict == "applied"   ? ReportOutcome::Verdict::applied
                   : verdict == "ignored" ? ReportOutcome::Verdict::ignored
+                  : verdict == "wait"    ? ReportOutcome::Verdict::wait
                                          : ReportOutcome::Verdict::unknown;
       o.dead = r[1].str() == "dead";
       o.state = o.dead ? JobState::delay : parse_job_state(r[1].str()).value_or(JobState::corrupt);

@@ -190,7 +190,8 @@ struct Report {
   int attempt = 0;  // the delivery the report is about (echoed attempt header); 0: the current one
 };
 struct ReportOutcome {
-  enum class Verdict { applied, ignored, unknown } verdict = Verdict::unknown;
+  // wait: the job is in flight (its delivery not settled yet); ask again shortly.
+  enum class Verdict { applied, ignored, wait, unknown } verdict = Verdict::unknown;
   JobState state = JobState::missing;  // after the call (ignored: the state that did not fit)
   bool dead = false;                   // failed for good: delay again until its dead letter is written
   std::int64_t due_at = 0;             // applied failed: when the job is due again

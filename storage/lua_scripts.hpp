@@ -43,7 +43,7 @@ namespace delayd::storage::lua {
 inline constexpr std::string_view kPrelude = R"lua(
 local FIRST = 6  -- KEYS index of the first job record; its arguments start at ARGV[5]
 local FIELDS = {'last_error', 'ready_at', 'running_at', 'finished_at', 'cancelled_at', 'failed_at', 'error',
-                'cancelled_early', 'every', 'count', 'rep', 'rd', 'nb', 'dead', 'ma', 'h'}
+                'cancelled_early', 'every', 'count', 'rep', 'rd', 'nb', 'dead', 'ma', 'stop', 'h'}
 local STATES = {delay = true, ready = true, running = true, finished = true, cancelled = true, failed = true}
 -- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("...:pending"): a job's history
 -- list and the shard's wake list live beside its other keys, in the same hash slot.
@@ -321,9 +321,15 @@ local function delivered(key, id, j, keep, ack, max_att)
   if every then
     local rep, count = tonumber(j.f.rep) or 1, tonumber(j.f.count) or 0
     hist(key, j, 'delivered', 'occurrence ' .. rep)
-    -- The next occurrence on the grid deliver_at + k * every (no drift). If instants have passed
-    -- meanwhile (delivery ran late, or delayd was down), the latest of them is delivered at once
-    -- and the older ones are skipped: one late occurrence, never a burst of them.
+    if j.f.stop then  -- cancelled while this occurrence was in flight: the series ends here
+      j.f.stop = nil
+      finish(key, id, j, 'cancelled', 'cancelled_at')
+      return {1, 'cancelled', '0'}
+    end
+    -- The next occurrence on the grid deliver_at + k * every (no drift): the latest instant of
+    -- the grid that has passed by now, or the next one if none has. So a delivery that ran late
+    -- is followed at once by the one it delayed, and after a long stop only the most recent
+    -- missed instant is delivered, the older ones skipped: never a burst of late occurrences.
     local steps = math.max(1, math.floor((now - j.at) / every))
     if count == 0 or rep + steps <= count then
       j.at = j.at + steps * every
@@ -439,7 +445,9 @@ return out
 )lua";
 
 // Stride 1: job-id. ARGV[3] remember_s. Cancels each job that is pending and not in flight;
-// answers 'in_flight' (unchanged) when a delivery attempt is under way. An id with no record
+// answers 'in_flight' (unchanged) when a delivery attempt is under way, except for a repeating
+// job: {1, 'in_flight'}, the occurrence under way is delivered and the series ends there (stop=1,
+// kMarkReady then cancels it). An id with no record
 // (its job may not have been read yet) is remembered when remember_s > 0: a record
 // "cancelled 0 0 - cancelled_at=<now> cancelled_early=1" that expires after remember_s, which
 // kAccept turns into the cancelled job if the job arrives in time. Per job: {changed, state}
@@ -460,6 +468,13 @@ for i = FIRST, #KEYS do
     out[#out + 1] = {0, 'corrupt'}
   elseif j.st ~= 'delay' then
     out[#out + 1] = {0, j.st}
+  elseif in_flight(id) and j.f.every then
+    -- An occurrence is on its way (it cannot be recalled); the series ends once it is
+    -- delivered (kMarkReady sees stop=1). Answered {1, 'in_flight'}.
+    local whole = parse(read(KEYS[i]), true)
+    whole.f.stop = '1'
+    write(KEYS[i], whole, 0)
+    out[#out + 1] = {1, 'in_flight'}
   elseif in_flight(id) then
     out[#out + 1] = {0, 'in_flight'}
   else
@@ -484,8 +499,10 @@ return out
 // ignored, so reports are idempotent and can arrive in any order; so is a report that names an
 // attempt (the ready record's `attempt` header, echoed; '0' when not given) other than the
 // job's current one: it is about an earlier delivery.
-// Per job: {verdict, state, at}: verdict 'applied', 'ignored' or 'unknown' (no record), state
-// after the call ('dead': back to delay for its dead letter), at the retry time or 0.
+// A report for a job in flight (claimed, its delivery not settled: the consumer read the record
+// before Kafka's acknowledgement reached delayd) is not applied yet: verdict 'wait'.
+// Per job: {verdict, state, at}: verdict 'applied', 'ignored', 'wait' or 'unknown' (no record),
+// state after the call ('dead': back to delay for its dead letter), at the retry time or 0.
 inline constexpr std::string_view kReport = R"lua(
 local function report(key, id, j, status, err, retry_at, max_att, ack)
   local waiting = redis.call('ZSCORE', KEYS[1], id)  -- the ack deadline, if the business has one
@@ -544,6 +561,10 @@ for i = FIRST, #KEYS do
     out[#out + 1] = {'unknown', 'missing', '0'}
   elseif not j then
     out[#out + 1] = {'ignored', 'corrupt', '0'}
+  elseif j.st == 'delay' and not j.f.every and in_flight(ARGV[a]) then
+    -- Claimed and maybe produced, its delivery not settled yet: the consumer may well be faster
+    -- than Kafka's acknowledgement to delayd. The caller asks again shortly.
+    out[#out + 1] = {'wait', 'in_flight', '0'}
   elseif (j.st ~= 'ready' and j.st ~= 'running') or j.f.every or (about > 0 and about ~= j.att) then
     out[#out + 1] = {'ignored', j.st, '0'}
   else

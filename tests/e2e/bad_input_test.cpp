@@ -31,7 +31,7 @@ TEST_CASE("each invalid record is dead-lettered with its reason while valid jobs
       {"no-business", {{"deliver-at", soon}}, "x", "business"},
       {"oversize", {{"deliver-at", soon}, {"business", "orders"}}, std::string(2000, 'v'), "1000"},
       {"bad-job-id", {{"deliver-at", soon}, {"business", "orders"}, {"job-id", "has space"}}, "x", "job-id"},
-      {"bad-op", {{"op", "reschedule"}, {"job-id", "j"}}, "x", "op"},
+      {"bad-op", {{"op", "delete"}, {"job-id", "j"}}, "x", "op"},
       {"cancel-without-id", {{"op", "cancel"}}, "x", "job-id"},
       {"both-times", {{"deliver-at", soon}, {"delay-ms", "5"}, {"business", "orders"}}, "x", "delay-ms"},
   };

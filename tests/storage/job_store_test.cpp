@@ -825,6 +825,33 @@ TEST_CASE_METHOD(Lifecycle, "a repeating job comes back on its grid, skips what 
   CHECK(report("p", ReportStatus::finished, 2600).verdict == ReportOutcome::Verdict::ignored);
 }
 
+TEST_CASE_METHOD(Lifecycle, "a cancel while an occurrence is in flight ends the series after it",
+                 "[store][lifecycle]") {
+  NewJob j = job("e", 1000);
+  j.repeat_every = std::chrono::milliseconds(100);
+  store.accept(std::vector<NewJob>{j}, 0);
+  auto c = store.claim(shard, Ids{"e"}, 1000);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  const auto t = store.cancel(shard, "e", 1001);
+  CHECK(t.changed);
+  CHECK(t.state == JobState::in_flight);  // the occurrence under way cannot be recalled
+  const JobStore::Delivered d{"e", 1000, 1, "orders", Mode::drop, {}};
+  const auto marked = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 1005)[0];
+  CHECK(marked.state == JobState::cancelled);
+  CHECK(field("e", "state") == "cancelled");
+  CHECK_FALSE(score("e"));
+}
+
+TEST_CASE_METHOD(Lifecycle, "a report for a job whose delivery is not settled yet waits", "[store][lifecycle]") {
+  store.accept(std::vector<NewJob>{job("w", 10)}, 0);
+  store.claim(shard, Ids{"w"}, 10);  // produced, say, and read by a fast consumer
+  CHECK(report("w", ReportStatus::finished, 12).verdict == ReportOutcome::Verdict::wait);
+  CHECK(field("w", "state") == "delay");
+  const JobStore::Delivered d{"w", 10, 1, "orders", Mode::keep, {}};
+  store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 15);
+  CHECK(report("w", ReportStatus::finished, 16).state == JobState::finished);
+}
+
 TEST_CASE_METHOD(Lifecycle, "a cancel between two occurrences stops the series", "[store][lifecycle]") {
   NewJob j = job("c", 1000);
   j.repeat_every = std::chrono::milliseconds(100);
