@@ -15,7 +15,8 @@
 #                                    includes cluster-e2e: slots moved and a primary failed over
 #                                    under delayd) unless ctest arguments are given. The default
 #                                    run leaves cluster-e2e out (-LE cluster-e2e), and the
-#                                    sanitizer run also the multi-instance cases (label scale).
+#                                    sanitizer run also the multi-instance cases (label scale)
+#                                    and the runnable examples (label examples).
 #   scripts/test.sh -- -L unit       arguments after -- go to ctest (here: only unit tests)
 #
 # DELAYD_BUILD_DIR (build) names the build directory. A cluster stack and a single-Redis stack
@@ -56,7 +57,7 @@ fi
 # the same code as the single-instance ones with more processes, for minutes, and CI must stay
 # under 30 minutes.
 asan_args=("${ctest_args[@]}")
-[[ "${ctest_args[*]}" == "-LE cluster-e2e" ]] && asan_args=(-LE 'cluster-e2e|scale')
+[[ "${ctest_args[*]}" == "-LE cluster-e2e" ]] && asan_args=(-LE 'cluster-e2e|scale|examples')
 werror=OFF
 [[ "${CI:-}" == "true" ]] && werror=ON
 

@@ -13,10 +13,10 @@ namespace delayd::storage {
 namespace {
 
 // In the order of JobStore::Script. The batch scripts start with the shared prelude.
-constexpr std::string_view kScriptBodies[] = {lua::kAccept,  lua::kClaim,      lua::kMarkReady,
-                                              lua::kRelease, lua::kMarkFailed, lua::kCancel,
-                                              lua::kReport,  lua::kReschedule, lua::kTakeShard};
-constexpr std::size_t kBatchScripts = 8;
+constexpr std::string_view kScriptBodies[] = {lua::kAccept,        lua::kClaim,    lua::kMarkReady, lua::kRelease,
+                                              lua::kMarkFailed,    lua::kCancel,   lua::kReport,    lua::kReschedule,
+                                              lua::kMarkDelivered, lua::kTakeShard};
+constexpr std::size_t kBatchScripts = 9;
 
 std::optional<std::int64_t> parse_i64(std::string_view s) {
   std::int64_t v = 0;
@@ -178,11 +178,14 @@ Claim parse_claim(const std::string& job_id, ReplyView r, ReplyView record) {
     c.deliver_at = parse_i64(r[1].str()).value_or(0);
     c.business = std::string(r[2].str());
     c.attempt = static_cast<int>(r[3].integer());
-    c.repeat = static_cast<int>(parse_i64(r[4].str()).value_or(0));
-    c.plain = r[5].integer() == 1;
-    c.not_before = std::max(c.deliver_at, parse_i64(r[6].str()).value_or(0));
-    c.redelivery = r[7].integer() == 1;
-    c.dead_reason = percent_decode(r[8].str());
+    c.not_before = c.deliver_at;
+    if (r.size() > 4) {  // the long form: a job that is not plain (kClaim)
+      c.repeat = static_cast<int>(parse_i64(r[4].str()).value_or(0));
+      c.plain = false;
+      c.not_before = std::max(c.deliver_at, parse_i64(r[6].str()).value_or(0));
+      c.redelivery = r[7].integer() == 1;
+      c.dead_reason = percent_decode(r[8].str());
+    }
     try {
       StoredPayload p = payload_of(record);
       c.key = std::move(p.key);
@@ -455,17 +458,29 @@ void JobStore::set_aside(std::string_view shard, std::span<const Claim> claims, 
 
 std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<const Delivered> jobs,
                                              std::int64_t now_ms) {
-  std::vector<Command> per_job;
-  per_job.reserve(jobs.size());
-  for (const auto& j : jobs) {
-    const char* mode = j.mode == Mode::fast ? "fast" : j.mode == Mode::drop ? "drop" : "keep";
-    per_job.push_back({j.job_id, std::to_string(j.deliver_at), std::to_string(j.attempt), j.business, mode,
-                       std::to_string(j.ack_timeout.count()), std::to_string(j.max_attempts)});
-  }
-  const Replies replies = run(Script::mark_ready, shard, per_job, now_ms);
-  std::vector<Transition> out;
-  out.reserve(jobs.size());
-  for (size_t i = 0; i < jobs.size(); ++i) out.push_back(parse_transition(jobs[i].job_id, shard, replies[i]));
+  // Plain jobs the cheap way (kMarkReady, 4 arguments each), the others read and settled in
+  // full (kMarkDelivered); one round trip each, results back in the callers' order.
+  std::vector<size_t> fast, full;
+  for (size_t i = 0; i < jobs.size(); ++i) (jobs[i].mode == Mode::fast ? fast : full).push_back(i);
+  std::vector<Transition> out(jobs.size());
+  auto settle = [&](Script script, const std::vector<size_t>& idx) {
+    if (idx.empty()) return;
+    std::vector<Command> per_job;
+    per_job.reserve(idx.size());
+    for (size_t i : idx) {
+      const Delivered& j = jobs[i];
+      per_job.push_back({j.job_id, std::to_string(j.deliver_at), std::to_string(j.attempt), j.business});
+      if (script == Script::mark_delivered) {
+        per_job.back().insert(per_job.back().end(),
+                              {j.mode == Mode::keep ? "keep" : "drop", std::to_string(j.ack_timeout.count()),
+                               std::to_string(j.max_attempts)});
+      }
+    }
+    const Replies replies = run(script, shard, per_job, now_ms);
+    for (size_t k = 0; k < idx.size(); ++k) out[idx[k]] = parse_transition(jobs[idx[k]].job_id, shard, replies[k]);
+  };
+  settle(Script::mark_ready, fast);
+  settle(Script::mark_delivered, full);
   return out;
 }
 

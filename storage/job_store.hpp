@@ -352,7 +352,19 @@ class JobStore {
   const KeySchema& keys() const { return keys_; }
 
  private:
-  enum class Script { accept, claim, mark_ready, release, mark_failed, cancel, report, reschedule, take_shard, count_ };
+  enum class Script {
+    accept,
+    claim,
+    mark_ready,
+    release,
+    mark_failed,
+    cancel,
+    report,
+    reschedule,
+    mark_delivered,
+    take_shard,
+    count_
+  };
   // The replies of one run(): job i's is calls[i / kJobsPerCall][i % kJobsPerCall], and its
   // record as read right after the call is records[i] (when run() was asked to read them).
   struct Replies {

@@ -159,6 +159,72 @@ local function finish(key, id, j, st, field, extra_fields, detail)
   bump(j.biz, 'delay', -1)
   bump(j.biz, st, 1)
 end
+-- delivered(key, id, j, keep, ack, max_att): settles a delay job whose ready record Kafka
+-- acknowledged (kMarkReady, kMarkDelivered): a repeating job goes back to delay at its next
+-- occurrence; otherwise it becomes ready, its payload kept (keep) or dropped; kept with
+-- ack > 0, its pending entry waits at the ack deadline. Returns {changed, state, at}.
+local function delivered(key, id, j, keep, ack, max_att)
+  local att = in_flight(id)
+  if att then
+    j.att = att
+    redis.call('HDEL', KEYS[4], id)
+  end
+  j.f.nb = nil
+  j.f.last_error = nil
+  j.f.ready_at = stamp
+  local every = tonumber(j.f.every)
+  if every then
+    local rep, count = tonumber(j.f.rep) or 1, tonumber(j.f.count) or 0
+    hist(key, j, 'delivered', 'occurrence ' .. rep)
+    if j.f.stop then  -- cancelled while this occurrence was in flight: the series ends here
+      j.f.stop = nil
+      finish(key, id, j, 'cancelled', 'cancelled_at')
+      return {1, 'cancelled', '0'}
+    end
+    -- The next occurrence on the grid deliver_at + k * every (no drift): the latest instant of
+    -- the grid that has passed by now, or the next one if none has. So a delivery that ran late
+    -- is followed at once by the one it delayed, and after a long stop only the most recent
+    -- missed instant is delivered, the older ones skipped: never a burst of late occurrences.
+    local steps = math.max(1, math.floor((now - j.at) / every))
+    if count == 0 or rep + steps <= count then
+      j.at = j.at + steps * every
+      j.f.rep = string.format('%.0f', rep + steps)
+      j.att = 0
+      hist(key, j, 'repeat', 'occurrence ' .. j.f.rep .. ' at ' .. string.format('%.0f', j.at))
+      write(key, j, 0)
+      redis.call('ZADD', KEYS[1], j.at, id)
+      bump(j.biz, 'repeated', 1)
+      return {1, 'delay', string.format('%.0f', j.at)}
+    end
+  elseif keep or j.f.h then
+    hist(key, j, 'delivered', '')
+  end
+  if not keep then
+    finish(key, id, j, 'ready', 'ready_at')
+    return {1, 'ready', '0'}
+  end
+  j.st = 'ready'
+  bump(j.biz, 'delay', -1)
+  bump(j.biz, 'ready', 1)
+  if ack > 0 then
+    redis.call('ZADD', KEYS[1], now + ack, id)
+    if max_att > 0 then j.f.ma = tostring(max_att) end
+    write(key, j, 0)
+    return {1, 'ready', string.format('%.0f', now + ack)}
+  end
+  redis.call('ZREM', KEYS[1], id)
+  write(key, j, retention)
+  return {1, 'ready', '0'}
+end
+-- The slow way of settling a delivered job: its whole record read; a job no longer delay only
+-- loses a stale pending entry (not an ack deadline of a ready or running one).
+local function settle_read(key, id, keep, ack, max_att)
+  local v = read(key)
+  local j = parse(v, true)
+  if j and j.st == 'delay' then return delivered(key, id, j, keep, ack, max_att) end
+  if j and j.st ~= 'ready' and j.st ~= 'running' then redis.call('ZREM', KEYS[1], id) end
+  return {0, j and j.st or (v and 'corrupt' or 'missing'), '0'}
+end
 local out = {}
 )lua";
 
@@ -209,9 +275,15 @@ return out
 // removed; a corrupt record is kept for people as the payload of a record marked failed with
 // error "corrupt job record: ..."; an entry with no readable record (none, or not a string)
 // is moved to the quarantine hash with the reason.
-// Per job: {'deliver', deliver_at, business, attempt}, {'early', deliver_at},
-// {'finished', state}, {'corrupt', reason, business} or {'unreadable', reason[, why kept]}:
-// the third value when the quarantine hash could not be written, so the entry was kept.
+// The lifecycle (README, "Job lifecycle"): a job is not due before its not-before time (nb, a
+// retry after a failed report); a ready or running job whose ack deadline (its pending entry's
+// score) passed is delivered again, as delay, with its kept payload, or, out of attempts (ma),
+// goes round once more marked dead for its dead letter.
+// Per job: {'deliver', deliver_at, business, attempt} for a plain job, or for any other
+// {'deliver', deliver_at, business, attempt, repeat, 0, not_before, redelivery 0|1, dead reason};
+// {'early', due}, {'finished', state}, {'corrupt', reason, business} or {'unreadable',
+// reason[, why kept]}: the third value when the quarantine hash could not be written, so the
+// entry was kept.
 inline constexpr std::string_view kClaim = R"lua(
 local refused = check_fence()
 if refused then return refused end
@@ -279,9 +351,12 @@ for i = FIRST, #KEYS do
       -- A job marked dead goes to the dead-letter topic, not to a consumer: no attempt is added.
       local att = (in_flight(id) or j.att) + (j.f.dead and 0 or 1)
       redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
-      local plain = (j.f.every or j.f.h or j.f.rd or j.f.dead) and 0 or 1
-      out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att, j.f.rep or '0', plain,
-                       string.format('%.0f', due), 0, j.f.dead or ''}
+      if j.f.every or j.f.h or j.f.rd or j.f.dead or j.f.nb then
+        out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att, j.f.rep or '0', 0,
+                         string.format('%.0f', due), 0, j.f.dead or ''}
+      else  -- a plain job: the short form (the common case, kept cheap)
+        out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att}
+      end
     end
   end
 end
@@ -289,83 +364,22 @@ flush()
 return out
 )lua";
 
-// Stride 7: job-id, deliver_at, attempt, business (as the claim handed them out; business ''
-// when the caller does not know them), mode, ack_ms, max_attempts (kept in the record as ma
-// with an ack deadline, for kClaim's decision: deliver again, or dead-letter). ARGV[3] unused. Not fenced (see FENCING
-// above). After Kafka acknowledged each job's ready record.
-// mode 'fast' (a plain job: no repeat, no history, its business keeps no payload): the common
-// case is cheap: the job's in-flight entry is removed (HDEL says it was there, so the job was
-// claimed and is still delay: nothing else removes the entry without settling the job) and the
-// finished record is written from the arguments, without reading the old one. Otherwise (a
-// caller that does not know the fields, or an entry lost with a Redis restart) the record is
-// read and finished if still delay.
-// mode 'drop' or 'keep': the whole record is read and rewritten (delivered() below): a repeating
-// job goes back to delay at its next occurrence; otherwise it becomes ready, its payload kept
-// ('keep': the business reports back, so a failed report or an ack timeout can deliver it
-// again) or dropped ('drop'). With 'keep' and ack_ms > 0 its pending entry stays, re-scored to
-// now + ack_ms: the ack deadline, which kClaim acts on.
+// Stride 4: job-id, deliver_at, attempt, business (as the claim handed them out; business ''
+// when the caller does not know them). ARGV[3] unused. Not fenced (see FENCING above). After
+// Kafka acknowledged each job's ready record, for plain jobs (Claim::plain: no repeat, no
+// history) of businesses that keep no payload: the common case, kept cheap. The job's in-flight
+// entry is removed (HDEL says it was there, so the job was claimed and is still delay: nothing
+// else removes the entry without settling the job) and the finished record is written from the
+// arguments, without reading the old one. Otherwise (a caller that does not know the fields,
+// or an entry lost with a Redis restart) the record is read and settled (settle_read()).
 // Per job: {changed, state, at}: at is the next occurrence (state delay), the ack deadline
 // (ready), or 0. A job already final only loses its (stale) pending entry; a ready or running
 // one keeps its ack deadline.
 inline constexpr std::string_view kMarkReady = R"lua(
-local function delivered(key, id, j, keep, ack, max_att)
-  local att = in_flight(id)
-  if att then
-    j.att = att
-    redis.call('HDEL', KEYS[4], id)
-  end
-  j.f.nb = nil
-  j.f.last_error = nil
-  j.f.ready_at = stamp
-  local every = tonumber(j.f.every)
-  if every then
-    local rep, count = tonumber(j.f.rep) or 1, tonumber(j.f.count) or 0
-    hist(key, j, 'delivered', 'occurrence ' .. rep)
-    if j.f.stop then  -- cancelled while this occurrence was in flight: the series ends here
-      j.f.stop = nil
-      finish(key, id, j, 'cancelled', 'cancelled_at')
-      return {1, 'cancelled', '0'}
-    end
-    -- The next occurrence on the grid deliver_at + k * every (no drift): the latest instant of
-    -- the grid that has passed by now, or the next one if none has. So a delivery that ran late
-    -- is followed at once by the one it delayed, and after a long stop only the most recent
-    -- missed instant is delivered, the older ones skipped: never a burst of late occurrences.
-    local steps = math.max(1, math.floor((now - j.at) / every))
-    if count == 0 or rep + steps <= count then
-      j.at = j.at + steps * every
-      j.f.rep = string.format('%.0f', rep + steps)
-      j.att = 0
-      hist(key, j, 'repeat', 'occurrence ' .. j.f.rep .. ' at ' .. string.format('%.0f', j.at))
-      write(key, j, 0)
-      redis.call('ZADD', KEYS[1], j.at, id)
-      bump(j.biz, 'repeated', 1)
-      return {1, 'delay', string.format('%.0f', j.at)}
-    end
-  elseif keep or j.f.h then
-    hist(key, j, 'delivered', '')
-  end
-  if not keep then
-    finish(key, id, j, 'ready', 'ready_at')
-    return {1, 'ready', '0'}
-  end
-  j.st = 'ready'
-  bump(j.biz, 'delay', -1)
-  bump(j.biz, 'ready', 1)
-  if ack > 0 then
-    redis.call('ZADD', KEYS[1], now + ack, id)
-    if max_att > 0 then j.f.ma = tostring(max_att) end
-    write(key, j, 0)
-    return {1, 'ready', string.format('%.0f', now + ack)}
-  end
-  redis.call('ZREM', KEYS[1], id)
-  write(key, j, retention)
-  return {1, 'ready', '0'}
-end
 for i = FIRST, #KEYS do
-  local a = 5 + (i - FIRST) * 7
-  local id, biz, mode, ack = ARGV[a], ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]) or 0
-  local max_att = tonumber(ARGV[a + 6]) or 0
-  if mode == 'fast' and biz ~= '' and redis.call('HDEL', KEYS[4], id) == 1 then
+  local a = 5 + (i - FIRST) * 4
+  local id, biz = ARGV[a], ARGV[a + 3]
+  if biz ~= '' and redis.call('HDEL', KEYS[4], id) == 1 then
     local v = 'ready ' .. ARGV[a + 1] .. ' ' .. ARGV[a + 2] .. ' ' .. biz .. ' ready_at=' .. stamp .. '\n'
     if retention > 0 then redis.call('SET', KEYS[i], v, 'EX', retention) else redis.call('SET', KEYS[i], v) end
     redis.call('ZREM', KEYS[1], id)
@@ -373,15 +387,30 @@ for i = FIRST, #KEYS do
     bump(biz, 'ready', 1)
     out[#out + 1] = {1, 'ready', '0'}
   else
-    local v = read(KEYS[i])
-    local j = parse(v, true)
-    if j and j.st == 'delay' then
-      out[#out + 1] = delivered(KEYS[i], id, j, mode == 'keep', ack, max_att)
+    -- The header line first: a plain job still delay is finished from it, as above.
+    local j = parse((read_head(KEYS[i])))
+    if j and j.st == 'delay' and not (j.f.every or j.f.h) then
+      finish(KEYS[i], id, j, 'ready', 'ready_at')
+      out[#out + 1] = {1, 'ready', '0'}
     else
-      if j and j.st ~= 'ready' and j.st ~= 'running' then redis.call('ZREM', KEYS[1], id) end
-      out[#out + 1] = {0, j and j.st or (v and 'corrupt' or 'missing'), '0'}
+      out[#out + 1] = settle_read(KEYS[i], id, false, 0, 0)
     end
   end
+end
+flush()
+return out
+)lua";
+
+// Stride 7: job-id, deliver_at, attempt, business, mode ('drop' or 'keep'), ack_ms,
+// max_attempts. ARGV[3] unused. Not fenced (as kMarkReady). The jobs kMarkReady's fast way does
+// not fit: the record is read and settled by delivered() (a repeat, a history, a payload kept
+// for the lifecycle). 'keep' with ack_ms > 0 keeps max_attempts in the record (ma) for kClaim's
+// decision after silence: deliver again, or dead-letter. Per job: {changed, state, at}.
+inline constexpr std::string_view kMarkDelivered = R"lua(
+for i = FIRST, #KEYS do
+  local a = 5 + (i - FIRST) * 7
+  out[#out + 1] = settle_read(KEYS[i], ARGV[a], ARGV[a + 4] == 'keep', tonumber(ARGV[a + 5]) or 0,
+                              tonumber(ARGV[a + 6]) or 0)
 end
 flush()
 return out
