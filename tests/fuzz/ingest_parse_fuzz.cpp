@@ -15,15 +15,15 @@
 #include <string_view>
 #include <variant>
 
-#include "config/config_names.hpp"
 #include "broker/ingest_parse.hpp"
+#include "config/config_names.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 namespace {
 
 using delayd::broker::CancelJob;
-using delayd::broker::Invalid;
 using delayd::broker::IngestRules;
+using delayd::broker::Invalid;
 using delayd::broker::ParsedIngest;
 using delayd::broker::ScheduleJob;
 using delayd::connectors::Header;
@@ -65,12 +65,16 @@ void check(const Record& rec, const IngestRules& rules, const ParsedIngest& pars
   using delayd::broker::kHeaderBusiness;
   using delayd::broker::kHeaderDeliverAt;
   using delayd::broker::kHeaderJobId;
+  using delayd::broker::kHeaderRepeat;
   const auto* id = delayd::connectors::find_header(rec.headers, kHeaderJobId);
   if (const auto* bad = std::get_if<Invalid>(&parsed)) {
     FUZZ_CHECK(!bad->reason.empty());
     FUZZ_CHECK(printable_line(bad->reason));
   } else if (const auto* cancel = std::get_if<CancelJob>(&parsed)) {
     FUZZ_CHECK(id != nullptr && id->has_value() && **id == cancel->job_id);
+  } else if (const auto* move = std::get_if<delayd::broker::RescheduleJob>(&parsed)) {
+    FUZZ_CHECK(id != nullptr && id->has_value() && **id == move->job_id);
+    FUZZ_CHECK(move->deliver_at_ms >= 0 && move->deliver_at_ms <= delayd::broker::kMaxEpochMs);
   } else {
     const auto& job = std::get<ScheduleJob>(parsed);
     FUZZ_CHECK(job.deliver_at_ms >= 0 && job.deliver_at_ms <= delayd::broker::kMaxEpochMs);
@@ -82,13 +86,14 @@ void check(const Record& rec, const IngestRules& rules, const ParsedIngest& pars
     FUZZ_CHECK(delayd::broker::is_valid_topic_name(job.ready_topic));
     FUZZ_CHECK(job.ready_topic != rules.ingest_topic && job.ready_topic != rules.dlq_topic);
     FUZZ_CHECK(job.key == rec.key && job.value == rec.value);
+    FUZZ_CHECK(job.repeat_every_ms >= 0 && job.repeat_count >= 0);
+    FUZZ_CHECK(job.repeat_count == 0 || job.repeat_every_ms > 0);
     FUZZ_CHECK(!job.value || job.value->size() <= rules.max_value_bytes);
-    FUZZ_CHECK(rules.max_record_bytes == 0 ||
-               delayd::connectors::record_bytes(rec) <= rules.max_record_bytes);
+    FUZZ_CHECK(rules.max_record_bytes == 0 || delayd::connectors::record_bytes(rec) <= rules.max_record_bytes);
     std::size_t i = 0;
     for (const auto& h : rec.headers) {
       if (h.name == kHeaderDeliverAt || h.name == kHeaderJobId || h.name == kHeaderAttempt ||
-          h.name == kHeaderBusiness) {
+          h.name == kHeaderBusiness || h.name == kHeaderRepeat) {
         continue;  // the broker writes these itself (business: kept once, in the job record)
       }
       FUZZ_CHECK(i < job.carried.size() && job.carried[i] == h);
@@ -105,6 +110,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const IngestRules defaults;
   check(rec, defaults, delayd::broker::parse_ingest(rec, defaults));
+
+  // The same bytes as a status-topic record.
+  const auto status = delayd::broker::parse_status(rec);
+  if (const auto* bad = std::get_if<Invalid>(&status)) {
+    FUZZ_CHECK(!bad->reason.empty() && printable_line(bad->reason));
+  } else {
+    const auto& r = std::get<delayd::broker::StatusReport>(status);
+    const auto* id = delayd::connectors::find_header(rec.headers, delayd::broker::kHeaderJobId);
+    FUZZ_CHECK(id != nullptr && id->has_value() && **id == r.job_id);
+    FUZZ_CHECK(r.error.size() <= delayd::broker::kMaxReportErrorBytes);
+    FUZZ_CHECK(!r.retry_after_ms || (*r.retry_after_ms >= 0 && *r.retry_after_ms <= 86'400'000));
+    FUZZ_CHECK(r.attempt >= 0);
+  }
 
   // The branches the defaults cannot reach with small inputs: a value or a record over the
   // limit, a business not allowed, and one whose ready topic would be delayd's own ingest or
