@@ -103,8 +103,8 @@ if ((fuzz)); then
   # The fuzzers need no servers: stop the stack first if this script started it.
   stop_stack
   started_stack=0
-  # CI's budget is 30 minutes for everything; 30 s per target keeps it a few minutes under.
-  [[ "${CI:-}" == "true" && -z "${FUZZ_SECONDS:-}" ]] && export FUZZ_SECONDS=30
+  # CI's budget is 30 minutes for everything; 20 s per target keeps it a few minutes under.
+  [[ "${CI:-}" == "true" && -z "${FUZZ_SECONDS:-}" ]] && export FUZZ_SECONDS=20
   echo "test: scripts/fuzz.sh (libFuzzer, ${FUZZ_SECONDS:-60} s per target)"
   scripts/fuzz.sh || status=1
 fi
