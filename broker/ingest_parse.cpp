@@ -154,11 +154,11 @@ ParsedStatus parse_status(const Record& rec) {
   StatusReport r;
   r.job_id = std::move(*id);
   if (**status == "running") {
-    r.status = ReportedStatus::running;
+    r.status = ReportStatus::running;
   } else if (**status == "finished") {
-    r.status = ReportedStatus::finished;
+    r.status = ReportStatus::finished;
   } else if (**status == "failed") {
-    r.status = ReportedStatus::failed;
+    r.status = ReportStatus::failed;
   } else {
     return invalid(header_ref(kHeaderStatus) +
                    " must be 'running', 'finished' or 'failed': " + quote_for_message(**status));

@@ -49,6 +49,7 @@
 
 #include "broker/time_format.hpp"
 #include "connectors/record.hpp"
+#include "storage/job_state.hpp"
 
 namespace delayd::broker {
 
@@ -124,13 +125,10 @@ using ParsedIngest = std::variant<ScheduleJob, CancelJob, RescheduleJob, Invalid
 
 ParsedIngest parse_ingest(const connectors::Record& rec, const IngestRules& rules);
 
-enum class ReportedStatus { running, finished, failed };
-constexpr std::string_view to_string(ReportedStatus s) {
-  return s == ReportedStatus::running ? "running" : s == ReportedStatus::finished ? "finished" : "failed";
-}
+using storage::ReportStatus;
 struct StatusReport {
   std::string job_id;
-  ReportedStatus status = ReportedStatus::finished;
+  ReportStatus status = ReportStatus::finished;
   std::string error;                           // at most kMaxReportErrorBytes
   std::optional<std::int64_t> retry_after_ms;  // for failed
   int attempt = 0;                             // 0: not given

@@ -244,9 +244,7 @@ std::vector<bool> IngestPath::apply_reports(const std::vector<StatusReport>& sta
     const BusinessPolicy& p = options_.policies.of(located[i] ? located[i]->business : std::string());
     storage::Report r;
     r.job_id = s.job_id;
-    r.status = s.status == ReportedStatus::running    ? storage::ReportStatus::running
-               : s.status == ReportedStatus::finished ? storage::ReportStatus::finished
-                                                      : storage::ReportStatus::failed;
+    r.status = s.status;
     r.error = s.error;
     const auto after = s.retry_after_ms ? std::optional(std::chrono::milliseconds(*s.retry_after_ms)) : std::nullopt;
     r.retry_at = p.retry_at(located[i] ? std::max(located[i]->attempt, 1) : 1, now_ms, after, unit(jitter_));
@@ -294,13 +292,13 @@ void IngestPath::count(const StatusReport& report, const storage::ReportOutcome&
     return;
   }
   switch (report.status) {
-    case ReportedStatus::running:
+    case ReportStatus::running:
       ++counters_.reports_running;
       break;
-    case ReportedStatus::finished:
+    case ReportStatus::finished:
       ++counters_.reports_finished;
       break;
-    case ReportedStatus::failed:
+    case ReportStatus::failed:
       ++counters_.reports_failed;
       if (o.dead) {
         spdlog::warn("job {} reported failed on its last attempt ({}); it goes to the dead-letter topic", report.job_id,

@@ -54,4 +54,11 @@ constexpr bool is_final(JobState s) {
          s == JobState::failed;
 }
 
+// What a consumer reports on a delivered job (README, "Job lifecycle"): the `status` header of a
+// status-topic record, as the broker parses it and the report script applies it.
+enum class ReportStatus { running, finished, failed };
+constexpr std::string_view to_string(ReportStatus s) {
+  return s == ReportStatus::running ? "running" : s == ReportStatus::finished ? "finished" : "failed";
+}
+
 }  // namespace delayd::storage

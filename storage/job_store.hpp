@@ -174,16 +174,12 @@ struct Transition {
   std::int64_t at = 0;                 // mark_ready: the next occurrence (delay) or the ack deadline (ready), else 0
 };
 
-// A consumer's report on a delivered job, read from the status topic.
-enum class ReportStatus { running, finished, failed };
-constexpr std::string_view to_string(ReportStatus s) {
-  return s == ReportStatus::running ? "running" : s == ReportStatus::finished ? "finished" : "failed";
-}
+// A consumer's report on a delivered job, read from the status topic (ReportStatus: job_state.hpp).
 struct Report {
   std::string job_id;
   ReportStatus status = ReportStatus::finished;
   std::string error;  // for failed; at most 1000 bytes are kept
-  // What the job's business asks (broker/lifecycle.hpp works it out from the job's attempt):
+  // What the job's business asks (config/business_policy.hpp works it out from the job's attempt):
   std::int64_t retry_at = 0;                 // epoch ms: when a failed job with attempts left is due again
   int max_attempts = 1;                      // a failed report at this attempt or later dead-letters the job
   std::chrono::milliseconds ack_timeout{0};  // a running report pushes the ack deadline this far

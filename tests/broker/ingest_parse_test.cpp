@@ -463,10 +463,10 @@ TEST_CASE("a status record names a job and one of three statuses", "[unit][inges
   REQUIRE(std::holds_alternative<StatusReport>(p));
   const auto& r = std::get<StatusReport>(p);
   CHECK(r.job_id == "j1");
-  CHECK(r.status == ReportedStatus::failed);
+  CHECK(r.status == ReportStatus::failed);
   CHECK(r.error.size() == 1000);
   CHECK(r.retry_after_ms == std::optional<std::int64_t>(2000));
-  CHECK(std::get<StatusReport>(status({{"job-id", "j1"}, {"status", "running"}})).status == ReportedStatus::running);
+  CHECK(std::get<StatusReport>(status({{"job-id", "j1"}, {"status", "running"}})).status == ReportStatus::running);
   CHECK(std::get<StatusReport>(status({{"job-id", "j1"}, {"status", "running"}, {"attempt", "3"}})).attempt == 3);
   auto why = [&](Headers h) {
     const ParsedStatus q = status(std::move(h));
