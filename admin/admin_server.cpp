@@ -316,7 +316,7 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
 
 }  // namespace
 
-AdminOptions admin_options(const broker::Config& config) {
+AdminOptions admin_options(const config::Config& config) {
   AdminOptions o;
   o.listen = config.admin.listen;
   o.token = config.admin.token;

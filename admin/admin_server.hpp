@@ -54,7 +54,7 @@ struct AdminOptions {
 };
 
 // The admin.* settings of `config`.
-AdminOptions admin_options(const broker::Config& config);
+AdminOptions admin_options(const config::Config& config);
 
 // An HTTP answer with a JSON body, from the JobBackend.
 struct JobAnswer {

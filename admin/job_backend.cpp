@@ -19,7 +19,7 @@ JobAnswer answer(unsigned status, const nlohmann::json& j) { return {status, to_
 
 }  // namespace
 
-StoreJobBackend::StoreJobBackend(broker::Config config, std::chrono::milliseconds cancel_wait)
+StoreJobBackend::StoreJobBackend(config::Config config, std::chrono::milliseconds cancel_wait)
     : config_(std::move(config)), cancel_wait_(cancel_wait) {}
 
 StoreJobBackend::~StoreJobBackend() = default;
@@ -28,7 +28,7 @@ template <class F>
 auto StoreJobBackend::with_store(F f) {
   try {
     if (!store_) {
-      redis_ = broker::make_redis_client(config_);
+      redis_ = config::make_redis_client(config_);
       store_ = std::make_unique<storage::JobStore>(*redis_, storage::KeySchema(config_.redis.prefix),
                                                    config_.redis.job_retention_s);
     }
@@ -56,7 +56,7 @@ std::string StoreJobBackend::state_of(const std::string& job_id) {
 void StoreJobBackend::publish_cancel(const std::string& job_id) {
   if (!producer_) {
     producer_ =
-        std::make_unique<connectors::KafkaProducer>(broker::kafka_properties(config_, broker::KafkaClient::producer),
+        std::make_unique<connectors::KafkaProducer>(config::kafka_properties(config_, config::KafkaClient::producer),
                                                     [this](const connectors::DeliveryReport& r) { report_ = r; });
   }
   connectors::OutRecord rec;

@@ -28,7 +28,7 @@ namespace delayd::admin {
 
 class StoreJobBackend final : public JobBackend {
  public:
-  StoreJobBackend(broker::Config config, std::chrono::milliseconds cancel_wait);
+  StoreJobBackend(config::Config config, std::chrono::milliseconds cancel_wait);
   ~StoreJobBackend() override;
 
   // 200 with the job as `delayctl get` prints it, or 404.
@@ -47,7 +47,7 @@ class StoreJobBackend final : public JobBackend {
   std::string state_of(const std::string& job_id);  // "missing" when there is no such job
   void publish_cancel(const std::string& job_id);
 
-  broker::Config config_;
+  config::Config config_;
   std::chrono::milliseconds cancel_wait_;
   std::unique_ptr<storage::RedisClient> redis_;
   std::unique_ptr<storage::JobStore> store_;

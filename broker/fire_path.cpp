@@ -27,7 +27,7 @@ constexpr std::size_t kSettleBudget = 5000;
 
 connectors::OutRecord ready_record(const storage::Claim& c, const std::string& topic_template) {
   connectors::OutRecord r;
-  r.topic = render_ready_topic(topic_template, c.business);
+  r.topic = config::render_ready_topic(topic_template, c.business);
   r.key = c.key;
   r.value = c.value;
   r.headers = to_kafka(c.headers);
@@ -427,7 +427,7 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
 
 storage::JobStore::Delivered FirePath::delivered(const InFlight& f) const {
   using Mode = storage::JobStore::Mode;
-  const BusinessPolicy& p = options_.policies.of(f.business);
+  const config::BusinessPolicy& p = options_.policies.of(f.business);
   const Mode mode = p.keep_payload ? Mode::keep : f.plain ? Mode::fast : Mode::drop;
   const auto ack = p.keep_payload ? p.ack_timeout : std::chrono::milliseconds(0);
   return {f.job_id, f.deliver_at, f.attempt, f.business, mode, ack, p.max_process_attempts};

@@ -100,7 +100,7 @@ struct FireOptions {
   // that a pause long enough to lose the shards is always caught.
   std::chrono::milliseconds fence_recheck{1000};
   // What each business's jobs do after delivery (defaults: nothing kept, no ack timeout).
-  BusinessPolicies policies;
+  config::BusinessPolicies policies;
 };
 
 struct FireCounters {

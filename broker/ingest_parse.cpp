@@ -67,12 +67,13 @@ std::variant<std::int64_t, Invalid> deliver_at_of(const Record& rec) {
         return t.epoch_ms;
       case TimeError::syntax:
         return invalid(header_ref(kHeaderDeliverAt) +
-                       " is not epoch milliseconds or RFC 3339: " + quote_for_message(text));
+                       " is not epoch milliseconds or RFC 3339: " + config::quote_for_message(text));
       case TimeError::bad_field:
-        return invalid(header_ref(kHeaderDeliverAt) + " is not a valid date and time: " + quote_for_message(text));
-      case TimeError::out_of_range:
         return invalid(header_ref(kHeaderDeliverAt) +
-                       " is outside 1970-01-01T00:00:00Z..9999-12-31T23:59:59.999Z: " + quote_for_message(text));
+                       " is not a valid date and time: " + config::quote_for_message(text));
+      case TimeError::out_of_range:
+        return invalid(header_ref(kHeaderDeliverAt) + " is outside 1970-01-01T00:00:00Z..9999-12-31T23:59:59.999Z: " +
+                       config::quote_for_message(text));
     }
     return invalid(header_ref(kHeaderDeliverAt) + " is unreadable");
   }
@@ -81,12 +82,12 @@ std::variant<std::int64_t, Invalid> deliver_at_of(const Record& rec) {
   // Digits only: from_chars alone would also take a leading '-'.
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
     return invalid(header_ref(kHeaderDelayMs) +
-                   " is not a non-negative decimal number of milliseconds: " + quote_for_message(text));
+                   " is not a non-negative decimal number of milliseconds: " + config::quote_for_message(text));
   }
   std::int64_t ms = 0;
   const auto parsed = std::from_chars(text.data(), text.data() + text.size(), ms);
   if (parsed.ec != std::errc{} || ms > kMaxEpochMs) {
-    return invalid(header_ref(kHeaderDelayMs) + " is too large: " + quote_for_message(text));
+    return invalid(header_ref(kHeaderDelayMs) + " is too large: " + config::quote_for_message(text));
   }
   if (rec.timestamp_ms < 0) {
     return invalid("header 'delay-ms' given but the record has no timestamp");
@@ -106,7 +107,7 @@ std::variant<std::optional<std::string>, Invalid> job_id_of(const Record& rec) {
   if (!id->has_value()) return null_header(kHeaderJobId);
   if (!is_valid_job_id(**id)) {
     return invalid(header_ref(kHeaderJobId) + " must be 1-" + std::to_string(kMaxJobIdChars) +
-                   " printable ASCII characters without spaces: " + quote_for_message(**id) + " (" +
+                   " printable ASCII characters without spaces: " + config::quote_for_message(**id) + " (" +
                    std::to_string((*id)->size()) + " bytes)");
   }
   return *id;
@@ -124,7 +125,7 @@ std::variant<std::optional<std::int64_t>, Invalid> number_header(const Record& r
   const auto parsed = std::from_chars(text.data(), text.data() + text.size(), v);
   if (!digits || parsed.ec != std::errc{} || v < min || v > max) {
     return invalid(header_ref(name) + " must be a decimal number from " + std::to_string(min) + " to " +
-                   std::to_string(max) + ": " + quote_for_message(text));
+                   std::to_string(max) + ": " + config::quote_for_message(text));
   }
   return std::optional<std::int64_t>{v};
 }
@@ -161,7 +162,7 @@ ParsedStatus parse_status(const Record& rec) {
     r.status = ReportStatus::failed;
   } else {
     return invalid(header_ref(kHeaderStatus) +
-                   " must be 'running', 'finished' or 'failed': " + quote_for_message(**status));
+                   " must be 'running', 'finished' or 'failed': " + config::quote_for_message(**status));
   }
   if (const auto* error = find_header(rec.headers, kHeaderError); error != nullptr && error->has_value()) {
     r.error = (*error)->substr(0, kMaxReportErrorBytes);
@@ -175,14 +176,14 @@ ParsedStatus parse_status(const Record& rec) {
   return r;
 }
 
-IngestRules ingest_rules(const Config& config) {
+IngestRules ingest_rules(const config::Config& config) {
   IngestRules rules;
   rules.ready_topic_template = config.kafka.ready_topic_template;
   rules.max_value_bytes = static_cast<std::size_t>(config.scheduler.max_value_bytes);
-  rules.max_record_bytes = max_ready_record_bytes(config);
+  rules.max_record_bytes = config::max_ready_record_bytes(config);
   rules.ingest_topic = config.kafka.ingest_topic;
   rules.dlq_topic = config.kafka.dlq_topic;
-  for (auto& name : split_business_list(config.kafka.allowed_businesses))
+  for (auto& name : config::split_business_list(config.kafka.allowed_businesses))
     rules.allowed_businesses.insert(std::move(name));
   return rules;
 }
@@ -205,7 +206,7 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
       reschedule = true;
     } else if (**op != "schedule") {
       return invalid(header_ref(kHeaderOp) +
-                     " must be 'schedule', 'cancel' or 'reschedule': " + quote_for_message(**op));
+                     " must be 'schedule', 'cancel' or 'reschedule': " + config::quote_for_message(**op));
     }
   }
 
@@ -214,7 +215,7 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   auto& explicit_id = std::get<std::optional<std::string>>(id_or);
   if (explicit_id && explicit_id->starts_with(kDerivedJobIdPrefix)) {
     return invalid(header_ref(kHeaderJobId) + " must not start with '" + std::string(kDerivedJobIdPrefix) +
-                   "', which is kept for the ids delayd derives: " + quote_for_message(*explicit_id));
+                   "', which is kept for the ids delayd derives: " + config::quote_for_message(*explicit_id));
   }
 
   if (cancel) {
@@ -246,21 +247,21 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   if (!business->has_value()) return null_header(kHeaderBusiness);
   if (!is_valid_business(**business)) {
     return invalid(header_ref(kHeaderBusiness) + " must be 1-" + std::to_string(kMaxBusinessChars) +
-                   " characters of [A-Za-z0-9._-]: " + quote_for_message(**business) + " (" +
+                   " characters of [A-Za-z0-9._-]: " + config::quote_for_message(**business) + " (" +
                    std::to_string((*business)->size()) + " bytes)");
   }
   if (!rules.allowed_businesses.empty() && rules.allowed_businesses.count(**business) == 0) {
-    return invalid("business " + quote_for_message(**business) + " is not in kafka.allowed_businesses");
+    return invalid("business " + config::quote_for_message(**business) + " is not in kafka.allowed_businesses");
   }
-  std::string topic = render_ready_topic(rules.ready_topic_template, **business);
-  if (!is_valid_topic_name(topic)) {
-    return invalid("business " + quote_for_message(**business) + " gives ready topic " + quote_for_message(topic) +
-                   ", which is not a legal Kafka topic name");
+  std::string topic = config::render_ready_topic(rules.ready_topic_template, **business);
+  if (!config::is_valid_topic_name(topic)) {
+    return invalid("business " + config::quote_for_message(**business) + " gives ready topic " +
+                   config::quote_for_message(topic) + ", which is not a legal Kafka topic name");
   }
   if ((!rules.ingest_topic.empty() && topic == rules.ingest_topic) ||
       (!rules.dlq_topic.empty() && topic == rules.dlq_topic)) {
-    return invalid("business " + quote_for_message(**business) + " gives ready topic " + quote_for_message(topic) +
-                   ", which is delayd's own ingest or DLQ topic");
+    return invalid("business " + config::quote_for_message(**business) + " gives ready topic " +
+                   config::quote_for_message(topic) + ", which is delayd's own ingest or DLQ topic");
   }
 
   auto repeat_or = repeat_of(rec);

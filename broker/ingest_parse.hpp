@@ -51,9 +51,11 @@
 #include "connectors/record.hpp"
 #include "storage/job_state.hpp"
 
-namespace delayd::broker {
-
+namespace delayd::config {
 struct Config;
+}
+
+namespace delayd::broker {
 
 // Header names of the ingest contract, and of the ready record the broker writes.
 inline constexpr std::string_view kHeaderOp = "op";
@@ -89,7 +91,7 @@ struct IngestRules {
 };
 
 // The rules a loaded configuration implies.
-IngestRules ingest_rules(const Config& config);
+IngestRules ingest_rules(const config::Config& config);
 
 struct ScheduleJob {
   std::string job_id;

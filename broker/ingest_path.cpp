@@ -241,7 +241,7 @@ std::vector<bool> IngestPath::apply_reports(const std::vector<StatusReport>& sta
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (size_t i = 0; i < statuses.size(); ++i) {
     const StatusReport& s = statuses[i];
-    const BusinessPolicy& p = options_.policies.of(located[i] ? located[i]->business : std::string());
+    const config::BusinessPolicy& p = options_.policies.of(located[i] ? located[i]->business : std::string());
     storage::Report r;
     r.job_id = s.job_id;
     r.status = s.status;

@@ -76,7 +76,7 @@ struct IngestOptions {
   std::size_t max_waiting_batches = 64;  // backlogged() beyond this many uncommittable batches
   std::int64_t cancel_memory_s = 300;    // how long a cancel for an unknown id is remembered
   std::string status_topic;              // records of this topic are reports; empty: none
-  BusinessPolicies policies;             // what a report does to each business's jobs
+  config::BusinessPolicies policies;     // what a report does to each business's jobs
   // Durability: the client the store writes through, and how many replicas must acknowledge each
   // batch's writes before it may be committed (0 or no client: no wait).
   storage::RedisClient* wait_on = nullptr;

@@ -46,7 +46,7 @@ std::int64_t elapsed_ms(SteadyClock::time_point since) {
 }
 
 // Defaults delayd chooses for its clients, before the user's passthrough (later entries win).
-connectors::Properties with_defaults(connectors::Properties defaults, const KafkaProperties& user) {
+connectors::Properties with_defaults(connectors::Properties defaults, const config::KafkaProperties& user) {
   for (const auto& kv : user) defaults.push_back(kv);
   return defaults;
 }
@@ -86,7 +86,7 @@ class Loop {
  public:
   // `redis_latency` is filled by the client the store uses (TimedRedisClient); it must outlive
   // the loop.
-  Loop(const Config& c, const std::atomic<bool>& stop, storage::JobStore& store, storage::RedisClient& redis,
+  Loop(const config::Config& c, const std::atomic<bool>& stop, storage::JobStore& store, storage::RedisClient& redis,
        const DurationHistogram& redis_latency, connectors::KafkaAdmin* admin)
       : c_(c),
         stop_(stop),
@@ -102,7 +102,7 @@ class Loop {
         // out within a second of the broker being back. Every one of these may be overridden.
         producer_(
             with_defaults({{"linger.ms", "0"}, {"batch.num.messages", "10000"}, {"reconnect.backoff.max.ms", "1000"}},
-                          kafka_properties(c, KafkaClient::producer)),
+                          config::kafka_properties(c, config::KafkaClient::producer)),
             [this](const connectors::DeliveryReport& r) { route_report(r); }),
         fire_(scheduler_, store_, producer_,
               FireOptions{.max_attempts = static_cast<int>(c.scheduler.max_attempts),
@@ -113,7 +113,7 @@ class Loop {
                           .claim_ahead_ms = c.scheduler.claim_ahead_ms,
                           .clock = [this] { return clock_.now_ms(); },
                           .fence_recheck = std::chrono::milliseconds(1000),
-                          .policies = BusinessPolicies(c)}),
+                          .policies = config::BusinessPolicies(c)}),
         ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c, redis)),
         // cooperative-sticky: a member joining or leaving moves only the partitions that must
         // move; the others keep firing through the rebalance (KafkaConsumer handles both
@@ -122,7 +122,7 @@ class Loop {
                                  {"heartbeat.interval.ms", "2000"},
                                  {"reconnect.backoff.max.ms", "1000"},
                                  {"partition.assignment.strategy", "cooperative-sticky"}},
-                                kafka_properties(c, KafkaClient::consumer)),
+                                config::kafka_properties(c, config::KafkaClient::consumer)),
                   listener()) {
     store_.enable_fencing(member_name());
     // The status topic's partitions come with the group's assignment like the ingest topic's,
@@ -209,7 +209,7 @@ class Loop {
   std::function<void(LoopSnapshot)> publish;
 
  private:
-  static SchedulerOptions scheduler_options(const Config& c) {
+  static SchedulerOptions scheduler_options(const config::Config& c) {
     SchedulerOptions so;
     so.wheel.tick = static_cast<std::uint64_t>(c.wheel.tick_ms);
     so.wheel.slot_bits = static_cast<unsigned>(c.wheel.slot_bits);
@@ -218,7 +218,7 @@ class Loop {
     so.fire_batch = static_cast<std::size_t>(c.scheduler.fire_batch);
     return so;
   }
-  static IngestOptions ingest_options(const Config& c, storage::RedisClient& redis) {
+  static IngestOptions ingest_options(const config::Config& c, storage::RedisClient& redis) {
     IngestOptions io;
     io.wait_on = &redis;
     io.wait_replicas = static_cast<int>(c.redis.wait_replicas);
@@ -227,13 +227,13 @@ class Loop {
     io.dlq_topic = c.kafka.dlq_topic;
     io.cancel_memory_s = c.scheduler.cancel_memory_s;
     io.status_topic = c.kafka.status_topic;
-    io.policies = BusinessPolicies(c);
+    io.policies = config::BusinessPolicies(c);
     return io;
   }
-  TopicCreator* topics(const Config& c, connectors::KafkaAdmin* admin) {
+  TopicCreator* topics(const config::Config& c, connectors::KafkaAdmin* admin) {
     if (admin == nullptr) return nullptr;
     topics_.emplace(
-        kafka_properties(c, KafkaClient::admin),
+        config::kafka_properties(c, config::KafkaClient::admin),
         TopicCreator::Options{static_cast<int>(c.kafka.topic_partitions), static_cast<int>(c.kafka.topic_replication),
                               static_cast<std::size_t>(c.kafka.max_ready_topics)});
     return &*topics_;
@@ -511,7 +511,7 @@ class Loop {
     }
   }
 
-  const Config& c_;
+  const config::Config& c_;
   const std::atomic<bool>& stop_;
   storage::JobStore& store_;
   const DurationHistogram& redis_latency_;
@@ -562,9 +562,9 @@ struct Connections {
 // Start-up: Redis first (without it nothing can be accepted, so there is no point joining the
 // group), then the ingest and dead-letter topics if delayd creates them. Each step is retried
 // until it works; nullptr if a stop was requested first.
-std::unique_ptr<Connections> start_up(const Config& c, const std::atomic<bool>& stop) {
+std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic<bool>& stop) {
   auto conn = std::make_unique<Connections>();
-  auto redis = until_up("redis", stop, [&] { return make_redis_client(c); });
+  auto redis = until_up("redis", stop, [&] { return config::make_redis_client(c); });
   if (!redis) return nullptr;
   conn->redis = std::move(*redis);
   conn->timed = std::make_unique<TimedRedisClient>(*conn->redis, conn->redis_latency);
@@ -574,10 +574,10 @@ std::unique_ptr<Connections> start_up(const Config& c, const std::atomic<bool>& 
   });
   if (!store) return nullptr;
   conn->store = std::move(*store);
-  spdlog::info("redis {} ready (prefix '{}')", mask_redis_url(c.redis.url), c.redis.prefix);
+  spdlog::info("redis {} ready (prefix '{}')", storage::mask_redis_url(c.redis.url), c.redis.prefix);
 
   if (c.kafka.create_topics) {
-    conn->admin.emplace(kafka_properties(c, KafkaClient::admin));
+    conn->admin.emplace(config::kafka_properties(c, config::KafkaClient::admin));
     const auto made = until_up("kafka", stop, [&] {
       std::vector<std::string> topics{c.kafka.ingest_topic, c.kafka.dlq_topic};
       if (!c.kafka.status_topic.empty()) topics.push_back(c.kafka.status_topic);
@@ -601,7 +601,7 @@ int run_turns(Loop& loop, const std::atomic<bool>& stop) {
 }  // namespace
 
 int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish) {
-  const Config& c = config_;
+  const config::Config& c = config_;
   const auto conn = start_up(c, stop);
   if (!conn) return 0;
   Loop loop(c, stop, *conn->store, *conn->timed, conn->redis_latency, conn->admin ? &*conn->admin : nullptr);

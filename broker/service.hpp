@@ -61,17 +61,17 @@
 // topic creator runs a thread of its own.
 #pragma once
 
-#include "broker/snapshot.hpp"
-#include "config/config.hpp"
-
 #include <atomic>
 #include <functional>
+
+#include "broker/snapshot.hpp"
+#include "config/config.hpp"
 
 namespace delayd::broker {
 
 class Service {
  public:
-  explicit Service(Config config) : config_(std::move(config)) {}
+  explicit Service(config::Config config) : config_(std::move(config)) {}
   // Returns the process exit status: 0 after a clean stop, 1 if start-up failed for good or a
   // fatal error (see the error model) stopped the loop.
   // `publish`, if given, receives a snapshot of the loop's state about five times a second
@@ -79,7 +79,7 @@ class Service {
   int run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish = {});
 
  private:
-  Config config_;
+  config::Config config_;
 };
 
 }  // namespace delayd::broker

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cmath>
 
-namespace delayd::broker {
+namespace delayd::config {
 
 namespace {
 
@@ -90,4 +90,4 @@ const BusinessPolicy& BusinessPolicies::of(std::string_view business) const {
   return it == overrides_.end() ? defaults_ : it->second;
 }
 
-}  // namespace delayd::broker
+}  // namespace delayd::config

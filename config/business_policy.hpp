@@ -22,7 +22,7 @@
 
 #include "config/config.hpp"
 
-namespace delayd::broker {
+namespace delayd::config {
 
 struct BusinessPolicy {
   int max_process_attempts = 5;                 // deliveries, the first included
@@ -54,4 +54,4 @@ class BusinessPolicies {
   std::map<std::string, BusinessPolicy, std::less<>> overrides_;
 };
 
-}  // namespace delayd::broker
+}  // namespace delayd::config

@@ -20,10 +20,10 @@
 
 extern char** environ;
 
-namespace delayd::broker {
+namespace delayd::config {
 
-using config_detail::Field;
-using config_detail::Setting;
+using detail::Field;
+using detail::Setting;
 
 namespace {
 
@@ -62,7 +62,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 std::string unknown_setting_problem(std::string_view name) {
   std::string_view best;
   std::size_t best_distance = 3;  // further than this is not a typo but a different word
-  for (const auto& s : config_detail::settings()) {
+  for (const auto& s : detail::settings()) {
     const std::size_t d = edit_distance(name, s.name);
     if (d < best_distance) {
       best_distance = d;
@@ -75,7 +75,7 @@ std::string unknown_setting_problem(std::string_view name) {
     const std::string_view section = name.substr(0, dot);
     bool known = false;
     std::string_view nearest;
-    for (const auto& s : config_detail::settings()) {
+    for (const auto& s : detail::settings()) {
       known = known || s.section() == section;
       if (edit_distance(section, s.section()) < 3) nearest = s.section();
     }
@@ -88,7 +88,7 @@ std::string unknown_setting_problem(std::string_view name) {
   if (best.empty()) {
     // Right key, wrong or missing section: "bootstrap" or "redis.bootstrap".
     const std::string_view key = name.substr(name.rfind('.') + 1);
-    for (const auto& s : config_detail::settings()) {
+    for (const auto& s : detail::settings()) {
       if (s.key() == key) best = s.name;
     }
   }
@@ -108,8 +108,8 @@ struct Target {
 };
 
 Target resolve(std::string_view name) {
-  if (const Setting* s = config_detail::find_setting(name)) return {s, {}};
-  for (const auto& s : config_detail::settings()) {
+  if (const Setting* s = detail::find_setting(name)) return {s, {}};
+  for (const auto& s : detail::settings()) {
     if (!std::holds_alternative<Field<PropertyMap>>(s.field)) continue;
     if (name.size() > s.name.size() + 1 && name.starts_with(s.name) && name[s.name.size()] == '.') {
       return {&s, std::string(name.substr(s.name.size() + 1))};
@@ -298,7 +298,7 @@ class FileLoader {
 
  private:
   static bool known_section(std::string_view name) {
-    for (const auto& s : config_detail::settings()) {
+    for (const auto& s : detail::settings()) {
       if (s.section() == name) return true;
     }
     return false;
@@ -323,7 +323,7 @@ class FileLoader {
   }
 
   void apply(const std::string& name, const toml::value& v) {
-    const Setting* s = config_detail::find_setting(name);
+    const Setting* s = detail::find_setting(name);
     if (s == nullptr) fail(name, origin(v), unknown_setting_problem(name));
     if (const auto* f = std::get_if<Field<std::string>>(&s->field)) {
       if (!v.is_string()) wrong_type(name, v, "a string");
@@ -379,8 +379,8 @@ class FileLoader {
 // ---- environment and flags --------------------------------------------------------------
 
 void apply_env(Config& c, const Environment& env) {
-  for (const auto& s : config_detail::settings()) {
-    const std::string var = config_detail::env_name(s.name);
+  for (const auto& s : detail::settings()) {
+    const std::string var = detail::env_name(s.name);
     if (auto it = env.find(var); it != env.end()) {
       set_from_text(c, Target{&s, {}}, it->second, "env " + var);
     }
@@ -388,7 +388,7 @@ void apply_env(Config& c, const Environment& env) {
   for (const auto& [var, value] : env) {
     if (!var.starts_with("DELAYD_") || var == kConfigEnv) continue;
     bool known = false;
-    for (const auto& s : config_detail::settings()) known = known || config_detail::env_name(s.name) == var;
+    for (const auto& s : detail::settings()) known = known || detail::env_name(s.name) == var;
     if (!known) c.warnings.push_back("ignoring unknown environment variable " + var);
   }
 }
@@ -408,7 +408,7 @@ void apply_set(Config& c, std::string_view assignment) {
 // ---- validation -------------------------------------------------------------------------
 
 [[noreturn]] void invalid(const Config& c, const Setting& s, std::string_view problem) {
-  std::string subject = std::string(s.name) + " = " + config_detail::display_value(s, c);
+  std::string subject = std::string(s.name) + " = " + detail::display_value(s, c);
   std::string origin;
   if (auto it = c.origins.find(std::string(s.name)); it != c.origins.end()) origin = it->second;
   fail(subject, origin, problem);
@@ -430,8 +430,7 @@ void check_properties(const Config& c, const Setting& s, const PropertyMap& prop
     const std::string name = std::string(s.name) + "." + k;
     const auto origin_it = c.origins.find(name);
     const std::string origin = origin_it == c.origins.end() ? "" : origin_it->second;
-    const std::string subject =
-        name + " = " + (config_detail::is_secret_property(k) ? "\"***\"" : quote_for_message(v));
+    const std::string subject = name + " = " + (detail::is_secret_property(k) ? "\"***\"" : quote_for_message(v));
     if (k.empty() || k.find_first_of(" \t\r\n=,") != std::string::npos) {
       fail(subject, origin, "a property name must be non-empty, without spaces, '=' or ','");
     }
@@ -451,7 +450,7 @@ std::string KafkaConfig::ready_topic(std::string_view business) const {
   return render_ready_topic(ready_topic_template, business);
 }
 
-std::int64_t WheelConfig::range_ms() const {
+std::int64_t WheelSettings::range_ms() const {
   // Clamp so that even an unvalidated Config cannot overflow the shift or the product.
   const std::int64_t bits = std::clamp<std::int64_t>(slot_bits, 0, 12);
   const std::int64_t tick = std::clamp<std::int64_t>(tick_ms, 0, 60'000);
@@ -472,7 +471,7 @@ storage::RedisOptions redis_options(const Config& config) {
 }
 
 void validate_config(const Config& c) {
-  for (const auto& s : config_detail::settings()) {
+  for (const auto& s : detail::settings()) {
     if (const auto* f = std::get_if<Field<std::string>>(&s.field)) {
       if (s.check != nullptr) {
         if (std::string problem = s.check(f->get(c)); !problem.empty()) invalid(c, s, problem);
@@ -500,38 +499,36 @@ void validate_config(const Config& c) {
   }
   // Relations between settings, each reported against the setting a user would change.
   if (c.kafka.dlq_topic == c.kafka.ingest_topic) {
-    invalid(c, *config_detail::find_setting("kafka.dlq_topic"), "must differ from kafka.ingest_topic");
+    invalid(c, *detail::find_setting("kafka.dlq_topic"), "must differ from kafka.ingest_topic");
   }
   const std::int64_t range = c.wheel.range_ms();
   if (c.scheduler.load_window_ms >= range) {
-    invalid(c, *config_detail::find_setting("scheduler.load_window_ms"),
+    invalid(c, *detail::find_setting("scheduler.load_window_ms"),
             "must be less than the wheel range (" + std::to_string(range) + " ms = wheel.tick_ms " +
                 std::to_string(c.wheel.tick_ms) + " * 2^(3 * " + "wheel.slot_bits " +
                 std::to_string(c.wheel.slot_bits) + "))");
   }
   if (c.scheduler.max_value_bytes + kReadyRecordReserveBytes > producer_max_message_bytes(c)) {
-    invalid(c, *config_detail::find_setting("scheduler.max_value_bytes"),
+    invalid(c, *detail::find_setting("scheduler.max_value_bytes"),
             "leaves no room under the producer's message.max.bytes (" + std::to_string(producer_max_message_bytes(c)) +
                 ") for delayd's own headers: it must be at most " +
                 std::to_string(producer_max_message_bytes(c) - kReadyRecordReserveBytes) +
                 " (or raise kafka.producer_properties.message.max.bytes)");
   }
   if (c.redis.db && *c.redis.db != 0 && c.redis.url.starts_with("redis-cluster://")) {
-    invalid(c, *config_detail::find_setting("redis.db"),
-            "must be 0 with a redis-cluster:// url (a cluster has only db 0)");
+    invalid(c, *detail::find_setting("redis.db"), "must be 0 with a redis-cluster:// url (a cluster has only db 0)");
   }
   if (!c.kafka.status_topic.empty() &&
       (c.kafka.status_topic == c.kafka.ingest_topic || c.kafka.status_topic == c.kafka.dlq_topic)) {
-    invalid(c, *config_detail::find_setting("kafka.status_topic"),
-            "must differ from kafka.ingest_topic and kafka.dlq_topic");
+    invalid(c, *detail::find_setting("kafka.status_topic"), "must differ from kafka.ingest_topic and kafka.dlq_topic");
   }
   if (c.scheduler.process_retry_max_ms < c.scheduler.process_retry_base_ms) {
-    invalid(c, *config_detail::find_setting("scheduler.process_retry_max_ms"),
+    invalid(c, *detail::find_setting("scheduler.process_retry_max_ms"),
             "must not be less than scheduler.process_retry_base_ms (" +
                 std::to_string(c.scheduler.process_retry_base_ms) + ")");
   }
   if (c.scheduler.retry_backoff_max_ms < c.scheduler.retry_backoff_ms) {
-    invalid(c, *config_detail::find_setting("scheduler.retry_backoff_max_ms"),
+    invalid(c, *detail::find_setting("scheduler.retry_backoff_max_ms"),
             "must not be less than scheduler.retry_backoff_ms (" + std::to_string(c.scheduler.retry_backoff_ms) + ")");
   }
 }
@@ -648,7 +645,7 @@ Config load_config(const ConfigFlags& flags, const Environment& env) {
   apply_env(c, env);
   for (const auto& assignment : flags.sets) apply_set(c, assignment);
   const auto shortcut = [&c](const std::optional<std::string>& v, std::string_view name, const char* flag) {
-    if (v) set_from_text(c, Target{config_detail::find_setting(name), {}}, *v, flag);
+    if (v) set_from_text(c, Target{detail::find_setting(name), {}}, *v, flag);
   };
   shortcut(flags.kafka_bootstrap, "kafka.bootstrap", "--kafka-bootstrap");
   shortcut(flags.redis_url, "redis.url", "--redis-url");
@@ -657,4 +654,4 @@ Config load_config(const ConfigFlags& flags, const Environment& env) {
   return c;
 }
 
-}  // namespace delayd::broker
+}  // namespace delayd::config

@@ -41,7 +41,7 @@ namespace CLI {
 class App;
 }
 
-namespace delayd::broker {
+namespace delayd::config {
 
 class ConfigError : public std::runtime_error {
  public:
@@ -89,7 +89,10 @@ struct RedisConfig {
   std::int64_t wait_timeout_ms = 1000;  // 1..60000: WAIT's timeout; fewer acknowledgements = retry the chunk
 };
 
-struct WheelConfig {
+// The wheel's settings as a user writes them (milliseconds, signed like every integer setting).
+// The service turns them into the wheel's own parameters, wheel::WheelConfig, in one place:
+// scheduler_options() in broker/service.cpp.
+struct WheelSettings {
   std::int64_t tick_ms = 1;    // 1..60000
   std::int64_t slot_bits = 8;  // 4..12; three levels of 2^slot_bits slots
 
@@ -147,7 +150,7 @@ using storage::mask_redis_url;
 struct Config {
   KafkaConfig kafka;
   RedisConfig redis;
-  WheelConfig wheel;
+  WheelSettings wheel;
   SchedulerConfig scheduler;
   LogConfig log;
   AdminConfig admin;
@@ -219,4 +222,4 @@ std::string render_config(const Config& config, ConfigFormat format);
 // should then exit with status 0 without starting anything.
 bool print_config_if_asked(const ConfigFlags& flags, const Config& config, std::ostream& out);
 
-}  // namespace delayd::broker
+}  // namespace delayd::config

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 
-namespace delayd::broker {
+namespace delayd::config {
 
 namespace {
 
 bool is_topic_char(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-         c == '_' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
 }  // namespace
@@ -58,4 +57,4 @@ std::string quote_for_message(std::string_view value, std::size_t max_bytes) {
   return out;
 }
 
-}  // namespace delayd::broker
+}  // namespace delayd::config

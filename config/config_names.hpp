@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace delayd::broker {
+namespace delayd::config {
 
 // The placeholder a ready-topic template must contain exactly once.
 inline constexpr std::string_view kBusinessPlaceholder = "{business}";
@@ -30,4 +30,4 @@ std::string render_ready_topic(std::string_view topic_template, std::string_view
 // outside printable ASCII (\xNN), cut after `max_bytes` input bytes with a trailing "...".
 std::string quote_for_message(std::string_view value, std::size_t max_bytes = 80);
 
-}  // namespace delayd::broker
+}  // namespace delayd::config

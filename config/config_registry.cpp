@@ -4,7 +4,7 @@
 
 #include "config/config_names.hpp"
 
-namespace delayd::broker::config_detail {
+namespace delayd::config::detail {
 
 namespace {
 
@@ -225,4 +225,4 @@ std::string display_value(const Setting& s, const Config& c) {
   return std::visit(Visitor{s, c}, s.field);
 }
 
-}  // namespace delayd::broker::config_detail
+}  // namespace delayd::config::detail

@@ -1,4 +1,4 @@
-// The table of every setting in delayd::broker::Config: its dotted name, which member holds
+// The table of every setting in delayd::config::Config: its dotted name, which member holds
 // it, its numeric range, its validity check, whether it is secret. The loader, the validator
 // and the printer all walk this one table, so a setting added here is at once readable from
 // the file, the environment and --set, checked, and printed; nothing can be forgotten in one
@@ -19,7 +19,7 @@
 
 #include "config/config.hpp"
 
-namespace delayd::broker::config_detail {
+namespace delayd::config::detail {
 
 // Access to one member of Config. Two function pointers because the loader writes and the
 // printer reads through a const Config.
@@ -29,8 +29,8 @@ struct Field {
   const T& (*get)(const Config&);
 };
 
-using AnyField = std::variant<Field<std::string>, Field<bool>, Field<std::int64_t>,
-                              Field<std::optional<std::int64_t>>, Field<PropertyMap>>;
+using AnyField = std::variant<Field<std::string>, Field<bool>, Field<std::int64_t>, Field<std::optional<std::int64_t>>,
+                              Field<PropertyMap>>;
 
 struct Setting {
   std::string_view name;  // "section.key"
@@ -57,4 +57,4 @@ bool is_secret_property(std::string_view property_name);
 // "123", "true", "\"text\"" (quoted and escaped), "unset"; secrets as "***".
 std::string display_value(const Setting& s, const Config& c);
 
-}  // namespace delayd::broker::config_detail
+}  // namespace delayd::config::detail

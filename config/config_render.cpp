@@ -1,17 +1,16 @@
 // --print-config: the effective configuration as TOML (a file you can feed back to --config)
 // or JSON (for scripts), with secrets masked.
 #include <cstdio>
-#include <ostream>
-
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "config/config.hpp"
 #include "config/config_registry.hpp"
 
-namespace delayd::broker {
+namespace delayd::config {
 
-using config_detail::Field;
-using config_detail::Setting;
+using detail::Field;
+using detail::Setting;
 
 namespace {
 
@@ -22,11 +21,21 @@ std::string toml_string(std::string_view s) {
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];
@@ -47,7 +56,7 @@ std::string shown_string(const Setting& s, const std::string& v) {
 }
 
 std::string shown_property(const std::string& name, const std::string& v) {
-  return config_detail::is_secret_property(name) ? std::string(kMask) : v;
+  return detail::is_secret_property(name) ? std::string(kMask) : v;
 }
 
 std::string origin_comment(const Config& c, const std::string& name) {
@@ -64,7 +73,7 @@ std::string render_toml(const Config& c) {
     out += tables;
     tables.clear();
   };
-  for (const auto& s : config_detail::settings()) {
+  for (const auto& s : detail::settings()) {
     if (s.section() != section) {
       flush_tables();
       section = s.section();
@@ -87,8 +96,7 @@ std::string render_toml(const Config& c) {
     } else if (const auto* f = std::get_if<Field<PropertyMap>>(&s.field)) {
       tables += "\n[" + name + "]\n";
       for (const auto& [k, v] : f->get(c)) {
-        tables += toml_string(k) + " = " + toml_string(shown_property(k, v)) +
-                  origin_comment(c, name + "." + k) + "\n";
+        tables += toml_string(k) + " = " + toml_string(shown_property(k, v)) + origin_comment(c, name + "." + k) + "\n";
       }
     }
   }
@@ -98,7 +106,7 @@ std::string render_toml(const Config& c) {
 
 std::string render_json(const Config& c) {
   nlohmann::ordered_json root = nlohmann::ordered_json::object();
-  for (const auto& s : config_detail::settings()) {
+  for (const auto& s : detail::settings()) {
     auto& slot = root[std::string(s.section())][std::string(s.key())];
     if (const auto* f = std::get_if<Field<std::string>>(&s.field)) {
       slot = shown_string(s, f->get(c));
@@ -129,10 +137,9 @@ std::string render_config(const Config& config, ConfigFormat format) {
 
 bool print_config_if_asked(const ConfigFlags& flags, const Config& config, std::ostream& out) {
   if (!flags.print_config) return false;
-  out << render_config(config, *flags.print_config == "json" ? ConfigFormat::json
-                                                               : ConfigFormat::toml);
+  out << render_config(config, *flags.print_config == "json" ? ConfigFormat::json : ConfigFormat::toml);
   out.flush();
   return true;
 }
 
-}  // namespace delayd::broker
+}  // namespace delayd::config

@@ -3,7 +3,7 @@
 #include "storage/redis_cluster.hpp"
 #include "storage/redis_url.hpp"
 
-namespace delayd::broker {
+namespace delayd::config {
 
 std::unique_ptr<storage::RedisClient> make_redis_client(const Config& config) {
   storage::RedisOptions node = redis_options(config);  // throws ConfigError for a bad url
@@ -15,4 +15,4 @@ std::unique_ptr<storage::RedisClient> make_redis_client(const Config& config) {
   return std::make_unique<storage::RedisCluster>(std::move(o));
 }
 
-}  // namespace delayd::broker
+}  // namespace delayd::config

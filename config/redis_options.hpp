@@ -2,12 +2,12 @@
 // Threading: pure function.
 #pragma once
 
+#include <memory>
+
 #include "config/config.hpp"
 #include "storage/redis_connection.hpp"
 
-#include <memory>
-
-namespace delayd::broker {
+namespace delayd::config {
 
 // The connection settings of redis.url (for a cluster, its first seed), with redis.password
 // and redis.db overriding the url's and redis.timeout_ms. Throws ConfigError for a url that
@@ -20,4 +20,4 @@ storage::RedisOptions redis_options(const Config& config);
 // server cannot be reached, RedisCommandError when it refuses AUTH or SELECT).
 std::unique_ptr<storage::RedisClient> make_redis_client(const Config& config);
 
-}  // namespace delayd::broker
+}  // namespace delayd::config

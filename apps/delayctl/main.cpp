@@ -29,7 +29,7 @@
 
 namespace {
 
-using delayd::broker::Config;
+using delayd::config::Config;
 using nlohmann::json;
 
 struct SendArgs {
@@ -46,7 +46,7 @@ struct SendArgs {
 delayd::connectors::DeliveryReport publish(const Config& config, delayd::connectors::OutRecord rec) {
   std::optional<delayd::connectors::DeliveryReport> report;
   delayd::connectors::KafkaProducer producer(
-      delayd::broker::kafka_properties(config, delayd::broker::KafkaClient::producer),
+      delayd::config::kafka_properties(config, delayd::config::KafkaClient::producer),
       [&](const delayd::connectors::DeliveryReport& r) { report = r; });
   producer.produce(rec);
   producer.flush(static_cast<int>(config.kafka.message_timeout_ms) + 5000);
@@ -238,8 +238,8 @@ int cmd_reschedule(const Config& config, delayd::storage::JobStore& store, const
 int main(int argc, char** argv) {
   CLI::App app{"delayctl: publish, inspect and cancel delayed jobs of delayd"};
   app.require_subcommand(1);
-  delayd::broker::ConfigFlags flags;
-  delayd::broker::add_config_flags(app, flags);
+  delayd::config::ConfigFlags flags;
+  delayd::config::add_config_flags(app, flags);
 
   SendArgs send;
   auto* send_cmd = app.add_subcommand("send", "publish a delayed message to the ingest topic");
@@ -287,17 +287,17 @@ int main(int argc, char** argv) {
 
   Config config;
   try {
-    config = delayd::broker::load_config(flags, delayd::broker::process_environment());
-  } catch (const delayd::broker::ConfigError& e) {
+    config = delayd::config::load_config(flags, delayd::config::process_environment());
+  } catch (const delayd::config::ConfigError& e) {
     std::cerr << "delayctl: " << e.what() << "\n";
     return 2;
   }
-  if (delayd::broker::print_config_if_asked(flags, config, std::cout)) return 0;
+  if (delayd::config::print_config_if_asked(flags, config, std::cout)) return 0;
 
   try {
     if (*send_cmd) return cmd_send(config, send);
     if (*report_cmd) return cmd_report(config, report);
-    const auto redis = delayd::broker::make_redis_client(config);
+    const auto redis = delayd::config::make_redis_client(config);
     delayd::storage::JobStore store(*redis, delayd::storage::KeySchema(config.redis.prefix),
                                     config.redis.job_retention_s);
     if (*get_cmd) return cmd_get(store, job_id);

@@ -1,5 +1,18 @@
 // delayd: the delayed-message broker. Settings: config/config.hpp; what it does:
 // broker/service.hpp; the admin endpoint: admin/admin_server.hpp.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <chrono>
+#include <csignal>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <thread>
+
 #include "admin/admin_server.hpp"
 #include "admin/job_backend.hpp"
 #include "apps/delayd/json_log.hpp"
@@ -7,33 +20,20 @@
 #include "config/config.hpp"
 #include "connectors/log.hpp"
 
-#include <CLI/CLI.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <spdlog/spdlog.h>
-
-#include <atomic>
-#include <chrono>
-#include <functional>
-#include <optional>
-#include <csignal>
-#include <iostream>
-#include <thread>
-
 int main(int argc, char** argv) {
   CLI::App app{"delayd: a delayed-message broker on Kafka and Redis"};
-  delayd::broker::ConfigFlags flags;
-  delayd::broker::add_config_flags(app, flags);
+  delayd::config::ConfigFlags flags;
+  delayd::config::add_config_flags(app, flags);
   CLI11_PARSE(app, argc, argv);
 
-  delayd::broker::Config config;
+  delayd::config::Config config;
   try {
-    config = delayd::broker::load_config(flags, delayd::broker::process_environment());
-  } catch (const delayd::broker::ConfigError& e) {
+    config = delayd::config::load_config(flags, delayd::config::process_environment());
+  } catch (const delayd::config::ConfigError& e) {
     std::cerr << "delayd: " << e.what() << "\n";
     return 2;
   }
-  if (delayd::broker::print_config_if_asked(flags, config, std::cout)) return 0;
+  if (delayd::config::print_config_if_asked(flags, config, std::cout)) return 0;
 
   spdlog::set_level(spdlog::level::from_str(config.log.level));
   if (config.log.format == "json") {
@@ -45,10 +45,18 @@ int main(int argc, char** argv) {
   delayd::connectors::set_log_hook([](delayd::connectors::LogLevel level, std::string_view msg) {
     using L = delayd::connectors::LogLevel;
     switch (level) {
-      case L::debug: spdlog::debug("kafka: {}", msg); break;
-      case L::info: spdlog::info("kafka: {}", msg); break;
-      case L::warning: spdlog::warn("kafka: {}", msg); break;
-      case L::error: spdlog::error("kafka: {}", msg); break;
+      case L::debug:
+        spdlog::debug("kafka: {}", msg);
+        break;
+      case L::info:
+        spdlog::info("kafka: {}", msg);
+        break;
+      case L::warning:
+        spdlog::warn("kafka: {}", msg);
+        break;
+      case L::error:
+        spdlog::error("kafka: {}", msg);
+        break;
     }
   });
 

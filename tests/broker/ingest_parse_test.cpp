@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 
 using namespace delayd::broker;
+using namespace delayd::config;
 using delayd::connectors::Header;
 using delayd::connectors::Headers;
 using delayd::connectors::Record;

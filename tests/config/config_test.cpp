@@ -1,20 +1,20 @@
 // The configuration contract: defaults, where values come from and in what order, and that
 // every kind of bad setting stops start-up with a message naming the setting and its source.
+#include "config/config.hpp"
+
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
-
-#include "config/config.hpp"
 #include "config/redis_options.hpp"
 
-using namespace delayd::broker;
+using namespace delayd::config;
 
 namespace {
 
@@ -24,8 +24,7 @@ class TempFile {
   explicit TempFile(const std::string& text) {
     static std::atomic<int> counter{0};
     path_ = std::filesystem::temp_directory_path() /
-            ("delayd-config-test-" + std::to_string(::getpid()) + "-" +
-             std::to_string(counter++) + ".toml");
+            ("delayd-config-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".toml");
     std::ofstream(path_) << text;
   }
   ~TempFile() {
@@ -126,9 +125,7 @@ TEST_CASE("every setting has its documented default", "[unit][config]") {
   CHECK(c.kafka.ready_topic("orders") == "ready.orders");
 }
 
-TEST_CASE("a default-constructed Config is valid", "[unit][config]") {
-  CHECK_NOTHROW(validate_config(Config{}));
-}
+TEST_CASE("a default-constructed Config is valid", "[unit][config]") { CHECK_NOTHROW(validate_config(Config{})); }
 
 TEST_CASE("a file sets every kind of value", "[unit][config]") {
   const Config c = load_toml(R"(
@@ -176,9 +173,8 @@ ingest_batch = 8
 [log]
 level = "warn"
 )");
-  const Environment env = {{"DELAYD_KAFKA_BOOTSTRAP", "from-env:2"},
-                           {"DELAYD_SCHEDULER_FIRE_BATCH", "70"},
-                           {"DELAYD_LOG_LEVEL", "error"}};
+  const Environment env = {
+      {"DELAYD_KAFKA_BOOTSTRAP", "from-env:2"}, {"DELAYD_SCHEDULER_FIRE_BATCH", "70"}, {"DELAYD_LOG_LEVEL", "error"}};
 
   SECTION("file alone") {
     const Config c = load_config(with_file(file), {});
@@ -196,8 +192,7 @@ level = "warn"
   }
   SECTION("--set over env, the last --set of a key wins") {
     ConfigFlags flags = with_file(file);
-    flags.sets = {"scheduler.fire_batch=700", "kafka.bootstrap=from-set:3",
-                  "scheduler.fire_batch=701"};
+    flags.sets = {"scheduler.fire_batch=700", "kafka.bootstrap=from-set:3", "scheduler.fire_batch=701"};
     const Config c = load_config(flags, env);
     CHECK(c.kafka.bootstrap == "from-set:3");
     CHECK(c.scheduler.fire_batch == 701);
@@ -231,13 +226,11 @@ level = "warn"
 }
 
 TEST_CASE("flags are registered on a CLI11 app", "[unit][config]") {
-  const ConfigFlags flags =
-      parse_argv({"--config", "/etc/delayd.toml", "--set", "scheduler.fire_batch=3", "--set",
-                  "kafka.properties.security.protocol=SSL", "--kafka-bootstrap", "k:1",
-                  "--redis-url", "redis://r:2", "--log-level", "debug", "--print-config=json"});
+  const ConfigFlags flags = parse_argv({"--config", "/etc/delayd.toml", "--set", "scheduler.fire_batch=3", "--set",
+                                        "kafka.properties.security.protocol=SSL", "--kafka-bootstrap", "k:1",
+                                        "--redis-url", "redis://r:2", "--log-level", "debug", "--print-config=json"});
   CHECK(flags.config_file == "/etc/delayd.toml");
-  CHECK(flags.sets ==
-        std::vector<std::string>{"scheduler.fire_batch=3", "kafka.properties.security.protocol=SSL"});
+  CHECK(flags.sets == std::vector<std::string>{"scheduler.fire_batch=3", "kafka.properties.security.protocol=SSL"});
   CHECK(flags.kafka_bootstrap == "k:1");
   CHECK(flags.redis_url == "redis://r:2");
   CHECK(flags.log_level == "debug");
@@ -249,8 +242,7 @@ TEST_CASE("flags are registered on a CLI11 app", "[unit][config]") {
   CHECK_THROWS_AS(parse_argv({"--print-config=xml"}), CLI::ValidationError);
 }
 
-TEST_CASE("passthrough tables come from the file, env and --set and merge by key",
-          "[unit][config]") {
+TEST_CASE("passthrough tables come from the file, env and --set and merge by key", "[unit][config]") {
   TempFile file(R"(
 [kafka.properties]
 "security.protocol" = "SASL_SSL"
@@ -265,10 +257,9 @@ sasl.mechanism = "PLAIN"
 "linger.ms" = "5"
 "acks" = "all"
 )");
-  const Environment env = {
-      {"DELAYD_KAFKA_PROPERTIES", "reconnect.backoff.ms=100, client.id = delayd-1"},
-      {"DELAYD_KAFKA_PRODUCER_PROPERTIES", "linger.ms=1"},
-      {"DELAYD_KAFKA_CONSUMER_PROPERTIES", "debug=cgrp\\,topic"}};
+  const Environment env = {{"DELAYD_KAFKA_PROPERTIES", "reconnect.backoff.ms=100, client.id = delayd-1"},
+                           {"DELAYD_KAFKA_PRODUCER_PROPERTIES", "linger.ms=1"},
+                           {"DELAYD_KAFKA_CONSUMER_PROPERTIES", "debug=cgrp\\,topic"}};
   ConfigFlags flags = with_file(file);
   flags.sets = {"kafka.properties.security.protocol=SSL", "kafka.producer_properties.acks=1"};
   const Config c = load_config(flags, env);
@@ -278,8 +269,7 @@ sasl.mechanism = "PLAIN"
                                           {"sasl.mechanism", "PLAIN"},
                                           {"security.protocol", "SSL"},
                                           {"socket.keepalive.enable", "true"}});
-  CHECK(c.kafka.consumer_properties ==
-        PropertyMap{{"debug", "cgrp,topic"}, {"fetch.wait.max.ms", "20"}});
+  CHECK(c.kafka.consumer_properties == PropertyMap{{"debug", "cgrp,topic"}, {"fetch.wait.max.ms", "20"}});
   CHECK(c.kafka.producer_properties == PropertyMap{{"acks", "1"}, {"linger.ms", "1"}});
   CHECK(c.origins.at("kafka.properties.security.protocol") == "--set");
   CHECK(c.origins.at("kafka.properties.reconnect.backoff.ms") == "env DELAYD_KAFKA_PROPERTIES");
@@ -304,9 +294,8 @@ sasl.mechanism = "PLAIN"
 }
 
 TEST_CASE("a client table overrides kafka.properties for its client only", "[unit][config]") {
-  const Config c = load_config(
-      with_sets({"kafka.properties.client.id=common", "kafka.producer_properties.client.id=prod"}),
-      {});
+  const Config c =
+      load_config(with_sets({"kafka.properties.client.id=common", "kafka.producer_properties.client.id=prod"}), {});
   const auto value_of = [](const KafkaProperties& props, const std::string& name) {
     std::vector<std::string> values;
     for (const auto& [k, v] : props) {
@@ -314,10 +303,8 @@ TEST_CASE("a client table overrides kafka.properties for its client only", "[uni
     }
     return values;
   };
-  CHECK(value_of(kafka_properties(c, KafkaClient::producer), "client.id") ==
-        std::vector<std::string>{"prod"});
-  CHECK(value_of(kafka_properties(c, KafkaClient::consumer), "client.id") ==
-        std::vector<std::string>{"common"});
+  CHECK(value_of(kafka_properties(c, KafkaClient::producer), "client.id") == std::vector<std::string>{"prod"});
+  CHECK(value_of(kafka_properties(c, KafkaClient::consumer), "client.id") == std::vector<std::string>{"common"});
 }
 
 TEST_CASE("the exact message of a cross-setting error", "[unit][config]") {
@@ -326,15 +313,13 @@ TEST_CASE("the exact message of a cross-setting error", "[unit][config]") {
                                "DELAYD_SCHEDULER_LOAD_WINDOW_MS): must be less than the wheel "
                                "range (16777216 ms"));
   // A larger wheel makes the same window legal.
-  CHECK(error_of(with_sets({"wheel.slot_bits=10"}),
-                 {{"DELAYD_SCHEDULER_LOAD_WINDOW_MS", "999999999"}}) == "");
+  CHECK(error_of(with_sets({"wheel.slot_bits=10"}), {{"DELAYD_SCHEDULER_LOAD_WINDOW_MS", "999999999"}}) == "");
 }
 
-TEST_CASE("every kind of bad setting is refused with the setting and its source named",
-          "[unit][config]") {
+TEST_CASE("every kind of bad setting is refused with the setting and its source named", "[unit][config]") {
   struct Case {
-    std::string toml;            // a file, or empty
-    Environment env;             // environment
+    std::string toml;  // a file, or empty
+    Environment env;   // environment
     std::vector<std::string> sets;
     std::vector<std::string> expected;  // substrings of the message
   };
@@ -427,8 +412,7 @@ TEST_CASE("every kind of bad setting is refused with the setting and its source 
       flags.config_file = file->path();
     }
     const std::string message = error_of(flags, c.env);
-    INFO("toml: " << c.toml << "\nsets: " << (c.sets.empty() ? "" : c.sets.front())
-                  << "\nmessage: " << message);
+    INFO("toml: " << c.toml << "\nsets: " << (c.sets.empty() ? "" : c.sets.front()) << "\nmessage: " << message);
     REQUIRE_THAT(message, Catch::StartsWith("config error: "));
     for (const auto& part : c.expected) CHECK_THAT(message, Catch::Contains(part));
   }
@@ -444,8 +428,7 @@ TEST_CASE("a file that cannot be read or parsed is an error", "[unit][config]") 
     CHECK_THAT(m, Catch::Contains("No such file"));
   }
   SECTION("missing file, named by DELAYD_CONFIG") {
-    CHECK_THAT(error_of({}, {{"DELAYD_CONFIG", "/nonexistent/x.toml"}}),
-               Catch::Contains("(from env DELAYD_CONFIG)"));
+    CHECK_THAT(error_of({}, {{"DELAYD_CONFIG", "/nonexistent/x.toml"}}), Catch::Contains("(from env DELAYD_CONFIG)"));
   }
   SECTION("a directory") {
     ConfigFlags flags;
@@ -458,8 +441,7 @@ TEST_CASE("a file that cannot be read or parsed is an error", "[unit][config]") 
     CHECK_THAT(m, Catch::Contains(" 2 |"));
   }
   SECTION("a key defined twice") {
-    CHECK_THAT(toml_error("[log]\nlevel = \"info\"\nlevel = \"debug\"\n"),
-               Catch::Contains("not valid TOML"));
+    CHECK_THAT(toml_error("[log]\nlevel = \"info\"\nlevel = \"debug\"\n"), Catch::Contains("not valid TOML"));
   }
   SECTION("an integer too large for 64 bits") {
     // toml11 3.7 saturates such integers instead of refusing them; delayd must not.
@@ -477,8 +459,7 @@ TEST_CASE("the last value is validated, not an overridden one", "[unit][config]"
 }
 
 TEST_CASE("unknown DELAYD_ variables are warnings, not errors", "[unit][config]") {
-  const Config c =
-      load_config({}, {{"DELAYD_KAFKA_BOOTSTRAPP", "x"}, {"DELAYD_CONFIG_X", "1"}});
+  const Config c = load_config({}, {{"DELAYD_KAFKA_BOOTSTRAPP", "x"}, {"DELAYD_CONFIG_X", "1"}});
   REQUIRE(c.warnings.size() == 2);
   CHECK_THAT(c.warnings[0], Catch::Contains("DELAYD_CONFIG_X"));
   CHECK_THAT(c.warnings[1], Catch::Contains("DELAYD_KAFKA_BOOTSTRAPP"));
@@ -504,25 +485,30 @@ TEST_CASE("env booleans and integers", "[unit][config]") {
 
 TEST_CASE("redis urls", "[unit][config]") {
   CHECK(delayd::storage::parse_redis_url("redis://h") == delayd::storage::RedisOptions{"h", 6379, "", "", 0, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://h:7000/") == delayd::storage::RedisOptions{"h", 7000, "", "", 0, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://:pw@h:1/2") == delayd::storage::RedisOptions{"h", 1, "", "pw", 2, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://alice:pw@h") == delayd::storage::RedisOptions{"h", 6379, "alice", "pw", 0, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://u:p%40ss%3Aw@h") == delayd::storage::RedisOptions{"h", 6379, "u", "p@ss:w", 0, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://u:p@ss@h") == delayd::storage::RedisOptions{"h", 6379, "u", "p@ss", 0, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://[::1]:6380/4") == delayd::storage::RedisOptions{"::1", 6380, "", "", 4, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://[::1]") == delayd::storage::RedisOptions{"::1", 6379, "", "", 0, 2000});
-  for (const char* bad : {"", "redis:/h", "rediss://h", "redis://", "redis://h:", "redis://h:x",
-                          "redis://h:65536", "redis://h/-1", "redis://h/1/2", "redis://h/1?x=1",
-                          "redis://[::1", "redis://[::1]x", "redis://pw@h", "redis://:p%4@h",
-                          "redis://h h"}) {
+  CHECK(delayd::storage::parse_redis_url("redis://h:7000/") ==
+        delayd::storage::RedisOptions{"h", 7000, "", "", 0, 2000});
+  CHECK(delayd::storage::parse_redis_url("redis://:pw@h:1/2") ==
+        delayd::storage::RedisOptions{"h", 1, "", "pw", 2, 2000});
+  CHECK(delayd::storage::parse_redis_url("redis://alice:pw@h") ==
+        delayd::storage::RedisOptions{"h", 6379, "alice", "pw", 0, 2000});
+  CHECK(delayd::storage::parse_redis_url("redis://u:p%40ss%3Aw@h") ==
+        delayd::storage::RedisOptions{"h", 6379, "u", "p@ss:w", 0, 2000});
+  CHECK(delayd::storage::parse_redis_url("redis://u:p@ss@h") ==
+        delayd::storage::RedisOptions{"h", 6379, "u", "p@ss", 0, 2000});
+  CHECK(delayd::storage::parse_redis_url("redis://[::1]:6380/4") ==
+        delayd::storage::RedisOptions{"::1", 6380, "", "", 4, 2000});
+  CHECK(delayd::storage::parse_redis_url("redis://[::1]") ==
+        delayd::storage::RedisOptions{"::1", 6379, "", "", 0, 2000});
+  for (const char* bad : {"", "redis:/h", "rediss://h", "redis://", "redis://h:", "redis://h:x", "redis://h:65536",
+                          "redis://h/-1", "redis://h/1/2", "redis://h/1?x=1", "redis://[::1", "redis://[::1]x",
+                          "redis://pw@h", "redis://:p%4@h", "redis://h h"}) {
     INFO(bad);
     CHECK_THROWS_AS(delayd::storage::parse_redis_url(bad), std::invalid_argument);
   }
 }
 
 TEST_CASE("redis.password and redis.db override the url", "[unit][config]") {
-  const Config c =
-      load_config(with_sets({"redis.url=redis://u:urlpw@h:1/3", "redis.password=flagpw"}), {});
+  const Config c = load_config(with_sets({"redis.url=redis://u:urlpw@h:1/3", "redis.password=flagpw"}), {});
   CHECK(redis_options(c) == delayd::storage::RedisOptions{"h", 1, "u", "flagpw", 3, 2000});
   const Config d = load_config(with_sets({"redis.url=redis://:urlpw@h:1/3", "redis.db=0"}), {});
   CHECK(redis_options(d) == delayd::storage::RedisOptions{"h", 1, "", "urlpw", 0, 2000});
@@ -530,8 +516,7 @@ TEST_CASE("redis.password and redis.db override the url", "[unit][config]") {
 
 TEST_CASE("printing the config masks secrets", "[unit][config]") {
   ConfigFlags flags = with_sets({"redis.url=redis://u:urlsecret@h:1/3", "redis.password=pwsecret",
-                                 "kafka.properties.sasl.password=saslsecret",
-                                 "kafka.properties.sasl.username=bob"});
+                                 "kafka.properties.sasl.password=saslsecret", "kafka.properties.sasl.username=bob"});
   flags.print_config = "toml";
   const Config c = load_config(flags, {});
   for (auto format : {ConfigFormat::toml, ConfigFormat::json}) {
@@ -551,17 +536,15 @@ TEST_CASE("printing the config masks secrets", "[unit][config]") {
   CHECK(nothing.str().empty());
 
   // Errors mask them too.
-  CHECK_THAT(error_of(with_sets({"redis.url=redis://u:topsecret@h:0"})),
-             !Catch::Contains("topsecret"));
+  CHECK_THAT(error_of(with_sets({"redis.url=redis://u:topsecret@h:0"})), !Catch::Contains("topsecret"));
 }
 
-TEST_CASE("the printed TOML is a config file that loads back to the same settings",
-          "[unit][config]") {
-  const Config original = load_config(
-      with_sets({"kafka.bootstrap=a:1,b:2", "kafka.create_topics=false", "redis.db=2",
-                 "scheduler.fire_batch=42", "kafka.properties.security.protocol=SSL",
-                 "kafka.consumer_properties.debug=\"quoted\"\\back", "log.level=trace"}),
-      {});
+TEST_CASE("the printed TOML is a config file that loads back to the same settings", "[unit][config]") {
+  const Config original =
+      load_config(with_sets({"kafka.bootstrap=a:1,b:2", "kafka.create_topics=false", "redis.db=2",
+                             "scheduler.fire_batch=42", "kafka.properties.security.protocol=SSL",
+                             "kafka.consumer_properties.debug=\"quoted\"\\back", "log.level=trace"}),
+                  {});
   const Config reloaded = load_toml(render_config(original, ConfigFormat::toml));
   CHECK(render_config(reloaded, ConfigFormat::json) == render_config(original, ConfigFormat::json));
   CHECK(reloaded.kafka.consumer_properties.at("debug") == "\"quoted\"\\back");
@@ -578,7 +561,8 @@ TEST_CASE("mask_redis_url", "[unit][config]") {
 
 TEST_CASE("redis-cluster urls, and the replica wait", "[unit][config]") {
   // The endpoint of a cluster url is its first seed; the client reads the others (redis_options.hpp).
-  CHECK(delayd::storage::parse_redis_url("redis-cluster://:pw@a:1,b:2") == delayd::storage::RedisOptions{"a", 1, "", "pw", 0, 2000});
+  CHECK(delayd::storage::parse_redis_url("redis-cluster://:pw@a:1,b:2") ==
+        delayd::storage::RedisOptions{"a", 1, "", "pw", 0, 2000});
   CHECK(load_config(with_sets({"redis.url=redis-cluster://a:1,b:2,c:3"}), {}).redis.url ==
         "redis-cluster://a:1,b:2,c:3");
   CHECK_THROWS_AS(load_config(with_sets({"redis.url=redis-cluster://a:1/1"}), {}), ConfigError);
@@ -602,10 +586,10 @@ TEST_CASE("admin settings: defaults, bounds, and the token is a secret", "[unit]
   CHECK(d.admin.max_header_bytes == 8192);
   CHECK(d.admin.max_body_bytes == 4096);
 
-  const Config c = load_config(with_sets({"admin.listen=127.0.0.1:9464", "admin.max_connections=8",
-                                          "admin.read_timeout_ms=250", "admin.max_header_bytes=4096",
-                                          "admin.max_body_bytes=0"}),
-                               {{"DELAYD_ADMIN_TOKEN", "tok-topsecret"}});
+  const Config c =
+      load_config(with_sets({"admin.listen=127.0.0.1:9464", "admin.max_connections=8", "admin.read_timeout_ms=250",
+                             "admin.max_header_bytes=4096", "admin.max_body_bytes=0"}),
+                  {{"DELAYD_ADMIN_TOKEN", "tok-topsecret"}});
   CHECK(c.admin.token == "tok-topsecret");
   CHECK(c.admin.max_connections == 8);
   CHECK(c.admin.read_timeout_ms == 250);

@@ -8,7 +8,7 @@
 
 #include "config/config.hpp"
 
-namespace delayd::broker {
+namespace delayd::config {
 
 namespace {
 [[noreturn]] void not_here(const char* what) {
@@ -20,4 +20,4 @@ namespace {
 std::vector<std::string> split_business_list(std::string_view) { not_here("split_business_list"); }
 std::size_t max_ready_record_bytes(const Config&) { not_here("max_ready_record_bytes"); }
 
-}  // namespace delayd::broker
+}  // namespace delayd::config

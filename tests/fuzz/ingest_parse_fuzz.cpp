@@ -83,7 +83,7 @@ void check(const Record& rec, const IngestRules& rules, const ParsedIngest& pars
     FUZZ_CHECK(job.job_id == (id == nullptr ? delayd::broker::derived_job_id(rec) : **id));
     FUZZ_CHECK(job.job_id.starts_with(delayd::broker::kDerivedJobIdPrefix) == job.job_id_derived);
     FUZZ_CHECK(rules.allowed_businesses.empty() || rules.allowed_businesses.count(job.business) == 1);
-    FUZZ_CHECK(delayd::broker::is_valid_topic_name(job.ready_topic));
+    FUZZ_CHECK(delayd::config::is_valid_topic_name(job.ready_topic));
     FUZZ_CHECK(job.ready_topic != rules.ingest_topic && job.ready_topic != rules.dlq_topic);
     FUZZ_CHECK(job.key == rec.key && job.value == rec.value);
     FUZZ_CHECK(job.repeat_every_ms >= 0 && job.repeat_count >= 0);
