@@ -4,23 +4,22 @@
 // stable element ids equal /stats and /overview, and a screenshot comes out as a PNG.
 // Without chromium on PATH the test says so and passes without rendering (ctest reports it as
 // skipped); scripts/install-deps.sh installs it.
-#include "e2e/harness.hpp"
-
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
-#include <nlohmann/json.hpp>
-
-#include <unistd.h>
-
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+
+#include "e2e/harness.hpp"
 
 using namespace delayd::e2e;
 namespace asio = boost::asio;
@@ -51,9 +50,10 @@ bool have_chromium() { return std::system("command -v chromium > /dev/null 2>&1"
 std::string chromium(std::uint16_t port, const std::string& args) {
   const fs::path profile = fs::temp_directory_path() / ("delayd-status-chromium-" + std::to_string(::getpid()));
   const std::string url = "'http://127.0.0.1:" + std::to_string(port) + "/#token=" + kToken + "'";
-  const std::string cmd = "timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run "
-                          "--disable-extensions --user-data-dir=" + profile.string() +
-                          " --virtual-time-budget=6000 " + args + " " + url + " 2>> status-page-chromium.log";
+  const std::string cmd =
+      "timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+      "--disable-extensions --user-data-dir=" +
+      profile.string() + " --virtual-time-budget=6000 " + args + " " + url + " 2>> status-page-chromium.log";
   std::string out;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
     char buf[4096];
@@ -110,7 +110,8 @@ std::vector<std::pair<std::string, std::int64_t>> expected_numbers(const Json& s
   for (std::size_t i = 0; i < stats["lateness"]["counts"].size(); ++i) {
     out.emplace_back("lateness-" + std::to_string(i), stats["lateness"]["counts"][i].get<std::int64_t>());
   }
-  for (const auto& [b, v] : overview["pending_by_business"].items()) out.emplace_back("business-" + b, v.get<std::int64_t>());
+  for (const auto& [b, v] : overview["pending_by_business"].items())
+    out.emplace_back("business-" + b, v.get<std::int64_t>());
   for (const auto& [s, v] : overview["pending_by_shard"].items()) out.emplace_back("shard-" + s, v.get<std::int64_t>());
   for (std::size_t i = 0; i < overview["due"].size(); ++i) {
     out.emplace_back("due-" + std::to_string(i), overview["due"][i]["count"].get<std::int64_t>());
@@ -134,8 +135,9 @@ Json steady(const Json& stats, const Json& overview) {
 
 TEST_CASE("headless chromium shows the numbers of /stats and /overview on the status page", "[e2e][admin][page]") {
   if (!have_chromium()) {
-    WARN("SKIPPED: chromium is not installed (Debian package chromium; scripts/install-deps.sh installs it): "
-         "the status page is not rendered");
+    WARN(
+        "SKIPPED: chromium is not installed (Debian package chromium; scripts/install-deps.sh installs it): "
+        "the status page is not rendered");
     return;
   }
   World w("statuspage");
@@ -153,8 +155,10 @@ TEST_CASE("headless chromium shows the numbers of /stats and /overview on the st
   Publisher pub(w);
   const std::int64_t now = now_ms();
   for (int i = 0; i < 30; ++i) pub.send(job_at("p-orders-" + std::to_string(i), now + 3 * 3600'000 + i, "v"));
-  for (int i = 0; i < 12; ++i) pub.send(job_at("p-mail-" + std::to_string(i), now + 20 * 60'000 + i, "v", std::nullopt, "mail"));
-  for (int i = 0; i < 4; ++i) pub.send(job_at("p-mail-late-" + std::to_string(i), now + 4 * 60'000, "v", std::nullopt, "mail"));
+  for (int i = 0; i < 12; ++i)
+    pub.send(job_at("p-mail-" + std::to_string(i), now + 20 * 60'000 + i, "v", std::nullopt, "mail"));
+  for (int i = 0; i < 4; ++i)
+    pub.send(job_at("p-mail-late-" + std::to_string(i), now + 4 * 60'000, "v", std::nullopt, "mail"));
   for (int i = 0; i < 5; ++i) pub.send(job_at("p-now-" + std::to_string(i), now + 200, "v"));
   pub.flush();
 
@@ -195,9 +199,12 @@ TEST_CASE("headless chromium shows the numbers of /stats and /overview on the st
   CHECK(text_of(dom, "next_due") == std::optional<std::string>(stats.value("next_due_iso", "none")));
   // Still the same numbers after the page read them (nothing fell due meanwhile).
   CHECK(steady(get_json(port, "/stats"), get_json(port, "/overview")) == steady(stats, overview));
+  int matched = 0, compared = 0;
   for (const auto& [id, value] : expected_numbers(stats, overview)) {
     INFO("element id=" << id);
     CHECK(number_of(dom, id) == value);
+    ++compared;
+    matched += number_of(dom, id) == value ? 1 : 0;
   }
 
   // A screenshot: a non-empty PNG.
@@ -210,5 +217,10 @@ TEST_CASE("headless chromium shows the numbers of /stats and /overview on the st
   std::string head(8, '\0');
   in.read(head.data(), 8);
   CHECK(head == std::string("\x89PNG\r\n\x1a\n", 8));
+  // The figures for the log (scripts/test.sh shows lines starting "admin:").
+  std::cout << "admin: status page in headless chromium: " << matched << " of " << compared
+            << " numbers equal /stats and /overview (accepted " << stats["counters"]["accepted"] << ", pending "
+            << overview["pending"] << ", held " << stats["held"] << "); screenshot " << fs::file_size(png)
+            << " bytes\n";
   CHECK(delayd.stop() == 0);
 }
