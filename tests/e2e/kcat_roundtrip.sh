@@ -5,35 +5,17 @@
 #   usage: kcat_roundtrip.sh /path/to/delayd
 set -euo pipefail
 DELAYD="$1"
-: "${KAFKA_BOOTSTRAP:?KAFKA_BOOTSTRAP is not set: start the stack (scripts/stack.sh up) and export its env}"
-: "${REDIS_URL:?REDIS_URL is not set}"
+# shellcheck source=../support/delayd_world.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/delayd_world.sh"
 
-run="kcat-$$-$(date +%s%N)"
-log="$PWD/delayd-$run.log"
-export DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL"
-export DELAYD_KAFKA_INGEST_TOPIC="$run.ingest" DELAYD_KAFKA_DLQ_TOPIC="$run.dlq"
-export DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$run.ready.{business}" DELAYD_KAFKA_GROUP_ID="$run"
-export DELAYD_REDIS_PREFIX="$run" DELAYD_KAFKA_CREATE_TOPICS=true
-
-"$DELAYD" >"$log" 2>&1 &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do
-  grep -q assigned "$log" && break
-  kill -0 $pid 2>/dev/null || { cat "$log"; echo "FAIL: delayd exited"; exit 1; }
-  sleep 0.1
-done
-grep -q assigned "$log" || { cat "$log"; echo "FAIL: delayd got no partitions"; exit 1; }
+world_env kcat
+start_delayd "$DELAYD"
 
 deliver_at=$(($(date +%s%3N) + 2000))
 echo "hello from kcat" | kcat -P -b "$KAFKA_BOOTSTRAP" -t "$run.ingest" -k order-1 \
   -H "deliver-at=$deliver_at" -H business=demo -H job-id="$run-job"
 
-# The ready topic appears once delayd has accepted the job (it creates it on first use).
-for _ in $(seq 1 300); do
-  kcat -L -b "$KAFKA_BOOTSTRAP" -t "$run.ready.demo" 2>/dev/null | grep -q "partition 0" && break
-  sleep 0.1
-done
+wait_for_topic "$run.ready.demo"
 # -c 1: exit after the first message.
 out=$(timeout 60 kcat -C -b "$KAFKA_BOOTSTRAP" -t "$run.ready.demo" -o beginning -c 1 \
   -f 'key=%k value=%s ts=%T headers=%h\n' -m 30 2>/dev/null || true)

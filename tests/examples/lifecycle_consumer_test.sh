@@ -8,8 +8,8 @@
 # Exit 77 (ctest: skipped) when no python3 can import confluent_kafka.
 set -euo pipefail
 DELAYD="$1" DELAYCTL="$2" EXAMPLE="$3"
-: "${KAFKA_BOOTSTRAP:?KAFKA_BOOTSTRAP is not set: start the stack (scripts/stack.sh up) and export its env}"
-: "${REDIS_URL:?REDIS_URL is not set}"
+# shellcheck source=../support/delayd_world.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/delayd_world.sh"
 
 # Debian's python3-confluent-kafka is installed for /usr/bin/python3; a python3 of its own earlier
 # on PATH (pyenv, a virtualenv) may not have it.
@@ -19,27 +19,14 @@ for p in ${PYTHON:-} python3 /usr/bin/python3; do
 done
 [[ -n "$PY" ]] || { echo "SKIPPED: no python3 can import confluent_kafka (Debian package python3-confluent-kafka; scripts/install-deps.sh installs it)"; exit 77; }
 
-run="lifecycle-$$-$(date +%s%N)"
-log="$PWD/delayd-$run.log"
-export DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL"
-export DELAYD_KAFKA_INGEST_TOPIC="$run.ingest" DELAYD_KAFKA_DLQ_TOPIC="$run.dlq"
+world_env lifecycle
 export DELAYD_KAFKA_STATUS_TOPIC="$run.status"
-export DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$run.ready.{business}" DELAYD_KAFKA_GROUP_ID="$run"
-export DELAYD_REDIS_PREFIX="$run" DELAYD_KAFKA_CREATE_TOPICS=true
 # A retry comes 1.5-3 s after its failed report, so the four first deliveries (all due at once)
 # reach the worker before any retry: then records 2 and 4 fail at attempt 1, and of their two
 # retries (records 5 and 6) the first finishes and the second fails for good.
 export DELAYD_SCHEDULER_BUSINESS="demo.keep_payload=true,demo.max_process_attempts=2,demo.process_retry_base_ms=3000"
 
-"$DELAYD" >"$log" 2>&1 &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do
-  grep -q assigned "$log" && break
-  kill -0 $pid 2>/dev/null || { cat "$log"; echo "FAIL: delayd exited"; exit 1; }
-  sleep 0.1
-done
-grep -q assigned "$log" || { cat "$log"; echo "FAIL: delayd got no partitions"; exit 1; }
+start_delayd "$DELAYD"
 
 jobs=("$run-1" "$run-2" "$run-3" "$run-4")
 deliver_at=$(($(date +%s%3N) + 2000))
@@ -48,11 +35,7 @@ for id in "${jobs[@]}"; do
     -H "deliver-at=$deliver_at" -H business=demo -H job-id="$id"
 done
 
-# The worker's consumer sees the ready topic only once it exists (delayd creates it on first use).
-for _ in $(seq 1 300); do
-  kcat -L -b "$KAFKA_BOOTSTRAP" -t "$run.ready.demo" 2>/dev/null | grep -q "partition 0" && break
-  sleep 0.1
-done
+wait_for_topic "$run.ready.demo"
 
 out=$(timeout 120 "$PY" "$EXAMPLE" --bootstrap "$KAFKA_BOOTSTRAP" --ready-topic "$run.ready.demo" \
   --status-topic "$run.status" --group "$run.worker" --fail-every 2 --count 6 --work-ms 50) \
