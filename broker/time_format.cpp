@@ -101,13 +101,20 @@ ParsedTime parse_rfc3339_ms(std::string_view s) noexcept {
   if (s[pos] == '.') {
     ++pos;
     const std::size_t start = pos;
+    bool below_ms = false;  // a non-zero digit finer than a millisecond
     while (pos < s.size() && is_digit(s[pos])) {
-      if (pos - start < 3) millis = millis * 10 + static_cast<unsigned>(s[pos] - '0');
+      if (pos - start < 3) {
+        millis = millis * 10 + static_cast<unsigned>(s[pos] - '0');
+      } else if (s[pos] != '0') {
+        below_ms = true;
+      }
       ++pos;
     }
     const std::size_t digits = pos - start;
     if (digits < 1 || digits > 9) return fail(TimeError::syntax);
     for (std::size_t i = digits; i < 3; ++i) millis *= 10;
+    // Up to the next millisecond: 10:00:00.0009 is due at 10:00:00.001, never at .000.
+    if (below_ms) ++millis;
   }
   if (pos >= s.size()) return fail(TimeError::syntax);
   std::int64_t offset_s = 0;

@@ -5,8 +5,9 @@
 // Invariants: a successful parse yields a value in [0, kMaxEpochMs], i.e. between
 // 1970-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z, so downstream code (Redis scores, wheel
 // ticks, arithmetic with delays) never meets a negative or absurd time. Sub-millisecond digits
-// are truncated, never rounded: rounding up could make a job fire before the instant its
-// producer wrote, and delayd never fires early.
+// round UP to the next millisecond, never down: truncating 10:00:00.0009Z to 10:00:00.000 would
+// let a job fire 0.9 ms before the instant its producer wrote, and delayd never fires early. (So
+// 9999-12-31T23:59:59.9991Z is out of range.)
 // Threading: pure functions; callable from any thread. No parser reads the clock or the locale.
 #pragma once
 

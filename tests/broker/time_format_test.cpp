@@ -49,13 +49,22 @@ TEST_CASE("RFC 3339 equals the epoch milliseconds of the same instant", "[unit][
   CHECK(ms("9999-12-31T23:59:59.999Z") == kMaxEpochMs);
 }
 
-TEST_CASE("fractions: 1 to 9 digits, truncated to milliseconds", "[unit][time]") {
+TEST_CASE("fractions: 1 to 9 digits, rounded up to the next millisecond, never down", "[unit][time]") {
   CHECK(ms("2026-11-22T10:00:00Z") == 1795341600000);
   CHECK(ms("2026-11-22T10:00:00.1Z") == 1795341600100);
   CHECK(ms("2026-11-22T10:00:00.12Z") == 1795341600120);
   CHECK(ms("2026-11-22T10:00:00.123Z") == 1795341600123);
-  CHECK(ms("2026-11-22T10:00:00.1239Z") == 1795341600123);
-  CHECK(ms("2026-11-22T10:00:00.999999999Z") == 1795341600999);
+  CHECK(ms("2026-11-22T10:00:00.123000000Z") == 1795341600123);  // zeros below a ms: exact
+  // Any part of a millisecond is a later instant than the millisecond's start: up, never down.
+  CHECK(ms("2026-11-22T10:00:00.0009Z") == 1795341600001);
+  CHECK(ms("2026-11-22T10:00:00.000000001Z") == 1795341600001);
+  CHECK(ms("2026-11-22T10:00:00.1231Z") == 1795341600124);
+  CHECK(ms("2026-11-22T10:00:00.1239Z") == 1795341600124);
+  // The carry goes through the second, and across the date.
+  CHECK(ms("2026-11-22T10:00:00.999999999Z") == 1795341601000);
+  CHECK(ms("2026-12-31T23:59:59.9999Z") == ms("2027-01-01T00:00:00Z"));
+  CHECK(ms("9999-12-31T23:59:59.999Z") == kMaxEpochMs);
+  CHECK(error_of("9999-12-31T23:59:59.9991Z") == TimeError::out_of_range);
   CHECK(error_of("2026-11-22T10:00:00.1234567890Z") == TimeError::syntax);
   CHECK(error_of("2026-11-22T10:00:00.Z") == TimeError::syntax);
 }
