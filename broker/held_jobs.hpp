@@ -1,14 +1,17 @@
 // HeldJobs: the jobs this instance holds in memory, either waiting in the wheel or out for
-// delivery, indexed by job-id and by a dense slot number that the wheel carries as its payload.
+// delivery, indexed by (shard, job-id) and by a dense slot number that the wheel carries as its
+// payload.
 //
 // Invariants:
-//   - a job-id appears at most once (the table is how the loader and ingest avoid holding a job
-//     twice when both see it);
+//   - a (shard, job-id) pair appears at most once (the table is how the loader and ingest avoid
+//     holding a job twice when both see it). Idempotency is per shard: the same job-id published
+//     to two partitions is two jobs, and both are held, each under its own shard;
 //   - a slot number stays valid until erase(); erased slots are reused, so a slot must not be
 //     kept beyond the job's life (the wheel's timer for a waiting job is cancelled first);
 //   - phase == waiting  <=> the job has a live timer in the wheel.
 // Memory: one entry costs 64 bytes in the slot table plus a 40-byte index node and bucket (the
-// index stores slot numbers only and reads the job-id from the slot, so the id is kept once),
+// index stores slot numbers only and reads the shard and job-id from the slot, so the id is kept
+// once),
 // plus the id's own heap block when it is longer than 15 characters; the wheel adds 24 bytes
 // per timer. Only jobs within the load window or in flight are held.
 // Threading: owned by the scheduling loop's thread.
@@ -49,12 +52,13 @@ class HeldJobs {
   HeldJobs(const HeldJobs&) = delete;
   HeldJobs& operator=(const HeldJobs&) = delete;
 
-  std::optional<Slot> find(std::string_view job_id) const {
-    auto it = index_.find(job_id);
+  // The slot of the job `job_id` of shard `shard`, if held.
+  std::optional<Slot> find(std::uint32_t shard, std::string_view job_id) const {
+    auto it = index_.find(Key{shard, job_id});
     if (it == index_.end()) return std::nullopt;
     return *it;
   }
-  // Precondition: !find(job.job_id).
+  // Precondition: !find(job.shard, job.job_id).
   Slot insert(HeldJob job) {
     Slot s;
     if (!free_.empty()) {
@@ -88,21 +92,31 @@ class HeldJobs {
   }
 
  private:
-  // Hash and equality over slots by their job-ids, and over job-ids directly (for find()).
-  struct ById {
+  // A job's identity in memory: its shard (an index into the scheduler's shard list) and id.
+  struct Key {
+    std::uint32_t shard;
+    std::string_view job_id;
+    bool operator==(const Key&) const = default;
+  };
+  // Hash and equality over slots by their (shard, job-id), and over keys directly (for find()).
+  struct ByKey {
     using is_transparent = void;
     const HeldJobs* owner;
-    std::string_view id(Slot s) const { return owner->slots_[s]->job_id; }
-    std::string_view id(std::string_view v) const { return v; }
+    Key key(Slot s) const { return {owner->slots_[s]->shard, owner->slots_[s]->job_id}; }
+    Key key(const Key& k) const { return k; }
     template <typename K>
-    std::size_t operator()(const K& k) const { return std::hash<std::string_view>{}(id(k)); }
+    std::size_t operator()(const K& k) const {
+      const Key key_of = key(k);
+      // Golden-ratio mix of the shard into the id's hash: shards are small dense integers.
+      return std::hash<std::string_view>{}(key_of.job_id) ^ (key_of.shard * 0x9e3779b97f4a7c15ULL);
+    }
     template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const { return id(a) == id(b); }
+    bool operator()(const A& a, const B& b) const { return key(a) == key(b); }
   };
 
   std::vector<std::optional<HeldJob>> slots_;
   std::vector<Slot> free_;
-  std::unordered_set<Slot, ById, ById> index_{0, ById{this}, ById{this}};
+  std::unordered_set<Slot, ByKey, ByKey> index_{0, ByKey{this}, ByKey{this}};
 };
 
 }  // namespace delayd::broker

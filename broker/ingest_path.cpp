@@ -162,7 +162,7 @@ void IngestPath::cancel(const std::string& shard, const std::string& job_id, std
     ++counters_.cancelled;
     spdlog::info("job {} cancelled: an occurrence is on its way, the series ends after it", job_id);
   } else if (t.changed) {
-    scheduler_.cancel(job_id);
+    scheduler_.cancel(t.shard, job_id);
     ++counters_.cancelled;
     spdlog::info("job {} cancelled", job_id);
   } else if (t.state == storage::JobState::missing) {

@@ -78,7 +78,7 @@ std::optional<std::int64_t> Scheduler::horizon(const std::string& shard) const {
 }
 
 bool Scheduler::hold(std::uint32_t shard, const std::string& job_id, std::int64_t due_at) {
-  if (held_.find(job_id)) return true;
+  if (held_.find(shard, job_id)) return true;
   const Slot slot = held_.insert(HeldJob{.job_id = job_id, .due_at = due_at, .timer = {}, .shard = shard});
   // A deadline in the past fires on the next advance; that is how overdue jobs go out at once.
   auto r = wheel_.schedule(to_wheel(due_at), slot);
@@ -201,8 +201,10 @@ void Scheduler::release(Slot slot) {
   held_.erase(slot);
 }
 
-bool Scheduler::cancel(const std::string& job_id) {
-  auto slot = held_.find(job_id);
+bool Scheduler::cancel(const std::string& shard, const std::string& job_id) {
+  const auto index = find_shard(shard);
+  if (!index) return false;
+  auto slot = held_.find(*index, job_id);
   if (!slot || held_.at(*slot).phase != Phase::waiting) return false;
   release(*slot);
   return true;
@@ -211,14 +213,19 @@ bool Scheduler::cancel(const std::string& job_id) {
 bool Scheduler::move(const std::string& shard, const std::string& job_id, std::int64_t at) {
   const auto index = find_shard(shard);
   if (!index || !shards_[*index].owned) return false;
-  const auto slot = held_.find(job_id);
+  const auto slot = held_.find(*index, job_id);
   if (!slot) return offer(shard, job_id, at);
   HeldJob& job = held_.at(*slot);
-  if (job.phase != Phase::waiting || job.shard != *index) return true;
+  if (job.phase != Phase::waiting) return true;
   wheel_.cancel(job.timer);
   job.timer = {};
   job.phase = Phase::in_flight;  // retry_at() puts a taken job back to waiting at `at`
   return retry_at(*slot, at);
+}
+
+bool Scheduler::holds(const std::string& shard, const std::string& job_id) const {
+  const auto index = find_shard(shard);
+  return index && held_.find(*index, job_id).has_value();
 }
 
 std::optional<std::int64_t> Scheduler::next_due() const {

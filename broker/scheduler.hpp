@@ -11,12 +11,13 @@
 //   - offer(), called by ingest after Redis acknowledged a new job, holds the job at once when
 //     deliver_at <= h. A job whose deliver_at is beyond h is left to a later refill().
 // Until a shard's first refill, h is "nothing loaded" and offer() holds nothing for it.
-// A job held twice is impossible: both paths look the job-id up first.
+// A job held twice is impossible: both paths look the job up first, by (shard, job-id): the
+// same job-id in two shards is two jobs (idempotency is per shard), held side by side.
 //
 // Retries move a job's timer, not its deliver_at: the sorted set is re-scored with the retry
 // time (by the caller, in Redis), and the job stays held unless the wheel cannot take that time.
 // A held job beyond h is allowed: the invariant asks that nothing due by h is missing, and
-// holding more is harmless because both paths look the job-id up first.
+// holding more is harmless because both paths look the job up first.
 //
 // Never early: timers are set at deliver_at (or later, for a retry) and the wheel releases a
 // timer only when advanced to a time at or after its deadline.
@@ -91,9 +92,10 @@ class Scheduler {
   bool retry_at(Slot slot, std::int64_t at);
   // The job is finished (or no longer ours): forget it, cancelling its timer if waiting.
   void release(Slot slot);
-  // Cancel by id: if the job is held and waiting, drop its timer and forget it. Returns true
-  // if it was waiting here. (In flight: false, the delivery is already under way.)
-  bool cancel(const std::string& job_id);
+  // Cancel the job `job_id` of `shard`: if it is held and waiting, drop its timer and forget it.
+  // Returns true if it was waiting here. (In flight: false, the delivery is already under way.)
+  // The same id in another shard is another job and is left alone.
+  bool cancel(const std::string& shard, const std::string& job_id);
   // The job's pending entry in Redis moved to `at` (a reschedule, a retry after a failed report;
   // the caller read it from Redis after the move). A waiting job's timer moves there; a job not
   // held is offered (held if `at` is within the horizon, which keeps the invariant when the
@@ -108,7 +110,8 @@ class Scheduler {
   const std::string& shard_name(std::uint32_t shard) const { return shards_[shard].name; }
   std::size_t held() const { return held_.size(); }
   std::size_t fire_batch() const { return options_.fire_batch; }
-  bool holds(const std::string& job_id) const { return held_.find(job_id).has_value(); }
+  // Whether the job `job_id` of `shard` is held (waiting or in flight).
+  bool holds(const std::string& shard, const std::string& job_id) const;
   std::size_t in_wheel() const { return wheel_.size(); }
   std::int64_t wheel_now() const { return static_cast<std::int64_t>(wheel_.now()); }
 

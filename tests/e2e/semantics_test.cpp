@@ -2,9 +2,14 @@
 // (changes nothing), for an unknown id (ignored). Ordering within a partition is relied on:
 // records with the same key land in the same partition and are processed in order, so a
 // "marker" job published after a request shows when the request has been handled.
+#include "broker/time_format.hpp"
 #include "harness.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
 
 using namespace delayd::e2e;
 
@@ -107,4 +112,126 @@ TEST_CASE("a cancel that arrives before its job, on another partition, prevents 
   CHECK(redis.field("first-the-cancel", "state") == "cancelled");
   CHECK(redis.field("first-the-cancel", "deliver_at") == std::to_string(at));  // the job's own fields are kept
   CHECK(redis.field("first-the-cancel", "business") == "orders");
+}
+
+namespace {
+
+delayd::connectors::OutRecord twin_on(std::int32_t partition, const std::string& id, std::int64_t at) {
+  delayd::connectors::OutRecord rec = ingest_record(job_at(id, at, "p" + std::to_string(partition), id));
+  rec.partition = partition;
+  return rec;
+}
+
+// The value ("p0" or "p1") of every ready record of `id`.
+std::vector<std::string> values_of(const std::vector<delayd::connectors::Record>& recs, const std::string& id) {
+  std::vector<std::string> out;
+  for (const auto& r : recs) {
+    if (header(r, "job-id") == id) out.push_back(r.value.value_or(""));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+// Idempotency is per shard: one job-id published to two partitions is two jobs, and both are
+// delivered, whichever arrives while the other waits in memory. A cancel keyed to one partition
+// cancels that partition's job only.
+TEST_CASE("one job-id on two partitions is two jobs: both delivered, a cancel takes its partition's", "[e2e][cancel]") {
+  World w("twin-ids");
+  w.create_topics({"orders"});
+  DelaydProcess delayd(w);
+  delayd.start();
+  Publisher pub(w);
+  Collector ready(w, {w.ready_topic("orders")});
+  REQUIRE(ready.wait_assigned());
+
+  const std::int64_t t0 = now_ms();
+  constexpr int kTwins = 20;
+  constexpr int kCancelled = 5;
+  std::map<std::string, std::int64_t> due;  // "<id>|p<partition>" -> deliver_at
+  for (int i = 0; i < kTwins + kCancelled; ++i) {
+    const std::string id = "twin-" + std::to_string(i);
+    pub.send_raw(twin_on(0, id, t0 + 3000));
+    pub.send_raw(twin_on(1, id, t0 + 4000));
+    due[id + "|p0"] = t0 + 3000;
+    due[id + "|p1"] = t0 + 4000;
+  }
+  pub.flush();
+  for (int i = kTwins; i < kTwins + kCancelled; ++i) {
+    delayd::connectors::OutRecord cancel;
+    cancel.partition = 1;
+    cancel.key = "twin-" + std::to_string(i);
+    cancel.headers = {{"op", "cancel"}, {"job-id", *cancel.key}};
+    pub.send_raw(cancel);
+  }
+  pub.flush();
+
+  const std::size_t expected = 2 * kTwins + kCancelled;
+  ready.collect_until([&](const auto& recs) { return recs.size() >= expected; }, std::chrono::seconds(30));
+  // Past the last due time plus a margin: nothing more arrives (no cancelled job, no duplicate).
+  ready.collect_until([&](const auto&) { return now_ms() >= t0 + 6000; }, std::chrono::seconds(10));
+  CHECK(delayd.stop() == 0);
+
+  int both = 0;
+  for (int i = 0; i < kTwins; ++i) {
+    const std::string id = "twin-" + std::to_string(i);
+    INFO(id);
+    CHECK(values_of(ready.records(), id) == std::vector<std::string>{"p0", "p1"});
+    both += values_of(ready.records(), id) == std::vector<std::string>{"p0", "p1"} ? 1 : 0;
+  }
+  for (int i = kTwins; i < kTwins + kCancelled; ++i) {
+    const std::string id = "twin-" + std::to_string(i);
+    INFO(id << ": its partition-1 job was cancelled, its partition-0 job was not");
+    CHECK(values_of(ready.records(), id) == std::vector<std::string>{"p0"});
+  }
+  // Never early: each ready record is produced at or after its own job's deliver-at.
+  for (const auto& r : ready.records()) {
+    const auto at = due.find(header(r, "job-id").value_or("") + "|" + r.value.value_or(""));
+    REQUIRE(at != due.end());
+    CHECK(r.timestamp_ms >= at->second);
+  }
+  std::printf("twin ids: %d of %d job-ids delivered on both partitions, %zu ready records (expected %zu)\n", both,
+              kTwins, ready.records().size(), expected);
+}
+
+// Never early, below the millisecond: an RFC 3339 deliver-at 0.9 ms past a whole millisecond T is
+// due at T + 1 (broker/time_format.hpp rounds up), so no ready record is stamped T or earlier.
+TEST_CASE("a deliver-at with a fraction finer than a millisecond is never delivered before it", "[e2e][time]") {
+  World w("sub-ms");
+  w.create_topics({"orders"});
+  DelaydProcess delayd(w);
+  delayd.start();
+  Publisher pub(w);
+  Collector ready(w, {w.ready_topic("orders")});
+  REQUIRE(ready.wait_assigned());
+
+  constexpr int kJobs = 60;
+  std::map<std::string, std::int64_t> whole_ms;  // job-id -> T, the instant being T + 0.9 ms
+  const std::int64_t t0 = now_ms() + 1000;
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string id = "sub-ms-" + std::to_string(i);
+    const std::int64_t t = t0 + 7 * i;  // spread over 420 ms, one job per instant
+    std::string text = delayd::broker::format_rfc3339_ms(t);  // "...T10:00:00.123Z"
+    text.insert(text.size() - 1, "9");                         // "...T10:00:00.1239Z": T + 0.9 ms
+    Job j;
+    j.job_id = id;
+    j.key = id;
+    j.value = "v";
+    j.deliver_at = text;
+    pub.send(j);
+    whole_ms[id] = t;
+  }
+  pub.flush();
+  REQUIRE(ready.collect_until([&](const auto& recs) { return recs.size() >= kJobs; }, std::chrono::seconds(30)));
+  CHECK(delayd.stop() == 0);
+  int early = 0;
+  for (const auto& r : ready.records()) {
+    const std::int64_t t = whole_ms.at(header(r, "job-id").value_or(""));
+    // A ready record stamped T was produced within [T, T + 1): possibly before T + 0.9 ms.
+    if (r.timestamp_ms <= t) ++early;
+  }
+  std::printf("sub-ms: %d of %zu ready records stamped at or before the whole millisecond of their deliver-at\n",
+              early, ready.records().size());
+  CHECK(early == 0);
 }

@@ -167,7 +167,7 @@ TEST_CASE_METHOD(Fixture, "3: a failed retry after a revoke and re-assign of the
   REQUIRE(s.horizon(shard).value_or(0) > t0);
   // The delivery fails and is retried: the job must stay held, or nothing would ever fire it.
   CHECK(s.retry_at(due[0], t0 + 5));
-  CHECK(s.holds("r"));
+  CHECK(s.holds(shard, "r"));
   CHECK(s.take_due(t0 + 5).size() == 1);
 }
 
@@ -183,9 +183,9 @@ TEST_CASE_METHOD(Fixture, "4: a Redis failure while setting jobs aside leaves no
   rig.path.fire_due(wall_now());
   // Every deliverable job of the batch went out; the one that could not be set aside waits.
   CHECK(rig.path.unsettled() == 3);
-  CHECK(rig.scheduler.holds("b-ghost"));
+  CHECK(rig.scheduler.holds(shard, "b-ghost"));
   redis.command({"DEL", keys.quarantine(shard)});  // Redis is fine again
-  REQUIRE(rig.run_until([&] { return rig.path.unsettled() == 0 && !rig.scheduler.holds("b-ghost"); }));
+  REQUIRE(rig.run_until([&] { return rig.path.unsettled() == 0 && !rig.scheduler.holds(shard, "b-ghost"); }));
   for (const char* id : {"a", "b", "c"}) CHECK(field(id, "state") == "ready");
   CHECK(redis.command({"HEXISTS", keys.quarantine(shard), "b-ghost"}).view().integer() == 1);
 }
@@ -252,7 +252,7 @@ TEST_CASE_METHOD(Fixture, "9: a forward clock step that is corrected leaves noth
   s.refill(clock.now_ms());
   put({job("after", wall + 1000, "ready.b")});
   s.offer(shard, "after", wall + 1000);
-  REQUIRE(s.holds("after"));
+  REQUIRE(s.holds(shard, "after"));
   // Before the fix delayd's clock stayed pinned an hour ahead, so this fired at once.
   CHECK(s.take_due(clock.now_ms()).empty());
   wall += 999;

@@ -9,6 +9,7 @@
 #include "support/redis_cleanup.hpp"
 #include "support/test_env.hpp"
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -33,19 +34,21 @@ struct Fixture {
     o.fire_batch = 100000;
     return o;
   }
-  // A job in Redis, as ingest writes it.
-  storage::AcceptOutcome put(const std::string& id, std::int64_t at) {
+  const std::string other_shard = storage::shard_id("delay-ingest", 1);
+
+  // A job in Redis, as ingest writes it (in `shard` unless another is named).
+  storage::AcceptOutcome put(const std::string& id, std::int64_t at, const std::string& in = {}) {
     storage::NewJob j;
     j.job_id = id;
     j.deliver_at = at;
     j.business = "b";
-    j.shard = shard;
+    j.shard = in.empty() ? shard : in;
     return store.accept(std::vector<storage::NewJob>{j}, T).front();
   }
   // What ingest does: accept in Redis, then offer to the scheduler.
-  bool ingest(Scheduler& s, const std::string& id, std::int64_t at) {
-    const auto out = put(id, at);
-    return s.offer(shard, id, out.deliver_at);
+  bool ingest(Scheduler& s, const std::string& id, std::int64_t at, const std::string& in = {}) {
+    const auto out = put(id, at, in);
+    return s.offer(in.empty() ? shard : in, id, out.deliver_at);
   }
   std::vector<storage::PendingEntry> pending_upto(std::int64_t upto) {
     return store.pending_between(shard, std::nullopt, upto, 1'000'000);
@@ -62,19 +65,19 @@ TEST_CASE_METHOD(Fixture, "a job due exactly at the horizon is held at once but 
   CHECK_FALSE(ingest(s, "before-first-load", T + 10));  // nothing loaded yet: the loader brings it
   s.refill(T);
   REQUIRE(s.horizon(shard) == T + 1000);
-  CHECK(s.holds("before-first-load"));
+  CHECK(s.holds(shard, "before-first-load"));
 
   // Written after the loader's read, inside the window it loaded: ingest must hold it.
   CHECK(ingest(s, "inside", T + 500));
   CHECK(ingest(s, "at-horizon", T + 1000));
   CHECK_FALSE(ingest(s, "past-horizon", T + 1001));
-  CHECK(s.holds("inside"));
-  CHECK(s.holds("at-horizon"));
-  CHECK_FALSE(s.holds("past-horizon"));
+  CHECK(s.holds(shard, "inside"));
+  CHECK(s.holds(shard, "at-horizon"));
+  CHECK_FALSE(s.holds(shard, "past-horizon"));
 
   s.refill(T + 200);  // the horizon moves to T + 1200 and reads (T + 1000, T + 1200]
   CHECK(s.horizon(shard) == T + 1200);
-  CHECK(s.holds("past-horizon"));
+  CHECK(s.holds(shard, "past-horizon"));
   CHECK(s.held() == 4);  // nothing held twice
 }
 
@@ -95,11 +98,11 @@ TEST_CASE_METHOD(Fixture, "a small page budget moves the horizon only as far as 
   s.refill(T, 1);  // one page of 3: j0, j1, j2 read; the horizon stops just below j2's time
   REQUIRE(s.horizon(shard).has_value());
   CHECK(*s.horizon(shard) == T + 19);
-  for (const auto& e : pending_upto(*s.horizon(shard))) CHECK(s.holds(e.job_id));
+  for (const auto& e : pending_upto(*s.horizon(shard))) CHECK(s.holds(shard, e.job_id));
   CHECK_FALSE(ingest(s, "beyond", T + 25));  // not held: the horizon is below it, the loader will read it
   s.refill(T, 100);
   CHECK(s.horizon(shard) == T + 1000);
-  CHECK(s.holds("beyond"));
+  CHECK(s.holds(shard, "beyond"));
   CHECK(s.held() == 11);
 }
 
@@ -113,6 +116,45 @@ TEST_CASE_METHOD(Fixture, "timers come out at their deliver-at, never before", "
   const auto due = s.take_due(T + 5);
   REQUIRE(due.size() == 1);
   CHECK(s.job(due[0]).job_id == "a");
+}
+
+TEST_CASE_METHOD(Fixture, "one job-id in two shards is two jobs: both are held and fire, a cancel takes only its shard's", "[horizon]") {
+  Scheduler s(options(1000), T, store);
+  s.assign(shard);
+  s.assign(other_shard);
+  s.refill(T);
+  // Offered by ingest while the other shard's job of the same id waits in memory.
+  REQUIRE(ingest(s, "same", T + 30));
+  REQUIRE(ingest(s, "same", T + 40, other_shard));
+  CHECK(s.held() == 2);
+  CHECK(s.in_wheel() == 2);
+  // Loaded by refill after a revoke: both come back, each under its shard.
+  s.revoke(shard);
+  s.revoke(other_shard);
+  s.assign(shard);
+  s.assign(other_shard);
+  s.refill(T);
+  CHECK(s.held() == 2);
+  std::vector<std::string> fired;
+  for (auto slot : s.take_due(T + 40)) fired.push_back(s.shard_name(s.job(slot).shard));
+  std::sort(fired.begin(), fired.end());
+  CHECK(fired == std::vector<std::string>{shard, other_shard});
+
+  // A cancel keyed to one shard cancels that shard's job and leaves the other's timer alone.
+  Scheduler c(options(1000), T, store);
+  c.assign(shard);
+  c.assign(other_shard);
+  c.refill(T);
+  REQUIRE(ingest(c, "twin", T + 50));
+  REQUIRE(ingest(c, "twin", T + 60, other_shard));
+  CHECK(c.cancel(other_shard, "twin"));
+  CHECK(c.holds(shard, "twin"));
+  CHECK_FALSE(c.holds(other_shard, "twin"));
+  CHECK_FALSE(c.cancel(other_shard, "twin"));  // already gone
+  const auto due = c.take_due(T + 60);
+  REQUIRE(due.size() == 1);
+  CHECK(c.shard_name(c.job(due[0]).shard) == shard);
+  CHECK(c.job(due[0]).due_at == T + 50);
 }
 
 TEST_CASE_METHOD(Fixture, "revoke drops a shard's waiting jobs and a new assignment loads them again", "[horizon]") {
@@ -158,7 +200,7 @@ TEST_CASE_METHOD(Fixture, "the invariant holds under random ingest, loading and 
     if (auto h = s.horizon(shard)) {
       for (const auto& e : pending_upto(*h)) {
         INFO("step " << step << ": " << e.job_id << " due " << e.deliver_at - T << " horizon " << *h - T);
-        REQUIRE(s.holds(e.job_id));
+        REQUIRE(s.holds(shard, e.job_id));
       }
     }
   }
@@ -180,11 +222,11 @@ TEST_CASE_METHOD(Fixture, "a job put back beyond the horizon stays held, an orph
   // Its pending entry may still lie below the horizon (an outage kept it from being re-scored):
   // letting it go would strand it, since the loader has already passed it.
   CHECK(s.retry_at(again, T + 5000));
-  CHECK(s.holds("again"));
+  CHECK(s.holds(shard, "again"));
   CHECK(s.next_due() == T + 5000);
 
   s.revoke(shard);  // "orphaned" is in flight: it stays until its outcome is known
-  CHECK(s.holds("orphaned"));
+  CHECK(s.holds(shard, "orphaned"));
   CHECK_FALSE(s.retry_at(orphaned, T + 20));
-  CHECK_FALSE(s.holds("orphaned"));
+  CHECK_FALSE(s.holds(shard, "orphaned"));
 }
