@@ -106,7 +106,11 @@ using State = AdminServer::State;
 HttpResponse healthz(State& state) {
   const auto s = state.seen();
   if (!s.alive) return make_response(503, "the scheduling loop is not turning (still starting up, or stuck)\n");
-  return make_response(200, s.snapshot.problem.empty() ? "ok\n" : "degraded: " + s.snapshot.problem + "\n");
+  std::string problems = s.snapshot.problem;
+  if (!s.snapshot.missing_topics_problem.empty()) {
+    problems += (problems.empty() ? "" : "; ") + s.snapshot.missing_topics_problem;
+  }
+  return make_response(200, problems.empty() ? "ok\n" : "degraded: " + problems + "\n");
 }
 
 HttpResponse readyz(State& state) {

@@ -115,7 +115,7 @@ struct Metrics::Impl {
   pm::Family<pm::Counter>& dead_lettered =
       counters("delayd_jobs_dead_lettered_total",
                "Records sent to the dead-letter topic, by reason (invalid_record, topic_refused, invalid_status, "
-               "too_large, delivery_failed, reported_failed, ack_timeout)");
+               "too_large, delivery_failed, topic_missing, reported_failed, ack_timeout)");
   pm::Counter& dead_letter_retries =
       counters("delayd_dead_letter_retries_total", "Dead-letter produce attempts that had to be repeated").Add({});
   pm::Counter& produced = counters("delayd_records_produced_total", "Ready records handed to Kafka").Add({});
@@ -144,6 +144,8 @@ struct Metrics::Impl {
   pm::Gauge& in_flight =
       gauges("delayd_jobs_in_flight", "Ready records handed to Kafka, outcome not written yet").Add({});
   pm::Gauge& shards_owned = gauges("delayd_shards_owned", "Shards (ingest partitions) this instance owns").Add({});
+  pm::Gauge& topics_missing =
+      gauges("delayd_ready_topics_missing", "Ready topics Kafka says do not exist while their jobs wait for them").Add({});
   pm::Family<pm::Gauge>& next_due_family =
       gauges("delayd_next_due_seconds", "Seconds until the next timer in the wheel (absent when the wheel is empty)");
   pm::Gauge* next_due = nullptr;
@@ -239,6 +241,7 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   m.wheel_timers.Set(static_cast<double>(s.in_wheel));
   m.in_flight.Set(static_cast<double>(s.in_flight));
   m.shards_owned.Set(static_cast<double>(s.shards.size()));
+  m.topics_missing.Set(static_cast<double>(s.missing_topics.size()));
   m.max_turn.Set(static_cast<double>(counter_of(s, "max_turn_ms")) / 1000.0);
   if (s.next_due) {
     if (!m.next_due) m.next_due = &m.next_due_family.Add({});

@@ -22,6 +22,7 @@ enum class DeadLetterReason {
   invalid_status,   // a status-topic record without job-id or with an unknown status
   too_large,        // a ready record Kafka refuses as too large
   delivery_failed,  // Kafka refused the ready record for good, max_attempts times
+  topic_missing,    // its ready topic did not exist for kafka.missing_topic_timeout_ms
   reported_failed,  // the consumer reported it failed on its last attempt
   ack_timeout,      // no report within ack_timeout_ms, max_process_attempts times
 };
@@ -37,6 +38,8 @@ constexpr std::string_view to_string(DeadLetterReason r) {
       return "too_large";
     case DeadLetterReason::delivery_failed:
       return "delivery_failed";
+    case DeadLetterReason::topic_missing:
+      return "topic_missing";
     case DeadLetterReason::reported_failed:
       return "reported_failed";
     case DeadLetterReason::ack_timeout:

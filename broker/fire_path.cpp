@@ -22,6 +22,8 @@ using connectors::DeliveryError;
 constexpr std::int64_t kOutageRequeueMs = 200;
 // Batches of the scheduler's fire_batch one fire_due() call takes at most.
 constexpr int kMaxFireRounds = 10;
+// How often a missing ready topic is asked to be created again while it stays missing, ms.
+constexpr std::int64_t kAskAgainMs = 10'000;
 // Delivery reports one settle() call handles at most: as many as fire_due() may send.
 constexpr std::size_t kSettleBudget = 5000;
 
@@ -41,7 +43,8 @@ connectors::OutRecord ready_record(const storage::Claim& c, const std::string& t
 
 }  // namespace
 
-FailureAction decide(DeliveryError error, int attempt, const FireOptions& options) {
+FailureAction decide(DeliveryError error, int attempt, const FireOptions& options,
+                     std::chrono::milliseconds topic_missing_for) {
   FailureAction a;
   switch (error) {
     case DeliveryError::none:
@@ -58,6 +61,16 @@ FailureAction decide(DeliveryError error, int attempt, const FireOptions& option
     case DeliveryError::too_large:
       a.kind = FailureAction::Kind::dead_letter;
       a.strip_value = true;
+      return a;
+    case DeliveryError::unknown_topic:
+      // The topic's fault, not the job's: wait for it without spending attempts, and give up
+      // only when it has been gone for missing_topic_timeout.
+      if (topic_missing_for >= options.missing_topic_timeout) {
+        a.kind = FailureAction::Kind::dead_letter;
+        return a;
+      }
+      a.refund = true;
+      a.delay_ms = options.retry_outage_ms;
       return a;
     case DeliveryError::permanent:
       if (attempt >= options.max_attempts) {
@@ -322,6 +335,13 @@ void FirePath::settle(std::int64_t now_ms) {
     }
   }
   if (!tags.empty()) delivery_outage_.reset();
+  for (std::size_t i = 0; i < budget && !missing_topics_.empty(); ++i) {
+    if (!reports_[i].ok) continue;
+    if (const auto was = missing_topics_.delivered(reports_[i].topic)) {
+      spdlog::info("ready topic {} exists again after {} ms; {} deliveries had failed meanwhile and go out now",
+                   reports_[i].topic, std::max<std::int64_t>(now_ms - was->since_ms, 0), was->failures);
+    }
+  }
   for (const auto& [shard, index] : by_shard(slots)) {
     std::vector<storage::JobStore::Delivered> jobs;
     jobs.reserve(index.size());
@@ -358,8 +378,13 @@ void FirePath::settle(std::int64_t now_ms) {
 void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms) {
   auto it = in_flight_.find(tag);
   InFlight& f = it->second;
-  const FailureAction action = decide(report.error_class, f.attempt, options_);
-  if (action.refund) delivery_outage_ = report.error;
+  std::chrono::milliseconds missing_for{0};
+  if (report.error_class == DeliveryError::unknown_topic) {
+    missing_for = note_missing_topic(f.record.topic, now_ms);
+  }
+  const FailureAction action = decide(report.error_class, f.attempt, options_, missing_for);
+  // A missing topic is one business's matter, shown by missing_topics(): not a Kafka outage.
+  if (action.refund && report.error_class != DeliveryError::unknown_topic) delivery_outage_ = report.error;
   if (action.kind == FailureAction::Kind::retry) {
     retry(f, report.error, action, now_ms);
     in_flight_.erase(it);
@@ -371,17 +396,43 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
     in_flight_.erase(it);
     return;
   }
-  std::string reason = report.error_class == DeliveryError::too_large
-                           ? "ready record of " + std::to_string(connectors::record_bytes(f.record)) +
-                                 " bytes refused as too large by Kafka: " + report.error
-                           : "delivery to " + f.record.topic + " failed after " + std::to_string(f.attempt) +
-                                 " attempts: " + report.error;
-  spdlog::error("job {}: {}; writing it to {}", f.job_id, reason, options_.dlq_topic);
+  DeadLetterReason why = DeadLetterReason::delivery_failed;
+  std::string reason;
+  if (report.error_class == DeliveryError::too_large) {
+    why = DeadLetterReason::too_large;
+    reason = "ready record of " + std::to_string(connectors::record_bytes(f.record)) +
+             " bytes refused as too large by Kafka: " + report.error;
+  } else if (report.error_class == DeliveryError::unknown_topic) {
+    why = DeadLetterReason::topic_missing;
+    reason = "ready topic " + f.record.topic + " has not existed for " + std::to_string(missing_for.count() / 1000) +
+             " s (kafka.missing_topic_timeout_ms): " + report.error;
+  } else {
+    reason = "delivery to " + f.record.topic + " failed after " + std::to_string(f.attempt) +
+             " attempts: " + report.error;
+  }
+  // One line per job for a job's own failure; a missing topic says it once per topic instead.
+  spdlog::log(why == DeadLetterReason::topic_missing ? spdlog::level::debug : spdlog::level::err,
+              "job {}: {}; writing it to {}", f.job_id, reason, options_.dlq_topic);
   InFlight dead = std::move(f);
   in_flight_.erase(it);
-  dead_letter(
-      std::move(dead), std::move(reason), action.strip_value,
-      report.error_class == DeliveryError::too_large ? DeadLetterReason::too_large : DeadLetterReason::delivery_failed);
+  dead_letter(std::move(dead), std::move(reason), action.strip_value, why);
+}
+
+std::chrono::milliseconds FirePath::note_missing_topic(const std::string& topic, std::int64_t now_ms) {
+  MissingTopics::Entry& e = missing_topics_.failed(topic, now_ms);
+  if (e.failures == 1) {
+    spdlog::warn("ready topic {} does not exist: its jobs wait for it without spending attempts{}, and are "
+                 "dead-lettered if it is still missing after {} ms (kafka.missing_topic_timeout_ms)",
+                 topic, options_.on_missing_topic ? " while it is created again" : "",
+                 options_.missing_topic_timeout.count());
+  }
+  // Asked again every kAskAgainMs while it stays missing: a creation that met the old topic
+  // still being deleted found it "existing" and did nothing.
+  if (options_.on_missing_topic && (e.asked_ms == 0 || now_ms - e.asked_ms >= kAskAgainMs)) {
+    e.asked_ms = now_ms;
+    options_.on_missing_topic(topic);
+  }
+  return missing_topics_.missing_for(topic, now_ms);
 }
 
 void FirePath::dead_letter(InFlight entry, std::string reason, bool strip_value, DeadLetterReason why) {
@@ -445,12 +496,19 @@ void FirePath::follow_up(const InFlight& f, const storage::Transition& marked) {
 
 void FirePath::retry(InFlight& f, const std::string& error, const FailureAction& action, std::int64_t now_ms) {
   const std::int64_t at = now_ms + action.delay_ms;
-  // An outage fails every record in flight: those are logged once by the service, not per job.
-  spdlog::log(action.refund ? spdlog::level::debug : spdlog::level::warn,
-              "job {}: attempt {} failed ({}); retrying in {} ms{}", f.job_id, f.attempt, error, action.delay_ms,
-              action.refund ? " (not counted)" : "");
+  // An outage fails every record in flight: those are logged once by the service, not per job;
+  // a missing topic once per topic (note_missing_topic). Counted failures (Kafka refused the
+  // record) get one line per 10 s with the number of them, however many jobs they hit.
+  spdlog::debug("job {}: attempt {} failed ({}); retrying in {} ms{}", f.job_id, f.attempt, error, action.delay_ms,
+                action.refund ? " (not counted)" : "");
+  if (!action.refund) {
+    if (const std::uint64_t n = refused_log_.note()) {
+      spdlog::warn("job {}: attempt {} failed ({}); retrying in {} ms ({} such failures since the last line)",
+                   f.job_id, f.attempt, error, action.delay_ms, n);
+    }
+  }
   try {
-    store_.release(shard_of(f.slot), f.job_id, error, at, {action.refund, action.keep_firing});
+    store_.release(shard_of(f.slot), f.job_id, error, at, {action.refund, action.keep_firing}, now_ms);
   } catch (const storage::ShardFenced& e) {
     lose(e.shard);  // the new owner's in-flight entry and schedule stand; retry_at() lets go
   }

@@ -21,8 +21,15 @@
 //   possibly_persisted,  maybe written: retried the same way, but the job stays in flight in
 //   fatal                Redis (firing_at kept) so that no cancel can win against a record that
 //                        may be in the ready topic; the retry settles it (at worst a duplicate).
-//   permanent            refused for good (unknown topic, authorization): counts; retried with
-//                        exponential backoff until max_attempts, then dead-lettered.
+//   unknown_topic        the ready topic does not exist (deleted under delayd, or not created
+//                        yet): one cause for all its jobs, not a fault of any. Attempt refunded,
+//                        retried after retry_outage_ms; logged once per topic (MissingTopics),
+//                        shown by missing_topics() (the service makes it an outage on /healthz);
+//                        on_missing_topic asks for it to be created again when creation is on.
+//                        Dead-lettered only once the topic has been missing for
+//                        missing_topic_timeout (kafka.missing_topic_timeout_ms).
+//   permanent            refused for good (authorization, invalid record, policy): counts;
+//                        retried with exponential backoff until max_attempts, then dead-lettered.
 //   too_large            retrying cannot help: dead-lettered at once, without its value.
 // Dead-letter copies: the job's record with an `error` header, on the DLQ topic; only once Kafka
 // acknowledged the copy is the job marked failed. A copy refused as too large is sent again
@@ -69,6 +76,8 @@
 
 #include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
+#include "broker/log_throttle.hpp"
+#include "broker/missing_topics.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/snapshot.hpp"
 #include "broker/wall_clock.hpp"
@@ -101,6 +110,13 @@ struct FireOptions {
   std::chrono::milliseconds fence_recheck{1000};
   // What each business's jobs do after delivery (defaults: nothing kept, no ack timeout).
   config::BusinessPolicies policies;
+  // A ready topic that does not exist: its jobs wait (attempts refunded) until it has been
+  // missing this long, then are dead-lettered (kafka.missing_topic_timeout_ms).
+  std::chrono::milliseconds missing_topic_timeout{600000};
+  // Called with the topic when a ready topic is first found missing (each time it goes missing
+  // again after being back); the service asks the topic creator to create it again when
+  // kafka.create_topics is on. Empty: nothing is asked.
+  std::function<void(const std::string&)> on_missing_topic;
 };
 
 struct FireCounters {
@@ -125,7 +141,9 @@ struct FailureAction {
   bool strip_value = false;  // the dead-letter copy goes without the value
   std::int64_t delay_ms = 0;
 };
-FailureAction decide(connectors::DeliveryError error, int attempt, const FireOptions& options);
+// `topic_missing_for`: with unknown_topic, how long the record's topic has been missing.
+FailureAction decide(connectors::DeliveryError error, int attempt, const FireOptions& options,
+                     std::chrono::milliseconds topic_missing_for = std::chrono::milliseconds(0));
 
 class FirePath {
  public:
@@ -155,6 +173,8 @@ class FirePath {
   // possibly persisted, fatal), while no record has been delivered since: a Kafka outage as the
   // fire path sees it. nullopt while deliveries succeed.
   const std::optional<std::string>& delivery_outage() const { return delivery_outage_; }
+  // The ready topics Kafka says do not exist, while their jobs wait for them.
+  const MissingTopics& missing_topics() const { return missing_topics_; }
   const FireCounters& counters() const { return counters_; }
   // How late each ready record was handed to Kafka (its send time - its deliver_at).
   const DurationHistogram& lateness() const { return lateness_; }
@@ -192,6 +212,9 @@ class FirePath {
   void handle_dead_letter_report(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms);
   void dead_letter(InFlight entry, std::string reason, bool strip_value, DeadLetterReason why);
   void retry(InFlight& f, const std::string& error, const FailureAction& action, std::int64_t now_ms);
+  // A delivery to `topic` failed as unknown: counts it in missing_topics_ (logging and asking for
+  // the topic on the first failure); returns how long the topic has been missing.
+  std::chrono::milliseconds note_missing_topic(const std::string& topic, std::int64_t now_ms);
   storage::JobStore::Delivered delivered(const InFlight& f) const;
   // After mark_ready: the job's next time in Redis (a repeat, an ack deadline) goes to the wheel.
   void follow_up(const InFlight& f, const storage::Transition& marked);
@@ -206,6 +229,8 @@ class FirePath {
   std::uint64_t seq_ = 0;
   FireCounters counters_;
   std::optional<std::string> delivery_outage_;
+  MissingTopics missing_topics_;
+  LogThrottle refused_log_{std::chrono::seconds(10)};  // counted delivery failures
   bool recheck_ = false;  // send_prepared() met a record held too long: recheck_fences() first
   DurationHistogram lateness_;
   DurationHistogram produce_latency_;

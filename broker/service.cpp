@@ -113,7 +113,13 @@ class Loop {
                           .claim_ahead_ms = c.scheduler.claim_ahead_ms,
                           .clock = [this] { return clock_.now_ms(); },
                           .fence_recheck = std::chrono::milliseconds(1000),
-                          .policies = config::BusinessPolicies(c)}),
+                          .policies = config::BusinessPolicies(c),
+                          .missing_topic_timeout = std::chrono::milliseconds(c.kafka.missing_topic_timeout_ms),
+                          .on_missing_topic = c.kafka.create_topics ? std::function<void(const std::string&)>(
+                                                                          [this](const std::string& topic) {
+                                                                            if (topics_) topics_->recreate(topic);
+                                                                          })
+                                                                    : nullptr}),
         ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c, redis)),
         // cooperative-sticky: a member joining or leaving moves only the partitions that must
         // move; the others keep firing through the rebalance (KafkaConsumer handles both
@@ -443,6 +449,12 @@ class Loop {
     return out;
   }
 
+  std::vector<std::string> missing_topics() const {
+    std::vector<std::string> out;
+    for (const auto& [topic, e] : fire_.missing_topics().topics()) out.push_back(topic);
+    return out;
+  }
+
   std::string problem() const {
     for (const Outage* o : {&redis_, &kafka_, &other_, &delivery_}) {
       if (o->active()) return o->problem();
@@ -492,7 +504,9 @@ class Loop {
                             redis_latency_,
                             fire_.produce_latency(),
                             lag(),
-                            loading()};
+                            loading(),
+                            missing_topics(),
+                            fire_.missing_topics().problem()};
       for (const auto* by : {&i.dead_lettered_by, &f.dead_lettered_by}) {
         for (const auto& [reason, n] : *by) snapshot.counters["dead_lettered." + reason] += n;
       }

@@ -54,6 +54,11 @@ struct LoopSnapshot {
   // Shards assigned to this instance whose jobs are not loaded yet (their fence not taken, or
   // their first refill not done): /readyz is 503 while there are any.
   std::vector<std::string> loading;
+  // Ready topics Kafka says do not exist while their jobs wait (FirePath::missing_topics()), and
+  // the sentence about them: /healthz is degraded naming them, /readyz stays ready (one
+  // business's topic is not this instance's fault).
+  std::vector<std::string> missing_topics;
+  std::string missing_topics_problem;
 };
 
 }  // namespace delayd::broker

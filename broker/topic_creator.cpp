@@ -36,6 +36,16 @@ bool TopicCreator::request(const std::string& topic) {
   return true;
 }
 
+bool TopicCreator::recreate(const std::string& topic) {
+  if (known_.count(topic) == 0) return request(topic);
+  {
+    std::lock_guard lock(mutex_);
+    if (std::find(queue_.begin(), queue_.end(), topic) == queue_.end()) queue_.push_back(topic);
+  }
+  wake_.notify_one();
+  return true;
+}
+
 void TopicCreator::work(const connectors::Properties& admin_properties) {
   using Clock = std::chrono::steady_clock;
   connectors::KafkaAdmin admin(admin_properties);

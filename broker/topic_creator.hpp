@@ -6,6 +6,8 @@
 // still being created is held like any other, and if it falls due first its delivery fails
 // with "unknown topic" and is retried with backoff until the topic is there.
 // A failed creation is retried with backoff (1 s doubling to 60 s) for as long as delayd runs.
+// A topic that disappears later (deleted by an operator) is asked for again by recreate(), which
+// the fire path calls when a delivery finds the topic unknown.
 //
 // The cap: every ready topic name is a business name a producer chose, so with creation on, a
 // producer could make delayd create topics without end. request() refuses a topic that would be
@@ -45,6 +47,10 @@ class TopicCreator {
   // Asks for `topic` to exist. Returns at once: true if it is (or will be) asked for, false if it
   // would be a new topic beyond the cap.
   bool request(const std::string& topic);
+  // `topic` turned out not to exist (a delivery found it unknown: deleted under delayd, say):
+  // asks for it again even if it was asked for before. Returns at once; false only if it was
+  // never asked for and would be beyond the cap.
+  bool recreate(const std::string& topic);
   // Distinct topics asked for so far.
   std::size_t requested() const { return known_.size(); }
 

@@ -67,6 +67,9 @@ struct KafkaConfig {
   std::int64_t topic_partitions = 4;        // 1..100000, for topics delayd creates
   std::int64_t topic_replication = 1;       // 1..32767, for topics delayd creates
   std::int64_t message_timeout_ms = 30000;  // 1..2^31-1, librdkafka delivery timeout
+  // 1000..2^31-1: how long a ready topic may be missing (deleted under delayd) before its jobs
+  // are dead-lettered; until then they wait without spending attempts.
+  std::int64_t missing_topic_timeout_ms = 600000;
   PropertyMap properties;                   // every client: consumer, producer, admin
   PropertyMap consumer_properties;          // the ingest consumer only
   PropertyMap producer_properties;          // the ready/DLQ producer only

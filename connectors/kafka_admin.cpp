@@ -17,6 +17,9 @@ struct KafkaDeleter {
 struct NewTopicDeleter {
   void operator()(rd_kafka_NewTopic_t* t) const noexcept { rd_kafka_NewTopic_destroy(t); }
 };
+struct DeleteTopicDeleter {
+  void operator()(rd_kafka_DeleteTopic_t* t) const noexcept { rd_kafka_DeleteTopic_destroy(t); }
+};
 struct AdminOptionsDeleter {
   void operator()(rd_kafka_AdminOptions_t* o) const noexcept { rd_kafka_AdminOptions_destroy(o); }
 };
@@ -32,6 +35,7 @@ struct MetadataDeleter {
 
 using KafkaPtr = std::unique_ptr<rd_kafka_t, KafkaDeleter>;
 using NewTopicPtr = std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter>;
+using DeleteTopicPtr = std::unique_ptr<rd_kafka_DeleteTopic_t, DeleteTopicDeleter>;
 using AdminOptionsPtr = std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptionsDeleter>;
 using QueuePtr = std::unique_ptr<rd_kafka_queue_t, QueueDeleter>;
 using EventPtr = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
@@ -184,6 +188,43 @@ void KafkaAdmin::ensure_topics(const std::vector<std::string>& topics, int parti
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, remaining_ms(deadline))));
   }
+}
+
+void KafkaAdmin::delete_topics(const std::vector<std::string>& topics, int timeout_ms) {
+  std::vector<DeleteTopicPtr> owned;
+  std::vector<rd_kafka_DeleteTopic_t*> raw;
+  for (const auto& name : topics) {
+    owned.emplace_back(rd_kafka_DeleteTopic_new(name.c_str()));
+    raw.push_back(owned.back().get());
+  }
+  std::array<char, 512> errstr{};
+  AdminOptionsPtr options(rd_kafka_AdminOptions_new(impl_->rk.get(), RD_KAFKA_ADMIN_OP_DELETETOPICS));
+  const int budget = std::max(timeout_ms, 1);
+  if (rd_kafka_AdminOptions_set_request_timeout(options.get(), budget, errstr.data(), errstr.size()) ||
+      rd_kafka_AdminOptions_set_operation_timeout(options.get(), budget, errstr.data(), errstr.size())) {
+    throw KafkaError(std::string("kafka admin options: ") + errstr.data());
+  }
+  QueuePtr queue(rd_kafka_queue_new(impl_->rk.get()));
+  rd_kafka_DeleteTopics(impl_->rk.get(), raw.data(), raw.size(), options.get(), queue.get());
+  EventPtr event(rd_kafka_queue_poll(queue.get(), budget + 1000));
+  if (!event) throw KafkaError("kafka delete topics: no answer within " + std::to_string(budget) + " ms");
+  if (rd_kafka_event_error(event.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    throw KafkaError(std::string("kafka delete topics: ") + rd_kafka_event_error_string(event.get()));
+  }
+  const rd_kafka_DeleteTopics_result_t* result = rd_kafka_event_DeleteTopics_result(event.get());
+  if (result == nullptr) throw KafkaError("kafka delete topics: unexpected event type");
+  std::size_t count = 0;
+  const rd_kafka_topic_result_t** results = rd_kafka_DeleteTopics_result_topics(result, &count);
+  std::string failures;
+  for (std::size_t i = 0; i < count; ++i) {
+    const rd_kafka_resp_err_t err = rd_kafka_topic_result_error(results[i]);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) continue;
+    const char* why = rd_kafka_topic_result_error_string(results[i]);
+    if (!failures.empty()) failures += "; ";
+    failures += std::string("kafka topic '") + rd_kafka_topic_result_name(results[i]) +
+                "' could not be deleted: " + (why != nullptr ? why : rd_kafka_err2str(err));
+  }
+  if (!failures.empty()) throw KafkaError(failures);
 }
 
 std::optional<int> KafkaAdmin::partition_count(const std::string& topic, int timeout_ms) {

@@ -36,6 +36,11 @@ class KafkaAdmin {
   void ensure_topics(const std::vector<std::string>& topics, int partitions, int replication_factor,
                      int timeout_ms = 30000);
 
+  // Deletes `topics` (one that does not exist counts as deleted); returns once the controller
+  // has accepted the deletion. For tools, tests and benchmarks: delayd itself never deletes.
+  // Throws KafkaError naming the topic and the broker's reason, or the timeout.
+  void delete_topics(const std::vector<std::string>& topics, int timeout_ms = 30000);
+
   // The topic's partition count from fresh cluster metadata; nullopt if the topic does not exist.
   // Throws KafkaError if the cluster cannot be asked within timeout_ms.
   std::optional<int> partition_count(const std::string& topic, int timeout_ms = 5000);

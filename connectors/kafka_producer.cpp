@@ -54,7 +54,8 @@ DeliveryError classify(RdKafka::ErrorCode err, RdKafka::Message::Status status) 
       return DeliveryError::too_large;
     case RdKafka::ERR__UNKNOWN_TOPIC:
     case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
-    case RdKafka::ERR__UNKNOWN_PARTITION:
+    case RdKafka::ERR__UNKNOWN_PARTITION:  // a deleted topic's partitions vanish before the topic
+      return DeliveryError::unknown_topic;
     case RdKafka::ERR_TOPIC_EXCEPTION:
     case RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED:
     case RdKafka::ERR_CLUSTER_AUTHORIZATION_FAILED:

@@ -63,8 +63,9 @@ enum class DeliveryError : std::uint8_t {
   possibly_persisted,  // unknown: it timed out or was purged while in flight, so the broker may
                        // have written it; a retry may duplicate it
   too_large,           // over a size limit (the producer's message.max.bytes or the topic's)
-  permanent,           // Kafka refused it for good: unknown topic or partition, authorization,
-                       // invalid record, policy
+  unknown_topic,       // the topic or its partition does not exist (deleted, or not created
+                       // yet): not written; the record can go once the topic is there again
+  permanent,           // Kafka refused it for good: authorization, invalid record, policy
   fatal,               // the producer instance is broken (an idempotence fatal error); only a
                        // new instance can write again (KafkaProducer::recover_if_fatal)
 };

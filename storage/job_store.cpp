@@ -498,11 +498,11 @@ Transition JobStore::one(Script script, std::string_view shard, Command args, st
 }
 
 Transition JobStore::release(std::string_view shard, const std::string& job_id, std::string_view error,
-                             std::int64_t retry_at, ReleaseOptions options) {
+                             std::int64_t retry_at, ReleaseOptions options, std::int64_t now_ms) {
   return one(Script::release, shard,
              {job_id, std::string(error), options.refund ? "1" : "0", options.keep_firing ? "1" : "0",
               std::to_string(retry_at)},
-             0);
+             now_ms);
 }
 
 Transition JobStore::mark_failed(std::string_view shard, const std::string& job_id, std::string_view reason,

@@ -271,8 +271,9 @@ class JobStore {
     bool refund = false;
     bool keep_firing = false;
   };
+  // `now_ms` stamps the retry in the job's history.
   Transition release(std::string_view shard, const std::string& job_id, std::string_view error, std::int64_t retry_at,
-                     ReleaseOptions options);
+                     ReleaseOptions options, std::int64_t now_ms);
   // Attempts exhausted (the broker has already written the dead-letter record), or the payload
   // unreadable.
   Transition mark_failed(std::string_view shard, const std::string& job_id, std::string_view reason,

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -84,4 +86,138 @@ TEST_CASE("a Redis outage delays jobs but loses none", "[e2e][outage]") {
   std::stringstream text;
   text << log.rdbuf();
   CHECK_THAT(text.str(), Catch::Contains("redis unavailable"));
+}
+
+namespace {
+
+std::string log_text(const World& w) {
+  std::ifstream log(w.log_path);
+  std::stringstream text;
+  text << log.rdbuf();
+  return text.str();
+}
+
+std::size_t count_lines(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+std::size_t count_id_prefix(const std::vector<delayd::connectors::Record>& recs, const std::string& prefix) {
+  std::size_t n = 0;
+  for (const auto& r : recs) n += header(r, "job-id").value_or("").rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
+}
+
+// Publishes `n` jobs "<prefix>-<i>" due at `at` and waits until Kafka has them.
+void publish_due(Publisher& pub, const std::string& prefix, int n, std::int64_t at) {
+  for (int i = 0; i < n; ++i) {
+    const std::string id = prefix + "-" + std::to_string(i);
+    pub.send(job_at(id, at, "v", id));
+  }
+  pub.flush();
+}
+
+}  // namespace
+
+// A ready topic deleted under delayd while its jobs fall due. With kafka.create_topics on, the
+// topic is created again and every job goes out; the log says so once, not once per job.
+TEST_CASE("a ready topic deleted under delayd is created again and its jobs go out", "[e2e][outage][topics]") {
+  World w("topic-gone");
+  w.settings["DELAYD_KAFKA_CREATE_TOPICS"] = "true";
+  w.create_topics({"orders"});
+  DelaydProcess delayd(w);
+  delayd.start();
+  Publisher pub(w);
+  Collector ready(w, {w.ready_topic("orders")});
+  REQUIRE(ready.wait_assigned());
+  // One delivery first, so that the producer knows the topic before it goes.
+  publish_due(pub, "warm", 1, now_ms());
+  REQUIRE(ready.collect_until([](const auto& recs) { return count_id_prefix(recs, "warm") == 1; },
+                              std::chrono::seconds(30)));
+
+  delayd::connectors::KafkaAdmin admin({{"bootstrap.servers", w.bootstrap}});
+  admin.delete_topics({w.ready_topic("orders")});
+  constexpr int kJobs = 300;
+  publish_due(pub, "gone", kJobs, now_ms() + 1000);
+
+  // The collector's consumer saw the old topic deleted: a fresh one reads the new topic.
+  Collector after(w, {w.ready_topic("orders")});
+  const bool all = after.collect_until(
+      [&](const auto& recs) { return count_id_prefix(recs, "gone") >= static_cast<std::size_t>(kJobs); },
+      std::chrono::seconds(120));
+  CHECK(delayd.stop() == 0);
+  const std::string log = log_text(w);
+  INFO(log.substr(log.size() > 4000 ? log.size() - 4000 : 0));
+  REQUIRE(all);
+  JobReader redis(w);
+  std::vector<std::string> ids;
+  for (int i = 0; i < kJobs; ++i) ids.push_back("gone-" + std::to_string(i));
+  const auto states = redis.states(ids);
+  CHECK(std::count(states.begin(), states.end(), "ready") == kJobs);
+  // No attempt was spent on the missing topic: every job went out on its first attempt.
+  const auto attempts = redis.fields(ids, "attempt");
+  CHECK(std::count(attempts.begin(), attempts.end(), "1") == kJobs);
+  // Said once for the topic, not once per job.
+  CHECK(count_lines(log, "does not exist: its jobs wait") == 1);
+  CHECK(count_lines(log, "failed (") <= 3);
+  std::printf("missing topic (create_topics on): %d of %d jobs delivered after the topic was deleted; "
+              "%zu log lines about the missing topic, %zu about failed attempts\n",
+              static_cast<int>(std::count(states.begin(), states.end(), "ready")), kJobs,
+              count_lines(log, "does not exist"), count_lines(log, "failed ("));
+}
+
+// With kafka.create_topics off, the jobs of a missing topic wait without spending attempts,
+// /healthz says which topic is missing, and only after kafka.missing_topic_timeout_ms are they
+// dead-lettered, with a reason a person can read.
+TEST_CASE("with topic creation off, a missing ready topic's jobs wait, then are dead-lettered after the timeout",
+          "[e2e][outage][topics]") {
+  World w("topic-missing");
+  w.settings["DELAYD_KAFKA_MISSING_TOPIC_TIMEOUT_MS"] = "4000";
+  const std::uint16_t port = free_port();
+  w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(port);
+  w.create_topics({"orders"});
+  delayd::connectors::KafkaAdmin admin({{"bootstrap.servers", w.bootstrap}});
+  admin.delete_topics({w.ready_topic("orders")});
+  DelaydProcess delayd(w);
+  delayd.start();
+  Publisher pub(w);
+  Collector dlq(w, {w.dlq_topic});
+  constexpr int kJobs = 50;
+  const std::int64_t due = now_ms() + 500;
+  publish_due(pub, "lost", kJobs, due);
+
+  // While it waits: /healthz degraded, naming the topic.
+  std::string health;
+  dlq.collect_until(
+      [&](const auto&) {
+        health = http_get(port, "/healthz");
+        return health.find(w.ready_topic("orders")) != std::string::npos;
+      },
+      std::chrono::seconds(60));  // librdkafka says "unknown topic" after topic.metadata.propagation.max.ms (30 s)
+  CHECK_THAT(health, Catch::Contains("degraded") && Catch::Contains(w.ready_topic("orders")));
+
+  REQUIRE(dlq.collect_until([&](const auto& recs) { return recs.size() >= static_cast<std::size_t>(kJobs); },
+                            std::chrono::seconds(90)));
+  CHECK(delayd.stop() == 0);
+  std::int64_t first_dead = 0;
+  for (const auto& r : dlq.records()) {
+    CHECK_THAT(header(r, "error").value_or(""), Catch::Contains("has not existed for"));
+    // Not before the timeout: the topic was missing at least that long.
+    CHECK(r.timestamp_ms >= due + 4000);
+    first_dead = first_dead == 0 ? r.timestamp_ms : std::min(first_dead, r.timestamp_ms);
+  }
+  JobReader redis(w);
+  std::vector<std::string> ids;
+  for (int i = 0; i < kJobs; ++i) ids.push_back("lost-" + std::to_string(i));
+  const auto states = redis.states(ids);
+  CHECK(std::count(states.begin(), states.end(), "failed") == kJobs);
+  const std::string log = log_text(w);
+  CHECK(count_lines(log, "does not exist: its jobs wait") == 1);
+  CHECK(count_lines(log, "failed (") <= 3);
+  std::printf("missing topic (create_topics off): %d of %d jobs dead-lettered, the first %lld ms after due; "
+              "%zu log lines about the missing topic\n",
+              static_cast<int>(std::count(states.begin(), states.end(), "failed")), kJobs,
+              static_cast<long long>(first_dead - due), count_lines(log, "does not exist"));
 }

@@ -271,8 +271,9 @@ TEST_CASE_METHOD(Fixture,
   CHECK_FALSE(t.changed);
   CHECK(t.state == JobState::in_flight);
   CHECK(field("k2", "state") == "delay");
-  store.release(shard, "k2", "broker down", 5000, {});
+  store.release(shard, "k2", "broker down", 1000 + 4000, {}, 1000);
   CHECK(field("k2", "last_error") == "broker down");                         // free text survives the record's one line
+  CHECK(field("k2", "history") == "1000 retry 1 broker%20down");             // stamped with the caller's now
   CHECK(field("k2", "deliver_at") == "100");                                 // the record keeps its deliver-at
   CHECK(pending() == std::vector<PendingEntry>{{"k3", 100}, {"k2", 5000}});  // k1 was cancelled
   auto score = redis.command({"ZSCORE", keys.pending(shard), "k2"});
@@ -413,10 +414,10 @@ TEST_CASE_METHOD(Fixture,
   store.accept(std::vector<NewJob>{job("o", 5), job("p", 5)}, 0);
   store.claim(shard, Ids{"o", "p"}, 5);
   CHECK(field("o", "attempt") == "1");
-  store.release(shard, "o", "timed out before sending", 100, {.refund = true, .keep_firing = false});
+  store.release(shard, "o", "timed out before sending", 100, {.refund = true, .keep_firing = false}, 1000);
   CHECK(field("o", "attempt") == "0");
   CHECK(field("o", "firing_at") == "<nil>");
-  store.release(shard, "p", "timed out in flight", 100, {.refund = true, .keep_firing = true});
+  store.release(shard, "p", "timed out in flight", 100, {.refund = true, .keep_firing = true}, 1000);
   CHECK(field("p", "attempt") == "0");
   CHECK(field("p", "firing_at") == "5");
   CHECK(store.cancel(shard, "p", 50).state == JobState::in_flight);  // no cancel can win against a maybe-written record
@@ -577,7 +578,7 @@ TEST_CASE_METHOD(TwoOwners, "a stale owner's claim, release and failure are refu
 
   // The old owner's failed attempt cannot wipe the new owner's in-flight entry (a cancel would
   // then win against the new owner's record) nor re-score the job.
-  CHECK_THROWS_AS(store.release(shard, "a", "timed out", 5000, {}), ShardFenced);
+  CHECK_THROWS_AS(store.release(shard, "a", "timed out", 5000, {}, 1000), ShardFenced);
   CHECK(in_flight_entry("a") == "2 11 " + std::to_string(new_epoch));
   CHECK(pending() == std::vector<PendingEntry>{{"a", 10}, {"b", 10}});
   auto cancel = store.cancel(shard, "a", 12);
@@ -587,7 +588,7 @@ TEST_CASE_METHOD(TwoOwners, "a stale owner's claim, release and failure are refu
   CHECK(field("a", "state") == "delay");
 
   // The new owner's own retry is accepted.
-  auto r = other.release(shard, "b", "broker not available", 20, {.refund = true, .keep_firing = false});
+  auto r = other.release(shard, "b", "broker not available", 20, {.refund = true, .keep_firing = false}, 1000);
   CHECK(r.changed);
 }
 
