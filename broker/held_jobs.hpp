@@ -17,14 +17,15 @@
 // Threading: owned by the scheduling loop's thread.
 #pragma once
 
-#include "wheel/timing_wheel.hpp"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
+
+#include "base/debug_assert.hpp"
+#include "wheel/timing_wheel.hpp"
 
 namespace delayd::broker {
 
@@ -60,6 +61,7 @@ class HeldJobs {
   }
   // Precondition: !find(job.shard, job.job_id).
   Slot insert(HeldJob job) {
+    DELAYD_ASSERT(!find(job.shard, job.job_id), "a job is held at most once", job.shard, job.job_id, size());
     Slot s;
     if (!free_.empty()) {
       s = free_.back();
@@ -73,10 +75,18 @@ class HeldJobs {
     return s;
   }
   // Precondition: s is a live slot.
-  HeldJob& at(Slot s) { return *slots_[s]; }
-  const HeldJob& at(Slot s) const { return *slots_[s]; }
+  HeldJob& at(Slot s) {
+    DELAYD_ASSERT(live(s), "only a live slot is read", s, slots_.size());
+    return *slots_[s];
+  }
+  const HeldJob& at(Slot s) const {
+    DELAYD_ASSERT(live(s), "only a live slot is read", s, slots_.size());
+    return *slots_[s];
+  }
   bool live(Slot s) const { return s < slots_.size() && slots_[s].has_value(); }
+  // Precondition: s is a live slot. Postcondition: !live(s), and its (shard, job-id) is not found.
   void erase(Slot s) {
+    DELAYD_ASSERT(live(s), "only a live slot is erased (erasing twice would free it twice)", s, slots_.size());
     index_.erase(s);  // before the slot is emptied: the index reads its id
     slots_[s].reset();
     free_.push_back(s);
@@ -111,7 +121,9 @@ class HeldJobs {
       return std::hash<std::string_view>{}(key_of.job_id) ^ (key_of.shard * 0x9e3779b97f4a7c15ULL);
     }
     template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const { return key(a) == key(b); }
+    bool operator()(const A& a, const B& b) const {
+      return key(a) == key(b);
+    }
   };
 
   std::vector<std::optional<HeldJob>> slots_;

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "base/debug_assert.hpp"
+
 namespace delayd::broker {
 
 Scheduler::Scheduler(SchedulerOptions options, std::int64_t now_ms, storage::JobStore& store)
@@ -82,9 +84,12 @@ bool Scheduler::hold(std::uint32_t shard, const std::string& job_id, std::int64_
   const Slot slot = held_.insert(HeldJob{.job_id = job_id, .due_at = due_at, .timer = {}, .shard = shard});
   // A deadline in the past fires on the next advance; that is how overdue jobs go out at once.
   auto r = wheel_.schedule(to_wheel(due_at), slot);
+  DELAYD_ASSERT(r.status == wheel::ScheduleStatus::scheduled,
+                "the wheel takes every held job: refill caps each horizon below wheel_now() + range()", job_id, due_at,
+                to_wheel(due_at), wheel_.now(), wheel_.range());
   if (r.status != wheel::ScheduleStatus::scheduled) {
-    // Cannot happen while horizons stay below wheel_now() + range (refill caps them so), but
-    // if it did, Redis still has the job: forget it here rather than hold it without a timer.
+    // The safe fallback in a release build if the invariant broke: Redis still has the job, so
+    // forget it here rather than hold it without a timer.
     held_.erase(slot);
     return false;
   }

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/debug_assert.hpp"
+
 namespace delayd::wheel {
 
 namespace {
@@ -52,6 +54,8 @@ unsigned TimingWheel::level_for(std::uint64_t tick) const noexcept {
 }
 
 void TimingWheel::file(const TimerEntry& entry, std::uint64_t tick) {
+  DELAYD_ASSERT(tick > cursor_ && tick - cursor_ < span_, "only a deadline inside the levels' window is filed", tick,
+                cursor_, span_);
   const unsigned level = level_for(tick);
   const auto slot = static_cast<std::size_t>((tick >> (level * bits_)) & slot_mask_);
   Level& lv = levels_[level];
@@ -103,7 +107,9 @@ std::optional<std::uint64_t> TimingWheel::next_expiry() const noexcept {
   if (pending_ == 0) return std::nullopt;
   if (!due_.empty()) return to_caller(cursor_);
   const std::optional<SlotRef> next = earliest_slot();
-  if (!next) return std::nullopt;  // unreachable while pending_ > 0; kept for safety
+  DELAYD_ASSERT(next.has_value(), "a pending timer is on the due list or in an occupied slot", pending_, cursor_,
+                levels_[0].entries, levels_[1].entries, levels_[2].entries);
+  if (!next) return std::nullopt;  // the safe answer in a release build if the invariant broke
   const std::uint64_t tick = next->level == 0 ? next->start : levels_[next->level].min_tick[next->slot];
   return to_caller(tick);
 }
@@ -119,23 +125,27 @@ void TimingWheel::open_slot(const SlotRef& ref) {
   if (ref.level == 0) {
     // A level-0 slot is a single tick, now reached: the whole chain becomes the due list.
     // The due list is empty here (advance() opens a slot only after draining it).
+    DELAYD_ASSERT(due_.empty(), "a level-0 slot is opened only once the due list is drained", due_.size(), cursor_);
     due_ = std::move(slot);
     return;
   }
   // Re-file against the new cursor. Orphans are dropped here: this is where a cancelled timer's
   // index is reclaimed and, with the chunk, its memory.
-  slot.drain(pool_, [this](const TimerEntry& entry) {
-    if (!handles_.pending(entry.index)) {
-      handles_.release(entry.index, entry.generation);
-      return;
-    }
-    const std::uint64_t tick = tick_of(entry.deadline);
-    if (tick == cursor_) {
-      due_.push_back(entry, pool_);
-    } else {
-      file(entry, tick);
-    }
-  }, [this](const TimerEntry& entry) { handles_.prefetch_pending(entry.index); });
+  slot.drain(
+      pool_,
+      [this](const TimerEntry& entry) {
+        if (!handles_.pending(entry.index)) {
+          handles_.release(entry.index, entry.generation);
+          return;
+        }
+        const std::uint64_t tick = tick_of(entry.deadline);
+        if (tick == cursor_) {
+          due_.push_back(entry, pool_);
+        } else {
+          file(entry, tick);
+        }
+      },
+      [this](const TimerEntry& entry) { handles_.prefetch_pending(entry.index); });
 }
 
 std::size_t TimingWheel::release_due(std::size_t budget, std::vector<Expired>& out) {
