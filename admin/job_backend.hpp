@@ -1,5 +1,5 @@
 // StoreJobBackend: the admin endpoint's access to jobs, through its own Redis client and Kafka
-// producer (never the scheduling loop's): GET /jobs/{id} reads the job's hash, DELETE /jobs/{id}
+// producer (never the scheduling loop's): GET /jobs/{id} reads the job's record, DELETE /jobs/{id}
 // cancels as `delayctl cancel` does (a cancel record on the ingest topic, so the instance owning
 // the job drops it from its wheel, then Redis watched for the outcome), and the pending counts
 // per shard come from JobStore::stats(); the overview from stats() and due_counts() (two round

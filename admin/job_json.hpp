@@ -1,5 +1,6 @@
-// JSON views of what Redis holds, for delayctl and people: a job (its hash, with headers decoded
-// and times also in RFC 3339) and the store's statistics.
+// JSON views of what Redis holds, for delayctl and people: a job (its record's fields as
+// JobStore::get() gives them, with headers decoded and times also in RFC 3339) and the store's
+// statistics.
 // Binary keys, values or headers are rendered with invalid UTF-8 replaced (U+FFFD): the JSON is
 // for reading, Redis keeps the exact bytes.
 // Threading: pure functions.

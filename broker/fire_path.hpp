@@ -8,7 +8,7 @@
 //                without waiting for room in its queue. Claiming ahead takes the Redis round
 //                trip out of the moment of delivery: at the due instant only the producer
 //                call is left, so a slow ingest batch or refill cannot make a record late. Jobs
-//                that cannot be delivered (finished already, corrupt, no readable hash) are set
+//                that cannot be delivered (finished already, corrupt, no readable record) are set
 //                aside in Redis after the dispatch loop, which itself does no I/O and cannot
 //                throw half-way through a batch.
 //   on_report()  the producer's report handler forwards reports of this path's tags here.
@@ -37,9 +37,9 @@
 // headers; a copy that fails otherwise sends the job round again (attempt refunded).
 //
 // The ready record: on the topic the configured template names for the job's business; the
-// job's key and value, the producer's headers (less deliver-at, job-id, attempt and business),
-// then business, job-id, deliver-at (epoch ms), attempt (from 1), and repeat (the occurrence,
-// from 1) for a repeating job.
+// job's key and value, the producer's headers (less deliver-at, job-id, attempt, business and
+// repeat), then business, job-id, deliver-at (epoch ms), attempt (from 1), and repeat (the
+// occurrence, from 1) for a repeating job.
 //
 // The lifecycle (README, "Job lifecycle"; the business's policy, config/business_policy.hpp):
 // a claim may come back marked dead (a failed report used the last attempt) or as a
@@ -55,7 +55,7 @@
 // Fencing (storage/job_store.hpp): a claim, retry or failure that Redis refuses because another
 // member took the shard (ShardFenced) makes this path give the shard up at once (lose()): its
 // waiting jobs leave the wheel, its held records are dropped unsent, and reports of records
-// already produced still mark them ready. A record held back longer than fence_recheck_ms (the
+// already produced still mark them ready. A record held back longer than fence_recheck (the
 // loop was stopped or starved meanwhile, e.g. SIGSTOP past the session timeout) is sent only
 // after Redis confirmed the fences again, so a paused broker that wakes up produces nothing
 // for shards that moved. A dead-letter copy is written only for a shard still ours.
@@ -92,7 +92,7 @@ struct FireOptions {
   std::int64_t retry_backoff_ms = 500;
   std::int64_t retry_backoff_max_ms = 30000;
   std::string dlq_topic = "delay-ingest.dlq";
-  std::int64_t retry_outage_ms = 1000;                    // delay before retrying a transient failure
+  std::int64_t retry_outage_ms = 1000;                    // retry delay of every failure that costs no attempt
   std::size_t max_unsettled = 100'000;                    // fire_due() pauses while this many await reports
   std::string ready_topic_template = "ready.{business}";  // the ready topic of a job's business
   // How long before its deliver_at a job is claimed; its record then waits in memory. A cancel
@@ -123,7 +123,7 @@ struct FireCounters {
   std::uint64_t produced = 0;
   std::uint64_t delivered = 0;
   std::uint64_t retried = 0;         // attempts Kafka refused (counted)
-  std::uint64_t retried_outage = 0;  // attempts lost to an outage (not counted)
+  std::uint64_t retried_outage = 0;  // attempts not counted: an outage, or a missing ready topic
   std::uint64_t failed = 0;
   std::uint64_t set_aside = 0;  // corrupt or unreadable jobs moved out of the way
   std::uint64_t dropped_stale = 0;

@@ -11,9 +11,9 @@
 //   - phase == waiting  <=> the job has a live timer in the wheel.
 // Memory: one entry costs 64 bytes in the slot table plus a 40-byte index node and bucket (the
 // index stores slot numbers only and reads the shard and job-id from the slot, so the id is kept
-// once),
-// plus the id's own heap block when it is longer than 15 characters; the wheel adds 24 bytes
-// per timer. Only jobs within the load window or in flight are held.
+// once), plus the id's own heap block when it is longer than 15 characters; the wheel adds about
+// 28 bytes per timer (a 24-byte entry, a 4-byte generation and a pending bit: timing_wheel.hpp).
+// Only jobs within the load window or in flight are held.
 // Threading: owned by the scheduling loop's thread.
 #pragma once
 

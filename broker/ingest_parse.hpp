@@ -1,6 +1,7 @@
 // The ingest contract: turns one record read from the ingest topic into a job to schedule, a
-// cancel request, or a reason to dead-letter it. Pure and total: no I/O, no clock, no exception
-// on any input (only std::bad_alloc can escape), so a hostile record can never stall a partition.
+// cancel or reschedule request, or a reason to dead-letter it (and a status-topic record into a
+// report, parse_status()). Pure and total: no I/O, no clock, no exception on any input (only
+// std::bad_alloc can escape), so a hostile record can never stall a partition.
 //
 // Headers (names matched exactly and case-sensitively; if a name repeats, the first counts):
 //   op          "schedule" (default), "cancel" or "reschedule".
@@ -33,9 +34,9 @@
 //
 // Invariants of a ScheduleJob: 0 <= deliver_at_ms <= kMaxEpochMs; job_id is non-empty;
 // ready_topic is a legal Kafka topic name other than the ingest and DLQ topics; `carried` holds
-// the record's headers in their order, minus every deliver-at, job-id, attempt and business
-// header (the broker writes its own normalized ones on the ready record; business is kept once,
-// in the job record, not twice).
+// the record's headers in their order, minus every deliver-at, job-id, attempt, business and
+// repeat header (the broker writes its own normalized ones on the ready record; business is kept
+// once, in the job record, not twice).
 // Threading: pure functions over their arguments; callable from any thread.
 #pragma once
 

@@ -6,10 +6,11 @@
 //             offered to the scheduler, which holds it at once if it is due within the shard's
 //             loaded horizon (the ingest half of the horizon invariant, scheduler.hpp).
 //   cancel    cancelled in Redis if still pending and not in flight, then dropped from the wheel.
-//             The job is looked for in the cancel's own shard first, then in every shard. An id
-//             found nowhere is remembered in the cancel's shard for cancel_memory_s: a job that
-//             arrives there in time (published with the same Kafka key as its cancel, it lands
-//             in the same partition) is accepted straight into cancelled, never delivered.
+//             The job is looked for in the cancel's own shard first, then in every known shard
+//             (<prefix>:shards). An id found nowhere is remembered for cancel_memory_s in every
+//             known shard, the cancel's own included (JobStore::cancel_anywhere): a job that
+//             arrives in any of them in time is accepted straight into cancelled, never
+//             delivered.
 //   reschedule  moved in Redis if still pending and not in flight (its shard's owner is woken
 //             through the wake list; if that is this instance, the timer moves at once). Too
 //             late (in flight) or unknown: logged and counted, nothing else.

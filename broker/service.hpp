@@ -25,13 +25,13 @@
 //               batches await their dead-letter acknowledgements, reading ingest pauses.
 //   one job or  a record that breaks the ingest contract or is too large to deliver
 //   one record  (dead-lettered with the reason, without its value if it is too large even for
-//               the dead-letter topic); a job hash or payload that cannot be read, or a pending
-//               entry without a readable hash (set aside: state failed with "corrupt job
+//               the dead-letter topic); a job record or payload that cannot be read, or a pending
+//               entry without a readable record (set aside: state failed with "corrupt job
 //               record: ...", or the entry moved to the shard's quarantine hash); a ready record
 //               Kafka refuses as too large (failed after one attempt) or refuses for good
 //               (failed after max_attempts). Each is logged once, counted, and the rest flows.
-//   fatal       a bad configuration at start-up (exit 2, before this class runs), an admin
-//               address that cannot be bound, or a producer fatal error that keeps coming back
+//   fatal       a bad configuration or an admin address that cannot be bound (exit 2 from
+//               main(), before this class runs), or a producer fatal error that keeps coming back
 //               on fresh producers (more than 5 in a minute): run() returns 1.
 // Anything else thrown in a turn (an error reply nobody anticipated, a bug) is treated as
 // transient: logged once per distinct message, reported as degraded, retried with backoff.
@@ -72,8 +72,9 @@ namespace delayd::broker {
 class Service {
  public:
   explicit Service(config::Config config) : config_(std::move(config)) {}
-  // Returns the process exit status: 0 after a clean stop, 1 if start-up failed for good or a
-  // fatal error (see the error model) stopped the loop.
+  // Returns the process exit status: 0 after a clean stop (also when the stop came while
+  // start-up was still retrying), 1 if a fatal error (see the error model) stopped the loop.
+  // Throws if the loop's Kafka clients cannot be built (a property librdkafka refuses).
   // `publish`, if given, receives a snapshot of the loop's state about five times a second
   // (the admin endpoint serves it).
   int run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish = {});

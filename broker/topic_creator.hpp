@@ -4,10 +4,13 @@
 // Kafka is slow), so it runs on a thread of its own with its own admin client. The loop only
 // asks (request(), which never blocks on Kafka) and goes on; a job accepted for a topic that is
 // still being created is held like any other, and if it falls due first its delivery fails
-// with "unknown topic" and is retried with backoff until the topic is there.
+// as unknown_topic: retried every retry_outage_ms without spending attempts until the topic is
+// there, and dead-lettered only if it stays missing for kafka.missing_topic_timeout_ms
+// (fire_path.hpp).
 // A failed creation is retried with backoff (1 s doubling to 60 s) for as long as delayd runs.
 // A topic that disappears later (deleted by an operator) is asked for again by recreate(), which
-// the fire path calls when a delivery finds the topic unknown.
+// the service calls through FireOptions::on_missing_topic when a delivery finds the topic
+// unknown.
 //
 // The cap: every ready topic name is a business name a producer chose, so with creation on, a
 // producer could make delayd create topics without end. request() refuses a topic that would be
@@ -15,8 +18,9 @@
 // its records (kafka.max_ready_topics; an allow-list of businesses is the stronger guard, see
 // IngestRules::allowed_businesses).
 //
-// Threading: request() and requested() from the scheduling loop's thread; the worker thread owns
-// the admin client. The destructor stops and joins the worker (it may wait for one admin call).
+// Threading: request(), recreate() and requested() from the scheduling loop's thread; the worker
+// thread owns the admin client. The destructor stops and joins the worker (it may wait for one
+// admin call).
 #pragma once
 
 #include "connectors/kafka_admin.hpp"

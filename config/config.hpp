@@ -164,9 +164,6 @@ struct Config {
   std::map<std::string, std::string> origins;
   // Things worth a log line at start-up that are not errors (unknown DELAYD_* variables).
   std::vector<std::string> warnings;
-
-  // redis.url combined with redis.password and redis.db. Throws ConfigError if the url is bad,
-  // which cannot happen for a Config that passed validate_config().
 };
 
 // Throws ConfigError for the first setting out of its range or otherwise invalid.
@@ -188,8 +185,10 @@ enum class KafkaClient { consumer, producer, admin };
 
 // bootstrap.servers (and group.id for the consumer, message.timeout.ms for the producer), then
 // kafka.properties, then the client's own table. Names are unique; a later table wins.
-// Validation refuses passthrough entries for the three properties delayd sets itself, so a
-// passthrough can never silently contradict kafka.bootstrap, group_id or message_timeout_ms.
+// Validation refuses passthrough entries for the properties delayd sets itself and their
+// librdkafka aliases (bootstrap.servers, metadata.broker.list, group.id, message.timeout.ms,
+// delivery.timeout.ms), so a passthrough can never silently contradict kafka.bootstrap,
+// group_id or message_timeout_ms.
 KafkaProperties kafka_properties(const Config& config, KafkaClient client);
 
 // DELAYD_* variables of this process. Tests pass their own map instead.

@@ -1,5 +1,5 @@
 // The Redis connection settings of a loaded Config, in the form storage takes them.
-// Threading: pure function.
+// Threading: redis_options() is a pure function; make_redis_client() connects to Redis.
 #pragma once
 
 #include <memory>

@@ -1,9 +1,9 @@
-// JobState: the states a job hash can be in, parsed once where Redis replies are read.
+// JobState: the states a job record can be in, parsed once where Redis replies are read.
 //
 // Stored as text, the first word of the job record ("delay", "ready", "running", "finished",
 // "cancelled", "failed"), which is what a person reads with `redis-cli GET`. The other values never are
-// stored: they describe what a call found (`missing`: no hash; `in_flight`: a cancel met a job
-// whose record may be on its way; `corrupt`: the hash exists but its fields cannot be trusted).
+// stored: they describe what a call found (`missing`: no record; `in_flight`: a cancel met a job
+// whose record may be on its way; `corrupt`: the key exists but holds no record that parses).
 // Threading: pure functions.
 #pragma once
 
@@ -38,7 +38,7 @@ constexpr std::string_view to_string(JobState s) {
   return "corrupt";
 }
 
-// Any text the scripts or a stored hash may hold; nullopt for anything else.
+// Any text the scripts or a stored record may hold; nullopt for anything else.
 constexpr std::optional<JobState> parse_job_state(std::string_view s) {
   for (JobState st : {JobState::delay, JobState::ready, JobState::running, JobState::finished, JobState::cancelled,
                       JobState::failed, JobState::missing, JobState::in_flight, JobState::corrupt}) {

@@ -13,9 +13,9 @@
 //                                                           is replayed; SET NX finds the job,
 //                                                           the script re-adds its entry, no
 //                                                           second job, first payload kept
-//   claim     in-flight entry "<attempt+1> <firing_at>"     the job is delay and pending: it is
-//             (cancel: in_flight); the record is read       loaded and claimed again after the
-//             in the same round trip, not rewritten         restart (the entry's attempt counts
+//   claim     in-flight entry "<attempt+1> <firing_at>      the job is delay and pending: it is
+//             <epoch>" (cancel: in_flight); the record is   loaded and claimed again after the
+//             read in the same round trip, not rewritten    restart (the entry's attempt counts
 //             (stale, corrupt, unreadable set aside)        both)
 //   produce   the broker's Kafka write; no Redis call       as above: delivered twice, with the
 //                                                           same job-id (at-least-once)
@@ -226,7 +226,8 @@ class JobStore {
 
   // Precondition: every job has a non-empty job_id, business and shard.
   // Postcondition: each job that is created, or exists in state delay, is in its shard's
-  // pending set. One round trip: one script call per shard and 500 jobs, pipelined.
+  // pending set. One round trip per shard (its script calls of up to 500 jobs each, pipelined),
+  // plus one SADD the first time this process meets a shard (register_shard()).
   std::vector<AcceptOutcome> accept(std::span<const NewJob> jobs, std::int64_t now_ms);
 
   // Pending entries of one shard with after < deliver_at <= upto, ascending, at most `limit`.

@@ -33,7 +33,10 @@
 //              cancelled_early, every and count (a repeating job's interval in ms and its number
 //              of occurrences), rep (the occurrence pending, from 1), rd (ack-timeout
 //              redeliveries), nb (not before: a retry's time, epoch ms), dead (a reason: the
-//              next claim dead-letters the job), h (1: the job has a history list)
+//              next claim dead-letters the job), ma (with an ack timeout: the business's
+//              max_process_attempts when the job became ready), stop (1: a repeating job
+//              cancelled while an occurrence was in flight; the series ends after it), h (1: the
+//              job has a history list)
 //              (times in epoch ms; free text percent-encoded: %20 space, %0A newline, %25 %)
 //   payload    header_codec.hpp's encoding of the record's key, value and headers; present
 //              while the job is delay, dropped when it finishes (it is on its topic by then),

@@ -13,8 +13,8 @@
 // capacity): in steady state no timer costs an allocation.
 //
 // A ChunkList does not own its chunks' memory (the pool does); it only links them. Moving a list
-// transfers the chain; a list must be emptied through the pool (clear(), pop_front(), or
-// detach()) before it is destroyed, or its chunks are lost to the pool until the wheel dies.
+// transfers the chain; a list must be emptied through the pool (clear(), pop_front() or
+// drain()) before it is destroyed, or its chunks are lost to the pool until the wheel dies.
 #pragma once
 
 #include "wheel/timer_entry.hpp"

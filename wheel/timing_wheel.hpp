@@ -104,7 +104,8 @@
 // Threading
 // ------------------------------------------------------------------------------------------
 // None. A wheel is owned by one thread at a time and no method may run concurrently with any
-// other, const ones included. The broker drives it from its single timer thread.
+// other, const ones included. The broker drives it from the scheduling loop's thread (through
+// broker/scheduler.hpp); there is no timer thread.
 //
 // ------------------------------------------------------------------------------------------
 // Invariants (checked by check_invariants())

@@ -11,8 +11,8 @@
 //   delayctl stats                                           pending count, next due, counters
 //
 // Exit status: 0 done; 1 the request was answered "no" (no such job, already delivered, ...);
-// 2 bad usage or configuration; 3 the cancel was published but delayd did not act on it in time;
-// 4 Kafka or Redis could not be reached.
+// 2 bad usage or configuration; 3 the cancel or reschedule was published but delayd did not act
+// on it in time; 4 Kafka or Redis could not be reached.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <iostream>

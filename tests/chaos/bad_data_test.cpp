@@ -1,11 +1,11 @@
 // Bad data that must neither stop delayd nor hold up the jobs beside it.
 //
 //   garbled_job        Redis holds, in one shard's pending set, a job whose deliver_at is
-//                      "garbage", an entry whose job hash does not exist, and a job whose attempt
+//                      "garbage", an entry whose job record does not exist, and a job whose attempt
 //                      is not an integer (written before delayd starts, as if left by a bug or a
 //                      hand edit). Expected: the garbled job ends failed with an error starting
 //                      "corrupt job record: " and leaves the pending set; the entry without a
-//                      hash leaves the pending set and is recorded in <prefix>:{<shard>}:quarantine
+//                      record leaves the pending set and is listed in <prefix>:{<shard>}:quarantine
 //                      (field job-id, value a reason); 200 ordinary jobs are all delivered.
 //                      For the job with a bad attempt counter the contract says nothing; this
 //                      test accepts either outcome that ends it: failed as a corrupt record, or
@@ -317,7 +317,7 @@ TEST_CASE("near_limit_record", "[chaos]") {
   for (const auto& b : bigs) {
     INFO(b.id << ": state " << b.state << ", attempt " << b.attempt << ", error " << b.error << ", last_error "
               << b.last_error << ", dead-letter copies " << b.copies);
-    // Only the near one may be refused at ingest (then there is no job hash at all).
+    // Only the near one may be refused at ingest (then there is no job record at all).
     const bool refused_at_ingest = b.id == near_id && b.state == "<none>";
     if (!refused_at_ingest) {
       CHECK(b.state == "failed");

@@ -1,5 +1,6 @@
 // Idempotency by job-id, and the three moments of a cancel: before due (wins), after delivery
-// (changes nothing), for an unknown id (ignored). Ordering within a partition is relied on:
+// (changes nothing), for an unknown id (remembered as a cancelled record, so that a job arriving
+// later with that id is never delivered). Ordering within a partition is relied on:
 // records with the same key land in the same partition and are processed in order, so a
 // "marker" job published after a request shows when the request has been handled.
 #include "broker/time_format.hpp"
