@@ -39,7 +39,7 @@ std::string format_state(std::string_view names, const Values&... values) {
   std::ostringstream out;
   std::size_t pos = 0;
   bool first = true;
-  auto one = [&](const auto& value) {
+  [[maybe_unused]] auto one = [&](const auto& value) {
     int depth = 0;
     std::size_t end = pos;
     for (; end < names.size(); ++end) {

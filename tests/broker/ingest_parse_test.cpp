@@ -85,10 +85,12 @@ TEST_CASE("a complete schedule record", "[unit][ingest]") {
 
 TEST_CASE("deliver-at: epoch milliseconds and RFC 3339 name the same instant", "[unit][ingest]") {
   for (const char* text : {"1795341600123", "2026-11-22T10:00:00.123Z", "2026-11-22t10:00:00.123z",
-                           "2026-11-22T11:00:00.123+01:00", "2026-11-22T02:00:00.123456-08:00"}) {
+                           "2026-11-22T11:00:00.123+01:00", "2026-11-22T02:00:00.123000-08:00"}) {
     INFO(text);
     CHECK(schedule_of(valid_with("deliver-at", text)).deliver_at_ms == kNoon);
   }
+  // A part of a millisecond is a later instant: due at the next millisecond, never early.
+  CHECK(schedule_of(valid_with("deliver-at", "2026-11-22T02:00:00.123456-08:00")).deliver_at_ms == kNoon + 1);
   CHECK(schedule_of(valid_with("deliver-at", "0")).deliver_at_ms == 0);
   CHECK(schedule_of(valid_with("deliver-at", "2028-02-29T00:00:00Z")).deliver_at_ms == 1835395200000);
 }

@@ -141,6 +141,7 @@ TEST_CASE_METHOD(Fixture, "one job-id in two shards is two jobs: both are held a
   CHECK(fired == std::vector<std::string>{shard, other_shard});
 
   // A cancel keyed to one shard cancels that shard's job and leaves the other's timer alone.
+  // (A second scheduler over the same Redis: it loads the two "same" jobs too.)
   Scheduler c(options(1000), T, store);
   c.assign(shard);
   c.assign(other_shard);
@@ -151,10 +152,11 @@ TEST_CASE_METHOD(Fixture, "one job-id in two shards is two jobs: both are held a
   CHECK(c.holds(shard, "twin"));
   CHECK_FALSE(c.holds(other_shard, "twin"));
   CHECK_FALSE(c.cancel(other_shard, "twin"));  // already gone
-  const auto due = c.take_due(T + 60);
-  REQUIRE(due.size() == 1);
-  CHECK(c.shard_name(c.job(due[0]).shard) == shard);
-  CHECK(c.job(due[0]).due_at == T + 50);
+  std::vector<std::pair<std::string, std::int64_t>> twins;  // (shard, due_at) of each "twin" fired
+  for (auto slot : c.take_due(T + 60)) {
+    if (c.job(slot).job_id == "twin") twins.emplace_back(c.shard_name(c.job(slot).shard), c.job(slot).due_at);
+  }
+  CHECK(twins == std::vector<std::pair<std::string, std::int64_t>>{{shard, T + 50}});
 }
 
 TEST_CASE_METHOD(Fixture, "revoke drops a shard's waiting jobs and a new assignment loads them again", "[horizon]") {

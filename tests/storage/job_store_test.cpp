@@ -273,7 +273,7 @@ TEST_CASE_METHOD(Fixture,
   CHECK(field("k2", "state") == "delay");
   store.release(shard, "k2", "broker down", 1000 + 4000, {}, 1000);
   CHECK(field("k2", "last_error") == "broker down");                         // free text survives the record's one line
-  CHECK(field("k2", "history") == "1000 retry 1 broker%20down");             // stamped with the caller's now
+  CHECK(field("k2", "history") == "1000 retry 1 broker down");               // stamped with the caller's now
   CHECK(field("k2", "deliver_at") == "100");                                 // the record keeps its deliver-at
   CHECK(pending() == std::vector<PendingEntry>{{"k3", 100}, {"k2", 5000}});  // k1 was cancelled
   auto score = redis.command({"ZSCORE", keys.pending(shard), "k2"});

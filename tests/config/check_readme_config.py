@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""README's settings tables say what `delayd --print-config` says.
+
+    check_readme_config.py <delayd executable> <README.md>
+
+The settings table (config/config_registry.cpp) is the one home of every setting's name and
+default; `delayd --print-config` with no file, no DELAYD_* variable and no flag prints exactly
+those defaults. This check reads every README table row whose first cell names settings
+(`section.key`, or `a` / `b` shorthands after a full name) and asserts:
+  - every setting delayd prints is documented in the Configuration section's table;
+  - every setting README names exists;
+  - every default README states equals delayd's (`empty (...)` is the empty string, a value
+    followed by a note in parentheses is the value).
+Exit status 0 when all agree, 1 naming each difference, 2 when it cannot run.
+"""
+import os
+import re
+import subprocess
+import sys
+import tomllib
+
+TABLES = {"properties", "consumer_properties", "producer_properties", "business"}
+
+
+def flatten(table, prefix=""):
+    """{'kafka': {'bootstrap': 'x'}} -> {'kafka.bootstrap': 'x'}; passthrough tables are left out."""
+    out = {}
+    for key, value in table.items():
+        name = prefix + key
+        if isinstance(value, dict):
+            if key not in TABLES:
+                out.update(flatten(value, name + "."))
+        elif isinstance(value, bool):
+            out[name] = "true" if value else "false"
+        else:
+            out[name] = str(value)
+    return out
+
+
+def printed_defaults(delayd):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DELAYD_")}
+    text = subprocess.run([delayd, "--print-config"], env=env, capture_output=True, text=True, timeout=30,
+                          check=True).stdout
+    settings = flatten(tomllib.loads(text))
+    # A setting with no default is printed as a comment ("# db is not set: ...").
+    section = ""
+    for line in text.splitlines():
+        m = re.match(r"^\[([\w.]+)\]$", line)
+        if m:
+            section = m.group(1)
+        m = re.match(r"^# (\w+) is not set", line)
+        if m:
+            settings[f"{section}.{m.group(1)}"] = None
+    return settings
+
+
+def cells(row):
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def names_of(cell):
+    """'`scheduler.ingest_batch` / `load_batch`' -> ['scheduler.ingest_batch', 'scheduler.load_batch']."""
+    names = re.findall(r"`([\w.]+)`", cell)
+    if not names or "." not in names[0]:
+        return []
+    section = names[0].rsplit(".", 1)[0]
+    return [n if "." in n else f"{section}.{n}" for n in names]
+
+
+def defaults_of(cell, count):
+    """The defaults a cell states, one per name, or None where it states none."""
+    if cell == "":
+        return [None] * count
+    if cell.startswith("empty"):
+        return [""] * count
+    values = re.findall(r"`([^`]*)`", cell)
+    if len(values) == count:
+        return values
+    raise ValueError(f"cannot pair {count} names with the defaults {cell!r}")
+
+
+def readme_rows(path):
+    """(line number, in the Configuration section?, names, defaults) for every settings row."""
+    in_config = False
+    for number, line in enumerate(open(path, encoding="utf-8"), 1):
+        if line.startswith("## "):
+            in_config = line.strip() == "## Configuration"
+        if not line.startswith("| `"):
+            continue
+        row = cells(line)
+        names = names_of(row[0])
+        if names and len(row) >= 3:
+            yield number, in_config, names, defaults_of(row[1], len(names))
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    delayd, readme = sys.argv[1:]
+    try:
+        printed = printed_defaults(delayd)
+    except (OSError, subprocess.SubprocessError, tomllib.TOMLDecodeError) as e:
+        print(f"cannot run {delayd} --print-config: {e}", file=sys.stderr)
+        return 2
+    problems = []
+    documented = set()
+    rows = 0
+    for number, in_config, names, defaults in readme_rows(readme):
+        rows += 1
+        for name, default in zip(names, defaults):
+            if name not in printed:
+                # A row naming something that is not a setting (a metric, a file) is not ours.
+                if name.split(".")[0] in {"kafka", "redis", "wheel", "scheduler", "log", "admin"}:
+                    problems.append(f"README.md:{number}: `{name}` is not a setting delayd knows")
+                continue
+            if in_config:
+                documented.add(name)
+            if default is not None and printed[name] is not None and default != printed[name]:
+                problems.append(f"README.md:{number}: `{name}` default `{default}`, "
+                                f"but delayd --print-config says `{printed[name]}`")
+    for name in sorted(set(printed) - documented):
+        problems.append(f"`{name}` is not in README's Configuration table")
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"README settings: {len(problems)} differences from delayd --print-config")
+        return 1
+    print(f"README settings: all {len(printed)} settings documented in {rows} rows; "
+          f"every stated default equals delayd --print-config")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
