@@ -12,12 +12,6 @@ namespace delayd::storage {
 
 namespace {
 
-// In the order of JobStore::Script. The batch scripts start with the shared prelude.
-constexpr std::string_view kScriptBodies[] = {lua::kAccept,        lua::kClaim,    lua::kMarkReady, lua::kRelease,
-                                              lua::kMarkFailed,    lua::kCancel,   lua::kReport,    lua::kReschedule,
-                                              lua::kMarkDelivered, lua::kTakeShard};
-constexpr std::size_t kBatchScripts = 9;
-
 std::optional<std::int64_t> parse_i64(std::string_view s) {
   std::int64_t v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -162,11 +156,6 @@ void add_history(std::map<std::string, std::string>& fields, ReplyView list) {
   fields["history"] = std::move(text);
 }
 
-bool is_fenced_script(std::size_t script) {
-  // claim, release, mark_failed (JobStore::Script order)
-  return script == 1 || script == 3 || script == 4;
-}
-
 // One job's claim from the script's reply and the record read right after it. Never throws on
 // what the bytes say: an unexpected shape is reported as a corrupt job.
 Claim parse_claim(const std::string& job_id, ReplyView r, ReplyView record) {
@@ -228,10 +217,7 @@ JobStore::JobStore(RedisClient& redis, KeySchema keys, std::int64_t retention_s)
 
 void JobStore::load_scripts() {
   std::vector<Command> cmds;
-  for (std::size_t i = 0; i < std::size(kScriptBodies); ++i) {
-    const std::string prelude = i < kBatchScripts ? std::string(lua::kPrelude) : std::string();
-    cmds.push_back({"SCRIPT", "LOAD", prelude + std::string(kScriptBodies[i])});
-  }
+  for (const lua::ScriptInfo& s : lua::kScripts) cmds.push_back({"SCRIPT", "LOAD", lua::source(s)});
   auto replies = redis_.pipeline(cmds);
   shas_.clear();
   for (auto& r : replies) {
@@ -242,6 +228,13 @@ void JobStore::load_scripts() {
 
 JobStore::Replies JobStore::run(Script script, std::string_view shard, const std::vector<Command>& per_job,
                                 std::int64_t now_ms, std::int64_t extra, bool read_records) {
+  const lua::ScriptInfo& info = lua::info(script);
+  for (const Command& args : per_job) {
+    if (args.size() != info.stride) {
+      throw std::logic_error("script " + std::string(info.name) + ": " + std::to_string(args.size()) +
+                             " arguments for a job, not " + std::to_string(info.stride));
+    }
+  }
   const std::string fence = fence_arg(script, shard);
   const size_t calls = (per_job.size() + kJobsPerCall - 1) / kJobsPerCall;
   auto range = [&](size_t call) {
@@ -250,9 +243,12 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
   // One call's commands: the script, then (read_records) a GET of each of its jobs' records.
   auto build = [&](size_t call, std::vector<Command>& out) {
     const auto [from, to] = range(call);
+    // The kShardKeys keys of a batch script, in lua_scripts.hpp's order (five: the assert below
+    // fails if lua_scripts.hpp adds one), then the jobs' records.
+    static_assert(lua::kShardKeys == 5 && lua::kFixedArgs == 4);
     Command c{"EVALSHA",
               shas_[static_cast<size_t>(script)],
-              std::to_string(5 + to - from),
+              std::to_string(info.keys + (to - from)),
               keys_.pending(shard),
               keys_.stats(shard),
               keys_.quarantine(shard),
@@ -307,7 +303,7 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
 }
 
 std::string JobStore::fence_arg(Script script, std::string_view shard) const {
-  if (!member_ || !is_fenced_script(static_cast<std::size_t>(script))) return {};
+  if (!member_ || !lua::info(script).fenced) return {};
   const auto it = fences_.find(shard);
   if (it == fences_.end()) throw ShardFenced(std::string(shard), "this broker holds no fence for it");
   return std::to_string(it->second);
@@ -316,9 +312,10 @@ std::string JobStore::fence_arg(Script script, std::string_view shard) const {
 void JobStore::enable_fencing(std::string member) { member_ = std::move(member); }
 
 std::int64_t JobStore::take_shard(std::string_view shard, std::int64_t now_ms) {
+  static_assert(lua::info(Script::take_shard).keys == 1 && lua::info(Script::take_shard).args == 2);
   const Command cmd{"EVALSHA",
                     shas_[static_cast<size_t>(Script::take_shard)],
-                    "1",
+                    std::to_string(lua::info(Script::take_shard).keys),
                     keys_.owner(shard),
                     member_.value_or("-"),
                     std::to_string(now_ms)};

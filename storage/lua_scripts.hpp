@@ -34,7 +34,120 @@
 // aside.
 // Counters ("<business>|<state>" in KEYS[2]) are bumped once per batch and business.
 //
+// kScripts below is the one list of the scripts and of what their callers must know of each:
+// whether it runs after the prelude, whether it is fenced, how many keys come before the jobs'
+// records and how many arguments each job takes. static_asserts hold it against the texts.
+//
 // Threading: immutable texts.
 #pragma once
 
+#include <cstddef>
+#include <iterator>
+#include <string>
+#include <string_view>
+
 #include "storage/lua/embedded.hpp"
+
+namespace delayd::storage::lua {
+
+// The scripts, in the order of kScripts. (job_store.hpp declares it too, opaque.)
+enum class Script : unsigned char {
+  accept,
+  claim,
+  mark_ready,
+  release,
+  mark_failed,
+  cancel,
+  report,
+  reschedule,
+  mark_delivered,
+  take_shard,
+};
+
+// KEYS[1..5] of a batch script: pending set, counters, quarantine, in-flight, owner.
+inline constexpr std::size_t kShardKeys = 5;
+// ARGV[1..4] of a batch script: now, retention_s, the script's own number, the fence.
+inline constexpr std::size_t kFixedArgs = 4;
+
+struct ScriptInfo {
+  Script id;
+  std::string_view name;  // the file storage/lua/<name>.lua
+  std::string_view body;  // its text
+  // A batch of one shard's jobs: runs after kPrelude, takes the kShardKeys keys then one record
+  // per job, the kFixedArgs arguments then `stride` per job. Otherwise `keys` and `args` are all.
+  bool batch;
+  bool fenced;  // refused unless ARGV[4] is the shard's current fence (FENCING above)
+  std::size_t keys;
+  std::size_t args;    // fixed arguments (a batch script's jobs' come after)
+  std::size_t stride;  // arguments per job, the first its id (batch scripts; 0 otherwise)
+};
+
+inline constexpr ScriptInfo kScripts[] = {
+    {Script::accept, "accept", kAccept, true, false, kShardKeys, kFixedArgs, 4},
+    {Script::claim, "claim", kClaim, true, true, kShardKeys, kFixedArgs, 1},
+    {Script::mark_ready, "mark_ready", kMarkReady, true, false, kShardKeys, kFixedArgs, 4},
+    {Script::release, "release", kRelease, true, true, kShardKeys, kFixedArgs, 5},
+    {Script::mark_failed, "mark_failed", kMarkFailed, true, true, kShardKeys, kFixedArgs, 2},
+    {Script::cancel, "cancel", kCancel, true, false, kShardKeys, kFixedArgs, 1},
+    {Script::report, "report", kReport, true, false, kShardKeys, kFixedArgs, 7},
+    {Script::reschedule, "reschedule", kReschedule, true, false, kShardKeys, kFixedArgs, 2},
+    {Script::mark_delivered, "mark_delivered", kMarkDelivered, true, false, kShardKeys, kFixedArgs, 7},
+    {Script::take_shard, "take_shard", kTakeShard, false, false, 1, 2, 0},
+};
+
+constexpr const ScriptInfo& info(Script s) { return kScripts[static_cast<std::size_t>(s)]; }
+
+// The text SCRIPT LOAD gets: a batch script after the prelude.
+inline std::string source(const ScriptInfo& s) {
+  return s.batch ? std::string(kPrelude) + std::string(s.body) : std::string(s.body);
+}
+
+namespace detail {
+
+// Whether every occurrence of `before` in `text` is followed by the number n (and one is).
+constexpr bool says_number_after(std::string_view text, std::string_view before, std::size_t n) {
+  bool found = false;
+  for (std::size_t at = text.find(before); at != std::string_view::npos; at = text.find(before, at + 1)) {
+    std::size_t i = at + before.size(), v = 0, digits = 0;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits)
+      v = v * 10 + static_cast<std::size_t>(text[i] - '0');
+    if (digits == 0 || v != n) return false;
+    found = true;
+  }
+  return found;
+}
+
+// What the texts must say for the table to be right. A job's arguments start at
+// ARGV[kFixedArgs + 1 + (i - FIRST) * stride] for KEYS[i], FIRST = kShardKeys + 1 (prelude.lua):
+// written "local a = 5 + (i - FIRST) * <stride>", or ARGV[i - 1] for stride 1.
+constexpr bool consistent(const ScriptInfo& s, std::size_t index) {
+  if (static_cast<std::size_t>(s.id) != index) return false;
+  const bool fence_checked = s.body.find("check_fence()") != std::string_view::npos;
+  if (s.fenced != fence_checked || (s.fenced && !s.batch)) return false;
+  if (!s.batch) return s.stride == 0 && s.body.find("FIRST") == std::string_view::npos;
+  if (s.keys != kShardKeys || s.args != kFixedArgs || s.stride == 0) return false;
+  if (s.stride == 1) {
+    return says_number_after(s.body, "ARGV[i - ", kShardKeys + 1 - (kFixedArgs + 1)) &&
+           s.body.find("(i - FIRST) * ") == std::string_view::npos;
+  }
+  return says_number_after(s.body, "local a = ", kFixedArgs + 1) &&
+         says_number_after(s.body, "(i - FIRST) * ", s.stride) && s.body.find("ARGV[i - ") == std::string_view::npos;
+}
+
+constexpr bool all_consistent() {
+  for (std::size_t i = 0; i < std::size(kScripts); ++i) {
+    if (!consistent(kScripts[i], i)) return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
+static_assert(detail::says_number_after(kPrelude, "local FIRST = ", kShardKeys + 1),
+              "prelude.lua's FIRST must be the first KEYS index after the shard's keys");
+static_assert(std::size(kScripts) == static_cast<std::size_t>(Script::take_shard) + 1,
+              "one row of kScripts per Script");
+static_assert(detail::all_consistent(),
+              "kScripts disagrees with a script's text: its order, fencing (check_fence()) or stride");
+
+}  // namespace delayd::storage::lua
