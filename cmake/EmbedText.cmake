@@ -82,6 +82,6 @@ function(delayd_embed_text header)
     COMMAND "${CMAKE_COMMAND}" "-DOUTPUT=${header}" "-DNAMESPACE=${arg_NAMESPACE}" -P "${DELAYD_EMBED_TEXT_SCRIPT}" --
             ${arg_UNPARSED_ARGUMENTS}
     DEPENDS ${files} "${DELAYD_EMBED_TEXT_SCRIPT}"
-    COMMENT "Embedding ${files}"
+    COMMENT "Embedding text in ${header}"
     VERBATIM)
 endfunction()

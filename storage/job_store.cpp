@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "storage/job_record.hpp"
 #include "storage/lua_scripts.hpp"
 
 namespace delayd::storage {
@@ -78,33 +79,21 @@ std::string_view display_name(std::string_view stored) {
 }
 
 // The fields of a job record (key_schema.hpp), for people and tools; nullopt if the header
-// line does not have the documented shape.
+// line does not have the documented shape (job_record.hpp: what the scripts call corrupt).
 std::optional<std::map<std::string, std::string>> parse_record(std::string_view record) {
-  const auto nl = record.find('\n');
-  if (nl == std::string_view::npos) return std::nullopt;
-  std::string_view line = record.substr(0, nl);
-  std::vector<std::string_view> words;
-  while (!line.empty()) {
-    const auto sp = line.find(' ');
-    words.push_back(line.substr(0, sp));
-    line = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
+  const std::optional<JobRecord> r = parse_job_record(record);
+  if (!r) return std::nullopt;
+  std::map<std::string, std::string> out{{"state", std::string(to_string(r->state))},
+                                         {"attempt", std::to_string(r->attempt)}};
+  if (r->business != "-") {  // "-": a remembered cancel, whose job (and so its time) is not known yet
+    out.emplace("deliver_at", std::to_string(r->deliver_at));
+    out.emplace("business", r->business);
   }
-  if (words.size() < 4 || !parse_job_state(words[0]) || !parse_i64(words[1]) || !parse_i64(words[2])) {
-    return std::nullopt;
-  }
-  std::map<std::string, std::string> out{{"state", std::string(words[0])}, {"attempt", std::string(words[2])}};
-  if (words[3] != "-") {  // "-": a remembered cancel, whose job (and so its time) is not known yet
-    out.emplace("deliver_at", std::string(words[1]));
-    out.emplace("business", std::string(words[3]));
-  }
-  for (size_t i = 4; i < words.size(); ++i) {
-    const auto eq = words[i].find('=');
-    if (eq == std::string_view::npos) continue;
-    const std::string_view name = words[i].substr(0, eq);
+  for (const auto& [name, value] : r->fields) {
     if (name == "h") continue;  // only says the history list exists
-    out[std::string(display_name(name))] = percent_decode(words[i].substr(eq + 1));
+    out[std::string(display_name(name))] = percent_decode(value);
   }
-  const std::string_view payload = record.substr(nl + 1);
+  const std::string_view payload = r->payload;
   if (!payload.empty()) {
     try {
       StoredPayload p = decode_payload(payload);

@@ -5,9 +5,8 @@
 -- write(key, job, ex) SETs the record, with EX ex when ex > 0. enc() percent-encodes whitespace
 -- and '%' so that free text (an error) fits in one field. bump() counts; flush() writes counts.
 local FIRST = 6  -- KEYS index of the first job record; its arguments start at ARGV[5]
-local FIELDS = {'last_error', 'ready_at', 'running_at', 'finished_at', 'cancelled_at', 'failed_at', 'error',
-                'cancelled_early', 'every', 'count', 'rep', 'rd', 'nb', 'dead', 'ma', 'stop', 'h'}
-local STATES = {delay = true, ready = true, running = true, finished = true, cancelled = true, failed = true}
+-- STATES, FIELDS (in the order write() puts them), AT_DIGITS and ATT_DIGITS come before this
+-- text: the build writes them from storage/job_record.hpp, the one list C++ reads too.
 -- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("...:pending"): a job's history
 -- list and the shard's wake list live beside its other keys, in the same hash slot.
 local SHARD = string.sub(KEYS[1], 1, -9)
@@ -17,7 +16,7 @@ local function parse(v, with_payload)
   local nl = string.find(v, '\n', 1, true)
   if not nl then return nil end
   local st, at, att, biz, rest = string.match(string.sub(v, 1, nl - 1), '^(%l+) (%d+) (%d+) (%S+)(.*)$')
-  if not st or not STATES[st] or #at > 15 or #att > 9 then return nil end
+  if not st or not STATES[st] or #at > AT_DIGITS or #att > ATT_DIGITS then return nil end
   local f = {}
   if rest ~= '' then
     for k, val in string.gmatch(rest, ' ([%w_]+)=(%S*)') do f[k] = val end
