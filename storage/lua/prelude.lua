@@ -17,9 +17,16 @@ local function parse(v, with_payload)
   if not nl then return nil end
   local st, at, att, biz, rest = string.match(string.sub(v, 1, nl - 1), '^(%l+) (%d+) (%d+) (%S+)(.*)$')
   if not st or not STATES[st] or #at > AT_DIGITS or #att > ATT_DIGITS then return nil end
-  local f = {}
-  if rest ~= '' then
-    for k, val in string.gmatch(rest, ' ([%w_]+)=(%S*)') do f[k] = val end
+  -- Every byte after the business is in a field " <name>=<value>" (job_record.hpp's grammar, as
+  -- C++ reads it). This used to skip whatever did not look like a field (a tab, a word without
+  -- '=', a doubled space): a damaged record was delivered with part of its line ignored, which
+  -- write() then dropped. Now it is corrupt, here as in C++.
+  local f, from = {}, 1
+  while from <= #rest do
+    local _, last, k, val = string.find(rest, '^ ([%w_]+)=(%S*)', from)
+    if not last then return nil end
+    f[k] = val
+    from = last + 1
   end
   local j = {st = st, at = tonumber(at), att = tonumber(att), biz = biz, f = f}
   if with_payload then j.payload = string.sub(v, nl + 1) end
