@@ -6,17 +6,12 @@
 #include <cstdlib>
 #include <map>
 
+#include "storage/job_record.hpp"
 #include "storage/lua_scripts.hpp"
 
 namespace delayd::storage {
 
 namespace {
-
-// In the order of JobStore::Script. The batch scripts start with the shared prelude.
-constexpr std::string_view kScriptBodies[] = {lua::kAccept,        lua::kClaim,    lua::kMarkReady, lua::kRelease,
-                                              lua::kMarkFailed,    lua::kCancel,   lua::kReport,    lua::kReschedule,
-                                              lua::kMarkDelivered, lua::kTakeShard};
-constexpr std::size_t kBatchScripts = 9;
 
 std::optional<std::int64_t> parse_i64(std::string_view s) {
   std::int64_t v = 0;
@@ -84,33 +79,21 @@ std::string_view display_name(std::string_view stored) {
 }
 
 // The fields of a job record (key_schema.hpp), for people and tools; nullopt if the header
-// line does not have the documented shape.
+// line does not have the documented shape (job_record.hpp: what the scripts call corrupt).
 std::optional<std::map<std::string, std::string>> parse_record(std::string_view record) {
-  const auto nl = record.find('\n');
-  if (nl == std::string_view::npos) return std::nullopt;
-  std::string_view line = record.substr(0, nl);
-  std::vector<std::string_view> words;
-  while (!line.empty()) {
-    const auto sp = line.find(' ');
-    words.push_back(line.substr(0, sp));
-    line = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
+  const std::optional<JobRecord> r = parse_job_record(record);
+  if (!r) return std::nullopt;
+  std::map<std::string, std::string> out{{"state", std::string(to_string(r->state))},
+                                         {"attempt", std::to_string(r->attempt)}};
+  if (r->business != "-") {  // "-": a remembered cancel, whose job (and so its time) is not known yet
+    out.emplace("deliver_at", std::to_string(r->deliver_at));
+    out.emplace("business", r->business);
   }
-  if (words.size() < 4 || !parse_job_state(words[0]) || !parse_i64(words[1]) || !parse_i64(words[2])) {
-    return std::nullopt;
-  }
-  std::map<std::string, std::string> out{{"state", std::string(words[0])}, {"attempt", std::string(words[2])}};
-  if (words[3] != "-") {  // "-": a remembered cancel, whose job (and so its time) is not known yet
-    out.emplace("deliver_at", std::string(words[1]));
-    out.emplace("business", std::string(words[3]));
-  }
-  for (size_t i = 4; i < words.size(); ++i) {
-    const auto eq = words[i].find('=');
-    if (eq == std::string_view::npos) continue;
-    const std::string_view name = words[i].substr(0, eq);
+  for (const auto& [name, value] : r->fields) {
     if (name == "h") continue;  // only says the history list exists
-    out[std::string(display_name(name))] = percent_decode(words[i].substr(eq + 1));
+    out[std::string(display_name(name))] = percent_decode(value);
   }
-  const std::string_view payload = record.substr(nl + 1);
+  const std::string_view payload = r->payload;
   if (!payload.empty()) {
     try {
       StoredPayload p = decode_payload(payload);
@@ -160,11 +143,6 @@ void add_history(std::map<std::string, std::string>& fields, ReplyView list) {
     text += line;
   }
   fields["history"] = std::move(text);
-}
-
-bool is_fenced_script(std::size_t script) {
-  // claim, release, mark_failed (JobStore::Script order)
-  return script == 1 || script == 3 || script == 4;
 }
 
 // One job's claim from the script's reply and the record read right after it. Never throws on
@@ -228,10 +206,7 @@ JobStore::JobStore(RedisClient& redis, KeySchema keys, std::int64_t retention_s)
 
 void JobStore::load_scripts() {
   std::vector<Command> cmds;
-  for (std::size_t i = 0; i < std::size(kScriptBodies); ++i) {
-    const std::string prelude = i < kBatchScripts ? std::string(lua::kPrelude) : std::string();
-    cmds.push_back({"SCRIPT", "LOAD", prelude + std::string(kScriptBodies[i])});
-  }
+  for (const lua::ScriptInfo& s : lua::kScripts) cmds.push_back({"SCRIPT", "LOAD", lua::source(s)});
   auto replies = redis_.pipeline(cmds);
   shas_.clear();
   for (auto& r : replies) {
@@ -242,6 +217,13 @@ void JobStore::load_scripts() {
 
 JobStore::Replies JobStore::run(Script script, std::string_view shard, const std::vector<Command>& per_job,
                                 std::int64_t now_ms, std::int64_t extra, bool read_records) {
+  const lua::ScriptInfo& info = lua::info(script);
+  for (const Command& args : per_job) {
+    if (args.size() != info.stride) {
+      throw std::logic_error("script " + std::string(info.name) + ": " + std::to_string(args.size()) +
+                             " arguments for a job, not " + std::to_string(info.stride));
+    }
+  }
   const std::string fence = fence_arg(script, shard);
   const size_t calls = (per_job.size() + kJobsPerCall - 1) / kJobsPerCall;
   auto range = [&](size_t call) {
@@ -250,9 +232,12 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
   // One call's commands: the script, then (read_records) a GET of each of its jobs' records.
   auto build = [&](size_t call, std::vector<Command>& out) {
     const auto [from, to] = range(call);
+    // The kShardKeys keys of a batch script, in lua_scripts.hpp's order (five: the assert below
+    // fails if lua_scripts.hpp adds one), then the jobs' records.
+    static_assert(lua::kShardKeys == 5 && lua::kFixedArgs == 4);
     Command c{"EVALSHA",
               shas_[static_cast<size_t>(script)],
-              std::to_string(5 + to - from),
+              std::to_string(info.keys + (to - from)),
               keys_.pending(shard),
               keys_.stats(shard),
               keys_.quarantine(shard),
@@ -307,7 +292,7 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
 }
 
 std::string JobStore::fence_arg(Script script, std::string_view shard) const {
-  if (!member_ || !is_fenced_script(static_cast<std::size_t>(script))) return {};
+  if (!member_ || !lua::info(script).fenced) return {};
   const auto it = fences_.find(shard);
   if (it == fences_.end()) throw ShardFenced(std::string(shard), "this broker holds no fence for it");
   return std::to_string(it->second);
@@ -316,9 +301,10 @@ std::string JobStore::fence_arg(Script script, std::string_view shard) const {
 void JobStore::enable_fencing(std::string member) { member_ = std::move(member); }
 
 std::int64_t JobStore::take_shard(std::string_view shard, std::int64_t now_ms) {
+  static_assert(lua::info(Script::take_shard).keys == 1 && lua::info(Script::take_shard).args == 2);
   const Command cmd{"EVALSHA",
                     shas_[static_cast<size_t>(Script::take_shard)],
-                    "1",
+                    std::to_string(lua::info(Script::take_shard).keys),
                     keys_.owner(shard),
                     member_.value_or("-"),
                     std::to_string(now_ms)};

@@ -109,6 +109,10 @@
 
 namespace delayd::storage {
 
+namespace lua {
+enum class Script : unsigned char;  // lua_scripts.hpp
+}
+
 struct NewJob {
   std::string job_id;
   std::int64_t deliver_at = 0;  // epoch ms
@@ -238,7 +242,7 @@ class JobStore {
                                             std::int64_t upto, std::size_t limit);
 
   // Claims jobs of one shard due by now_ms + ahead_ms for delivery, and sets aside in the same
-  // call what cannot be delivered (see kClaim). One round trip. Result i is job_ids[i]'s.
+  // call what cannot be delivered (storage/lua/claim.lua). One round trip. Result i is job_ids[i]'s.
   // A claim of kind deliver may be due up to ahead_ms after now_ms: the caller holds its record
   // until the wall clock reaches deliver_at (never early).
   std::vector<Claim> claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms,
@@ -246,11 +250,11 @@ class JobStore {
 
   // After Kafka acknowledged: ready, payload dropped, entry removed. One round trip.
   // A delivered job as its claim described it; mark_ready() then writes the finished record
-  // without reading the old one (see kMarkReady).
+  // without reading the old one (storage/lua/mark_ready.lua).
   // mode: fast, a plain job (Claim::plain) whose business keeps no payload: the record is
   // written without being read; drop, the record is read (a repeat, a history) and its payload
   // dropped; keep, its payload is kept for a redelivery (the business reports back), and with an
-  // ack_timeout its pending entry waits at now + ack_timeout (kMarkReady).
+  // ack_timeout its pending entry waits at now + ack_timeout (mark_ready.lua).
   enum class Mode { fast, drop, keep };
   struct Delivered {
     std::string job_id;
@@ -266,7 +270,7 @@ class JobStore {
   std::vector<Transition> mark_ready(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms);
   // A failed attempt that will be retried at retry_at: its pending entry re-scored to retry_at
   // so that a restart (or a retry beyond the load window) waits for the backoff too. The record
-  // keeps its deliver_at. `refund`: the attempt does not count (see kRelease). `keep_firing`:
+  // keeps its deliver_at. `refund`: the attempt does not count (see release.lua). `keep_firing`:
   // the record may be in Kafka, so the job stays in flight for cancels.
   struct ReleaseOptions {
     bool refund = false;
@@ -289,7 +293,7 @@ class JobStore {
   // through any partition; every owned shard is known once the loader has read it).
   Transition cancel_anywhere(std::string_view home, const std::string& job_id, std::int64_t now_ms,
                              std::int64_t remember_s = 0);
-  // Moves a job that is delay and not in flight to a new deliver_at (kReschedule), wherever it
+  // Moves a job that is delay and not in flight to a new deliver_at (reschedule.lua), wherever it
   // is (`home` first). The shard's owner is woken through its wake list (take_wakes()).
   // state in_flight: too late, its delivery is under way; missing: no shard has it.
   Transition reschedule_anywhere(std::string_view home, const std::string& job_id, std::int64_t deliver_at,
@@ -297,7 +301,7 @@ class JobStore {
   // Where each job is: the first known shard holding a record for it, with that record's
   // business and attempt; nullopt if none. One round trip (plus one for the list of shards).
   std::vector<std::optional<Located>> locate(std::span<const std::string> job_ids);
-  // Applies consumers' reports (kReport). `where[i]` is reports[i]'s shard (from locate());
+  // Applies consumers' reports (report.lua). `where[i]` is reports[i]'s shard (from locate());
   // reports of no shard are unknown. One round trip per 500 reports of a shard, pipelined.
   std::vector<ReportOutcome> report(std::span<const Report> reports, std::span<const std::string> where,
                                     std::int64_t now_ms);
@@ -350,19 +354,8 @@ class JobStore {
   const KeySchema& keys() const { return keys_; }
 
  private:
-  enum class Script {
-    accept,
-    claim,
-    mark_ready,
-    release,
-    mark_failed,
-    cancel,
-    report,
-    reschedule,
-    mark_delivered,
-    take_shard,
-    count_
-  };
+  // The scripts and what their callers must know of each: lua_scripts.hpp, kScripts.
+  using Script = lua::Script;
   // The replies of one run(): job i's is calls[i / kJobsPerCall][i % kJobsPerCall], and its
   // record as read right after the call is records[i] (when run() was asked to read them).
   struct Replies {

@@ -23,7 +23,8 @@
 // shard carries the shard in a hash tag, so under Redis Cluster they share a slot and one
 // script call can move a whole batch of the shard's jobs (lua_scripts.hpp).
 //
-// The job record (one string, so that a pending job costs one key and one sorted-set entry):
+// The job record (one string, so that a pending job costs one key and one sorted-set entry;
+// job_record.hpp has its exact grammar, and the one list of its states, names and limits):
 //   <state> <deliver_at> <attempt> <business>[ <name>=<value>]...\n<payload>
 //   state      delay | ready | running | finished | cancelled | failed
 //   deliver_at epoch ms; attempt: delivery attempts settled so far (the one under way, if any,

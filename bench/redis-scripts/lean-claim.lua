@@ -1,5 +1,5 @@
--- The claim step, with the commands delayd's claim issues per job (storage/lua_scripts.hpp,
--- kClaim): read the record's header line (GETRANGE, 64 bytes), look up and write the attempt in
+-- The claim step, with the commands delayd's claim issues per job (storage/lua/claim.lua):
+-- read the record's header line (GETRANGE, 64 bytes), look up and write the attempt in
 -- the shard's in-flight hash (HGET, HSET), and read the whole record for its payload (GET;
 -- delayd pipelines it right after the script call). No parsing: the floor under delayd's claim.
 --   KEYS[1] counter (its own, walking the keys lean-accept.lua wrote)  KEYS[2] pending sorted set

@@ -1,5 +1,5 @@
 -- The finish step, with the commands delayd's mark-ready issues per job in the common case
--- (storage/lua_scripts.hpp, kMarkReady): drop the in-flight entry (HDEL), replace the record by
+-- (storage/lua/mark_ready.lua): drop the in-flight entry (HDEL), replace the record by
 -- a small one that expires after a day (SET EX), and take it off the pending set (ZREM). No
 -- string building: the floor under delayd's own mark.
 --   KEYS[1] counter (its own, walking the keys lean-accept.lua wrote)  KEYS[2] pending sorted set

@@ -1,0 +1,84 @@
+#include "storage/job_record.hpp"
+
+#include <algorithm>
+
+namespace delayd::storage {
+
+namespace {
+
+// Lua's %s in Redis, which leaves LC_CTYPE at "C": isspace() of the C locale.
+constexpr bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
+// Lua's [%w_] in the C locale.
+constexpr bool is_name_char(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+// The word of `line` from `at` up to the next space (or the end); `at` moves past it.
+std::string_view word(std::string_view line, std::size_t& at) {
+  const std::size_t end = std::min(line.find(' ', at), line.size());
+  const std::string_view w = line.substr(at, end - at);
+  at = end;
+  return w;
+}
+
+// 1 to max_digits of 0-9 as a number; nullopt for anything else.
+std::optional<std::int64_t> number(std::string_view w, std::size_t max_digits) {
+  if (w.empty() || w.size() > max_digits) return std::nullopt;
+  std::int64_t v = 0;
+  for (char c : w) {
+    if (!is_digit(c)) return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+// Consumes the single space that separates two words.
+bool space(std::string_view line, std::size_t& at) {
+  if (at >= line.size() || line[at] != ' ') return false;
+  ++at;
+  return true;
+}
+
+}  // namespace
+
+std::optional<JobRecord> parse_job_record(std::string_view record) {
+  const std::size_t nl = record.find('\n');
+  if (nl == std::string_view::npos) return std::nullopt;
+  const std::string_view line = record.substr(0, nl);
+  JobRecord r;
+  std::size_t at = 0;
+  const std::optional<JobState> state = parse_job_state(word(line, at));
+  if (!state || !job_record::is_stored(*state) || !space(line, at)) return std::nullopt;
+  r.state = *state;
+  const auto deliver_at = number(word(line, at), job_record::kMaxDeliverAtDigits);
+  if (!deliver_at || !space(line, at)) return std::nullopt;
+  r.deliver_at = *deliver_at;
+  const auto attempt = number(word(line, at), job_record::kMaxAttemptDigits);
+  if (!attempt || !space(line, at)) return std::nullopt;
+  r.attempt = *attempt;
+  // The business ends at any white space, not only a space: a tab after it is not part of it
+  // (and then breaks the line, as a field must start with a space).
+  const std::size_t biz_end = [&] {
+    std::size_t e = at;
+    while (e < line.size() && !is_space(line[e])) ++e;
+    return e;
+  }();
+  if (biz_end == at) return std::nullopt;
+  r.business = std::string(line.substr(at, biz_end - at));
+  at = biz_end;
+  while (at < line.size()) {
+    if (!space(line, at)) return std::nullopt;
+    const std::size_t name_from = at;
+    while (at < line.size() && is_name_char(line[at])) ++at;
+    if (at == name_from || at >= line.size() || line[at] != '=') return std::nullopt;
+    std::string name(line.substr(name_from, at - name_from));
+    const std::size_t value_from = ++at;
+    while (at < line.size() && !is_space(line[at])) ++at;
+    r.fields.insert_or_assign(std::move(name), std::string(line.substr(value_from, at - value_from)));
+  }
+  r.payload = record.substr(nl + 1);
+  return r;
+}
+
+}  // namespace delayd::storage

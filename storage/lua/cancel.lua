@@ -1,0 +1,40 @@
+-- cancel: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
+-- Stride 1: job-id. ARGV[3] remember_s. Cancels each job that is pending and not in flight;
+-- answers 'in_flight' (unchanged) when a delivery attempt is under way, except for a repeating
+-- job: {1, 'in_flight'}, the occurrence under way is delivered and the series ends there (stop=1,
+-- mark_ready.lua then cancels it). An id with no record
+-- (its job may not have been read yet) is remembered when remember_s > 0: a record
+-- "cancelled 0 0 - cancelled_at=<now> cancelled_early=1" that expires after remember_s, which
+-- accept.lua turns into the cancelled job if the job arrives in time. Per job: {changed, state}
+-- with state 'missing' for an unknown id (remembered or not).
+for i = FIRST, #KEYS do
+  local id = ARGV[i - 1]
+  local v, err = read_head(KEYS[i])
+  local j = parse(v)
+  if err then
+    out[#out + 1] = {0, 'corrupt'}
+  elseif not v then
+    if extra > 0 then
+      write(KEYS[i], {st = 'cancelled', at = 0, att = 0, biz = '-', f = {cancelled_at = stamp, cancelled_early = '1'}}, extra)
+    end
+    out[#out + 1] = {0, 'missing'}
+  elseif not j then
+    out[#out + 1] = {0, 'corrupt'}
+  elseif j.st ~= 'delay' then
+    out[#out + 1] = {0, j.st}
+  elseif in_flight(id) and j.f.every then
+    -- An occurrence is on its way (it cannot be recalled); the series ends once it is
+    -- delivered (mark_ready.lua sees stop=1). Answered {1, 'in_flight'}.
+    local whole = parse(read(KEYS[i]), true)
+    whole.f.stop = '1'
+    write(KEYS[i], whole, 0)
+    out[#out + 1] = {1, 'in_flight'}
+  elseif in_flight(id) then
+    out[#out + 1] = {0, 'in_flight'}
+  else
+    finish(KEYS[i], id, j, 'cancelled', 'cancelled_at')
+    out[#out + 1] = {1, 'cancelled'}
+  end
+end
+flush()
+return out

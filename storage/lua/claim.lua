@@ -1,0 +1,98 @@
+-- claim: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
+-- Stride 1: job-id. ARGV[3] ahead_ms. Fenced. Takes jobs due by now + ahead_ms for delivery: counts the
+-- attempt and stamps firing_at in the in-flight hash, which from here on makes a cancel answer
+-- "in_flight" (the record may already be on its way, or held by the broker until its
+-- deliver_at). A job whose deliver_at is after now + ahead_ms is left alone ('early'); the
+-- broker never produces a record before its deliver_at by the wall clock (ahead_ms only lets
+-- it claim in advance). The caller reads each claimed record (GET) right after the call, in
+-- the same round trip, for the payload.
+-- What cannot be delivered is set aside in the same call: a stale entry (job finished) is
+-- removed; a corrupt record is kept for people as the payload of a record marked failed with
+-- error "corrupt job record: ..."; an entry with no readable record (none, or not a string)
+-- is moved to the quarantine hash with the reason.
+-- The lifecycle (README, "Job lifecycle"): a job is not due before its not-before time (nb, a
+-- retry after a failed report); a ready or running job whose ack deadline (its pending entry's
+-- score) passed is delivered again, as delay, with its kept payload, or, out of attempts (ma),
+-- goes round once more marked dead for its dead letter.
+-- Per job: {'deliver', deliver_at, business, attempt} for a plain job, or for any other
+-- {'deliver', deliver_at, business, attempt, repeat, 0, not_before, redelivery 0|1, dead reason};
+-- {'early', due}, {'finished', state}, {'corrupt', reason, business} or {'unreadable',
+-- reason[, why kept]}: the third value when the quarantine hash could not be written, so the
+-- entry was kept.
+local refused = check_fence()
+if refused then return refused end
+for i = FIRST, #KEYS do
+  local id = ARGV[i - 1]
+  local v, err = read_head(KEYS[i])
+  local j = parse(v)
+  if err or not v then
+    local why = err and ('job record unreadable: ' .. string.sub(err, 1, 200)) or 'no job record for this pending entry'
+    local q = redis.pcall('HSET', KEYS[3], id, why)
+    if type(q) == 'table' and q.err then
+      out[#out + 1] = {'unreadable', why, 'kept: quarantine hash unwritable: ' .. string.sub(q.err, 1, 200)}
+    else
+      redis.call('ZREM', KEYS[1], id)
+      out[#out + 1] = {'unreadable', why}
+    end
+  elseif not j then
+    local whole = read(KEYS[i])
+    local why = "corrupt job record: header line unreadable: '" .. string.sub(string.match(whole, '^[^\n]*'), 1, 64) .. "'"
+    write(KEYS[i], {st = 'failed', at = 0, att = 0, biz = '-', f = {failed_at = stamp, error = enc(why)}, payload = whole}, retention)
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('HDEL', KEYS[4], id)
+    out[#out + 1] = {'corrupt', why, '-'}
+  elseif (j.st == 'ready' or j.st == 'running') and redis.call('ZSCORE', KEYS[1], id) then
+    -- Delivered and waiting for a report until its ack deadline (the entry's score): once that
+    -- passed, it goes round again, as delay, with its kept payload.
+    local due = tonumber(redis.call('ZSCORE', KEYS[1], id))
+    local whole = due <= now + extra and parse(read(KEYS[i]), true)
+    if due > now + extra then
+      out[#out + 1] = {'early', string.format('%.0f', due)}
+    elseif not whole or not whole.payload or whole.payload == '' then
+      redis.call('ZREM', KEYS[1], id)  -- nothing to deliver again: it waits for its report only
+      out[#out + 1] = {'finished', j.st}
+    else
+      -- ma: the business's max_process_attempts when it became ready. Out of them, it goes
+      -- round once more only to be dead-lettered (no attempt added, not a redelivery).
+      local out_of_attempts = whole.att >= (tonumber(whole.f.ma) or math.huge)
+      bump(whole.biz, whole.st, -1)
+      bump(whole.biz, 'delay', 1)
+      whole.st = 'delay'
+      local att = whole.att
+      if out_of_attempts then
+        whole.f.dead = enc('no report within the ack timeout after ' .. att .. ' deliveries')
+      else
+        att = att + 1
+        bump(whole.biz, 'redelivered', 1)
+        whole.f.rd = tostring((tonumber(whole.f.rd) or 0) + 1)
+        hist(KEYS[i], whole, 'redelivered', 'no report within the ack timeout')
+      end
+      write(KEYS[i], whole, 0)
+      redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
+      out[#out + 1] = {'deliver', string.format('%.0f', whole.at), whole.biz, att, whole.f.rep or '0', 0,
+                       string.format('%.0f', due), 1, whole.f.dead or ''}
+    end
+  elseif j.st ~= 'delay' then
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('HDEL', KEYS[4], id)
+    out[#out + 1] = {'finished', j.st}
+  else
+    -- nb: not before (a retry after a failed report waits for its time, not only deliver_at).
+    local due = math.max(j.at, tonumber(j.f.nb) or 0)
+    if due > now + extra then
+      out[#out + 1] = {'early', string.format('%.0f', due)}
+    else
+      -- A job marked dead goes to the dead-letter topic, not to a consumer: no attempt is added.
+      local att = (in_flight(id) or j.att) + (j.f.dead and 0 or 1)
+      redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
+      if j.f.every or j.f.h or j.f.rd or j.f.dead or j.f.nb then
+        out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att, j.f.rep or '0', 0,
+                         string.format('%.0f', due), 0, j.f.dead or ''}
+      else  -- a plain job: the short form (the common case, kept cheap)
+        out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att}
+      end
+    end
+  end
+end
+flush()
+return out

@@ -1,0 +1,35 @@
+-- mark_ready: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
+-- Stride 4: job-id, deliver_at, attempt, business (as the claim handed them out; business ''
+-- when the caller does not know them). ARGV[3] unused. Not fenced (see FENCING in lua_scripts.hpp). After
+-- Kafka acknowledged each job's ready record, for plain jobs (Claim::plain: no repeat, no
+-- history) of businesses that keep no payload: the common case, kept cheap. The job's in-flight
+-- entry is removed (HDEL says it was there, so the job was claimed and is still delay: nothing
+-- else removes the entry without settling the job) and the finished record is written from the
+-- arguments, without reading the old one. Otherwise (a caller that does not know the fields,
+-- or an entry lost with a Redis restart) the record is read and settled (settle_read()).
+-- Per job: {changed, state, at}: at is the next occurrence (state delay), the ack deadline
+-- (ready), or 0. A job already final only loses its (stale) pending entry; a ready or running
+-- one keeps its ack deadline.
+for i = FIRST, #KEYS do
+  local a = 5 + (i - FIRST) * 4
+  local id, biz = ARGV[a], ARGV[a + 3]
+  if biz ~= '' and redis.call('HDEL', KEYS[4], id) == 1 then
+    local v = 'ready ' .. ARGV[a + 1] .. ' ' .. ARGV[a + 2] .. ' ' .. biz .. ' ready_at=' .. stamp .. '\n'
+    if retention > 0 then redis.call('SET', KEYS[i], v, 'EX', retention) else redis.call('SET', KEYS[i], v) end
+    redis.call('ZREM', KEYS[1], id)
+    bump(biz, 'delay', -1)
+    bump(biz, 'ready', 1)
+    out[#out + 1] = {1, 'ready', '0'}
+  else
+    -- The header line first: a plain job still delay is finished from it, as above.
+    local j = parse((read_head(KEYS[i])))
+    if j and j.st == 'delay' and not (j.f.every or j.f.h) then
+      finish(KEYS[i], id, j, 'ready', 'ready_at')
+      out[#out + 1] = {1, 'ready', '0'}
+    else
+      out[#out + 1] = settle_read(KEYS[i], id, false, 0, 0)
+    end
+  end
+end
+flush()
+return out

@@ -1,0 +1,197 @@
+-- The prelude: the shared helpers and locals of every batch script, which is this text followed
+-- by the script's own (lua_scripts.hpp documents the keys, ARGV[1..4], fencing and the record).
+--
+-- Shared helpers. parse(v) -> job table {st, at, att, biz, f = {name = value}, payload} or nil.
+-- write(key, job, ex) SETs the record, with EX ex when ex > 0. enc() percent-encodes whitespace
+-- and '%' so that free text (an error) fits in one field. bump() counts; flush() writes counts.
+local FIRST = 6  -- KEYS index of the first job record; its arguments start at ARGV[5]
+-- STATES, FIELDS (in the order write() puts them), AT_DIGITS and ATT_DIGITS come before this
+-- text: the build writes them from storage/job_record.hpp, the one list C++ reads too.
+-- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("...:pending"): a job's history
+-- list and the shard's wake list live beside its other keys, in the same hash slot.
+local SHARD = string.sub(KEYS[1], 1, -9)
+local function hist_key(job_key) return SHARD .. ':history:' .. string.sub(job_key, #SHARD + 6) end
+local function parse(v, with_payload)
+  if type(v) ~= 'string' then return nil end
+  local nl = string.find(v, '\n', 1, true)
+  if not nl then return nil end
+  local st, at, att, biz, rest = string.match(string.sub(v, 1, nl - 1), '^(%l+) (%d+) (%d+) (%S+)(.*)$')
+  if not st or not STATES[st] or #at > AT_DIGITS or #att > ATT_DIGITS then return nil end
+  -- Every byte after the business is in a field " <name>=<value>" (job_record.hpp's grammar, as
+  -- C++ reads it). This used to skip whatever did not look like a field (a tab, a word without
+  -- '=', a doubled space): a damaged record was delivered with part of its line ignored, which
+  -- write() then dropped. Now it is corrupt, here as in C++.
+  local f, from = {}, 1
+  while from <= #rest do
+    local _, last, k, val = string.find(rest, '^ ([%w_]+)=(%S*)', from)
+    if not last then return nil end
+    f[k] = val
+    from = last + 1
+  end
+  local j = {st = st, at = tonumber(at), att = tonumber(att), biz = biz, f = f}
+  if with_payload then j.payload = string.sub(v, nl + 1) end
+  return j
+end
+local function write(key, j, ex)
+  local parts = {j.st, string.format('%.0f', j.at), tostring(j.att), j.biz}
+  for _, k in ipairs(FIELDS) do
+    if j.f[k] then parts[#parts + 1] = k .. '=' .. j.f[k] end
+  end
+  local v = table.concat(parts, ' ') .. '\n' .. (j.payload or '')
+  if ex > 0 then redis.call('SET', key, v, 'EX', ex) else redis.call('SET', key, v) end
+  -- The history expires with the record (and lives while the record lives).
+  if j.f.h then
+    if ex > 0 then redis.call('EXPIRE', hist_key(key), ex) else redis.call('PERSIST', hist_key(key)) end
+  end
+end
+local function enc(s)
+  return (string.gsub(s, '[%%%s]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+-- hist(key, j, event, detail): one line "<now> <event> <attempt> <detail>" at the end of the
+-- job's history (the last 100 kept); marks the record (h=1) so that its later writes go the
+-- slow way, which keeps the history. Call it before write().
+local function hist(key, j, event, detail)
+  local hk = hist_key(key)
+  redis.call('RPUSH', hk, ARGV[1] .. ' ' .. event .. ' ' .. tostring(j.att) .. ' ' .. enc(detail or ''))
+  redis.call('LTRIM', hk, -100, -1)
+  j.f.h = '1'
+end
+-- The owner of the shard re-reads the pending entries of these ids (their time moved, maybe
+-- earlier than what it has loaded).
+local function wake(id) redis.call('RPUSH', SHARD .. ':wake', id) end
+local counts = {}
+local function bump(biz, st, n)
+  if biz == '-' then return end
+  local k = biz .. '|' .. st
+  counts[k] = (counts[k] or 0) + n
+end
+local function flush()
+  -- pcall: counters are for dashboards; a broken counters key must not fail the jobs' call
+  -- after their writes are done (a script's writes are not rolled back on error).
+  for k, n in pairs(counts) do if n ~= 0 then redis.pcall('HINCRBY', KEYS[2], k, n) end end
+end
+local function read(key)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'table' and v.err then return nil, v.err end
+  return v
+end
+-- The header line only (for transitions that drop or keep the payload untouched): the first
+-- 64 bytes (a pending job's line is about 30), or the whole record if its line is longer.
+local function read_head(key)
+  local v = redis.pcall('GETRANGE', key, 0, 63)
+  if type(v) == 'table' and v.err then return nil, v.err end
+  if v == '' then return false end
+  if #v == 64 and not string.find(v, '\n', 1, true) then return read(key) end
+  return v
+end
+-- A job in flight (claimed, its record maybe on its way) has an entry in the shard's in-flight
+-- hash, "<attempt> <firing_at>", and its record is not rewritten by the claim (so the payload
+-- never passes through Lua). in_flight(id) -> attempt, firing_at, or nil.
+local function in_flight(id)
+  local e = redis.call('HGET', KEYS[4], id)
+  if not e then return nil end
+  local att, at, epoch = string.match(e, '^(%d+) (%d+) ?(%d*)$')
+  return tonumber(att), at, epoch
+end
+local now, retention, extra = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local stamp, fence = ARGV[1], ARGV[4]
+-- The whole call is refused unless the caller holds the shard's current fence (or none is
+-- asked for: fence '').
+local function check_fence()
+  if fence == '' then return nil end
+  local owner = redis.call('GET', KEYS[5])
+  if not owner or string.match(owner, '^(%d+)') ~= fence then
+    return redis.error_reply('FENCED ' .. (owner or 'no owner') .. ' (caller holds epoch ' .. fence .. ')')
+  end
+  return nil
+end
+local my_epoch = fence ~= '' and fence or '0' 
+-- Finishes a job that was delay: the payload goes (it is on its topic by now), the record
+-- expires after the retention, the pending entry is removed. `detail`: a history line is
+-- written for a failure always, for the other ends when the job has a history already.
+local function finish(key, id, j, st, field, extra_fields, detail)
+  local att = in_flight(id)
+  if att then
+    j.att = att
+    redis.call('HDEL', KEYS[4], id)
+  end
+  j.st = st
+  j.payload = nil
+  j.f.last_error = nil
+  j.f.nb = nil
+  j.f.dead = nil
+  j.f[field] = stamp
+  for k, v in pairs(extra_fields or {}) do j.f[k] = v end
+  if st == 'failed' or (st == 'cancelled' and j.f.h) then hist(key, j, st == 'failed' and 'dead' or st, detail) end
+  write(key, j, retention)
+  redis.call('ZREM', KEYS[1], id)
+  bump(j.biz, 'delay', -1)
+  bump(j.biz, st, 1)
+end
+-- delivered(key, id, j, keep, ack, max_att): settles a delay job whose ready record Kafka
+-- acknowledged (mark_ready.lua, mark_delivered.lua): a repeating job goes back to delay at its next
+-- occurrence; otherwise it becomes ready, its payload kept (keep) or dropped; kept with
+-- ack > 0, its pending entry waits at the ack deadline. Returns {changed, state, at}.
+local function delivered(key, id, j, keep, ack, max_att)
+  local att = in_flight(id)
+  if att then
+    j.att = att
+    redis.call('HDEL', KEYS[4], id)
+  end
+  j.f.nb = nil
+  j.f.last_error = nil
+  j.f.ready_at = stamp
+  local every = tonumber(j.f.every)
+  if every then
+    local rep, count = tonumber(j.f.rep) or 1, tonumber(j.f.count) or 0
+    hist(key, j, 'delivered', 'occurrence ' .. rep)
+    if j.f.stop then  -- cancelled while this occurrence was in flight: the series ends here
+      j.f.stop = nil
+      finish(key, id, j, 'cancelled', 'cancelled_at')
+      return {1, 'cancelled', '0'}
+    end
+    -- The next occurrence on the grid deliver_at + k * every (no drift): the latest instant of
+    -- the grid that has passed by now, or the next one if none has. So a delivery that ran late
+    -- is followed at once by the one it delayed, and after a long stop only the most recent
+    -- missed instant is delivered, the older ones skipped: never a burst of late occurrences.
+    local steps = math.max(1, math.floor((now - j.at) / every))
+    if count == 0 or rep + steps <= count then
+      j.at = j.at + steps * every
+      j.f.rep = string.format('%.0f', rep + steps)
+      j.att = 0
+      hist(key, j, 'repeat', 'occurrence ' .. j.f.rep .. ' at ' .. string.format('%.0f', j.at))
+      write(key, j, 0)
+      redis.call('ZADD', KEYS[1], j.at, id)
+      bump(j.biz, 'repeated', 1)
+      return {1, 'delay', string.format('%.0f', j.at)}
+    end
+  elseif keep or j.f.h then
+    hist(key, j, 'delivered', '')
+  end
+  if not keep then
+    finish(key, id, j, 'ready', 'ready_at')
+    return {1, 'ready', '0'}
+  end
+  j.st = 'ready'
+  bump(j.biz, 'delay', -1)
+  bump(j.biz, 'ready', 1)
+  if ack > 0 then
+    redis.call('ZADD', KEYS[1], now + ack, id)
+    if max_att > 0 then j.f.ma = tostring(max_att) end
+    write(key, j, 0)
+    return {1, 'ready', string.format('%.0f', now + ack)}
+  end
+  redis.call('ZREM', KEYS[1], id)
+  write(key, j, retention)
+  return {1, 'ready', '0'}
+end
+-- The slow way of settling a delivered job: its whole record read; a job no longer delay only
+-- loses a stale pending entry (not an ack deadline of a ready or running one).
+local function settle_read(key, id, keep, ack, max_att)
+  local v = read(key)
+  local j = parse(v, true)
+  if j and j.st == 'delay' then return delivered(key, id, j, keep, ack, max_att) end
+  if j and j.st ~= 'ready' and j.st ~= 'running' then redis.call('ZREM', KEYS[1], id) end
+  return {0, j and j.st or (v and 'corrupt' or 'missing'), '0'}
+end
+local out = {}
