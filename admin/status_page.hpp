@@ -3,6 +3,9 @@
 // own /stats, /overview and /jobs/{id}). Its Content-Security-Policy (status_page_csp()) lets the
 // browser enforce that: no other origin, no external script, style, image or font.
 //
+// Its sources are admin/ui/status.html, status.css and status.js, compiled in (cmake/EmbedText.cmake);
+// the page is status.html with the other two inline in place of the tags that load them.
+//
 // What it shows, refreshed every 2 s: the current problem (or "all well"), held / in wheel / in
 // flight / next due, pending jobs per business and per shard, the due timeline (/overview's
 // windows, as bars), the lateness histogram, delivered and accepted per second over the last

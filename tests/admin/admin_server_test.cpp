@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "admin/request_target.hpp"
+#include "support/requires.hpp"
 
 using delayd::admin::AdminOptions;
 using delayd::admin::AdminServer;
@@ -142,6 +143,23 @@ AdminSnapshot sample_snapshot() {
   s.lateness.observe(0.003);
   s.redis_request.observe(0.0004);
   s.kafka_produce.observe(0.02);
+  return s;
+}
+
+// sample_snapshot() later in a busy life: every family of /metrics has a value (promtool sees them all).
+AdminSnapshot busy_snapshot() {
+  AdminSnapshot s = sample_snapshot();
+  s.counters["accepted"] = 10;
+  s.counters["dead_lettered"] = 4;
+  s.counters["reports_failed"] = 6;
+  s.counters["redelivered"] = 2;
+  s.lateness.observe(0.5);
+  s.rebalances = 2;
+  s.outages["kafka"] = true;
+  s.next_due =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count() +
+      30'000;
   return s;
 }
 
@@ -413,7 +431,7 @@ TEST_CASE("500 idle connections neither lock out healthz nor outlive the read ti
   CHECK(body(get(r.port(), "/healthz")) == "ok\n");
 }
 
-TEST_CASE("metrics: the counters follow the snapshots, and promtool accepts the text", "[admin][metrics]") {
+TEST_CASE("metrics: the counters follow the snapshots", "[admin][metrics]") {
   Running r(options(), std::make_unique<FakeJobs>());
   AdminSnapshot s = sample_snapshot();
   r.server.publish(s);
@@ -437,18 +455,7 @@ TEST_CASE("metrics: the counters follow the snapshots, and promtool accepts the 
   CHECK(sample(text, "process_resident_memory_bytes") > 0);
   CHECK(text.find("delayd_next_due_seconds ") == std::string::npos);  // no timer, no value
 
-  s.counters["accepted"] = 10;
-  s.counters["dead_lettered"] = 4;
-  s.counters["reports_failed"] = 6;
-  s.counters["redelivered"] = 2;
-  s.lateness.observe(0.5);
-  s.rebalances = 2;
-  s.outages["kafka"] = true;
-  s.next_due =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count() +
-      30'000;
-  r.server.publish(s);
+  r.server.publish(busy_snapshot());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the pending counts come from the worker
   const std::string second = body(get(r.port(), "/metrics"));
   CHECK(sample(second, "delayd_jobs_accepted_total") == 10);
@@ -462,17 +469,21 @@ TEST_CASE("metrics: the counters follow the snapshots, and promtool accepts the 
   CHECK(sample(second, "delayd_delivery_attempts_total{outcome=\"redelivered\"}") == 2);
   CHECK(sample(second, "delayd_next_due_seconds") > 25);
   CHECK(sample(second, "delayd_next_due_seconds") <= 30);
+}
 
+// Its own case, so that a missing promtool skips (or, under CI, fails) only this check.
+TEST_CASE("promtool accepts the text of /metrics", "[admin][metrics]") {
   const char* promtool_env = std::getenv("PROMTOOL");
-  const std::string promtool = promtool_env ? promtool_env : "promtool";
-  if (std::system((promtool + " --version > /dev/null 2>&1").c_str()) != 0) {
-    WARN(
-        "promtool not found (Debian package prometheus; scripts/install-deps.sh installs it): "
-        "the exposition format is not checked");
-    return;
-  }
+  const std::string promtool = delayd::testing::require_tool(
+      promtool_env ? promtool_env : "promtool", "Debian package prometheus; scripts/install-deps.sh installs it");
+  Running r(options(), std::make_unique<FakeJobs>());
+  r.server.publish(busy_snapshot());
+  get(r.port(), "/metrics");  // asks the worker for the pending counts, which the next scrape shows
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::string text = body(get(r.port(), "/metrics"));
+  REQUIRE(sample(text, "delayd_jobs_pending{shard=\"delay-ingest:0\"}") == 12);
   const std::string file = "/tmp/delayd-admin-metrics-" + std::to_string(r.port()) + ".txt";
-  std::ofstream(file) << second;
+  std::ofstream(file) << text;
   const std::string out_file = file + ".out";
   const int status = std::system((promtool + " check metrics < " + file + " > " + out_file + " 2>&1").c_str());
   std::ifstream out_in(out_file);

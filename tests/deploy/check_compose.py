@@ -11,8 +11,10 @@ the topic names and group id delayd uses by default (EXPECTED_DELAYD_ENV), which
 against what the built delayd prints with --print-config json, when given its path.
 
 Every disagreement is printed with both sides; the exit status is 1 if there is any, 2 if the
-check could not run (docker-compose missing, a file unreadable). Python 3 standard library, plus
-PyYAML only when docker-compose cannot print JSON (1.29 cannot; it depends on PyYAML itself).
+check could not run (a file unreadable). A missing tool (docker-compose, PyYAML) exits 77, which
+ctest reports as skipped, or 1 under CI=true (tests/support/requires.py). Python 3 standard
+library, plus PyYAML only when docker-compose cannot print JSON (1.29 cannot; it depends on PyYAML
+itself).
 """
 import json
 import os
@@ -21,6 +23,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import requires  # noqa: E402  (tests/support/requires.py: the missing-tool rule)
 
 # What delayd's environment in docker-compose.yml must say, and what the broker documents as its
 # defaults (checked against `delayd --print-config json`).
@@ -45,6 +51,10 @@ BUILD_TOOLS = {"g++", "cmake", "ninja-build", "pkg-config"}
 
 class CannotRun(Exception):
     pass
+
+
+class MissingTool(CannotRun):
+    """A tool the check needs is not installed: skipped, or failed under CI (support/requires.py)."""
 
 
 problems = []
@@ -73,7 +83,7 @@ def read(root, rel):
 def compose_cmd():
     exe = shutil.which("docker-compose")
     if exe is None:
-        raise CannotRun("docker-compose not found on PATH: run scripts/install-deps.sh "
+        raise MissingTool("docker-compose not found on PATH: run scripts/install-deps.sh "
                         "(Debian package docker-compose)")
     return exe
 
@@ -124,7 +134,7 @@ def load_compose(root):
                            input=r.stdout, capture_output=True, text=True)
         if c.returncode == 0:
             return json.loads(c.stdout)
-    raise CannotRun("docker-compose printed YAML and PyYAML is missing (Debian python3-yaml)")
+    raise MissingTool("docker-compose printed YAML and PyYAML is missing (Debian python3-yaml)")
 
 
 def published_ports(service):
@@ -416,6 +426,8 @@ def main(argv):
     DELAYD_BIN = argv[3] if len(argv) == 4 else None
     try:
         (validate if argv[1] == "validate" else agree)(root)
+    except MissingTool as e:
+        return requires.missing_tool(f"check_compose: cannot check: {e}")
     except CannotRun as e:
         print(f"check_compose: cannot check: {e}", file=sys.stderr)
         return 2

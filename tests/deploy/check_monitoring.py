@@ -18,7 +18,8 @@
                                             every port (delayd's admin port too) on 127.0.0.1 only
 
 Every problem is printed; the exit status is 1 if there is any, 2 if the check could not run
-(promtool or docker-compose missing, a file unreadable). promtool comes with Debian's
+(a file unreadable). A missing tool (promtool, docker-compose, PyYAML) exits 77, which ctest
+reports as skipped, or 1 under CI=true (tests/support/requires.py). promtool comes with Debian's
 `prometheus` package, docker-compose with `docker-compose`; scripts/install-deps.sh installs both.
 """
 import json
@@ -32,7 +33,8 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import check_compose as cc  # noqa: E402  (load_compose, env_of, published_ports, CannotRun)
+import check_compose as cc  # noqa: E402  (load_compose, env_of, published_ports, CannotRun, MissingTool)
+from check_compose import requires  # noqa: E402  (tests/support/requires.py)
 
 CannotRun = cc.CannotRun
 
@@ -109,13 +111,13 @@ def load_yaml(text, name):
                                input=text, capture_output=True, text=True)
             if c.returncode == 0:
                 return json.loads(c.stdout)
-    raise CannotRun(f"cannot parse {name}: PyYAML is missing (Debian python3-yaml)")
+    raise cc.MissingTool(f"cannot parse {name}: PyYAML is missing (Debian python3-yaml)")
 
 
 def promtool():
     exe = os.environ.get("PROMTOOL") or shutil.which("promtool")
     if not exe:
-        raise CannotRun("promtool not found on PATH: run scripts/install-deps.sh "
+        raise cc.MissingTool("promtool not found on PATH: run scripts/install-deps.sh "
                         "(Debian package prometheus)")
     return exe
 
@@ -453,6 +455,8 @@ def main(argv):
     root = os.path.abspath(argv[2])
     try:
         checks[argv[1]](root)
+    except cc.MissingTool as e:
+        return requires.missing_tool(f"check_monitoring: cannot check: {e}")
     except (CannotRun, subprocess.SubprocessError, OSError) as e:
         print(f"check_monitoring: cannot check: {e}", file=sys.stderr)
         return 2

@@ -29,6 +29,7 @@ TEST_CASE("every job arrives exactly once, never early, and is marked ready", "[
   const std::int64_t base = now_ms() + 500;
   const std::int64_t shared_instant = base + 4000;
   std::map<std::string, std::int64_t> expected;  // job-id -> deliver-at
+  std::map<std::string, std::int64_t> sent_at;   // job-id -> when it was handed to the producer
   std::set<std::string> overdue;                  // deliver-at already past when published
   for (int i = 0; i < kJobs; ++i) {
     Job j;
@@ -49,6 +50,7 @@ TEST_CASE("every job arrives exactly once, never early, and is marked ready", "[
     // Both forms of deliver-at are part of the contract.
     j.deliver_at = (i % 7 == 0) ? delayd::broker::format_rfc3339_ms(at) : std::to_string(at);
     expected[j.job_id] = at;
+    sent_at[j.job_id] = now_ms();
     pub.send(j);
   }
   pub.flush();
@@ -68,13 +70,10 @@ TEST_CASE("every job arrives exactly once, never early, and is marked ready", "[
   JobReader redis(w);
   std::vector<std::string> ids;
   for (const auto& [id, at] : expected) ids.push_back(id);
-  // A job can only be on time if delayd had it before it was due: lateness is measured from
-  // max(deliver-at, accepted-at); the plain figure against deliver-at is printed as well.
-  std::map<std::string, std::int64_t> accepted_at;
-  {
-    const auto created = redis.fields(ids, "created_at");
-    for (size_t i = 0; i < ids.size(); ++i) accepted_at[ids[i]] = created[i] == "<none>" ? 0 : std::stoll(created[i]);
-  }
+  // A job can only be on time if delayd had it before it was due, and the job record keeps no
+  // acceptance time (its first line is short on purpose: storage/key_schema.hpp); so lateness is
+  // also measured from max(deliver-at, sent), sent being when this test handed the job to its
+  // producer (a lower bound of when delayd had it).
 
   std::map<std::string, int> seen;
   std::vector<std::int64_t> lateness, from_deliver_at;
@@ -96,7 +95,7 @@ TEST_CASE("every job arrives exactly once, never early, and is marked ready", "[
     if (r.timestamp_ms < at) ++early;
     if (!overdue.count(*id)) {
       from_deliver_at.push_back(r.timestamp_ms - at);
-      lateness.push_back(r.timestamp_ms - std::max(at, accepted_at[*id]));
+      lateness.push_back(r.timestamp_ms - std::max(at, sent_at[*id]));
     }
   }
   CHECK(early == 0);
@@ -111,7 +110,7 @@ TEST_CASE("every job arrives exactly once, never early, and is marked ready", "[
     std::cout << "lateness (ms) " << what << " over " << v.size() << " jobs: p50 " << percentile(v, 50) << ", p90 "
               << percentile(v, 90) << ", p99 " << percentile(v, 99) << ", max " << v.back() << "\n";
   };
-  print("after max(deliver-at, accepted-at)", lateness);
+  print("after max(deliver-at, sent)", lateness);
   print("after deliver-at", from_deliver_at);
 
   const auto states = redis.states(ids);

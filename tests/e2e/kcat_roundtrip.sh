@@ -3,8 +3,13 @@
 # the ready topic; redis-cli reads the job's state. delayd creates the topics itself here
 # (kafka.create_topics = true), as in the README's quick start.
 #   usage: kcat_roundtrip.sh /path/to/delayd
+# Without kcat or redis-cli: skipped (exit 77), or failed under CI=true (support/requires.sh).
 set -euo pipefail
 DELAYD="$1"
+# shellcheck source=../support/requires.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/requires.sh"
+require_tool kcat "Debian package kcat; scripts/install-deps.sh installs it"
+require_tool redis-cli "Debian package redis-tools; scripts/install-deps.sh installs it"
 # shellcheck source=../support/delayd_world.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../support/delayd_world.sh"
 

@@ -5,9 +5,13 @@
 # as the worker's reports say, the dead-letter topic must hold the one job that failed twice, and
 # the ready topic exactly the 6 deliveries.
 #   usage: lifecycle_consumer_test.sh /path/to/delayd /path/to/delayctl /path/to/lifecycle_consumer.py
-# Exit 77 (ctest: skipped) when no python3 can import confluent_kafka.
+# Without kcat or a python3 that can import confluent_kafka: skipped (exit 77), or failed under
+# CI=true (support/requires.sh).
 set -euo pipefail
 DELAYD="$1" DELAYCTL="$2" EXAMPLE="$3"
+# shellcheck source=../support/requires.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/requires.sh"
+require_tool kcat "Debian package kcat; scripts/install-deps.sh installs it"
 # shellcheck source=../support/delayd_world.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../support/delayd_world.sh"
 
@@ -17,7 +21,7 @@ PY=""
 for p in ${PYTHON:-} python3 /usr/bin/python3; do
   if command -v "$p" >/dev/null && "$p" -c 'import confluent_kafka' 2>/dev/null; then PY="$p"; break; fi
 done
-[[ -n "$PY" ]] || { echo "SKIPPED: no python3 can import confluent_kafka (Debian package python3-confluent-kafka; scripts/install-deps.sh installs it)"; exit 77; }
+[[ -n "$PY" ]] || missing_tool "no python3 can import confluent_kafka (Debian package python3-confluent-kafka; scripts/install-deps.sh installs it)"
 
 world_env lifecycle
 export DELAYD_KAFKA_STATUS_TOPIC="$run.status"

@@ -1,0 +1,175 @@
+// The status page's script (admin/status_page.hpp says what the page shows and which element ids
+// the tests read). Served inline in the page, so it must never hold a closing script tag.
+//
+// Values reach the page through textContent and SVG attributes only (never innerHTML), so a
+// business name, a problem text or a job's payload cannot inject markup.
+"use strict";
+const REFRESH_MS = 2000, KEEP_MS = 10 * 60 * 1000, SVG = "http://www.w3.org/2000/svg";
+const token = new URLSearchParams(location.hash.slice(1)).get("token");
+const headers = token ? { "Authorization": "Bearer " + token } : {};
+const samples = [];  // {t, delivered, accepted}: the rates' history, this page's memory only
+let polls = 0;
+
+const $ = (id) => document.getElementById(id);
+const fmt = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "-");
+function setText(id, text) { const e = $(id); if (e) e.textContent = text; }
+
+async function getJson(path) {
+  const r = await fetch(path, { headers, cache: "no-store" });
+  let body = null;
+  try { body = await r.json(); } catch (e) { body = null; }
+  if (r.status === 401) throw new Error("401: open this page as /#token=<admin.token>");
+  if (!r.ok) throw new Error(path + ": " + r.status + (body && body.error ? " " + body.error : ""));
+  return body;
+}
+
+function svgEl(parent, tag, attrs, text) {
+  const e = document.createElementNS(SVG, tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  if (text !== undefined) e.textContent = text;
+  parent.appendChild(e);
+  return e;
+}
+
+// Vertical bars with a label under each and the count above it; count i gets id idPrefix + i.
+function bars(svg, labels, counts, idPrefix, barClass) {
+  svg.replaceChildren();
+  const W = 600, H = 200, top = 16, bottom = 24, n = counts.length;
+  const max = Math.max(1, ...counts), slot = W / n, h = H - top - bottom;
+  svgEl(svg, "line", { x1: 0, x2: W, y1: H - bottom, y2: H - bottom, class: "axis" });
+  counts.forEach((c, i) => {
+    const bh = c > 0 ? Math.max(1, (c / max) * h) : 0;
+    svgEl(svg, "rect", { x: i * slot + slot * 0.12, y: H - bottom - bh, width: slot * 0.76, height: bh, class: barClass });
+    svgEl(svg, "text", { x: i * slot + slot / 2, y: H - bottom - bh - 4, "text-anchor": "middle", class: "count", id: idPrefix + i }, fmt(c));
+    svgEl(svg, "text", { x: i * slot + slot / 2, y: H - 8, "text-anchor": "middle" }, labels[i]);
+  });
+}
+
+function seconds(s) {
+  if (s < 1) return (s * 1000) + "ms";
+  return s + "s";
+}
+
+function drawLateness(l) {
+  if (!l) return;
+  const labels = l.counts.map((_, i) => i < l.bounds_s.length ? seconds(l.bounds_s[i]) : ">" + seconds(l.bounds_s[l.bounds_s.length - 1]));
+  bars($("lateness-chart"), labels, l.counts, "lateness-", "bar late");
+  setText("lateness-count", fmt(l.count));
+}
+
+function drawRates() {
+  const svg = $("rate-chart");
+  svg.replaceChildren();
+  const W = 600, H = 200, top = 14, bottom = 22, left = 44;
+  const rates = [];
+  for (let i = 1; i < samples.length; i++) {
+    const a = samples[i - 1], b = samples[i], dt = (b.t - a.t) / 1000;
+    if (dt > 0) rates.push({ t: b.t, d: (b.delivered - a.delivered) / dt, a: (b.accepted - a.accepted) / dt });
+  }
+  const now = samples.length ? samples[samples.length - 1].t : Date.now();
+  const max = Math.max(1, ...rates.map((r) => Math.max(r.d, r.a)));
+  const x = (t) => left + ((t - (now - KEEP_MS)) / KEEP_MS) * (W - left - 4);
+  const y = (v) => H - bottom - (v / max) * (H - top - bottom);
+  svgEl(svg, "line", { x1: left, x2: W, y1: H - bottom, y2: H - bottom, class: "axis" });
+  svgEl(svg, "line", { x1: left, x2: W, y1: top, y2: top, class: "axis" });
+  svgEl(svg, "text", { x: left - 4, y: top + 4, "text-anchor": "end" }, fmt(Math.round(max)));
+  svgEl(svg, "text", { x: left - 4, y: H - bottom + 4, "text-anchor": "end" }, "0");
+  svgEl(svg, "text", { x: left, y: H - 6 }, "-10 min");
+  svgEl(svg, "text", { x: W - 4, y: H - 6, "text-anchor": "end" }, "now");
+  if (rates.length) {
+    svgEl(svg, "polyline", { class: "line accepted", points: rates.map((r) => x(r.t).toFixed(1) + "," + y(r.a).toFixed(1)).join(" ") });
+    svgEl(svg, "polyline", { class: "line", points: rates.map((r) => x(r.t).toFixed(1) + "," + y(r.d).toFixed(1)).join(" ") });
+    setText("delivered-rate", fmt(Math.round(rates[rates.length - 1].d * 10) / 10));
+  }
+  setText("rate-window", rates.length + " samples");
+}
+
+function fillTable(tbodyId, rows, idPrefix) {
+  const tbody = $(tbodyId);
+  tbody.replaceChildren();
+  for (const row of rows) {
+    const tr = document.createElement("tr");
+    row.forEach((cell, i) => {
+      const td = document.createElement("td");
+      if (typeof cell === "number") { td.className = "n"; if (i === 1 && idPrefix) td.id = idPrefix + row[0]; }
+      td.textContent = typeof cell === "number" ? fmt(cell) : cell;
+      tr.appendChild(td);
+    });
+    tbody.appendChild(tr);
+  }
+  if (!rows.length) {
+    const tr = document.createElement("tr"), td = document.createElement("td");
+    td.colSpan = 3; td.className = "muted"; td.textContent = "none";
+    tr.appendChild(td); tbody.appendChild(tr);
+  }
+}
+
+let owned = [];
+
+function showStats(s) {
+  setText("held", fmt(s.held));
+  setText("in_wheel", fmt(s.in_wheel));
+  setText("in_flight", fmt(s.in_flight));
+  setText("next_due", s.next_due_iso || "none");
+  const c = s.counters || {};
+  setText("accepted", fmt(c.accepted));
+  setText("delivered", fmt(c.delivered));
+  fillTable("counter-table", Object.keys(c).sort().map((k) => [k, c[k]]), "counter-");
+  owned = s.shards || [];
+  setText("shards-owned", "(" + owned.length + " owned here)");
+  const banner = $("banner");
+  if (!s.alive) { banner.className = "bad"; setText("problem", "the scheduling loop is not turning (starting up, or stuck)"); }
+  else if (s.problem) { banner.className = "bad"; setText("problem", "problem: " + s.problem); }
+  else { banner.className = "ok"; setText("problem", "all well"); }
+  drawLateness(s.lateness);
+  const t = Date.now();
+  const last = samples[samples.length - 1];
+  if (last && ((c.delivered || 0) < last.delivered || (c.accepted || 0) < last.accepted)) samples.length = 0;  // restarted
+  samples.push({ t, delivered: c.delivered || 0, accepted: c.accepted || 0 });
+  while (samples.length && samples[0].t < t - KEEP_MS) samples.shift();
+  drawRates();
+}
+
+function showOverview(o) {
+  setText("pending", fmt(o.pending));
+  fillTable("business-table", Object.keys(o.pending_by_business).sort().map((b) => [b, o.pending_by_business[b]]), "business-");
+  fillTable("shard-table", Object.keys(o.pending_by_shard).sort().map((k) => [k, o.pending_by_shard[k], owned.includes(k) ? "yes" : ""]), "shard-");
+  const short = (w) => w.replace(/ min/g, "m").replace(/ h/g, "h").replace(/ /g, "");
+  bars($("due-chart"), o.due.map((w) => short(w.window)), o.due.map((w) => w.count), "due-", "bar");
+}
+
+async function refresh() {
+  const errors = [];
+  const [stats, overview] = await Promise.allSettled([getJson("/stats"), getJson("/overview")]);
+  if (stats.status === "fulfilled") showStats(stats.value); else errors.push(stats.reason.message);
+  if (overview.status === "fulfilled") showOverview(overview.value); else errors.push(overview.reason.message);
+  if (stats.status === "fulfilled" && overview.status === "fulfilled") setText("polls", String(++polls));
+  if (stats.status !== "fulfilled") { $("banner").className = "bad"; setText("problem", "cannot read /stats: " + stats.reason.message); }
+  setText("fetch-error", errors.join("; "));
+  setText("updated", new Date().toLocaleTimeString("en-GB"));
+}
+
+async function loop() {
+  try { await refresh(); } catch (e) { setText("fetch-error", String(e)); }
+  setTimeout(loop, REFRESH_MS);
+}
+
+$("job-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const id = $("job-id").value.trim();
+  const out = $("job-result");
+  if (!id) return;
+  out.className = "";
+  out.textContent = "looking up " + id + "\u2026";
+  try {
+    const r = await fetch("/jobs/" + encodeURIComponent(id), { headers, cache: "no-store" });
+    const text = await r.text();
+    let shown = text;
+    try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* not JSON: as it came */ }
+    out.textContent = r.status + "\n" + shown;
+  } catch (e) {
+    out.textContent = String(e);
+  }
+});
+
+loop();
