@@ -15,7 +15,7 @@
 #include "admin/metrics.hpp"
 #include "admin/request_target.hpp"
 #include "admin/status_page.hpp"
-#include "broker/time_format.hpp"
+#include "contract/time_format.hpp"
 
 namespace delayd::admin {
 
@@ -143,7 +143,7 @@ HttpResponse stats(State& state) {
                    {"problem", s.problem}};
   if (s.next_due) {
     j["next_due"] = *s.next_due;
-    j["next_due_iso"] = broker::format_rfc3339_ms(*s.next_due);
+    j["next_due_iso"] = contract::format_rfc3339_ms(*s.next_due);
   } else {
     j["next_due"] = nullptr;
   }
@@ -164,14 +164,14 @@ nlohmann::json overview_json(const Overview& o, std::int64_t now_ms) {
   std::int64_t pending = 0;
   for (const auto& [shard, n] : o.pending_by_shard) pending += n;
   nlohmann::json j{{"read_at", now_ms},
-                   {"read_at_iso", broker::format_rfc3339_ms(now_ms)},
+                   {"read_at_iso", contract::format_rfc3339_ms(now_ms)},
                    {"pending", pending},
                    {"pending_by_business", o.pending_by_business},
                    {"pending_by_shard", o.pending_by_shard},
                    {"next_due", nullptr}};
   if (o.next_due) {
     j["next_due"] = *o.next_due;
-    j["next_due_iso"] = broker::format_rfc3339_ms(*o.next_due);
+    j["next_due_iso"] = contract::format_rfc3339_ms(*o.next_due);
   }
   nlohmann::json due = nlohmann::json::array();
   for (std::size_t i = 0; i < o.due.size() && i <= kDueWindowsS.size(); ++i) {

@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "admin/job_json.hpp"
-#include "broker/ingest_parse.hpp"
 #include "config/redis_options.hpp"
+#include "contract/ingest_parse.hpp"
 
 namespace delayd::admin {
 
@@ -62,7 +62,7 @@ void StoreJobBackend::publish_cancel(const std::string& job_id) {
   connectors::OutRecord rec;
   rec.topic = config_.kafka.ingest_topic;
   rec.key = job_id;
-  rec.headers = {{std::string(broker::kHeaderOp), "cancel"}, {std::string(broker::kHeaderJobId), job_id}};
+  rec.headers = {{std::string(contract::kHeaderOp), "cancel"}, {std::string(contract::kHeaderJobId), job_id}};
   report_.reset();
   producer_->produce(rec);
   // Bounded below kafka.message_timeout_ms so that a Kafka outage costs a 503, not a stuck

@@ -49,7 +49,7 @@ class StoreJobBackend final : public JobBackend {
 
   config::Config config_;
   std::chrono::milliseconds cancel_wait_;
-  std::unique_ptr<storage::RedisClient> redis_;
+  std::unique_ptr<redis::RedisClient> redis_;
   std::unique_ptr<storage::JobStore> store_;
   std::unique_ptr<connectors::KafkaProducer> producer_;
   std::optional<connectors::DeliveryReport> report_;

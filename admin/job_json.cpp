@@ -2,12 +2,12 @@
 
 #include <charconv>
 
-#include "broker/time_format.hpp"
+#include "contract/time_format.hpp"
 #include "storage/header_codec.hpp"
 
 namespace delayd::admin {
 
-using broker::format_rfc3339_ms;
+using contract::format_rfc3339_ms;
 
 namespace {
 

@@ -4,12 +4,6 @@
 // bench/run-broker.sh, which starts the local stack. One JSON object per line.
 //
 //   broker_bench --redis-url redis://127.0.0.1:16379 --n 200000 [--value-bytes 100] [--batch 500]
-#include "broker/held_jobs.hpp"
-#include "broker/scheduler.hpp"
-#include "storage/job_store.hpp"
-#include "storage/redis_url.hpp"
-#include "wheel/timing_wheel.hpp"
-
 #include <unistd.h>
 
 #include <chrono>
@@ -21,13 +15,19 @@
 #include <string>
 #include <vector>
 
+#include "broker/held_jobs.hpp"
+#include "broker/scheduler.hpp"
+#include "redis/url.hpp"
+#include "storage/job_store.hpp"
+#include "wheel/timing_wheel.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-long long redis_used_memory(delayd::storage::RedisConnection& redis) {
+long long redis_used_memory(delayd::redis::RedisConnection& redis) {
   auto r = redis.command({"INFO", "memory"});
   const std::string text(r.view().str());
   const auto pos = text.find("used_memory:");
@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   }
 
   using namespace delayd::storage;
+  using namespace delayd::redis;
   RedisConnection redis(parse_redis_url(url));
   const std::string prefix = "bench-" + std::to_string(::getpid());
   JobStore store(redis, KeySchema(prefix), 3600);

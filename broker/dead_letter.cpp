@@ -1,18 +1,18 @@
 #include "broker/dead_letter.hpp"
 
-#include "broker/ingest_parse.hpp"
-
 #include <algorithm>
 #include <array>
 #include <string>
+
+#include "contract/ingest_parse.hpp"
 
 namespace delayd::broker {
 
 namespace {
 
 bool is_kept_header(const std::string& name) {
-  constexpr std::array<std::string_view, 6> kKept = {kHeaderError,     "source-topic",    "source-partition",
-                                                     "source-offset",  kHeaderJobId,      kHeaderValueBytes};
+  constexpr std::array<std::string_view, 6> kKept = {contract::kHeaderError, "source-topic",         "source-partition",
+                                                     "source-offset",        contract::kHeaderJobId, kHeaderValueBytes};
   return std::find(kKept.begin(), kKept.end(), name) != kKept.end();
 }
 

@@ -8,9 +8,9 @@
 #include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
 #include "broker/header_convert.hpp"
-#include "broker/ingest_parse.hpp"
 #include "config/config_names.hpp"
 #include "connectors/kafka_error.hpp"
+#include "contract/ingest_parse.hpp"
 
 namespace delayd::broker {
 
@@ -33,11 +33,11 @@ connectors::OutRecord ready_record(const storage::Claim& c, const std::string& t
   r.key = c.key;
   r.value = c.value;
   r.headers = to_kafka(c.headers);
-  r.headers.push_back({std::string(kHeaderBusiness), c.business});
-  r.headers.push_back({std::string(kHeaderJobId), c.job_id});
-  r.headers.push_back({std::string(kHeaderDeliverAt), std::to_string(c.deliver_at)});
-  r.headers.push_back({std::string(kHeaderAttempt), std::to_string(c.attempt)});
-  if (c.repeat > 0) r.headers.push_back({std::string(kHeaderRepeat), std::to_string(c.repeat)});
+  r.headers.push_back({std::string(contract::kHeaderBusiness), c.business});
+  r.headers.push_back({std::string(contract::kHeaderJobId), c.job_id});
+  r.headers.push_back({std::string(contract::kHeaderDeliverAt), std::to_string(c.deliver_at)});
+  r.headers.push_back({std::string(contract::kHeaderAttempt), std::to_string(c.attempt)});
+  if (c.repeat > 0) r.headers.push_back({std::string(contract::kHeaderRepeat), std::to_string(c.repeat)});
   return r;
 }
 
@@ -438,7 +438,7 @@ std::chrono::milliseconds FirePath::note_missing_topic(const std::string& topic,
 void FirePath::dead_letter(InFlight entry, std::string reason, bool strip_value, DeadLetterReason why) {
   ++counters_.dead_lettered_by[std::string(to_string(why))];
   entry.reason = std::move(reason);
-  entry.record.headers.push_back({std::string(kHeaderError), entry.reason});
+  entry.record.headers.push_back({std::string(contract::kHeaderError), entry.reason});
   entry.record.topic = options_.dlq_topic;
   entry.record.partition = -1;
   if (strip_value) shrink_dead_letter(entry.record);

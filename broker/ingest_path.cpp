@@ -66,23 +66,23 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
   for (std::size_t i = b.resume; i < batch.size(); ++i) {
     const connectors::Record& rec = batch[i];
     if (!options_.status_topic.empty() && rec.topic == options_.status_topic) {
-      ParsedStatus status = parse_status(rec);
-      if (auto* r = std::get_if<StatusReport>(&status)) {
+      contract::ParsedStatus status = contract::parse_status(rec);
+      if (auto* r = std::get_if<contract::StatusReport>(&status)) {
         reports_.push_back(std::move(*r));
       } else if (b.dead_lettered.insert(i).second) {
-        dead_letter(b, rec, std::get<Invalid>(status).reason, DeadLetterReason::invalid_status);
+        dead_letter(b, rec, std::get<contract::Invalid>(status).reason, DeadLetterReason::invalid_status);
       }
       continue;
     }
-    ParsedIngest parsed = parse_ingest(rec, options_.rules);
+    contract::ParsedIngest parsed = contract::parse_ingest(rec, options_.rules);
     DeadLetterReason why_dead = DeadLetterReason::invalid_record;
-    if (auto* job = std::get_if<ScheduleJob>(&parsed)) {
+    if (auto* job = std::get_if<contract::ScheduleJob>(&parsed)) {
       if (auto why = refuse_topic(*job)) {
-        parsed = Invalid{std::move(*why)};
+        parsed = contract::Invalid{std::move(*why)};
         why_dead = DeadLetterReason::topic_refused;
       }
     }
-    if (auto* job = std::get_if<ScheduleJob>(&parsed)) {
+    if (auto* job = std::get_if<contract::ScheduleJob>(&parsed)) {
       storage::NewJob j;
       j.job_id = std::move(job->job_id);
       j.deliver_at = job->deliver_at_ms;
@@ -94,16 +94,16 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       j.repeat_every = std::chrono::milliseconds(job->repeat_every_ms);
       j.repeat_count = job->repeat_count;
       accepts_.push_back(std::move(j));
-    } else if (auto* c = std::get_if<CancelJob>(&parsed)) {
+    } else if (auto* c = std::get_if<contract::CancelJob>(&parsed)) {
       flush_accepts(b, i, now_ms);  // a cancel applies to what came before it in the partition
       cancel(storage::shard_id(rec.topic, rec.partition), c->job_id, now_ms);
       b.resume = i + 1;
-    } else if (auto* r = std::get_if<RescheduleJob>(&parsed)) {
+    } else if (auto* r = std::get_if<contract::RescheduleJob>(&parsed)) {
       flush_accepts(b, i, now_ms);  // like a cancel: after what came before it
       reschedule(storage::shard_id(rec.topic, rec.partition), *r, now_ms);
       b.resume = i + 1;
     } else if (b.dead_lettered.insert(i).second) {
-      dead_letter(b, rec, std::get<Invalid>(parsed).reason, why_dead);
+      dead_letter(b, rec, std::get<contract::Invalid>(parsed).reason, why_dead);
     }
   }
   flush_accepts(b, batch.size(), now_ms);
@@ -115,7 +115,7 @@ void IngestPath::wait_for_replicas(Batch& b, std::size_t end) {
   if (options_.wait_on == nullptr || options_.wait_replicas <= 0 || b.replicated >= end) return;
   try {
     options_.wait_on->wait_replicas(options_.wait_replicas, options_.wait_timeout_ms);
-  } catch (const storage::RedisIoError&) {
+  } catch (const redis::RedisIoError&) {
     // Write it all again on the retry (idempotent): a new primary may lack some of it, and a
     // write it already has costs nothing. Dead-letter copies are not sent twice.
     b.resume = b.replicated;
@@ -124,7 +124,7 @@ void IngestPath::wait_for_replicas(Batch& b, std::size_t end) {
   b.replicated = end;
 }
 
-std::optional<std::string> IngestPath::refuse_topic(const ScheduleJob& job) {
+std::optional<std::string> IngestPath::refuse_topic(const contract::ScheduleJob& job) {
   if (topics_ == nullptr || topics_->request(job.ready_topic)) return std::nullopt;
   return "business '" + job.business + "' needs ready topic " + job.ready_topic +
          ", and delayd has already asked for " + std::to_string(topics_->requested()) +
@@ -173,7 +173,7 @@ void IngestPath::cancel(const std::string& shard, const std::string& job_id, std
   }
 }
 
-void IngestPath::reschedule(const std::string& shard, const RescheduleJob& r, std::int64_t now_ms) {
+void IngestPath::reschedule(const std::string& shard, const contract::RescheduleJob& r, std::int64_t now_ms) {
   const storage::Transition t = store_.reschedule_anywhere(shard, r.job_id, r.deliver_at_ms, now_ms);
   if (t.changed) {
     // The owner moves the timer when it reads the wake list; if that is us, at once.
@@ -203,7 +203,7 @@ void IngestPath::flush_reports(Batch& b, std::int64_t now_ms) {
 void IngestPath::retry_waiting_reports(std::int64_t now_ms) {
   if (waiting_reports_.empty() || steady_ms() < next_report_retry_) return;
   next_report_retry_ = steady_ms() + kReportRetryMs;
-  std::vector<StatusReport> again;
+  std::vector<contract::StatusReport> again;
   again.reserve(waiting_reports_.size());
   for (const auto& w : waiting_reports_) again.push_back(w.report);
   const std::vector<bool> wait = apply_reports(again, now_ms);  // may throw: all stay waiting
@@ -230,7 +230,7 @@ void IngestPath::settle_batch(std::uint64_t batch) {
   }
 }
 
-std::vector<bool> IngestPath::apply_reports(const std::vector<StatusReport>& statuses, std::int64_t now_ms) {
+std::vector<bool> IngestPath::apply_reports(const std::vector<contract::StatusReport>& statuses, std::int64_t now_ms) {
   std::vector<std::string> ids;
   ids.reserve(statuses.size());
   for (const auto& r : statuses) ids.push_back(r.job_id);
@@ -240,7 +240,7 @@ std::vector<bool> IngestPath::apply_reports(const std::vector<StatusReport>& sta
   reports.reserve(statuses.size());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (size_t i = 0; i < statuses.size(); ++i) {
-    const StatusReport& s = statuses[i];
+    const contract::StatusReport& s = statuses[i];
     const config::BusinessPolicy& p = options_.policies.of(located[i] ? located[i]->business : std::string());
     storage::Report r;
     r.job_id = s.job_id;
@@ -271,7 +271,7 @@ std::vector<bool> IngestPath::apply_reports(const std::vector<StatusReport>& sta
   return wait;
 }
 
-void IngestPath::count(const StatusReport& report, const storage::ReportOutcome& o) {
+void IngestPath::count(const contract::StatusReport& report, const storage::ReportOutcome& o) {
   using Verdict = storage::ReportOutcome::Verdict;
   if (o.verdict == Verdict::unknown) {
     ++counters_.reports_unknown;
@@ -292,13 +292,13 @@ void IngestPath::count(const StatusReport& report, const storage::ReportOutcome&
     return;
   }
   switch (report.status) {
-    case ReportStatus::running:
+    case storage::ReportStatus::running:
       ++counters_.reports_running;
       break;
-    case ReportStatus::finished:
+    case storage::ReportStatus::finished:
       ++counters_.reports_finished;
       break;
-    case ReportStatus::failed:
+    case storage::ReportStatus::failed:
       ++counters_.reports_failed;
       if (o.dead) {
         spdlog::warn("job {} reported failed on its last attempt ({}); it goes to the dead-letter topic", report.job_id,
@@ -319,7 +319,7 @@ void IngestPath::dead_letter(Batch& b, const connectors::Record& rec, const std:
   d.record.key = rec.key;
   d.record.value = rec.value;
   d.record.headers = rec.headers;
-  d.record.headers.push_back({std::string(kHeaderError), reason});
+  d.record.headers.push_back({std::string(contract::kHeaderError), reason});
   d.record.headers.push_back({"source-topic", rec.topic});
   d.record.headers.push_back({"source-partition", std::to_string(rec.partition)});
   d.record.headers.push_back({"source-offset", std::to_string(rec.offset)});

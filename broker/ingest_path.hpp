@@ -62,17 +62,17 @@
 #include <vector>
 
 #include "broker/dead_letter.hpp"
-#include "broker/ingest_parse.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/topic_creator.hpp"
 #include "config/business_policy.hpp"
 #include "connectors/kafka_producer.hpp"
+#include "contract/ingest_parse.hpp"
 #include "storage/job_store.hpp"
 
 namespace delayd::broker {
 
 struct IngestOptions {
-  IngestRules rules;
+  contract::IngestRules rules;
   std::string dlq_topic = "delay-ingest.dlq";
   std::size_t max_waiting_batches = 64;  // backlogged() beyond this many uncommittable batches
   std::int64_t cancel_memory_s = 300;    // how long a cancel for an unknown id is remembered
@@ -80,7 +80,7 @@ struct IngestOptions {
   config::BusinessPolicies policies;     // what a report does to each business's jobs
   // Durability: the client the store writes through, and how many replicas must acknowledge each
   // batch's writes before it may be committed (0 or no client: no wait).
-  storage::RedisClient* wait_on = nullptr;
+  redis::RedisClient* wait_on = nullptr;
   int wait_replicas = 0;
   int wait_timeout_ms = 1000;
 };
@@ -151,20 +151,20 @@ class IngestPath {
   void wait_for_replicas(Batch& b, std::size_t end);
   // A cancel read from `shard`: the job is looked for there first, then in every shard.
   void cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms);
-  void reschedule(const std::string& shard, const RescheduleJob& r, std::int64_t now_ms);
+  void reschedule(const std::string& shard, const contract::RescheduleJob& r, std::int64_t now_ms);
   // Applies the reports collected since the last call; those whose job is in flight wait (and
   // hold b's offsets) until retry_waiting_reports() gets them through.
   void flush_reports(Batch& b, std::int64_t now_ms);
   // store: locate, then report; counts and moves timers. Returns, per report, whether it must
   // wait (its job is in flight).
-  std::vector<bool> apply_reports(const std::vector<StatusReport>& reports, std::int64_t now_ms);
+  std::vector<bool> apply_reports(const std::vector<contract::StatusReport>& reports, std::int64_t now_ms);
   // One dead letter or waiting report of the batch is done.
   void settle_batch(std::uint64_t batch);
-  void count(const StatusReport& report, const storage::ReportOutcome& outcome);
+  void count(const contract::StatusReport& report, const storage::ReportOutcome& outcome);
   void dead_letter(Batch& b, const connectors::Record& rec, const std::string& reason,
                    DeadLetterReason why);  // b.outstanding + 1
   void send(DeadLetter letter);
-  std::optional<std::string> refuse_topic(const ScheduleJob& job);
+  std::optional<std::string> refuse_topic(const contract::ScheduleJob& job);
 
   Scheduler& scheduler_;
   storage::JobStore& store_;
@@ -172,9 +172,9 @@ class IngestPath {
   TopicCreator* topics_;
   IngestOptions options_;
   std::vector<storage::NewJob> accepts_;  // the batch's schedules since the last cancel
-  std::vector<StatusReport> reports_;     // the batch's reports since the last flush
+  std::vector<contract::StatusReport> reports_;  // the batch's reports since the last flush
   struct WaitingReport {
-    StatusReport report;
+    contract::StatusReport report;
     std::uint64_t batch = 0;
     std::int64_t since_ms = 0;  // steady clock
   };

@@ -23,9 +23,9 @@
 #include "connectors/kafka_admin.hpp"
 #include "connectors/kafka_consumer.hpp"
 #include "connectors/kafka_producer.hpp"
+#include "redis/connection.hpp"
 #include "storage/job_store.hpp"
 #include "storage/key_schema.hpp"
-#include "storage/redis_connection.hpp"
 
 namespace delayd::broker {
 
@@ -86,7 +86,7 @@ class Loop {
  public:
   // `redis_latency` is filled by the client the store uses (TimedRedisClient); it must outlive
   // the loop.
-  Loop(const config::Config& c, const std::atomic<bool>& stop, storage::JobStore& store, storage::RedisClient& redis,
+  Loop(const config::Config& c, const std::atomic<bool>& stop, storage::JobStore& store, redis::RedisClient& redis,
        const DurationHistogram& redis_latency, connectors::KafkaAdmin* admin)
       : c_(c),
         stop_(stop),
@@ -165,9 +165,9 @@ class Loop {
       } else {
         delivery_.recovered();
       }
-    } catch (const storage::RedisIoError& e) {
+    } catch (const redis::RedisIoError& e) {
       fail(redis_, e.what());
-    } catch (const storage::RedisCommandError& e) {
+    } catch (const redis::RedisCommandError& e) {
       fail(redis_, std::string("refused: ") + e.what());
     } catch (const connectors::KafkaError& e) {
       fail(kafka_, e.what());
@@ -224,12 +224,12 @@ class Loop {
     so.fire_batch = static_cast<std::size_t>(c.scheduler.fire_batch);
     return so;
   }
-  static IngestOptions ingest_options(const config::Config& c, storage::RedisClient& redis) {
+  static IngestOptions ingest_options(const config::Config& c, redis::RedisClient& redis) {
     IngestOptions io;
     io.wait_on = &redis;
     io.wait_replicas = static_cast<int>(c.redis.wait_replicas);
     io.wait_timeout_ms = static_cast<int>(c.redis.wait_timeout_ms);
-    io.rules = ingest_rules(c);
+    io.rules = contract::ingest_rules(c);
     io.dlq_topic = c.kafka.dlq_topic;
     io.cancel_memory_s = c.scheduler.cancel_memory_s;
     io.status_topic = c.kafka.status_topic;
@@ -566,7 +566,7 @@ namespace {
 // What start-up connected to, kept for the loop's life (on the heap: the loop and the timed
 // client hold references into it).
 struct Connections {
-  std::unique_ptr<storage::RedisClient> redis;
+  std::unique_ptr<redis::RedisClient> redis;
   DurationHistogram redis_latency;  // every round trip of the loop's client, for /metrics
   std::unique_ptr<TimedRedisClient> timed;
   std::unique_ptr<storage::JobStore> store;
@@ -588,7 +588,7 @@ std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic
   });
   if (!store) return nullptr;
   conn->store = std::move(*store);
-  spdlog::info("redis {} ready (prefix '{}')", storage::mask_redis_url(c.redis.url), c.redis.prefix);
+  spdlog::info("redis {} ready (prefix '{}')", redis::mask_redis_url(c.redis.url), c.redis.prefix);
 
   if (c.kafka.create_topics) {
     conn->admin.emplace(config::kafka_properties(c, config::KafkaClient::admin));

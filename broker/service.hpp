@@ -13,7 +13,7 @@
 //
 // THE ERROR MODEL. Every failure falls in one of three classes, and only the third ends delayd.
 //   transient   Redis unreachable or answering LOADING, BUSY, READONLY, TRYAGAIN, CLUSTERDOWN,
-//               MASTERDOWN, MISCONF, OOM (storage::RedisIoError); Kafka unreachable, timing out,
+//               MASTERDOWN, MISCONF, OOM (redis::RedisIoError); Kafka unreachable, timing out,
 //               its queue full (connectors::KafkaError, DeliveryError::transient and
 //               possibly_persisted); a producer fatal error that a new producer clears.
 //               The turn is abandoned and retried with backoff (100 ms doubling to 1 s);

@@ -5,25 +5,25 @@
 // is read on the same thread.
 #pragma once
 
-#include "broker/snapshot.hpp"
-#include "storage/redis_client.hpp"
-
 #include <chrono>
+
+#include "broker/snapshot.hpp"
+#include "redis/client.hpp"
 
 namespace delayd::broker {
 
-class TimedRedisClient final : public storage::RedisClient {
+class TimedRedisClient final : public redis::RedisClient {
  public:
   // Both must outlive this object.
-  TimedRedisClient(storage::RedisClient& inner, DurationHistogram& histogram) : inner_(inner), histogram_(histogram) {}
+  TimedRedisClient(redis::RedisClient& inner, DurationHistogram& histogram) : inner_(inner), histogram_(histogram) {}
 
   // The inner client's command(), timed; exceptions pass through (and are timed too).
-  storage::RedisReply command(const storage::Command& argv) override {
+  redis::RedisReply command(const redis::Command& argv) override {
     const Timer t(histogram_);
     return inner_.command(argv);
   }
   // The inner client's pipeline(), timed as one round trip.
-  std::vector<storage::RedisReply> pipeline(const std::vector<storage::Command>& commands) override {
+  std::vector<redis::RedisReply> pipeline(const std::vector<redis::Command>& commands) override {
     const Timer t(histogram_);
     return inner_.pipeline(commands);
   }
@@ -43,7 +43,7 @@ class TimedRedisClient final : public storage::RedisClient {
     DurationHistogram& histogram;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   };
-  storage::RedisClient& inner_;
+  redis::RedisClient& inner_;
   DurationHistogram& histogram_;
 };
 

@@ -457,12 +457,12 @@ std::int64_t WheelSettings::range_ms() const {
   return tick << (3 * bits);
 }
 
-storage::RedisOptions redis_options(const Config& config) {
-  storage::RedisOptions o;
+redis::RedisOptions redis_options(const Config& config) {
+  redis::RedisOptions o;
   try {
-    o = storage::parse_redis_url(config.redis.url);
+    o = redis::parse_redis_url(config.redis.url);
   } catch (const std::invalid_argument& e) {
-    fail("redis.url = " + quote_for_message(mask_redis_url(config.redis.url)), "", e.what());
+    fail("redis.url = " + quote_for_message(redis::mask_redis_url(config.redis.url)), "", e.what());
   }
   if (!config.redis.password.empty()) o.password = config.redis.password;
   if (config.redis.db) o.db = static_cast<int>(*config.redis.db);

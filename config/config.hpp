@@ -35,7 +35,7 @@
 #include <utility>
 #include <vector>
 
-#include "storage/redis_url.hpp"
+#include "redis/url.hpp"
 
 namespace CLI {
 class App;
@@ -146,9 +146,9 @@ struct AdminConfig {
 };
 
 // The url with its password, if any, replaced by "***"; for logs and --print-config. The Redis
-// url is parsed in one place only, storage/redis_url.hpp; redis_options() (redis_options.hpp)
+// url is parsed in one place only, redis/url.hpp; redis_options() (redis_options.hpp)
 // combines it with redis.password and redis.db.
-using storage::mask_redis_url;
+using redis::mask_redis_url;
 
 struct Config {
   KafkaConfig kafka;

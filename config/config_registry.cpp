@@ -61,7 +61,7 @@ std::string check_business_list(std::string_view v) {
 
 std::string check_redis_url(std::string_view v) {
   try {
-    (void)storage::parse_redis_url(v);
+    (void)redis::parse_redis_url(v);
     return "";
   } catch (const std::invalid_argument& e) {
     return e.what();
@@ -205,7 +205,7 @@ std::string display_value(const Setting& s, const Config& c) {
     std::string operator()(const Field<std::string>& f) const {
       const std::string& v = f.get(c);
       if (s.secret) return v.empty() ? "\"\"" : "\"***\"";
-      if (s.name == "redis.url") return quote_for_message(mask_redis_url(v), 300);
+      if (s.name == "redis.url") return quote_for_message(redis::mask_redis_url(v), 300);
       return quote_for_message(v, 300);
     }
     std::string operator()(const Field<bool>& f) const { return f.get(c) ? "true" : "false"; }

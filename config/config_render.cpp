@@ -51,7 +51,7 @@ std::string toml_string(std::string_view s) {
 
 std::string shown_string(const Setting& s, const std::string& v) {
   if (s.secret) return v.empty() ? std::string() : std::string(kMask);
-  if (s.name == "redis.url") return mask_redis_url(v);
+  if (s.name == "redis.url") return redis::mask_redis_url(v);
   return v;
 }
 

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "config/config.hpp"
-#include "storage/redis_connection.hpp"
+#include "redis/connection.hpp"
 
 namespace delayd::config {
 
@@ -13,11 +13,11 @@ namespace delayd::config {
 // and redis.db overriding the url's and redis.timeout_ms. Throws ConfigError for a url that
 // does not parse (validate_config() has refused it already in a loaded Config).
 // Defined in config.cpp, beside the other ConfigError messages.
-storage::RedisOptions redis_options(const Config& config);
+redis::RedisOptions redis_options(const Config& config);
 
 // The client for config.redis.url: a RedisConnection for redis://, a RedisCluster (slot router)
-// for redis-cluster://. Connects at once (throws storage::RedisIoError when the
+// for redis-cluster://. Connects at once (throws redis::RedisIoError when the
 // server cannot be reached, RedisCommandError when it refuses AUTH or SELECT).
-std::unique_ptr<storage::RedisClient> make_redis_client(const Config& config);
+std::unique_ptr<redis::RedisClient> make_redis_client(const Config& config);
 
 }  // namespace delayd::config

@@ -23,7 +23,7 @@ std::optional<std::int64_t> parse_i64(std::string_view s) {
 // A score read back from a pending set. delayd writes whole milliseconds, but a hand-edited
 // entry may hold a fraction or an infinity: round up (a deadline read late is never early) and
 // clamp into 0..2^62, where the wheel and the claim script sort it out.
-std::int64_t score_of(ReplyView v) {
+std::int64_t score_of(redis::ReplyView v) {
   const std::string text(v.str());
   if (auto whole = parse_i64(text)) return std::clamp<std::int64_t>(*whole, 0, std::int64_t{1} << 62);
   char* end = nullptr;
@@ -35,7 +35,7 @@ std::int64_t score_of(ReplyView v) {
 
 // A script's {changed, state} for one job. A state the scripts never return means the reply
 // itself cannot be trusted; it is reported as corrupt rather than thrown.
-Transition parse_transition(const std::string& job_id, std::string_view shard, ReplyView r) {
+Transition parse_transition(const std::string& job_id, std::string_view shard, redis::ReplyView r) {
   Transition t;
   t.job_id = job_id;
   t.shard = std::string(shard);
@@ -43,7 +43,7 @@ Transition parse_transition(const std::string& job_id, std::string_view shard, R
     t.changed = r[0].integer() == 1;
     t.state = parse_job_state(r[1].str()).value_or(JobState::corrupt);
     if (r.size() > 2) t.at = parse_i64(r[2].str()).value_or(0);
-  } catch (const RedisCommandError&) {
+  } catch (const redis::RedisCommandError&) {
     t.state = JobState::corrupt;
   }
   return t;
@@ -108,7 +108,7 @@ std::optional<std::map<std::string, std::string>> parse_record(std::string_view 
 }
 
 // The payload of a record read back (what follows its header line).
-StoredPayload payload_of(ReplyView record) {
+StoredPayload payload_of(redis::ReplyView record) {
   if (!record.is_string()) throw std::invalid_argument("record gone or not a string");
   const std::string_view v = record.str();
   const auto nl = v.find('\n');
@@ -119,7 +119,7 @@ StoredPayload payload_of(ReplyView record) {
 // A job in flight: its entry "<attempt> <firing_at> <epoch>" in the shard's in-flight hash
 // shows as the fields attempt (the attempt under way), firing_at and claimed_by (the epoch of
 // the owner that claimed it).
-void add_in_flight(std::map<std::string, std::string>& fields, ReplyView entry) {
+void add_in_flight(std::map<std::string, std::string>& fields, redis::ReplyView entry) {
   if (!entry.is_string()) return;
   const std::string_view e = entry.str();
   const auto sp = e.find(' ');
@@ -133,7 +133,7 @@ void add_in_flight(std::map<std::string, std::string>& fields, ReplyView entry) 
 
 // The history list as the field "history": one event per line, "<ms> <event> <attempt>
 // <detail>", the detail decoded (a line break in it shown as a space).
-void add_history(std::map<std::string, std::string>& fields, ReplyView list) {
+void add_history(std::map<std::string, std::string>& fields, redis::ReplyView list) {
   if (!list.is_array() || list.size() == 0) return;
   std::string text;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -147,7 +147,7 @@ void add_history(std::map<std::string, std::string>& fields, ReplyView list) {
 
 // One job's claim from the script's reply and the record read right after it. Never throws on
 // what the bytes say: an unexpected shape is reported as a corrupt job.
-Claim parse_claim(const std::string& job_id, ReplyView r, ReplyView record) {
+Claim parse_claim(const std::string& job_id, redis::ReplyView r, redis::ReplyView record) {
   Claim c;
   c.job_id = job_id;
   const std::string_view kind = r[0].str();
@@ -199,26 +199,26 @@ Claim parse_claim(const std::string& job_id, ReplyView r, ReplyView record) {
 
 }  // namespace
 
-JobStore::JobStore(RedisClient& redis, KeySchema keys, std::int64_t retention_s)
+JobStore::JobStore(redis::RedisClient& redis, KeySchema keys, std::int64_t retention_s)
     : redis_(redis), keys_(std::move(keys)), retention_s_(retention_s) {
   load_scripts();
 }
 
 void JobStore::load_scripts() {
-  std::vector<Command> cmds;
+  std::vector<redis::Command> cmds;
   for (const lua::ScriptInfo& s : lua::kScripts) cmds.push_back({"SCRIPT", "LOAD", lua::source(s)});
   auto replies = redis_.pipeline(cmds);
   shas_.clear();
   for (auto& r : replies) {
-    if (r.view().is_error()) throw RedisCommandError("redis: SCRIPT LOAD: " + r.view().error());
+    if (r.view().is_error()) throw redis::RedisCommandError("redis: SCRIPT LOAD: " + r.view().error());
     shas_.emplace_back(r.view().str());
   }
 }
 
-JobStore::Replies JobStore::run(Script script, std::string_view shard, const std::vector<Command>& per_job,
+JobStore::Replies JobStore::run(Script script, std::string_view shard, const std::vector<redis::Command>& per_job,
                                 std::int64_t now_ms, std::int64_t extra, bool read_records) {
   const lua::ScriptInfo& info = lua::info(script);
-  for (const Command& args : per_job) {
+  for (const redis::Command& args : per_job) {
     if (args.size() != info.stride) {
       throw std::logic_error("script " + std::string(info.name) + ": " + std::to_string(args.size()) +
                              " arguments for a job, not " + std::to_string(info.stride));
@@ -230,19 +230,19 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
     return std::pair{call * kJobsPerCall, std::min(per_job.size(), (call + 1) * kJobsPerCall)};
   };
   // One call's commands: the script, then (read_records) a GET of each of its jobs' records.
-  auto build = [&](size_t call, std::vector<Command>& out) {
+  auto build = [&](size_t call, std::vector<redis::Command>& out) {
     const auto [from, to] = range(call);
     // The kShardKeys keys of a batch script, in lua_scripts.hpp's order (five: the assert below
     // fails if lua_scripts.hpp adds one), then the jobs' records.
     static_assert(lua::kShardKeys == 5 && lua::kFixedArgs == 4);
-    Command c{"EVALSHA",
-              shas_[static_cast<size_t>(script)],
-              std::to_string(info.keys + (to - from)),
-              keys_.pending(shard),
-              keys_.stats(shard),
-              keys_.quarantine(shard),
-              keys_.in_flight(shard),
-              keys_.owner(shard)};
+    redis::Command c{"EVALSHA",
+                     shas_[static_cast<size_t>(script)],
+                     std::to_string(info.keys + (to - from)),
+                     keys_.pending(shard),
+                     keys_.stats(shard),
+                     keys_.quarantine(shard),
+                     keys_.in_flight(shard),
+                     keys_.owner(shard)};
     for (size_t i = from; i < to; ++i) c.push_back(keys_.job(shard, per_job[i].front()));
     c.insert(c.end(), {std::to_string(now_ms), std::to_string(retention_s_), std::to_string(extra), fence});
     for (size_t i = from; i < to; ++i) c.insert(c.end(), per_job[i].begin(), per_job[i].end());
@@ -251,7 +251,7 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
       for (size_t i = from; i < to; ++i) out.push_back({"GET", keys_.job(shard, per_job[i].front())});
     }
   };
-  auto collect = [&](size_t call, std::vector<RedisReply>& replies, size_t at, Replies& into) {
+  auto collect = [&](size_t call, std::vector<redis::RedisReply>& replies, size_t at, Replies& into) {
     const auto [from, to] = range(call);
     into.calls[call] = std::move(replies[at]);
     if (read_records) {
@@ -259,7 +259,7 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
     }
     return at + 1 + (read_records ? to - from : 0);
   };
-  std::vector<Command> cmds;
+  std::vector<redis::Command> cmds;
   for (size_t k = 0; k < calls; ++k) build(k, cmds);
   auto replies = redis_.pipeline(cmds);
   Replies out;
@@ -272,12 +272,12 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
   // NOSCRIPT; only those calls did not run, so only those are sent again (with their reads).
   std::vector<size_t> lost;
   for (size_t k = 0; k < calls; ++k) {
-    const ReplyView r = out.calls[k].view();
+    const redis::ReplyView r = out.calls[k].view();
     if (r.is_error() && r.error().rfind("NOSCRIPT", 0) == 0) lost.push_back(k);
   }
   if (!lost.empty()) {
     load_scripts();
-    std::vector<Command> again;
+    std::vector<redis::Command> again;
     for (size_t k : lost) build(k, again);
     auto retried = redis_.pipeline(again);
     for (size_t k = 0, at = 0; k < lost.size(); ++k) at = collect(lost[k], retried, at, out);
@@ -286,7 +286,7 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
     if (!r.view().is_error()) continue;
     const std::string error = r.view().error();
     if (error.rfind("FENCED", 0) == 0) throw ShardFenced(std::string(shard), error.substr(7));
-    throw RedisCommandError("redis: script: " + error);
+    throw redis::RedisCommandError("redis: script: " + error);
   }
   return out;
 }
@@ -302,20 +302,20 @@ void JobStore::enable_fencing(std::string member) { member_ = std::move(member);
 
 std::int64_t JobStore::take_shard(std::string_view shard, std::int64_t now_ms) {
   static_assert(lua::info(Script::take_shard).keys == 1 && lua::info(Script::take_shard).args == 2);
-  const Command cmd{"EVALSHA",
-                    shas_[static_cast<size_t>(Script::take_shard)],
-                    std::to_string(lua::info(Script::take_shard).keys),
-                    keys_.owner(shard),
-                    member_.value_or("-"),
-                    std::to_string(now_ms)};
-  RedisReply reply = redis_.command(cmd);
+  const redis::Command cmd{"EVALSHA",
+                           shas_[static_cast<size_t>(Script::take_shard)],
+                           std::to_string(lua::info(Script::take_shard).keys),
+                           keys_.owner(shard),
+                           member_.value_or("-"),
+                           std::to_string(now_ms)};
+  redis::RedisReply reply = redis_.command(cmd);
   if (reply.view().is_error() && reply.view().error().rfind("NOSCRIPT", 0) == 0) {
     load_scripts();
     reply = redis_.command(cmd);
   }
   if (!reply.view().is_integer()) {
-    throw RedisCommandError("redis: taking shard " + std::string(shard) + ": " +
-                            (reply.view().is_error() ? reply.view().error() : std::string("unexpected reply")));
+    throw redis::RedisCommandError("redis: taking shard " + std::string(shard) + ": " +
+                                   (reply.view().is_error() ? reply.view().error() : std::string("unexpected reply")));
   }
   const std::int64_t epoch = reply.view().integer();
   fences_.insert_or_assign(std::string(shard), epoch);
@@ -334,7 +334,7 @@ std::optional<std::int64_t> JobStore::fence(std::string_view shard) const {
 
 std::vector<std::string> JobStore::lost_shards() {
   std::vector<std::string> shards;
-  std::vector<Command> cmds;
+  std::vector<redis::Command> cmds;
   for (const auto& [shard, epoch] : fences_) {
     shards.push_back(shard);
     cmds.push_back({"GET", keys_.owner(shard)});
@@ -343,7 +343,7 @@ std::vector<std::string> JobStore::lost_shards() {
   const auto replies = redis_.pipeline(cmds);
   std::vector<std::string> lost;
   for (size_t i = 0; i < shards.size(); ++i) {
-    const ReplyView r = replies[i].view();
+    const redis::ReplyView r = replies[i].view();
     const std::string_view v = r.is_string() ? r.str() : std::string_view{};
     const auto epoch = parse_i64(v.substr(0, v.find(' ')));
     if (!epoch || *epoch != fences_.find(shards[i])->second) lost.push_back(shards[i]);
@@ -354,7 +354,7 @@ std::vector<std::string> JobStore::lost_shards() {
 void JobStore::register_shard(std::string_view shard) {
   if (registered_shards_.count(std::string(shard)) != 0) return;
   if (auto r = redis_.command({"SADD", keys_.shards(), std::string(shard)}); r.view().is_error()) {
-    throw RedisCommandError("redis: " + r.view().error());
+    throw redis::RedisCommandError("redis: " + r.view().error());
   }
   registered_shards_.emplace(shard);
 }
@@ -366,7 +366,7 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
   std::vector<AcceptOutcome> out(jobs.size());
   for (const auto& [shard, idx] : by_shard) {
     register_shard(shard);
-    std::vector<Command> per_job;
+    std::vector<redis::Command> per_job;
     per_job.reserve(idx.size());
     for (size_t i : idx) {
       const NewJob& j = jobs[i];
@@ -381,7 +381,7 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
     }
     const Replies replies = run(Script::accept, shard, per_job, now_ms);
     for (size_t k = 0; k < idx.size(); ++k) {
-      const ReplyView r = replies[k];
+      const redis::ReplyView r = replies[k];
       AcceptOutcome& o = out[idx[k]];
       o.created = r[0].integer() == 1;
       o.cancelled_early = r[0].integer() == 2;
@@ -400,10 +400,10 @@ std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std:
                                                     std::int64_t upto, std::size_t limit) {
   register_shard(shard);  // the loader reads every owned shard first: tools and cancels now see it
   const std::string min = after ? "(" + std::to_string(*after) : "-inf";
-  Command cmd{"ZRANGEBYSCORE", keys_.pending(shard), min, std::to_string(upto), "WITHSCORES"};
+  redis::Command cmd{"ZRANGEBYSCORE", keys_.pending(shard), min, std::to_string(upto), "WITHSCORES"};
   if (limit > 0) cmd.insert(cmd.end(), {"LIMIT", "0", std::to_string(limit)});
   auto reply = redis_.command(cmd);
-  ReplyView r = reply.view();
+  redis::ReplyView r = reply.view();
   std::vector<PendingEntry> out;
   out.reserve(r.size() / 2);
   for (size_t i = 0; i + 1 < r.size(); i += 2) {
@@ -414,7 +414,7 @@ std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std:
 
 std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms,
                                    std::int64_t ahead_ms) {
-  std::vector<Command> per_job;
+  std::vector<redis::Command> per_job;
   per_job.reserve(job_ids.size());
   for (const auto& id : job_ids) per_job.push_back({id});
   const Replies replies = run(Script::claim, shard, per_job, now_ms, ahead_ms, true);
@@ -423,7 +423,7 @@ std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::
   for (size_t i = 0; i < job_ids.size(); ++i) {
     try {
       out.push_back(parse_claim(job_ids[i], replies[i], replies.records[i].view()));
-    } catch (const RedisCommandError& e) {
+    } catch (const redis::RedisCommandError& e) {
       Claim c;
       c.job_id = job_ids[i];
       c.kind = Claim::Kind::corrupt;
@@ -435,7 +435,7 @@ std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::
 }
 
 void JobStore::set_aside(std::string_view shard, std::span<const Claim> claims, std::int64_t now_ms) {
-  std::vector<Command> per_job;
+  std::vector<redis::Command> per_job;
   for (const Claim& c : claims) {
     if (c.kind == Claim::Kind::corrupt && !c.marked_failed) per_job.push_back({c.job_id, c.reason});
   }
@@ -451,7 +451,7 @@ std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<c
   std::vector<Transition> out(jobs.size());
   auto settle = [&](Script script, const std::vector<size_t>& idx) {
     if (idx.empty()) return;
-    std::vector<Command> per_job;
+    std::vector<redis::Command> per_job;
     per_job.reserve(idx.size());
     for (size_t i : idx) {
       const Delivered& j = jobs[i];
@@ -478,7 +478,8 @@ std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<c
   return mark_ready(shard, std::span<const Delivered>(jobs), now_ms);
 }
 
-Transition JobStore::one(Script script, std::string_view shard, Command args, std::int64_t now_ms, std::int64_t extra) {
+Transition JobStore::one(Script script, std::string_view shard, redis::Command args, std::int64_t now_ms,
+                         std::int64_t extra) {
   const Replies replies = run(script, shard, {args}, now_ms, extra);
   return parse_transition(args.front(), shard, replies[0]);
 }
@@ -535,7 +536,7 @@ std::vector<std::optional<Located>> JobStore::locate(std::span<const std::string
   const std::vector<std::string> shards = known_shards();
   if (shards.empty() || job_ids.empty()) return out;
   // The first line only: "<state> <deliver_at> <attempt> <business> ..." fits in 128 bytes.
-  std::vector<Command> cmds;
+  std::vector<redis::Command> cmds;
   cmds.reserve(job_ids.size() * shards.size());
   for (const auto& id : job_ids) {
     for (const auto& shard : shards) cmds.push_back({"GETRANGE", keys_.job(shard, id), "0", "127"});
@@ -543,7 +544,7 @@ std::vector<std::optional<Located>> JobStore::locate(std::span<const std::string
   const auto replies = redis_.pipeline(cmds);
   for (size_t i = 0; i < job_ids.size(); ++i) {
     for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
-      const ReplyView r = replies[i * shards.size() + k].view();
+      const redis::ReplyView r = replies[i * shards.size() + k].view();
       if (!r.is_string() || r.str().empty()) continue;
       Located l{shards[k], {}, 0};
       std::string_view line = r.str().substr(0, r.str().find('\n'));
@@ -568,7 +569,7 @@ std::vector<ReportOutcome> JobStore::report(std::span<const Report> reports, std
     if (!where[i].empty()) by_shard[where[i]].push_back(i);
   }
   for (const auto& [shard, idx] : by_shard) {
-    std::vector<Command> per_job;
+    std::vector<redis::Command> per_job;
     per_job.reserve(idx.size());
     for (size_t i : idx) {
       const Report& r = reports[i];
@@ -578,7 +579,7 @@ std::vector<ReportOutcome> JobStore::report(std::span<const Report> reports, std
     }
     const Replies replies = run(Script::report, shard, per_job, now_ms);
     for (size_t k = 0; k < idx.size(); ++k) {
-      const ReplyView r = replies[k];
+      const redis::ReplyView r = replies[k];
       ReportOutcome& o = out[idx[k]];
       o.shard = std::string(shard);
       const std::string_view verdict = r[0].str();
@@ -599,13 +600,13 @@ std::vector<std::pair<std::string, std::vector<PendingEntry>>> JobStore::take_wa
   constexpr std::size_t kWakesPerShard = 1000;
   std::vector<std::pair<std::string, std::vector<PendingEntry>>> out;
   if (shards.empty()) return out;
-  std::vector<Command> pops;
+  std::vector<redis::Command> pops;
   for (const auto& shard : shards) pops.push_back({"LPOP", keys_.wake(shard), std::to_string(kWakesPerShard)});
   const auto popped = redis_.pipeline(pops);
-  std::vector<Command> scores;
+  std::vector<redis::Command> scores;
   std::vector<std::pair<size_t, std::string>> asked;  // (shard index, job-id) per ZSCORE
   for (size_t s = 0; s < shards.size(); ++s) {
-    const ReplyView r = popped[s].view();
+    const redis::ReplyView r = popped[s].view();
     if (!r.is_array()) continue;  // nil: an empty list
     for (size_t k = 0; k < r.size(); ++k) {
       asked.emplace_back(s, std::string(r[k].str()));
@@ -616,7 +617,7 @@ std::vector<std::pair<std::string, std::vector<PendingEntry>>> JobStore::take_wa
   const auto got = redis_.pipeline(scores);
   std::map<size_t, std::vector<PendingEntry>> found;
   for (size_t i = 0; i < asked.size(); ++i) {
-    const ReplyView r = got[i].view();
+    const redis::ReplyView r = got[i].view();
     if (r.is_nil() || r.is_error()) continue;
     found[asked[i].first].push_back({asked[i].second, score_of(r)});
   }
@@ -639,12 +640,12 @@ std::vector<std::string> JobStore::known_shards(std::string_view first) {
 }
 
 std::vector<std::string> JobStore::holding(const std::string& job_id, const std::vector<std::string>& shards) {
-  std::vector<Command> cmds;
+  std::vector<redis::Command> cmds;
   for (const auto& s : shards) cmds.push_back({"EXISTS", keys_.job(s, job_id)});
   auto replies = redis_.pipeline(cmds);
   std::vector<std::string> out;
   for (size_t i = 0; i < shards.size(); ++i) {
-    const ReplyView r = replies[i].view();
+    const redis::ReplyView r = replies[i].view();
     if (r.is_integer() && r.integer() == 1) out.push_back(shards[i]);
   }
   return out;
@@ -661,7 +662,7 @@ std::optional<std::map<std::string, std::string>> JobStore::get(const std::strin
 std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const std::string> job_ids) {
   const std::vector<std::string> shards = known_shards();
   // Per job and shard: its record, and its entry in the in-flight hash.
-  std::vector<Command> cmds;
+  std::vector<redis::Command> cmds;
   cmds.reserve(3 * job_ids.size() * shards.size());
   for (const auto& id : job_ids) {
     for (const auto& shard : shards) {
@@ -675,7 +676,7 @@ std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const 
   for (size_t i = 0; i < job_ids.size(); ++i) {
     for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
       const size_t at = 3 * (i * shards.size() + k);
-      const ReplyView r = replies[at].view();
+      const redis::ReplyView r = replies[at].view();
       if (r.is_nil()) continue;
       Fields fields{{"shard", shards[k]}};
       if (r.is_error()) {
@@ -695,7 +696,7 @@ std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const 
 
 std::vector<std::int64_t> JobStore::due_counts(std::span<const std::int64_t> bounds) {
   const std::vector<std::string> shards = known_shards();
-  std::vector<Command> cmds;
+  std::vector<redis::Command> cmds;
   for (const auto& shard : shards) {
     for (std::size_t i = 0; i < bounds.size(); ++i) {
       const std::string min = i == 0 ? "-inf" : "(" + std::to_string(bounds[i - 1]);
@@ -706,7 +707,7 @@ std::vector<std::int64_t> JobStore::due_counts(std::span<const std::int64_t> bou
   if (cmds.empty()) return out;
   const auto replies = redis_.pipeline(cmds);
   for (std::size_t k = 0; k < replies.size(); ++k) {
-    const ReplyView r = replies[k].view();
+    const redis::ReplyView r = replies[k].view();
     if (r.is_integer()) out[k % bounds.size()] += r.integer();
   }
   return out;
@@ -715,7 +716,7 @@ std::vector<std::int64_t> JobStore::due_counts(std::span<const std::int64_t> bou
 StoreStats JobStore::stats() {
   StoreStats s;
   const std::vector<std::string> shards = known_shards();
-  std::vector<Command> cmds;
+  std::vector<redis::Command> cmds;
   for (const auto& shard : shards) {
     cmds.push_back({"ZCARD", keys_.pending(shard)});
     cmds.push_back({"ZRANGE", keys_.pending(shard), "0", "0", "WITHSCORES"});
@@ -726,12 +727,12 @@ StoreStats JobStore::stats() {
     const std::int64_t n = replies[3 * i].view().integer();
     s.pending += n;
     s.pending_by_shard[shards[i]] = n;
-    ReplyView first = replies[3 * i + 1].view();
+    redis::ReplyView first = replies[3 * i + 1].view();
     if (first.size() == 2) {
       const std::int64_t due = score_of(first[1]);
       if (!s.next_due || due < *s.next_due) s.next_due = due;
     }
-    ReplyView counters = replies[3 * i + 2].view();
+    redis::ReplyView counters = replies[3 * i + 2].view();
     for (size_t k = 0; k + 1 < counters.size(); k += 2) {
       const std::string_view field = counters[k].str();
       const auto bar = field.rfind('|');

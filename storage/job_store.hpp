@@ -102,10 +102,10 @@
 #include <string_view>
 #include <vector>
 
+#include "redis/connection.hpp"
 #include "storage/header_codec.hpp"
 #include "storage/job_state.hpp"
 #include "storage/key_schema.hpp"
-#include "storage/redis_connection.hpp"
 
 namespace delayd::storage {
 
@@ -226,7 +226,7 @@ class JobStore {
   static constexpr std::size_t kJobsPerCall = 500;
 
   // Loads the scripts into Redis (SCRIPT LOAD) so that later calls are EVALSHA only.
-  JobStore(RedisClient& redis, KeySchema keys, std::int64_t retention_s);
+  JobStore(redis::RedisClient& redis, KeySchema keys, std::int64_t retention_s);
 
   // Precondition: every job has a non-empty job_id, business and shard.
   // Postcondition: each job that is created, or exists in state delay, is in its shard's
@@ -359,9 +359,9 @@ class JobStore {
   // The replies of one run(): job i's is calls[i / kJobsPerCall][i % kJobsPerCall], and its
   // record as read right after the call is records[i] (when run() was asked to read them).
   struct Replies {
-    std::vector<RedisReply> calls;
-    std::vector<RedisReply> records;
-    ReplyView operator[](std::size_t i) const { return calls[i / kJobsPerCall].view()[i % kJobsPerCall]; }
+    std::vector<redis::RedisReply> calls;
+    std::vector<redis::RedisReply> records;
+    redis::ReplyView operator[](std::size_t i) const { return calls[i / kJobsPerCall].view()[i % kJobsPerCall]; }
   };
   // Runs `script` over the jobs of one shard, kJobsPerCall per call, pipelined, reloading the
   // scripts if Redis lost them. per_job[i] are job i's arguments (the first is its id); `extra`
@@ -369,18 +369,19 @@ class JobStore {
   // same round trip. Throws RedisCommandError if a call failed (a script error: a bug, or a
   // key of the shard that is not of delayd's type).
   // A fenced script runs with this store's fence for the shard; a refusal throws ShardFenced.
-  Replies run(Script script, std::string_view shard, const std::vector<Command>& per_job, std::int64_t now_ms,
+  Replies run(Script script, std::string_view shard, const std::vector<redis::Command>& per_job, std::int64_t now_ms,
               std::int64_t extra = 0, bool read_records = false);
   // ARGV[4] of a call: the fence, or '' when fencing is off or the script is not fenced.
   std::string fence_arg(Script script, std::string_view shard) const;
   void load_scripts();
-  Transition one(Script script, std::string_view shard, Command args, std::int64_t now_ms, std::int64_t extra = 0);
+  Transition one(Script script, std::string_view shard, redis::Command args, std::int64_t now_ms,
+                 std::int64_t extra = 0);
   // Every shard in <prefix>:shards, sorted; `first` (if given, known or not) moved to the front.
   std::vector<std::string> known_shards(std::string_view first = {});
   // Those of `shards` whose record for job_id exists, in that order. One round trip.
   std::vector<std::string> holding(const std::string& job_id, const std::vector<std::string>& shards);
 
-  RedisClient& redis_;
+  redis::RedisClient& redis_;
   KeySchema keys_;
   std::int64_t retention_s_;
   std::vector<std::string> shas_;

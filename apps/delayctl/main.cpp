@@ -20,11 +20,11 @@
 #include <thread>
 
 #include "admin/job_json.hpp"
-#include "broker/ingest_parse.hpp"
-#include "broker/time_format.hpp"
 #include "config/config.hpp"
 #include "config/redis_options.hpp"
 #include "connectors/kafka_producer.hpp"
+#include "contract/ingest_parse.hpp"
+#include "contract/time_format.hpp"
 #include "storage/job_store.hpp"
 
 namespace {
@@ -56,7 +56,7 @@ delayd::connectors::DeliveryReport publish(const Config& config, delayd::connect
 }
 
 int cmd_send(const Config& config, const SendArgs& a) {
-  using namespace delayd::broker;
+  using namespace delayd::contract;
   using namespace delayd::admin;
   delayd::connectors::OutRecord rec;
   rec.topic = config.kafka.ingest_topic;
@@ -111,7 +111,7 @@ int cmd_get(delayd::storage::JobStore& store, const std::string& id) {
 }
 
 int cmd_cancel(const Config& config, delayd::storage::JobStore& store, const std::string& id, int timeout_ms) {
-  using namespace delayd::broker;
+  using namespace delayd::contract;
   using namespace delayd::admin;
   auto state = [&]() -> std::string {
     auto f = store.get(id);
@@ -160,7 +160,7 @@ struct ReportArgs {
 
 // Publishes a consumer's report to the status topic, as any consumer would.
 int cmd_report(const Config& config, const ReportArgs& a) {
-  using namespace delayd::broker;
+  using namespace delayd::contract;
   if (config.kafka.status_topic.empty()) {
     std::cerr << "delayctl report: kafka.status_topic is empty (reports are off)\n";
     return 2;
@@ -186,7 +186,7 @@ struct RescheduleArgs {
 // Publishes a reschedule to the ingest topic (keyed like the job) and waits until Redis shows
 // the new time, or the job leaves delay.
 int cmd_reschedule(const Config& config, delayd::storage::JobStore& store, const RescheduleArgs& a, int timeout_ms) {
-  using namespace delayd::broker;
+  using namespace delayd::contract;
   using namespace delayd::admin;
   auto fields = store.get(a.job_id);
   if (!fields) {
@@ -313,10 +313,10 @@ int main(int argc, char** argv) {
       std::cout << delayd::admin::to_text(delayd::admin::stats_to_json(store.stats())) << "\n";
       return 0;
     }
-  } catch (const delayd::storage::RedisIoError& e) {
+  } catch (const delayd::redis::RedisIoError& e) {
     std::cerr << "delayctl: " << e.what() << "\n";
     return 4;
-  } catch (const delayd::storage::RedisCommandError& e) {
+  } catch (const delayd::redis::RedisCommandError& e) {
     // Refused for good: AUTH or SELECT refused, or a redis-cluster:// url naming a server that
     // is not in cluster mode.
     std::cerr << "delayctl: " << e.what() << "\n";

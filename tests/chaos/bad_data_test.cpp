@@ -64,7 +64,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool is_nil(delayd::storage::RedisConnection& redis, const delayd::storage::Command& cmd) {
+bool is_nil(delayd::redis::RedisConnection& redis, const delayd::redis::Command& cmd) {
   return redis.command(cmd).view().is_nil();
 }
 

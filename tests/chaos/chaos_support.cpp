@@ -392,14 +392,14 @@ void create_topic_with_config(const World& world, const std::string& topic,
   admin.ensure_topics({topic}, partitions, 1);  // exists now: this only waits for its leaders
 }
 
-storage::RedisConnection redis_for(const World& world, int timeout_ms) {
-  auto opts = storage::parse_redis_url(world.redis_url);
+redis::RedisConnection redis_for(const World& world, int timeout_ms) {
+  auto opts = redis::parse_redis_url(world.redis_url);
   opts.timeout_ms = timeout_ms;
-  return storage::RedisConnection(opts);
+  return redis::RedisConnection(opts);
 }
 
 RedisPinger::RedisPinger(const World& world) {
-  const auto opts = storage::parse_redis_url(world.redis_url);
+  const auto opts = redis::parse_redis_url(world.redis_url);
   host_ = opts.host;
   port_ = opts.port;
   thread_ = std::thread([this] {

@@ -193,7 +193,7 @@ void create_topic_with_config(const World& world, const std::string& topic,
                               const std::map<std::string, std::string>& config, int partitions = 4);
 
 // A Redis connection of the test's own to the world's Redis.
-storage::RedisConnection redis_for(const World& world, int timeout_ms = 2000);
+redis::RedisConnection redis_for(const World& world, int timeout_ms = 2000);
 
 // Pings Redis from a thread of its own with fresh connections every few ms, and records whether
 // it answered LOADING (and for how long) and for how long it did not answer PONG at all.

@@ -49,7 +49,7 @@ void publish_during(Sender& pub, ReadyWatcher& ready, Expected& expected, const 
 
 // BGREWRITEAOF, and waits until it is done: every key is then in the AOF's RDB base, which
 // is what key-load-delay slows down when Redis loads it.
-void rewrite_aof(delayd::storage::RedisConnection& redis) {
+void rewrite_aof(delayd::redis::RedisConnection& redis) {
   const auto r = redis.command({"BGREWRITEAOF"});
   INFO("BGREWRITEAOF: " << (r.view().is_error() ? r.view().error() : std::string(r.view().str())));
   REQUIRE_FALSE(r.view().is_error());

@@ -72,7 +72,7 @@ class Fleet {
 std::int64_t in_flight_now(const World& w) {
   auto redis = redis_for(w);
   const delayd::storage::KeySchema keys(w.redis_prefix);
-  std::vector<delayd::storage::Command> cmds;
+  std::vector<delayd::redis::Command> cmds;
   for (int p = 0; p < kPartitions; ++p) {
     cmds.push_back({"HLEN", keys.in_flight(delayd::storage::shard_id(w.ingest_topic, p))});
   }

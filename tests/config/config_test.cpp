@@ -121,7 +121,7 @@ TEST_CASE("every setting has its documented default", "[unit][config]") {
   CHECK(c.origins.empty());
   CHECK(c.warnings.empty());
 
-  CHECK(redis_options(c) == delayd::storage::RedisOptions{"127.0.0.1", 16379, "", "", 0, 2000});
+  CHECK(redis_options(c) == delayd::redis::RedisOptions{"127.0.0.1", 16379, "", "", 0, 2000});
   CHECK(c.kafka.ready_topic("orders") == "ready.orders");
 }
 
@@ -154,7 +154,7 @@ level = "debug"
   CHECK_FALSE(c.kafka.create_topics);
   CHECK(c.kafka.topic_partitions == 12);
   CHECK(c.redis.db == 5);
-  CHECK(redis_options(c) == delayd::storage::RedisOptions{"cache", 6380, "", "", 5, 2000});
+  CHECK(redis_options(c) == delayd::redis::RedisOptions{"cache", 6380, "", "", 5, 2000});
   CHECK(c.wheel.range_ms() == (std::int64_t{2} << 30));
   CHECK(c.scheduler.load_window_ms == 120000);
   CHECK(c.log.level == "debug");
@@ -484,34 +484,31 @@ TEST_CASE("env booleans and integers", "[unit][config]") {
 }
 
 TEST_CASE("redis urls", "[unit][config]") {
-  CHECK(delayd::storage::parse_redis_url("redis://h") == delayd::storage::RedisOptions{"h", 6379, "", "", 0, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://h:7000/") ==
-        delayd::storage::RedisOptions{"h", 7000, "", "", 0, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://:pw@h:1/2") ==
-        delayd::storage::RedisOptions{"h", 1, "", "pw", 2, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://alice:pw@h") ==
-        delayd::storage::RedisOptions{"h", 6379, "alice", "pw", 0, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://u:p%40ss%3Aw@h") ==
-        delayd::storage::RedisOptions{"h", 6379, "u", "p@ss:w", 0, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://u:p@ss@h") ==
-        delayd::storage::RedisOptions{"h", 6379, "u", "p@ss", 0, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://[::1]:6380/4") ==
-        delayd::storage::RedisOptions{"::1", 6380, "", "", 4, 2000});
-  CHECK(delayd::storage::parse_redis_url("redis://[::1]") ==
-        delayd::storage::RedisOptions{"::1", 6379, "", "", 0, 2000});
+  CHECK(delayd::redis::parse_redis_url("redis://h") == delayd::redis::RedisOptions{"h", 6379, "", "", 0, 2000});
+  CHECK(delayd::redis::parse_redis_url("redis://h:7000/") == delayd::redis::RedisOptions{"h", 7000, "", "", 0, 2000});
+  CHECK(delayd::redis::parse_redis_url("redis://:pw@h:1/2") == delayd::redis::RedisOptions{"h", 1, "", "pw", 2, 2000});
+  CHECK(delayd::redis::parse_redis_url("redis://alice:pw@h") ==
+        delayd::redis::RedisOptions{"h", 6379, "alice", "pw", 0, 2000});
+  CHECK(delayd::redis::parse_redis_url("redis://u:p%40ss%3Aw@h") ==
+        delayd::redis::RedisOptions{"h", 6379, "u", "p@ss:w", 0, 2000});
+  CHECK(delayd::redis::parse_redis_url("redis://u:p@ss@h") ==
+        delayd::redis::RedisOptions{"h", 6379, "u", "p@ss", 0, 2000});
+  CHECK(delayd::redis::parse_redis_url("redis://[::1]:6380/4") ==
+        delayd::redis::RedisOptions{"::1", 6380, "", "", 4, 2000});
+  CHECK(delayd::redis::parse_redis_url("redis://[::1]") == delayd::redis::RedisOptions{"::1", 6379, "", "", 0, 2000});
   for (const char* bad : {"", "redis:/h", "rediss://h", "redis://", "redis://h:", "redis://h:x", "redis://h:65536",
                           "redis://h/-1", "redis://h/1/2", "redis://h/1?x=1", "redis://[::1", "redis://[::1]x",
                           "redis://pw@h", "redis://:p%4@h", "redis://h h"}) {
     INFO(bad);
-    CHECK_THROWS_AS(delayd::storage::parse_redis_url(bad), std::invalid_argument);
+    CHECK_THROWS_AS(delayd::redis::parse_redis_url(bad), std::invalid_argument);
   }
 }
 
 TEST_CASE("redis.password and redis.db override the url", "[unit][config]") {
   const Config c = load_config(with_sets({"redis.url=redis://u:urlpw@h:1/3", "redis.password=flagpw"}), {});
-  CHECK(redis_options(c) == delayd::storage::RedisOptions{"h", 1, "u", "flagpw", 3, 2000});
+  CHECK(redis_options(c) == delayd::redis::RedisOptions{"h", 1, "u", "flagpw", 3, 2000});
   const Config d = load_config(with_sets({"redis.url=redis://:urlpw@h:1/3", "redis.db=0"}), {});
-  CHECK(redis_options(d) == delayd::storage::RedisOptions{"h", 1, "", "urlpw", 0, 2000});
+  CHECK(redis_options(d) == delayd::redis::RedisOptions{"h", 1, "", "urlpw", 0, 2000});
 }
 
 TEST_CASE("printing the config masks secrets", "[unit][config]") {
@@ -561,8 +558,8 @@ TEST_CASE("mask_redis_url", "[unit][config]") {
 
 TEST_CASE("redis-cluster urls, and the replica wait", "[unit][config]") {
   // The endpoint of a cluster url is its first seed; the client reads the others (redis_options.hpp).
-  CHECK(delayd::storage::parse_redis_url("redis-cluster://:pw@a:1,b:2") ==
-        delayd::storage::RedisOptions{"a", 1, "", "pw", 0, 2000});
+  CHECK(delayd::redis::parse_redis_url("redis-cluster://:pw@a:1,b:2") ==
+        delayd::redis::RedisOptions{"a", 1, "", "pw", 0, 2000});
   CHECK(load_config(with_sets({"redis.url=redis-cluster://a:1,b:2,c:3"}), {}).redis.url ==
         "redis-cluster://a:1,b:2,c:3");
   CHECK_THROWS_AS(load_config(with_sets({"redis.url=redis-cluster://a:1/1"}), {}), ConfigError);

@@ -3,13 +3,9 @@
 // redis-cli --cluster reshard, then a replica takes over its primary with CLUSTER FAILOVER FORCE
 // (no handshake: writes the old primary had not replicated yet are gone). With
 // redis.wait_replicas = 1 no job is lost, and none is delivered early.
-#include "harness.hpp"
-#include "storage/key_schema.hpp"
-#include "storage/redis_cluster.hpp"
-#include "support/redis_connect.hpp"
+#include "redis/cluster.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -17,9 +13,13 @@
 #include <sstream>
 #include <thread>
 
+#include "harness.hpp"
+#include "storage/key_schema.hpp"
+#include "support/redis_connect.hpp"
+
 using namespace delayd::e2e;
-using delayd::storage::RedisCluster;
-using delayd::storage::RedisNodeAddress;
+using delayd::redis::RedisCluster;
+using delayd::redis::RedisNodeAddress;
 
 namespace {
 
@@ -91,7 +91,7 @@ TEST_CASE("cluster: slots move and a primary fails over while jobs flow: none lo
   // The failover: the replica of the primary that holds partition 0's shard takes over at once.
   redis->refresh_slots();
   const RedisNodeAddress victim =
-      *redis->slot_owner(delayd::storage::redis_key_slot(delayd::storage::shard_id(w.ingest_topic, 0)));
+      *redis->slot_owner(delayd::redis::redis_key_slot(delayd::storage::shard_id(w.ingest_topic, 0)));
   const auto replica = replica_of(*redis, victim);
   REQUIRE(replica);
   REQUIRE(redis->command_on(*replica, {"CLUSTER", "FAILOVER", "FORCE"}).view().str() == "OK");

@@ -1,17 +1,15 @@
 // Thousands of jobs, several businesses, delays from the past up to 10 s, many on one instant:
 // each arrives exactly once on its ready topic, never before its deliver-at, and Redis says
 // ready for each. Lateness percentiles are printed (the figures belong to README, not asserts).
-#include "harness.hpp"
-
-#include "broker/time_format.hpp"
-
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <iostream>
 #include <map>
 #include <random>
 #include <set>
+
+#include "contract/time_format.hpp"
+#include "harness.hpp"
 
 using namespace delayd::e2e;
 
@@ -48,7 +46,7 @@ TEST_CASE("every job arrives exactly once, never early, and is marked ready", "[
       at = base + delay(rng);
     }
     // Both forms of deliver-at are part of the contract.
-    j.deliver_at = (i % 7 == 0) ? delayd::broker::format_rfc3339_ms(at) : std::to_string(at);
+    j.deliver_at = (i % 7 == 0) ? delayd::contract::format_rfc3339_ms(at) : std::to_string(at);
     expected[j.job_id] = at;
     sent_at[j.job_id] = now_ms();
     pub.send(j);

@@ -270,7 +270,7 @@ std::vector<std::string> JobReader::history(const std::string& job_id) {
   const auto reply =
       redis_->command({"LRANGE", world_.redis_prefix + ":{" + *shard + "}:history:" + job_id, "0", "-1"});
   std::vector<std::string> out;
-  const storage::ReplyView list = reply.view();
+  const redis::ReplyView list = reply.view();
   for (std::size_t i = 0; i < list.size(); ++i) out.emplace_back(list[i].str());
   return out;
 }

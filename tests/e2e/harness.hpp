@@ -6,15 +6,6 @@
 // Threading: single-threaded tests.
 #pragma once
 
-#include "connectors/kafka_admin.hpp"
-#include "connectors/kafka_consumer.hpp"
-#include "connectors/kafka_producer.hpp"
-#include "connectors/record.hpp"
-#include "storage/job_store.hpp"
-#include "storage/redis_client.hpp"
-#include "storage/redis_connection.hpp"
-#include "storage/redis_url.hpp"
-
 #include <sys/types.h>
 
 #include <chrono>
@@ -26,6 +17,15 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "connectors/kafka_admin.hpp"
+#include "connectors/kafka_consumer.hpp"
+#include "connectors/kafka_producer.hpp"
+#include "connectors/record.hpp"
+#include "redis/client.hpp"
+#include "redis/connection.hpp"
+#include "redis/url.hpp"
+#include "storage/job_store.hpp"
 
 namespace delayd::e2e {
 
@@ -169,7 +169,7 @@ class JobReader {
 
  private:
   const World& world_;
-  std::unique_ptr<storage::RedisClient> redis_;  // the slot router for a redis-cluster:// url
+  std::unique_ptr<redis::RedisClient> redis_;  // the slot router for a redis-cluster:// url
   storage::JobStore store_;  // get_many(): the documented look-up, as delayctl get does it
 };
 

@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "broker/time_format.hpp"
+#include "contract/time_format.hpp"
 #include "harness.hpp"
 
 using namespace delayd::e2e;
@@ -500,7 +500,7 @@ TEST_CASE("a reschedule moves a job earlier, later or into the past, across the 
       std::chrono::seconds(10)));
   const std::int64_t sent_from = now_ms();
   std::cout << "reschedule test: the jobs were in Redis " << sent_from - t0 << " ms after they were published\n";
-  pub.send_reschedule("earlier", {{"deliver-at", delayd::broker::format_rfc3339_ms(earlier_new)}});
+  pub.send_reschedule("earlier", {{"deliver-at", delayd::contract::format_rfc3339_ms(earlier_new)}});
   pub.send_reschedule("later", {{"delay-ms", "3000"}});  // from the reschedule record's timestamp
   pub.send_reschedule("past", {{"deliver-at", std::to_string(past_new)}});
   pub.send_reschedule("nobody", {{"delay-ms", "100"}});  // an unknown job: nothing happens

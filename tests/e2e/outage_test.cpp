@@ -1,17 +1,16 @@
 // An outage of Redis while jobs are due and more are arriving: delayd logs it, backs off,
 // and when Redis answers again every job is delivered, none early, none lost. The outage is
 // real: CLIENT PAUSE makes the stack's Redis stop answering every client for a while.
-#include "harness.hpp"
-#include "storage/redis_cluster.hpp"
-#include "support/redis_connect.hpp"
-
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "harness.hpp"
+#include "redis/cluster.hpp"
+#include "support/redis_connect.hpp"
 
 using namespace delayd::e2e;
 
@@ -42,8 +41,8 @@ TEST_CASE("a Redis outage delays jobs but loses none", "[e2e][outage]") {
   {
     // Every primary of a cluster (REDIS_URL=redis-cluster://...), or the one server.
     auto redis = delayd::testing::connect_redis(w.redis_url);
-    const delayd::storage::Command pause{"CLIENT", "PAUSE", "3000", "ALL"};
-    if (auto* cluster = dynamic_cast<delayd::storage::RedisCluster*>(redis.get())) {
+    const delayd::redis::Command pause{"CLIENT", "PAUSE", "3000", "ALL"};
+    if (auto* cluster = dynamic_cast<delayd::redis::RedisCluster*>(redis.get())) {
       for (const auto& node : cluster->primaries()) REQUIRE(cluster->command_on(node, pause).view().str() == "OK");
     } else {
       REQUIRE(redis->command(pause).view().str() == "OK");

@@ -3,14 +3,13 @@
 // later with that id is never delivered). Ordering within a partition is relied on:
 // records with the same key land in the same partition and are processed in order, so a
 // "marker" job published after a request shows when the request has been handled.
-#include "broker/time_format.hpp"
-#include "harness.hpp"
-
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
+
+#include "contract/time_format.hpp"
+#include "harness.hpp"
 
 using namespace delayd::e2e;
 
@@ -197,7 +196,7 @@ TEST_CASE("one job-id on two partitions is two jobs: both delivered, a cancel ta
 }
 
 // Never early, below the millisecond: an RFC 3339 deliver-at 0.9 ms past a whole millisecond T is
-// due at T + 1 (broker/time_format.hpp rounds up), so no ready record is stamped T or earlier.
+// due at T + 1 (contract/time_format.hpp rounds up), so no ready record is stamped T or earlier.
 TEST_CASE("a deliver-at with a fraction finer than a millisecond is never delivered before it", "[e2e][time]") {
   World w("sub-ms");
   w.create_topics({"orders"});
@@ -213,7 +212,7 @@ TEST_CASE("a deliver-at with a fraction finer than a millisecond is never delive
   for (int i = 0; i < kJobs; ++i) {
     const std::string id = "sub-ms-" + std::to_string(i);
     const std::int64_t t = t0 + 7 * i;  // spread over 420 ms, one job per instant
-    std::string text = delayd::broker::format_rfc3339_ms(t);  // "...T10:00:00.123Z"
+    std::string text = delayd::contract::format_rfc3339_ms(t);  // "...T10:00:00.123Z"
     text.insert(text.size() - 1, "9");                         // "...T10:00:00.1239Z": T + 0.9 ms
     Job j;
     j.job_id = id;

@@ -1,4 +1,4 @@
-// broker/ingest_parse.cpp also holds ingest_rules(const Config&), which calls into config.cpp.
+// contract/ingest_parse.cpp also holds ingest_rules(const Config&), which calls into config.cpp.
 // The fuzz target never calls it, and config.cpp is not built here: it pulls in CLI11, toml11
 // and config_registry.cpp, which clang 14 does not compile. These stand-ins satisfy the linker
 // and stop the run should they ever be reached. A new undefined reference from ingest_parse.cpp

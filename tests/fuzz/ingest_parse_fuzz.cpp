@@ -1,4 +1,4 @@
-// broker::parse_ingest on a record built from the fuzzer's bytes. parse_ingest promises to be
+// contract::parse_ingest on a record built from the fuzzer's bytes. parse_ingest promises to be
 // total (no exception but bad_alloc escapes, which libFuzzer reports as a crash) and every
 // outcome is checked against the invariants ingest_parse.hpp states.
 //
@@ -15,19 +15,19 @@
 #include <string_view>
 #include <variant>
 
-#include "broker/ingest_parse.hpp"
 #include "config/config_names.hpp"
+#include "contract/ingest_parse.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 namespace {
 
-using delayd::broker::CancelJob;
-using delayd::broker::IngestRules;
-using delayd::broker::Invalid;
-using delayd::broker::ParsedIngest;
-using delayd::broker::ScheduleJob;
 using delayd::connectors::Header;
 using delayd::connectors::Record;
+using delayd::contract::CancelJob;
+using delayd::contract::IngestRules;
+using delayd::contract::Invalid;
+using delayd::contract::ParsedIngest;
+using delayd::contract::ScheduleJob;
 
 Record record_from(std::string_view in) {
   Record rec;
@@ -61,27 +61,27 @@ bool printable_line(std::string_view s) {
 }
 
 void check(const Record& rec, const IngestRules& rules, const ParsedIngest& parsed) {
-  using delayd::broker::kHeaderAttempt;
-  using delayd::broker::kHeaderBusiness;
-  using delayd::broker::kHeaderDeliverAt;
-  using delayd::broker::kHeaderJobId;
-  using delayd::broker::kHeaderRepeat;
+  using delayd::contract::kHeaderAttempt;
+  using delayd::contract::kHeaderBusiness;
+  using delayd::contract::kHeaderDeliverAt;
+  using delayd::contract::kHeaderJobId;
+  using delayd::contract::kHeaderRepeat;
   const auto* id = delayd::connectors::find_header(rec.headers, kHeaderJobId);
   if (const auto* bad = std::get_if<Invalid>(&parsed)) {
     FUZZ_CHECK(!bad->reason.empty());
     FUZZ_CHECK(printable_line(bad->reason));
   } else if (const auto* cancel = std::get_if<CancelJob>(&parsed)) {
     FUZZ_CHECK(id != nullptr && id->has_value() && **id == cancel->job_id);
-  } else if (const auto* move = std::get_if<delayd::broker::RescheduleJob>(&parsed)) {
+  } else if (const auto* move = std::get_if<delayd::contract::RescheduleJob>(&parsed)) {
     FUZZ_CHECK(id != nullptr && id->has_value() && **id == move->job_id);
-    FUZZ_CHECK(move->deliver_at_ms >= 0 && move->deliver_at_ms <= delayd::broker::kMaxEpochMs);
+    FUZZ_CHECK(move->deliver_at_ms >= 0 && move->deliver_at_ms <= delayd::contract::kMaxEpochMs);
   } else {
     const auto& job = std::get<ScheduleJob>(parsed);
-    FUZZ_CHECK(job.deliver_at_ms >= 0 && job.deliver_at_ms <= delayd::broker::kMaxEpochMs);
+    FUZZ_CHECK(job.deliver_at_ms >= 0 && job.deliver_at_ms <= delayd::contract::kMaxEpochMs);
     FUZZ_CHECK(!job.job_id.empty());
     FUZZ_CHECK(job.job_id_derived == (id == nullptr));
-    FUZZ_CHECK(job.job_id == (id == nullptr ? delayd::broker::derived_job_id(rec) : **id));
-    FUZZ_CHECK(job.job_id.starts_with(delayd::broker::kDerivedJobIdPrefix) == job.job_id_derived);
+    FUZZ_CHECK(job.job_id == (id == nullptr ? delayd::contract::derived_job_id(rec) : **id));
+    FUZZ_CHECK(job.job_id.starts_with(delayd::contract::kDerivedJobIdPrefix) == job.job_id_derived);
     FUZZ_CHECK(rules.allowed_businesses.empty() || rules.allowed_businesses.count(job.business) == 1);
     FUZZ_CHECK(delayd::config::is_valid_topic_name(job.ready_topic));
     FUZZ_CHECK(job.ready_topic != rules.ingest_topic && job.ready_topic != rules.dlq_topic);
@@ -109,17 +109,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const Record rec = record_from(delayd::fuzz::bytes(data, size));
 
   const IngestRules defaults;
-  check(rec, defaults, delayd::broker::parse_ingest(rec, defaults));
+  check(rec, defaults, delayd::contract::parse_ingest(rec, defaults));
 
   // The same bytes as a status-topic record.
-  const auto status = delayd::broker::parse_status(rec);
+  const auto status = delayd::contract::parse_status(rec);
   if (const auto* bad = std::get_if<Invalid>(&status)) {
     FUZZ_CHECK(!bad->reason.empty() && printable_line(bad->reason));
   } else {
-    const auto& r = std::get<delayd::broker::StatusReport>(status);
-    const auto* id = delayd::connectors::find_header(rec.headers, delayd::broker::kHeaderJobId);
+    const auto& r = std::get<delayd::contract::StatusReport>(status);
+    const auto* id = delayd::connectors::find_header(rec.headers, delayd::contract::kHeaderJobId);
     FUZZ_CHECK(id != nullptr && id->has_value() && **id == r.job_id);
-    FUZZ_CHECK(r.error.size() <= delayd::broker::kMaxReportErrorBytes);
+    FUZZ_CHECK(r.error.size() <= delayd::contract::kMaxReportErrorBytes);
     FUZZ_CHECK(!r.retry_after_ms || (*r.retry_after_ms >= 0 && *r.retry_after_ms <= 86'400'000));
     FUZZ_CHECK(r.attempt >= 0);
   }
@@ -134,6 +134,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   strict.allowed_businesses = {"orders", "delay-ingest", "a.b_c-d", "b"};
   strict.ingest_topic = "delay-ingest";
   strict.dlq_topic = "delay-dlq";
-  check(rec, strict, delayd::broker::parse_ingest(rec, strict));
+  check(rec, strict, delayd::contract::parse_ingest(rec, strict));
   return 0;
 }

@@ -1,4 +1,4 @@
-// The Redis url parser (storage/redis_url.hpp, the only one: the configuration uses it too) on
+// The Redis url parser (redis/url.hpp, the only one: the configuration uses it too) on
 // the fuzzer's bytes. A bad url must be refused with std::invalid_argument only; a good one
 // gives a usable endpoint, the same through parse_redis_url and parse_redis_target; and the
 // masked url of a good one still parses to the same place, with "***" for the password.
@@ -7,22 +7,22 @@
 #include <string>
 #include <string_view>
 
-#include "storage/redis_url.hpp"
+#include "redis/url.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view url = delayd::fuzz::bytes(data, size);
 
   // Masking works on any text, parseable or not.
-  const std::string masked = delayd::storage::mask_redis_url(url);
+  const std::string masked = delayd::redis::mask_redis_url(url);
 
-  delayd::storage::RedisOptions o;
+  delayd::redis::RedisOptions o;
   try {
-    o = delayd::storage::parse_redis_url(url);
+    o = delayd::redis::parse_redis_url(url);
   } catch (const std::invalid_argument&) {
     bool refused = false;
     try {
-      (void)delayd::storage::parse_redis_target(url);
+      (void)delayd::redis::parse_redis_target(url);
     } catch (const std::invalid_argument&) {
       refused = true;
     }
@@ -33,9 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(o.port >= 1 && o.port <= 65535);
   FUZZ_CHECK(o.db >= 0);
 
-  FUZZ_CHECK(delayd::storage::parse_redis_target(url).options == o);
+  FUZZ_CHECK(delayd::redis::parse_redis_target(url).options == o);
 
-  const delayd::storage::RedisOptions m = delayd::storage::parse_redis_url(masked);
+  const delayd::redis::RedisOptions m = delayd::redis::parse_redis_url(masked);
   FUZZ_CHECK(m.host == o.host && m.port == o.port && m.db == o.db && m.user == o.user);
   FUZZ_CHECK(o.password.empty() ? (m.password.empty() || m.password == "***") : m.password == "***");
   return 0;

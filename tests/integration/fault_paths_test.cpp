@@ -4,6 +4,9 @@
 // a revoke in the middle of a delivery, a clock that steps).
 // The numbers in the test names are those of the fault-tolerance issue's list.
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
+#include <thread>
 
 #include "broker/fire_path.hpp"
 #include "broker/ingest_path.hpp"
@@ -11,14 +14,10 @@
 #include "broker/topic_creator.hpp"
 #include "broker/wall_clock.hpp"
 #include "connectors/kafka_test_support.hpp"
+#include "redis/url.hpp"
 #include "storage/job_store.hpp"
-#include "storage/redis_url.hpp"
 #include "support/redis_cleanup.hpp"
 #include "support/test_env.hpp"
-
-#include <chrono>
-#include <functional>
-#include <thread>
 
 using namespace delayd;
 using broker::FireOptions;
@@ -32,7 +31,7 @@ namespace {
 std::int64_t wall_now() { return broker::system_now_ms(); }
 
 struct Fixture {
-  storage::RedisConnection redis{storage::parse_redis_url(testing::require_env("REDIS_URL"))};
+  redis::RedisConnection redis{redis::parse_redis_url(testing::require_env("REDIS_URL"))};
   storage::KeySchema keys{testing::unique_name("f")};
   storage::JobStore store{redis, keys, 600};
   const std::string shard = storage::shard_id("delay-ingest", 0);

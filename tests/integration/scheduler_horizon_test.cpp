@@ -1,17 +1,16 @@
 // The horizon invariant (broker/scheduler.hpp), tested where it can break: at the boundary,
 // inside runs of equal deliver-at that straddle a page, across revoke/assign, and under a
 // random interleaving of ingest, loading and firing, against the real Redis.
-#include <catch2/catch.hpp>
-
-#include "broker/scheduler.hpp"
-#include "storage/job_store.hpp"
-#include "storage/redis_url.hpp"
-#include "support/redis_cleanup.hpp"
-#include "support/test_env.hpp"
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <random>
 #include <set>
+
+#include "broker/scheduler.hpp"
+#include "redis/url.hpp"
+#include "storage/job_store.hpp"
+#include "support/redis_cleanup.hpp"
+#include "support/test_env.hpp"
 
 using namespace delayd;
 using broker::Scheduler;
@@ -22,7 +21,7 @@ namespace {
 constexpr std::int64_t T = 1'795'000'000'000;  // a fixed "now", epoch ms
 
 struct Fixture {
-  storage::RedisConnection redis{storage::parse_redis_url(testing::require_env("REDIS_URL"))};
+  redis::RedisConnection redis{redis::parse_redis_url(testing::require_env("REDIS_URL"))};
   storage::KeySchema keys{testing::unique_name("h")};
   storage::JobStore store{redis, keys, 60};
   const std::string shard = storage::shard_id("delay-ingest", 0);

@@ -12,11 +12,12 @@
 #include <thread>
 #include <vector>
 
-#include "storage/redis_url.hpp"
+#include "redis/url.hpp"
 #include "support/redis_cleanup.hpp"
 #include "support/test_env.hpp"
 
 using namespace delayd::storage;
+using namespace delayd::redis;
 
 namespace {
 

@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "record_codec_probe.hpp"
+#include "redis/connection.hpp"
+#include "redis/url.hpp"
 #include "storage/job_record.hpp"
 #include "storage/lua_scripts.hpp"
-#include "storage/redis_connection.hpp"
-#include "storage/redis_url.hpp"
 #include "support/test_env.hpp"
 
 using namespace delayd::storage;
+using namespace delayd::redis;
 
 namespace {
 

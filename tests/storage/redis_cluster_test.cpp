@@ -2,12 +2,6 @@
 // redis-server --cluster-enabled yes on free loopback ports, in a temporary directory, joined
 // with redis-cli --cluster create. The nodes die with the test process (PR_SET_PDEATHSIG) and
 // are killed and removed by the fixture's destructor, also when a check fails.
-#include <catch2/catch.hpp>
-
-#include "storage/job_store.hpp"
-#include "storage/redis_cluster.hpp"
-#include "storage/redis_url.hpp"
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -17,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -28,7 +23,12 @@
 #include <thread>
 #include <vector>
 
+#include "redis/cluster.hpp"
+#include "redis/url.hpp"
+#include "storage/job_store.hpp"
+
 using namespace delayd::storage;
+using namespace delayd::redis;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 

@@ -2,22 +2,22 @@
 // (RedisCluster) for redis-cluster://, so that tests read Redis the way delayd does.
 #pragma once
 
-#include "storage/redis_cluster.hpp"
-#include "storage/redis_connection.hpp"
-#include "storage/redis_url.hpp"
-
 #include <memory>
 #include <string>
 
+#include "redis/cluster.hpp"
+#include "redis/connection.hpp"
+#include "redis/url.hpp"
+
 namespace delayd::testing {
 
-inline std::unique_ptr<storage::RedisClient> connect_redis(const std::string& url) {
-  storage::RedisTarget target = storage::parse_redis_target(url);
-  if (!target.is_cluster()) return std::make_unique<storage::RedisConnection>(std::move(target.options));
-  storage::RedisClusterOptions o;
+inline std::unique_ptr<redis::RedisClient> connect_redis(const std::string& url) {
+  redis::RedisTarget target = redis::parse_redis_target(url);
+  if (!target.is_cluster()) return std::make_unique<redis::RedisConnection>(std::move(target.options));
+  redis::RedisClusterOptions o;
   for (const auto& [host, port] : target.cluster_seeds) o.seeds.push_back({host, port});
   o.node = std::move(target.options);
-  return std::make_unique<storage::RedisCluster>(std::move(o));
+  return std::make_unique<redis::RedisCluster>(std::move(o));
 }
 
 }  // namespace delayd::testing

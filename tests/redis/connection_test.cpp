@@ -1,10 +1,11 @@
+#include "redis/connection.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "storage/redis_connection.hpp"
-#include "storage/redis_url.hpp"
+#include "redis/url.hpp"
 #include "support/test_env.hpp"
 
-using namespace delayd::storage;
+using namespace delayd::redis;
 
 TEST_CASE("redis urls parse into host, port, credentials and db", "[redis][url]") {
   auto o = parse_redis_url("redis://127.0.0.1:16379");

@@ -1,11 +1,11 @@
-#include "storage/redis_cluster.hpp"
+#include "redis/cluster.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <map>
 #include <stdexcept>
 
-namespace delayd::storage {
+namespace delayd::redis {
 
 namespace {
 
@@ -206,8 +206,8 @@ bool RedisCluster::try_refresh(std::size_t node) {
     ++stats_.refreshes;
     primaries_.clear();
     for (int owner : slots_) {
-      if (owner >= 0 && std::find(primaries_.begin(), primaries_.end(), static_cast<std::size_t>(owner)) ==
-                            primaries_.end()) {
+      if (owner >= 0 &&
+          std::find(primaries_.begin(), primaries_.end(), static_cast<std::size_t>(owner)) == primaries_.end()) {
         primaries_.push_back(static_cast<std::size_t>(owner));
       }
     }
@@ -386,7 +386,8 @@ void RedisCluster::wait_replicas(int replicas, int timeout_ms) {
       throw RedisIoError("redis " + who + ": WAIT " + std::to_string(replicas) + ": " +
                          (v.is_integer() ? std::to_string(v.integer()) + " replicas acknowledged within " +
                                                std::to_string(timeout_ms) + " ms"
-                                         : v.is_error() ? v.error() : std::string("unexpected reply")));
+                          : v.is_error() ? v.error()
+                                         : std::string("unexpected reply")));
     }
     it = written_.erase(it);
   }
@@ -409,4 +410,4 @@ RedisReply RedisCluster::command_on(const RedisNodeAddress& node, const Command&
   return std::move(send(node_index(node), {argv}).front());
 }
 
-}  // namespace delayd::storage
+}  // namespace delayd::redis

@@ -1,10 +1,11 @@
 // Timestamps: the two accepted forms of deliver-at, and the display form.
+#include "contract/time_format.hpp"
+
 #include <catch2/catch.hpp>
 #include <limits>
 
-#include "broker/time_format.hpp"
-
-using namespace delayd::broker;
+using namespace delayd::contract;
+using namespace delayd::contract;
 
 namespace {
 
@@ -71,7 +72,7 @@ TEST_CASE("fractions: 1 to 9 digits, rounded up to the next millisecond, never d
 
 TEST_CASE("calendar rules: leap years and impossible dates", "[unit][time]") {
   CHECK(ms("2024-02-29T00:00:00Z") == ms("2024-03-01T00:00:00Z") - 86'400'000);
-  CHECK(ms("2000-02-29T12:00:00Z") == 951825600000);  // divisible by 400: leap
+  CHECK(ms("2000-02-29T12:00:00Z") == 951825600000);                // divisible by 400: leap
   CHECK(error_of("2100-02-29T00:00:00Z") == TimeError::bad_field);  // by 100 only: not leap
   CHECK(error_of("2023-02-29T00:00:00Z") == TimeError::bad_field);
   CHECK(error_of("2026-02-30T00:00:00Z") == TimeError::bad_field);
@@ -98,11 +99,10 @@ TEST_CASE("range: 1970 to 9999", "[unit][time]") {
 
 TEST_CASE("not RFC 3339", "[unit][time]") {
   for (const char* bad :
-       {"tomorrow", "2026-11-22", "2026-11-22T10:00:00", "2026-11-22 10:00:00Z",
-        "2026-11-22T10:00Z", "2026-11-22T10:00:00+0100", "2026-11-22T10:00:00+01",
-        "2026-11-22T10:00:00+01:00 ", " 2026-11-22T10:00:00Z", "2026-11-22T10:00:00ZZ",
-        "26-11-22T10:00:00Z", "2026-1-22T10:00:00Z", "2026/11/22T10:00:00Z", "+2026-11-22T10:00:00Z",
-        "2026-11-22T10:00:00.123", "2026-11-22T1a:00:00Z", "-1"}) {
+       {"tomorrow", "2026-11-22", "2026-11-22T10:00:00", "2026-11-22 10:00:00Z", "2026-11-22T10:00Z",
+        "2026-11-22T10:00:00+0100", "2026-11-22T10:00:00+01", "2026-11-22T10:00:00+01:00 ", " 2026-11-22T10:00:00Z",
+        "2026-11-22T10:00:00ZZ", "26-11-22T10:00:00Z", "2026-1-22T10:00:00Z", "2026/11/22T10:00:00Z",
+        "+2026-11-22T10:00:00Z", "2026-11-22T10:00:00.123", "2026-11-22T1a:00:00Z", "-1"}) {
     INFO(bad);
     CHECK(error_of(bad) == TimeError::syntax);
   }

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace delayd::broker {
+namespace delayd::contract {
 
 // 9999-12-31T23:59:59.999Z.
 inline constexpr std::int64_t kMaxEpochMs = 253'402'300'799'999;
@@ -48,4 +48,4 @@ ParsedTime parse_timestamp_ms(std::string_view text) noexcept;
 // as many digits (and a sign) as they need rather than rejected, since this is for display.
 std::string format_rfc3339_ms(std::int64_t epoch_ms);
 
-}  // namespace delayd::broker
+}  // namespace delayd::contract

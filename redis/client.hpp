@@ -13,12 +13,12 @@
 // Threading: one thread at a time per client.
 #pragma once
 
-#include "storage/redis_reply.hpp"
-
 #include <string>
 #include <vector>
 
-namespace delayd::storage {
+#include "redis/reply.hpp"
+
+namespace delayd::redis {
 
 using Command = std::vector<std::string>;
 
@@ -36,4 +36,4 @@ class RedisClient {
   virtual void wait_replicas(int replicas, int timeout_ms) = 0;
 };
 
-}  // namespace delayd::storage
+}  // namespace delayd::redis

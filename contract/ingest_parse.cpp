@@ -1,13 +1,13 @@
-#include "broker/ingest_parse.hpp"
+#include "contract/ingest_parse.hpp"
 
 #include <charconv>
 #include <tuple>
 
-#include "broker/time_format.hpp"
 #include "config/config.hpp"
 #include "config/config_names.hpp"
+#include "contract/time_format.hpp"
 
-namespace delayd::broker {
+namespace delayd::contract {
 
 namespace {
 
@@ -287,4 +287,4 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   return job;
 }
 
-}  // namespace delayd::broker
+}  // namespace delayd::contract

@@ -48,15 +48,15 @@
 #include <string_view>
 #include <variant>
 
-#include "broker/time_format.hpp"
 #include "connectors/record.hpp"
+#include "contract/time_format.hpp"
 #include "storage/job_state.hpp"
 
 namespace delayd::config {
 struct Config;
 }
 
-namespace delayd::broker {
+namespace delayd::contract {
 
 // Header names of the ingest contract, and of the ready record the broker writes.
 inline constexpr std::string_view kHeaderOp = "op";
@@ -145,4 +145,4 @@ ParsedStatus parse_status(const connectors::Record& rec);
 // The id a record gets when it carries no job-id (see job-id above).
 std::string derived_job_id(const connectors::Record& rec);
 
-}  // namespace delayd::broker
+}  // namespace delayd::contract

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-namespace delayd::storage {
+namespace delayd::redis {
 
 // An error reply from Redis (the command ran and was refused), as opposed to RedisIoError.
 struct RedisCommandError : std::runtime_error {
@@ -29,8 +29,8 @@ struct RedisCommandError : std::runtime_error {
 // refused because persistence or memory failed (MISCONF, OOM), or too few replicas acknowledge
 // (NOREPLICAS). The same command may succeed later, so callers retry with backoff.
 inline bool is_transient_error_reply(std::string_view message) {
-  constexpr std::string_view kTransient[] = {"LOADING",  "BUSY",       "READONLY",   "TRYAGAIN", "CLUSTERDOWN",
-                                             "MASTERDOWN", "MISCONF", "OOM", "NOREPLICAS"};
+  constexpr std::string_view kTransient[] = {"LOADING",    "BUSY",    "READONLY", "TRYAGAIN",  "CLUSTERDOWN",
+                                             "MASTERDOWN", "MISCONF", "OOM",      "NOREPLICAS"};
   const std::string_view word = message.substr(0, message.find(' '));
   for (std::string_view t : kTransient) {
     if (word == t) return true;
@@ -76,8 +76,7 @@ class ReplyView {
   void expect(bool ok, const char* what) const {
     if (ok) return;
     if (is_error()) throw RedisCommandError("redis: " + error());
-    throw RedisCommandError(std::string("redis: expected ") + what + " in reply, got type " +
-                            std::to_string(r_->type));
+    throw RedisCommandError(std::string("redis: expected ") + what + " in reply, got type " + std::to_string(r_->type));
   }
   const redisReply* r_;
 };
@@ -95,4 +94,4 @@ class RedisReply {
   std::unique_ptr<redisReply, Free> r_;
 };
 
-}  // namespace delayd::storage
+}  // namespace delayd::redis

@@ -11,9 +11,6 @@
 // Threading: a connection is used by one thread at a time (hiredis contexts are not thread-safe).
 #pragma once
 
-#include "storage/redis_client.hpp"
-#include "storage/redis_reply.hpp"
-
 #include <hiredis/hiredis.h>
 
 #include <memory>
@@ -22,7 +19,10 @@
 #include <string_view>
 #include <vector>
 
-namespace delayd::storage {
+#include "redis/client.hpp"
+#include "redis/reply.hpp"
+
+namespace delayd::redis {
 
 // The server could not be reached, the connection broke mid-exchange, or the server said it
 // cannot serve now (a transient error reply). Retry later.
@@ -68,4 +68,4 @@ class RedisConnection final : public RedisClient {
   std::unique_ptr<redisContext, Free> ctx_;
 };
 
-}  // namespace delayd::storage
+}  // namespace delayd::redis

@@ -1,9 +1,10 @@
-#include "storage/redis_connection.hpp"
+#include "redis/connection.hpp"
 
-#include <stdexcept>
 #include <sys/time.h>
 
-namespace delayd::storage {
+#include <stdexcept>
+
+namespace delayd::redis {
 
 namespace {
 
@@ -16,9 +17,7 @@ timeval to_timeval(int ms) {
 
 }  // namespace
 
-RedisConnection::RedisConnection(RedisOptions options) : options_(std::move(options)) {
-  ensure_connected();
-}
+RedisConnection::RedisConnection(RedisOptions options) : options_(std::move(options)) { ensure_connected(); }
 
 void RedisConnection::fail(const std::string& what) {
   std::string msg = "redis " + options_.host + ":" + std::to_string(options_.port) + ": " + what;
@@ -97,11 +96,12 @@ void RedisConnection::wait_replicas(int replicas, int timeout_ms) {
   RedisReply r = command({"WAIT", std::to_string(replicas), std::to_string(timeout_ms)});
   const ReplyView v = r.view();
   if (v.is_integer() && v.integer() >= replicas) return;
-  throw RedisIoError("redis " + options_.host + ":" + std::to_string(options_.port) + ": WAIT " +
-                     std::to_string(replicas) + ": " +
-                     (v.is_integer() ? std::to_string(v.integer()) + " replicas acknowledged within " +
-                                           std::to_string(timeout_ms) + " ms"
-                                     : v.is_error() ? v.error() : std::string("unexpected reply")));
+  throw RedisIoError(
+      "redis " + options_.host + ":" + std::to_string(options_.port) + ": WAIT " + std::to_string(replicas) + ": " +
+      (v.is_integer()
+           ? std::to_string(v.integer()) + " replicas acknowledged within " + std::to_string(timeout_ms) + " ms"
+       : v.is_error() ? v.error()
+                      : std::string("unexpected reply")));
 }
 
-}  // namespace delayd::storage
+}  // namespace delayd::redis

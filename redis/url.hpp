@@ -7,17 +7,17 @@
 // Threading: pure functions.
 #pragma once
 
-#include "storage/redis_connection.hpp"
-
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-namespace delayd::storage {
+#include "redis/connection.hpp"
+
+namespace delayd::redis {
 
 struct RedisTarget {
-  RedisOptions options;                                  // for a cluster: the first seed
+  RedisOptions options;                                    // for a cluster: the first seed
   std::vector<std::pair<std::string, int>> cluster_seeds;  // empty: one server (redis://)
   bool is_cluster() const { return !cluster_seeds.empty(); }
 };
@@ -30,4 +30,4 @@ RedisOptions parse_redis_url(std::string_view url);
 // The url with its password, if any, replaced by "***"; for logs. Works on any text.
 std::string mask_redis_url(std::string_view url);
 
-}  // namespace delayd::storage
+}  // namespace delayd::redis

@@ -1,8 +1,8 @@
-#include "broker/time_format.hpp"
+#include "contract/time_format.hpp"
 
 #include <cstdio>
 
-namespace delayd::broker {
+namespace delayd::contract {
 
 namespace {
 
@@ -43,9 +43,7 @@ static_assert(days_from_civil(1970, 1, 1) == 0);
 static_assert(days_from_civil(2000, 3, 1) == 11017);
 static_assert(civil_from_days(11017).month == 3);
 
-constexpr bool is_leap(std::int64_t y) noexcept {
-  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
+constexpr bool is_leap(std::int64_t y) noexcept { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 constexpr unsigned days_in_month(std::int64_t y, unsigned m) noexcept {
   constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -91,9 +89,8 @@ ParsedTime parse_rfc3339_ms(std::string_view s) noexcept {
   unsigned year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
   if (s.size() < 20) return fail(TimeError::syntax);
   if (!read_fixed(s, 0, 4, year) || s[4] != '-' || !read_fixed(s, 5, 2, month) || s[7] != '-' ||
-      !read_fixed(s, 8, 2, day) || (s[10] != 'T' && s[10] != 't') ||
-      !read_fixed(s, 11, 2, hour) || s[13] != ':' || !read_fixed(s, 14, 2, minute) ||
-      s[16] != ':' || !read_fixed(s, 17, 2, second)) {
+      !read_fixed(s, 8, 2, day) || (s[10] != 'T' && s[10] != 't') || !read_fixed(s, 11, 2, hour) || s[13] != ':' ||
+      !read_fixed(s, 14, 2, minute) || s[16] != ':' || !read_fixed(s, 17, 2, second)) {
     return fail(TimeError::syntax);
   }
   std::size_t pos = 19;
@@ -134,12 +131,11 @@ ParsedTime parse_rfc3339_ms(std::string_view s) noexcept {
   }
   if (pos != s.size()) return fail(TimeError::syntax);
 
-  if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
-      minute > 59 || second > 60 || off_h > 23 || off_m > 59) {
+  if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 || minute > 59 ||
+      second > 60 || off_h > 23 || off_m > 59) {
     return fail(TimeError::bad_field);
   }
-  const std::int64_t local_s = days_from_civil(year, month, day) * 86400 + hour * 3600 +
-                               minute * 60 + second;
+  const std::int64_t local_s = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
   // The local time minus its offset is UTC: 10:00+01:00 is 09:00Z.
   const std::int64_t ms = (local_s - offset_s) * 1000 + millis;
   if (ms < 0 || ms > kMaxEpochMs) return fail(TimeError::out_of_range);
@@ -164,11 +160,10 @@ std::string format_rfc3339_ms(std::int64_t epoch_ms) {
   const Civil c = civil_from_days(days);
   const auto ms_of_day = static_cast<unsigned>(rem);
   char buf[64];
-  const int n = std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02u:%02u:%02u.%03uZ",
-                              static_cast<long long>(c.year), c.month, c.day,
-                              ms_of_day / 3'600'000, ms_of_day / 60'000 % 60,
-                              ms_of_day / 1000 % 60, ms_of_day % 1000);
+  const int n =
+      std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02u:%02u:%02u.%03uZ", static_cast<long long>(c.year), c.month,
+                    c.day, ms_of_day / 3'600'000, ms_of_day / 60'000 % 60, ms_of_day / 1000 % 60, ms_of_day % 1000);
   return std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
 }
 
-}  // namespace delayd::broker
+}  // namespace delayd::contract

@@ -1,14 +1,14 @@
 // redis://[[user]:password@]host[:port][/db], as hiredis users write it, and
 // redis-cluster://[[user]:password@]host[:port][,host[:port]...][/0] for a cluster's seed nodes.
 // No TLS and no unix sockets: they would need connection options delayd does not have.
-#include "storage/redis_url.hpp"
+#include "redis/url.hpp"
 
 #include <charconv>
 #include <cstdint>
 #include <stdexcept>
 #include <tuple>
 
-namespace delayd::storage {
+namespace delayd::redis {
 
 namespace {
 
@@ -87,8 +87,7 @@ std::pair<std::string, int> parse_host_port(std::string_view hostport, int defau
   if (host.empty()) throw std::invalid_argument("missing host");
   for (char c : host) {
     const auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u >= 0x7f || c == '/' || c == '?' || c == '#' || c == '@' || c == '[' ||
-        c == ']' || c == ',') {
+    if (u <= 0x20 || u >= 0x7f || c == '/' || c == '?' || c == '#' || c == '@' || c == '[' || c == ']' || c == ',') {
       throw std::invalid_argument("bad character in the host");
     }
   }
@@ -116,8 +115,7 @@ RedisTarget parse_redis_target(std::string_view url) {
   std::string_view rest = url.substr(cluster ? kClusterScheme.size() : kScheme.size());
   const auto slash = rest.find('/');
   const std::string_view authority = rest.substr(0, slash);
-  const std::string_view path =
-      slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
+  const std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
 
   RedisTarget t;
   RedisOptions& ep = t.options;
@@ -181,4 +179,4 @@ std::string mask_redis_url(std::string_view url) {
   return out;
 }
 
-}  // namespace delayd::storage
+}  // namespace delayd::redis

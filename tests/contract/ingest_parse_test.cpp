@@ -1,15 +1,15 @@
 // The ingest contract, rule by rule: what a producer may write on the ingest topic and what
 // delayd makes of it.
-#include "broker/ingest_parse.hpp"
+#include "contract/ingest_parse.hpp"
 
 #include <catch2/catch.hpp>
 #include <limits>
 #include <random>
 
-#include "broker/time_format.hpp"
 #include "config/config.hpp"
+#include "contract/time_format.hpp"
 
-using namespace delayd::broker;
+using namespace delayd::contract;
 using namespace delayd::config;
 using delayd::connectors::Header;
 using delayd::connectors::Headers;

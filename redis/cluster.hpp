@@ -33,10 +33,6 @@
 // Threading: one thread at a time, like the connections it owns.
 #pragma once
 
-#include "storage/redis_client.hpp"
-#include "storage/redis_connection.hpp"
-#include "storage/redis_reply.hpp"
-
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -46,7 +42,11 @@
 #include <string_view>
 #include <vector>
 
-namespace delayd::storage {
+#include "redis/client.hpp"
+#include "redis/connection.hpp"
+#include "redis/reply.hpp"
+
+namespace delayd::redis {
 
 struct RedisNodeAddress {
   std::string host;
@@ -63,10 +63,10 @@ struct RedisClusterOptions {
 
 // What the router has done so far (tests, logs).
 struct RedisClusterStats {
-  std::uint64_t moved = 0;        // MOVED replies followed
-  std::uint64_t asked = 0;        // ASK replies followed
-  std::uint64_t refreshes = 0;    // slot maps read
-  std::uint64_t cross_slot = 0;   // commands refused without sending
+  std::uint64_t moved = 0;       // MOVED replies followed
+  std::uint64_t asked = 0;       // ASK replies followed
+  std::uint64_t refreshes = 0;   // slot maps read
+  std::uint64_t cross_slot = 0;  // commands refused without sending
 };
 
 inline constexpr int kRedisClusterSlots = 16384;
@@ -116,7 +116,7 @@ class RedisCluster final : public RedisClient {
   };
 
   std::size_t node_index(const RedisNodeAddress& address);  // adds it if unknown
-  RedisConnection& connection(std::size_t node);             // connects if needed (RedisIoError)
+  RedisConnection& connection(std::size_t node);            // connects if needed (RedisIoError)
   // The node's pipeline; on RedisIoError, one refresh attempt, then the error again.
   std::vector<RedisReply> send(std::size_t node, const std::vector<Command>& commands);
   std::size_t owner_or_refresh(int slot);  // RedisIoError if the slot has no primary
@@ -126,12 +126,12 @@ class RedisCluster final : public RedisClient {
   void refresh_quietly() noexcept;
 
   RedisClusterOptions options_;
-  std::vector<Node> nodes_;  // never shrinks: indices stay valid
+  std::vector<Node> nodes_;                      // never shrinks: indices stay valid
   std::array<int, kRedisClusterSlots> slots_{};  // node index, -1: no primary known
   std::vector<std::size_t> primaries_;
   std::set<std::size_t> written_;  // nodes sent a command since the last successful wait
   RedisClusterStats stats_;
-  std::string not_cluster_;        // the refusal of a node not in cluster mode, for the constructor
+  std::string not_cluster_;  // the refusal of a node not in cluster mode, for the constructor
 };
 
-}  // namespace delayd::storage
+}  // namespace delayd::redis
