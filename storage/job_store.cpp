@@ -531,32 +531,63 @@ Transition JobStore::reschedule_anywhere(std::string_view home, const std::strin
   return one(Script::reschedule, holders.front(), {job_id, std::to_string(deliver_at)}, now_ms);
 }
 
+namespace {
+
+// The shard, business and attempt from a record's header line ("<state> <deliver_at> <attempt>
+// <business> ..."), read leniently: a corrupt line still names its shard, and the script that
+// meets the record says it is corrupt.
+Located located_from(const std::string& shard, std::string_view line) {
+  Located l{shard, {}, 0};
+  for (int word = 0; word < 4 && !line.empty(); ++word) {
+    const auto sp = line.find(' ');
+    const std::string_view w = line.substr(0, sp);
+    if (word == 2) l.attempt = static_cast<int>(parse_i64(w).value_or(0));
+    if (word == 3) l.business = std::string(w);
+    line = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
+  }
+  return l;
+}
+
+}  // namespace
+
 std::vector<std::optional<Located>> JobStore::locate(std::span<const std::string> job_ids) {
   std::vector<std::optional<Located>> out(job_ids.size());
   const std::vector<std::string> shards = known_shards();
   if (shards.empty() || job_ids.empty()) return out;
-  // The first line only: "<state> <deliver_at> <attempt> <business> ..." fits in 128 bytes.
+  // The first four words of the header line only, in the common case: they fit in kLocateBytes
+  // unless the business name is long (the contract allows up to 100 characters, so the words can
+  // take 136 bytes). A read that fills the range before its "\n" is repeated whole in a second
+  // round trip, so a long business is never cut short.
+  constexpr std::size_t kLocateBytes = 128;
   std::vector<redis::Command> cmds;
   cmds.reserve(job_ids.size() * shards.size());
   for (const auto& id : job_ids) {
-    for (const auto& shard : shards) cmds.push_back({"GETRANGE", keys_.job(shard, id), "0", "127"});
+    for (const auto& shard : shards) {
+      cmds.push_back({"GETRANGE", keys_.job(shard, id), "0", std::to_string(kLocateBytes - 1)});
+    }
   }
   const auto replies = redis_.pipeline(cmds);
+  std::vector<std::pair<std::size_t, std::size_t>> cut;  // (job, shard) whose line overflowed
+  std::vector<redis::Command> whole;
   for (size_t i = 0; i < job_ids.size(); ++i) {
     for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
       const redis::ReplyView r = replies[i * shards.size() + k].view();
       if (!r.is_string() || r.str().empty()) continue;
-      Located l{shards[k], {}, 0};
-      std::string_view line = r.str().substr(0, r.str().find('\n'));
-      for (int word = 0; word < 4 && !line.empty(); ++word) {
-        const auto sp = line.find(' ');
-        const std::string_view w = line.substr(0, sp);
-        if (word == 2) l.attempt = static_cast<int>(parse_i64(w).value_or(0));
-        if (word == 3) l.business = std::string(w);
-        line = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
+      const std::size_t nl = r.str().find('\n');
+      if (nl == std::string_view::npos && r.str().size() >= kLocateBytes) {
+        cut.emplace_back(i, k);
+        whole.push_back({"GET", keys_.job(shards[k], job_ids[i])});
       }
-      out[i] = std::move(l);
+      out[i] = located_from(shards[k], r.str().substr(0, nl));
     }
+  }
+  if (whole.empty()) return out;
+  const auto full = redis_.pipeline(whole);
+  for (size_t j = 0; j < cut.size(); ++j) {
+    const redis::ReplyView r = full[j].view();
+    if (!r.is_string()) continue;  // gone since the first read: keep what the first read said
+    const auto [i, k] = cut[j];
+    out[i] = located_from(shards[k], r.str().substr(0, r.str().find('\n')));
   }
   return out;
 }

@@ -864,3 +864,19 @@ TEST_CASE_METHOD(Lifecycle, "a cancel between two occurrences stops the series",
   CHECK_FALSE(score("c"));
   CHECK(report("c", ReportStatus::running, 1060).verdict == ReportOutcome::Verdict::ignored);
 }
+
+TEST_CASE_METHOD(Lifecycle, "locate reads a business name of the contract's full length whole", "[store][lifecycle]") {
+  // At the grammar's limits (a 15-digit deliver_at, a 9-digit attempt, a 100-character business,
+  // the contract's longest) the header's first four words take 132 bytes: more than locate()'s
+  // first read, and the business must not come back cut short.
+  const std::string business(100, 'b');
+  store.accept(std::vector<NewJob>{job("short", 100)}, 0);  // the shard is known
+  redis.command({"SET", keys.job(shard, "long"), "delay 100000000000000 123456789 " + business + "\npayload"});
+  const auto where = store.locate(Ids{"long", "short"});
+  REQUIRE(where[0]);
+  CHECK(where[0]->shard == shard);
+  CHECK(where[0]->business == business);
+  CHECK(where[0]->attempt == 123456789);
+  REQUIRE(where[1]);
+  CHECK(where[1]->business == "orders");
+}
