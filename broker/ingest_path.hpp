@@ -15,7 +15,7 @@
 //             through the wake list; if that is this instance, the timer moves at once). Too
 //             late (in flight) or unknown: logged and counted, nothing else.
 //   report    (a record of the status topic, read by the same consumer) applied in Redis
-//             (storage kReport) with the job's business's policy: running, finished, failed
+//             (storage/lua/report.lua) with the job's business's policy: running, finished, failed
 //             with a retry at the backoff or dead. Reports that do not fit the job's state are
 //             ignored and counted; so are reports for unknown jobs. Applied in batches, in
 //             order with the ingest records around them. A report for a job in flight (the

@@ -692,7 +692,7 @@ std::optional<std::map<std::string, std::string>> JobStore::get(const std::strin
 
 std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const std::string> job_ids) {
   const std::vector<std::string> shards = known_shards();
-  // Per job and shard: its record, and its entry in the in-flight hash.
+  // Per job and shard: its record, its entry in the in-flight hash and its history list.
   std::vector<redis::Command> cmds;
   cmds.reserve(3 * job_ids.size() * shards.size());
   for (const auto& id : job_ids) {

@@ -2,7 +2,8 @@
 -- Stride 1: job-id. ARGV[3] remember_s. Cancels each job that is pending and not in flight;
 -- answers 'in_flight' (unchanged) when a delivery attempt is under way, except for a repeating
 -- job: {1, 'in_flight'}, the occurrence under way is delivered and the series ends there (stop=1,
--- mark_ready.lua then cancels it). An id with no record
+-- delivered() in prelude.lua then cancels it: a repeating job is never plain, so mark_delivered.lua
+-- settles it). An id with no record
 -- (its job may not have been read yet) is remembered when remember_s > 0: a record
 -- "cancelled 0 0 - cancelled_at=<now> cancelled_early=1" that expires after remember_s, which
 -- accept.lua turns into the cancelled job if the job arrives in time. Per job: {changed, state}
@@ -24,7 +25,8 @@ for i = FIRST, #KEYS do
     out[#out + 1] = {0, j.st}
   elseif in_flight(id) and j.f.every then
     -- An occurrence is on its way (it cannot be recalled); the series ends once it is
-    -- delivered (mark_ready.lua sees stop=1). Answered {1, 'in_flight'}.
+    -- delivered (delivered() in prelude.lua, through mark_delivered.lua, sees stop=1). Answered
+    -- {1, 'in_flight'}.
     local whole = parse(read(KEYS[i]), true)
     whole.f.stop = '1'
     write(KEYS[i], whole, 0)

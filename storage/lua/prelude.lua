@@ -85,8 +85,9 @@ local function read_head(key)
   return v
 end
 -- A job in flight (claimed, its record maybe on its way) has an entry in the shard's in-flight
--- hash, "<attempt> <firing_at>", and its record is not rewritten by the claim (so the payload
--- never passes through Lua). in_flight(id) -> attempt, firing_at, or nil.
+-- hash, "<attempt> <firing_at> <epoch>" (the claiming owner's fence; older entries lack it), and
+-- its record is not rewritten by the claim (so the payload never passes through Lua).
+-- in_flight(id) -> attempt, firing_at, epoch ('' when absent), or nil.
 local function in_flight(id)
   local e = redis.call('HGET', KEYS[4], id)
   if not e then return nil end
