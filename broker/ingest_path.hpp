@@ -63,6 +63,7 @@
 
 #include "broker/dead_letter.hpp"
 #include "broker/ingest_parse.hpp"
+#include "broker/loop_counters.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/topic_creator.hpp"
 #include "config/business_policy.hpp"
@@ -85,22 +86,7 @@ struct IngestOptions {
   int wait_timeout_ms = 1000;
 };
 
-struct IngestCounters {
-  std::uint64_t accepted = 0;    // new jobs
-  std::uint64_t duplicates = 0;  // job-ids seen before
-  std::uint64_t cancelled = 0;   // including jobs that arrived after their cancel
-  std::uint64_t dead_lettered = 0;
-  std::map<std::string, std::uint64_t> dead_lettered_by;  // to_string(DeadLetterReason) -> records
-  std::uint64_t dead_letter_retries = 0;
-  std::uint64_t rescheduled = 0;
-  std::uint64_t reschedules_late = 0;    // the job was in flight already
-  std::uint64_t reschedules_missed = 0;  // unknown job, or not delay any more
-  std::uint64_t reports_running = 0;
-  std::uint64_t reports_finished = 0;
-  std::uint64_t reports_failed = 0;
-  std::uint64_t reports_ignored = 0;  // did not fit the job's state
-  std::uint64_t reports_unknown = 0;  // no such job
-};
+// IngestCounters: broker/loop_counters.hpp.
 
 class IngestPath {
  public:

@@ -466,50 +466,24 @@ class Loop {
   void publish_and_report() {
     if (publish && SteadyClock::now() >= next_publish_) {
       next_publish_ = SteadyClock::now() + std::chrono::milliseconds(200);
-      const auto& f = fire_.counters();
-      const auto& i = ingest_.counters();
-      LoopSnapshot snapshot{scheduler_.held(),
-                            scheduler_.in_wheel(),
-                            fire_.unsettled(),
-                            scheduler_.owned_shards(),
-                            scheduler_.next_due(),
-                            {{"accepted", i.accepted},
-                             {"duplicates", i.duplicates},
-                             {"cancelled", i.cancelled},
-                             {"dead_lettered", i.dead_lettered},
-                             {"dead_letter_retries", i.dead_letter_retries},
-                             {"produced", f.produced},
-                             {"delivered", f.delivered},
-                             {"retried", f.retried},
-                             {"retried_outage", f.retried_outage},
-                             {"failed", f.failed},
-                             {"set_aside", f.set_aside},
-                             {"dropped_stale", f.dropped_stale},
-                             {"fenced", f.fenced},
-                             {"redelivered", f.redelivered},
-                             {"repeated", f.repeated},
-                             {"rescheduled", i.rescheduled},
-                             {"reschedules_late", i.reschedules_late},
-                             {"reschedules_missed", i.reschedules_missed},
-                             {"reports_running", i.reports_running},
-                             {"reports_finished", i.reports_finished},
-                             {"reports_failed", i.reports_failed},
-                             {"reports_ignored", i.reports_ignored},
-                             {"reports_unknown", i.reports_unknown},
-                             {"max_turn_ms", static_cast<std::uint64_t>(std::max(window_max_, last_window_max_))}},
-                            problem(),
-                            outages(),
-                            rebalances_,
-                            fire_.lateness(),
-                            redis_latency_,
-                            fire_.produce_latency(),
-                            lag(),
-                            loading(),
-                            missing_topics(),
-                            fire_.missing_topics().problem()};
-      for (const auto* by : {&i.dead_lettered_by, &f.dead_lettered_by}) {
-        for (const auto& [reason, n] : *by) snapshot.counters["dead_lettered." + reason] += n;
-      }
+      LoopSnapshot snapshot;
+      snapshot.held = scheduler_.held();
+      snapshot.in_wheel = scheduler_.in_wheel();
+      snapshot.in_flight = fire_.unsettled();
+      snapshot.shards = scheduler_.owned_shards();
+      snapshot.next_due = scheduler_.next_due();
+      snapshot.max_turn = std::chrono::milliseconds(std::max(window_max_, last_window_max_));
+      snapshot.counters = {ingest_.counters(), fire_.counters()};
+      snapshot.problem = problem();
+      snapshot.outages = outages();
+      snapshot.rebalances = rebalances_;
+      snapshot.lateness = fire_.lateness();
+      snapshot.redis_request = redis_latency_;
+      snapshot.kafka_produce = fire_.produce_latency();
+      snapshot.ingest_lag = lag();
+      snapshot.loading = loading();
+      snapshot.missing_topics = missing_topics();
+      snapshot.missing_topics_problem = fire_.missing_topics().problem();
       publish(std::move(snapshot));
     }
     if (SteadyClock::now() >= next_report_) {
