@@ -12,6 +12,7 @@
 #include "broker/delivery_tags.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/ingest_path.hpp"
+#include "broker/ingest_pause.hpp"
 #include "broker/loop_settings.hpp"
 #include "broker/outage.hpp"
 #include "broker/outage_tracker.hpp"
@@ -76,8 +77,8 @@ constexpr std::size_t kIngestChunk = 256;
 
 // The scheduling loop: what one turn does, in what order, and the bookkeeping around it. The
 // parts it turns: Scheduler (the wheel), FirePath, IngestPath, Ownership (rebalances and
-// fences), OutageTracker (outages and /healthz), the periodic duties (periodic.hpp); their
-// settings come from loop_settings.hpp.
+// fences), IngestPause (back-pressure), OutageTracker (outages and /healthz), the periodic duties
+// (periodic.hpp); their settings come from loop_settings.hpp.
 class Loop {
  public:
   // `redis_latency` is filled by the client the store uses (TimedRedisClient); it must outlive
@@ -240,7 +241,7 @@ class Loop {
   // so a due job waits behind one chunk's Redis call at most (and, claimed ahead, not even
   // that: see FirePath). Returns how long it waited for records, which is idle time, not work.
   std::int64_t read_ingest() {
-    apply_pause();
+    pause_.apply(fire_, ingest_, ownership_.rebalances(), consumer_);
     std::int64_t waited = 0;
     if (!batch_) {
       const auto before = SteadyClock::now();
@@ -272,22 +273,6 @@ class Loop {
     if (fire_.unsettled() > 0) wait = std::min<std::int64_t>(wait, 5);
     if (fire_.stuck()) wait = 10;  // due jobs wait for Kafka's reports: do not spin
     return std::max<std::int64_t>(wait, 0);
-  }
-
-  // Reading pauses while the fire side cannot get records out or dead letters pile up; a
-  // rebalance assigns partitions unpaused, so the pause is applied again after one.
-  void apply_pause() {
-    const bool want = fire_.stuck() || ingest_.backlogged();
-    if (want == paused_ && (!want || ownership_.rebalances() == paused_at_rebalance_)) return;
-    consumer_.set_paused(want);
-    if (want && !paused_) {
-      spdlog::warn("ingest paused: {} records await Kafka's reports, {} dead letters are unacknowledged",
-                   fire_.unsettled(), ingest_.waiting_dead_letters());
-    } else if (!want && paused_) {
-      spdlog::info("ingest resumed ({} records in flight)", fire_.unsettled());
-    }
-    paused_ = want;
-    paused_at_rebalance_ = ownership_.rebalances();
   }
 
   // A turn failed: the outage is noted and the loop waits out the backoff (or a stop).
@@ -324,7 +309,7 @@ class Loop {
     snapshot.next_due = scheduler_.next_due();
     snapshot.max_turn = std::chrono::milliseconds(longest_turn_.value());
     snapshot.counters = {ingest_.counters(), fire_.counters()};
-    snapshot.problem = outages_.problem(paused_);
+    snapshot.problem = outages_.problem(pause_.paused());
     snapshot.outages = outages_.outages();
     snapshot.rebalances = ownership_.rebalances();
     snapshot.lateness = fire_.lateness();
@@ -365,8 +350,7 @@ class Loop {
   std::size_t batch_done_ = 0;                            // records of batch_ already processed
   OutageTracker outages_;
   std::deque<SteadyClock::time_point> recoveries_;
-  bool paused_ = false;
-  std::uint64_t paused_at_rebalance_ = 0;
+  IngestPause pause_;
   WindowMax longest_turn_{duty::kTurnWindow};
   Every snapshot_every_{duty::kSnapshot};
   Every wakes_every_{duty::kWakeLists};
