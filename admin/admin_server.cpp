@@ -15,6 +15,7 @@
 #include "admin/metrics.hpp"
 #include "admin/request_target.hpp"
 #include "admin/status_page.hpp"
+#include "broker/loop_counters.hpp"
 #include "contract/time_format.hpp"
 
 namespace delayd::admin {
@@ -135,11 +136,25 @@ HttpResponse readyz(State& state) {
   return make_response(200, "ready\n");
 }
 
+// /stats "counters": every total under its name (broker/loop_counters.hpp), the dead letters of
+// each reason that has counted as "dead_lettered.<reason>", and the gauge max_turn_ms.
+nlohmann::json counters_json(const broker::LoopSnapshot& s) {
+  nlohmann::json c = nlohmann::json::object();
+  for (const auto& [name, field] : broker::kIngestCounterNames) c[std::string(name)] = s.counters.ingest.*field;
+  for (const auto& [name, field] : broker::kFireCounterNames) c[std::string(name)] = s.counters.fire.*field;
+  const broker::DeadLetterCounts dead = s.counters.dead_lettered_by();
+  for (const broker::DeadLetterReason reason : broker::kDeadLetterReasons) {
+    if (dead[reason] > 0) c[broker::dead_lettered_name(reason)] = dead[reason];
+  }
+  c["max_turn_ms"] = s.max_turn.count();
+  return c;
+}
+
 HttpResponse stats(State& state) {
   const auto seen = state.seen();
   const broker::LoopSnapshot& s = seen.snapshot;
   nlohmann::json j{{"alive", seen.alive},      {"held", s.held},     {"in_wheel", s.in_wheel},
-                   {"in_flight", s.in_flight}, {"shards", s.shards}, {"counters", s.counters},
+                   {"in_flight", s.in_flight}, {"shards", s.shards}, {"counters", counters_json(s)},
                    {"problem", s.problem}};
   if (s.next_due) {
     j["next_due"] = *s.next_due;

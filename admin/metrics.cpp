@@ -24,27 +24,24 @@ namespace {
 
 using Hist = broker::DurationHistogram;
 
-// Snapshot counter -> outcome label of delayd_delivery_attempts_total.
-constexpr std::pair<std::string_view, std::string_view> kAttemptOutcomes[] = {
-    {"delivered", "delivered"}, {"retried", "retried"},        {"retried_outage", "retried_outage"},
-    {"failed", "failed"},       {"set_aside", "set_aside"},    {"dropped_stale", "dropped_stale"},
-    {"fenced", "fenced"},       {"redelivered", "redelivered"}};
+// FireCounters total -> outcome label of delayd_delivery_attempts_total.
+constexpr std::pair<std::uint64_t broker::FireCounters::*, std::string_view> kAttemptOutcomes[] = {
+    {&broker::FireCounters::delivered, "delivered"},
+    {&broker::FireCounters::retried, "retried"},
+    {&broker::FireCounters::retried_outage, "retried_outage"},
+    {&broker::FireCounters::failed, "failed"},
+    {&broker::FireCounters::set_aside, "set_aside"},
+    {&broker::FireCounters::dropped_stale, "dropped_stale"},
+    {&broker::FireCounters::fenced, "fenced"},
+    {&broker::FireCounters::redelivered, "redelivered"}};
 
-// Snapshot counter -> status label of delayd_reports_total.
-constexpr std::pair<std::string_view, std::string_view> kReportOutcomes[] = {{"reports_running", "running"},
-                                                                             {"reports_finished", "finished"},
-                                                                             {"reports_failed", "failed"},
-                                                                             {"reports_ignored", "ignored"},
-                                                                             {"reports_unknown", "unknown"}};
-
-// Dead letters by reason: counters named "dead_lettered.<reason>" when the loop counts them so;
-// otherwise the one total as reason "any".
-constexpr std::string_view kDeadLetterPrefix = "dead_lettered.";
-
-std::uint64_t counter_of(const broker::LoopSnapshot& s, std::string_view name) {
-  const auto it = s.counters.find(std::string(name));
-  return it == s.counters.end() ? 0 : it->second;
-}
+// IngestCounters total -> status label of delayd_reports_total.
+constexpr std::pair<std::uint64_t broker::IngestCounters::*, std::string_view> kReportOutcomes[] = {
+    {&broker::IngestCounters::reports_running, "running"},
+    {&broker::IngestCounters::reports_finished, "finished"},
+    {&broker::IngestCounters::reports_failed, "failed"},
+    {&broker::IngestCounters::reports_ignored, "ignored"},
+    {&broker::IngestCounters::reports_unknown, "unknown"}};
 
 // What the process metrics read from /proc; zeros where /proc cannot be read.
 struct ProcessSample {
@@ -145,7 +142,8 @@ struct Metrics::Impl {
       gauges("delayd_jobs_in_flight", "Ready records handed to Kafka, outcome not written yet").Add({});
   pm::Gauge& shards_owned = gauges("delayd_shards_owned", "Shards (ingest partitions) this instance owns").Add({});
   pm::Gauge& topics_missing =
-      gauges("delayd_ready_topics_missing", "Ready topics Kafka says do not exist while their jobs wait for them").Add({});
+      gauges("delayd_ready_topics_missing", "Ready topics Kafka says do not exist while their jobs wait for them")
+          .Add({});
   pm::Family<pm::Gauge>& next_due_family =
       gauges("delayd_next_due_seconds", "Seconds until the next timer in the wheel (absent when the wheel is empty)");
   pm::Gauge* next_due = nullptr;
@@ -186,9 +184,13 @@ struct Metrics::Impl {
     return known.emplace(value, &family.Add({{key, value}})).first->second;
   }
 
-  // Moves `c` by what counter `name` gained between `last` and `now`.
-  void advance(pm::Counter& c, std::string_view name, const broker::LoopSnapshot& now) const {
-    advance_by(c, counter_of(last, name), counter_of(now, name));
+  // Moves `c` by what the ingest path's total `field` gained between `last` and `now`.
+  void advance(pm::Counter& c, std::uint64_t broker::IngestCounters::*field, const broker::LoopSnapshot& now) const {
+    advance_by(c, last.counters.ingest.*field, now.counters.ingest.*field);
+  }
+  // Moves `c` by what the fire path's total `field` gained between `last` and `now`.
+  void advance(pm::Counter& c, std::uint64_t broker::FireCounters::*field, const broker::LoopSnapshot& now) const {
+    advance_by(c, last.counters.fire.*field, now.counters.fire.*field);
   }
   static void advance_by(pm::Counter& c, std::uint64_t before, std::uint64_t after) {
     c.Increment(static_cast<double>(after >= before ? after - before : after));
@@ -209,29 +211,34 @@ Metrics::~Metrics() = default;
 
 void Metrics::update(const broker::LoopSnapshot& s) {
   Impl& m = *impl_;
-  m.advance(m.accepted, "accepted", s);
-  m.advance(m.delivered, "delivered", s);
-  m.advance(m.cancelled, "cancelled", s);
-  m.advance(m.failed, "failed", s);
-  m.advance(m.duplicates, "duplicates", s);
-  m.advance(m.dead_letter_retries, "dead_letter_retries", s);
-  m.advance(m.produced, "produced", s);
-  for (const auto& [name, outcome] : kAttemptOutcomes) {
-    m.advance(m.attempts.Add({{"outcome", std::string(outcome)}}), name, s);
+  using broker::FireCounters;
+  using broker::IngestCounters;
+  m.advance(m.accepted, &IngestCounters::accepted, s);
+  m.advance(m.delivered, &FireCounters::delivered, s);
+  m.advance(m.cancelled, &IngestCounters::cancelled, s);
+  m.advance(m.failed, &FireCounters::failed, s);
+  m.advance(m.duplicates, &IngestCounters::duplicates, s);
+  m.advance(m.dead_letter_retries, &IngestCounters::dead_letter_retries, s);
+  m.advance(m.produced, &FireCounters::produced, s);
+  for (const auto& [field, outcome] : kAttemptOutcomes) {
+    m.advance(m.attempts.Add({{"outcome", std::string(outcome)}}), field, s);
   }
-  for (const auto& [name, status] : kReportOutcomes) {
-    m.advance(m.reports.Add({{"status", std::string(status)}}), name, s);
+  for (const auto& [field, status] : kReportOutcomes) {
+    m.advance(m.reports.Add({{"status", std::string(status)}}), field, s);
   }
-  m.advance(m.rescheduled, "rescheduled", s);
-  m.advance(m.repeated, "repeated", s);
+  m.advance(m.rescheduled, &IngestCounters::rescheduled, s);
+  m.advance(m.repeated, &FireCounters::repeated, s);
+  // Dead letters by reason, once any reason has counted; until then the ingest total as "any".
+  const broker::DeadLetterCounts dead_before = m.last.counters.dead_lettered_by();
+  const broker::DeadLetterCounts dead_now = s.counters.dead_lettered_by();
   bool by_reason = false;
-  for (const auto& [name, value] : s.counters) {
-    if (!name.starts_with(kDeadLetterPrefix)) continue;
+  for (const broker::DeadLetterReason reason : broker::kDeadLetterReasons) {
+    if (dead_now[reason] == 0) continue;
     by_reason = true;
-    pm::Counter* c = m.labelled(m.dead_lettered, m.dead_by_reason, "reason", name.substr(kDeadLetterPrefix.size()));
-    if (c) Impl::advance_by(*c, counter_of(m.last, name), value);
+    pm::Counter* c = m.labelled(m.dead_lettered, m.dead_by_reason, "reason", std::string(broker::to_string(reason)));
+    if (c) Impl::advance_by(*c, dead_before[reason], dead_now[reason]);
   }
-  if (!by_reason) m.advance(m.dead_lettered.Add({{"reason", "any"}}), "dead_lettered", s);
+  if (!by_reason) m.advance(m.dead_lettered.Add({{"reason", "any"}}), &IngestCounters::dead_lettered, s);
   Impl::advance_by(m.rebalances, m.last.rebalances, s.rebalances);
   Impl::advance(m.lateness, m.last.lateness, s.lateness);
   Impl::advance(m.redis_request, m.last.redis_request, s.redis_request);
@@ -242,7 +249,7 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   m.in_flight.Set(static_cast<double>(s.in_flight));
   m.shards_owned.Set(static_cast<double>(s.shards.size()));
   m.topics_missing.Set(static_cast<double>(s.missing_topics.size()));
-  m.max_turn.Set(static_cast<double>(counter_of(s, "max_turn_ms")) / 1000.0);
+  m.max_turn.Set(std::chrono::duration<double>(s.max_turn).count());
   if (s.next_due) {
     if (!m.next_due) m.next_due = &m.next_due_family.Add({});
     const auto now_ms =

@@ -8,6 +8,8 @@
 // Threading: pure functions.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <string_view>
 
 #include "connectors/record.hpp"
@@ -47,6 +49,19 @@ constexpr std::string_view to_string(DeadLetterReason r) {
   }
   return "unknown";
 }
+// Every reason, in declaration order: kDeadLetterReasons[i] is the reason whose index is i.
+inline constexpr std::array kDeadLetterReasons = {DeadLetterReason::invalid_record,  DeadLetterReason::topic_refused,
+                                                  DeadLetterReason::invalid_status,  DeadLetterReason::too_large,
+                                                  DeadLetterReason::delivery_failed, DeadLetterReason::topic_missing,
+                                                  DeadLetterReason::reported_failed, DeadLetterReason::ack_timeout};
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < kDeadLetterReasons.size(); ++i) {
+        if (static_cast<std::size_t>(kDeadLetterReasons[i]) != i) return false;
+      }
+      return to_string(static_cast<DeadLetterReason>(kDeadLetterReasons.size())) == "unknown";
+    }(),
+    "kDeadLetterReasons lists every DeadLetterReason, in order");
 
 inline constexpr std::string_view kHeaderValueBytes = "value-bytes";
 

@@ -407,8 +407,8 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
     reason = "ready topic " + f.record.topic + " has not existed for " + std::to_string(missing_for.count() / 1000) +
              " s (kafka.missing_topic_timeout_ms): " + report.error;
   } else {
-    reason = "delivery to " + f.record.topic + " failed after " + std::to_string(f.attempt) +
-             " attempts: " + report.error;
+    reason =
+        "delivery to " + f.record.topic + " failed after " + std::to_string(f.attempt) + " attempts: " + report.error;
   }
   // One line per job for a job's own failure; a missing topic says it once per topic instead.
   spdlog::log(why == DeadLetterReason::topic_missing ? spdlog::level::debug : spdlog::level::err,
@@ -421,10 +421,10 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
 std::chrono::milliseconds FirePath::note_missing_topic(const std::string& topic, std::int64_t now_ms) {
   MissingTopics::Entry& e = missing_topics_.failed(topic, now_ms);
   if (e.failures == 1) {
-    spdlog::warn("ready topic {} does not exist: its jobs wait for it without spending attempts{}, and are "
-                 "dead-lettered if it is still missing after {} ms (kafka.missing_topic_timeout_ms)",
-                 topic, options_.on_missing_topic ? " while it is created again" : "",
-                 options_.missing_topic_timeout.count());
+    spdlog::warn(
+        "ready topic {} does not exist: its jobs wait for it without spending attempts{}, and are "
+        "dead-lettered if it is still missing after {} ms (kafka.missing_topic_timeout_ms)",
+        topic, options_.on_missing_topic ? " while it is created again" : "", options_.missing_topic_timeout.count());
   }
   // Asked again every kAskAgainMs while it stays missing: a creation that met the old topic
   // still being deleted found it "existing" and did nothing.
@@ -436,7 +436,7 @@ std::chrono::milliseconds FirePath::note_missing_topic(const std::string& topic,
 }
 
 void FirePath::dead_letter(InFlight entry, std::string reason, bool strip_value, DeadLetterReason why) {
-  ++counters_.dead_lettered_by[std::string(to_string(why))];
+  ++counters_.dead_lettered_by[why];
   entry.reason = std::move(reason);
   entry.record.headers.push_back({std::string(contract::kHeaderError), entry.reason});
   entry.record.topic = options_.dlq_topic;
@@ -503,8 +503,8 @@ void FirePath::retry(InFlight& f, const std::string& error, const FailureAction&
                 action.refund ? " (not counted)" : "");
   if (!action.refund) {
     if (const std::uint64_t n = refused_log_.note()) {
-      spdlog::warn("job {}: attempt {} failed ({}); retrying in {} ms ({} such failures since the last line)",
-                   f.job_id, f.attempt, error, action.delay_ms, n);
+      spdlog::warn("job {}: attempt {} failed ({}); retrying in {} ms ({} such failures since the last line)", f.job_id,
+                   f.attempt, error, action.delay_ms, n);
     }
   }
   try {

@@ -77,6 +77,7 @@
 #include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
 #include "broker/log_throttle.hpp"
+#include "broker/loop_counters.hpp"
 #include "broker/missing_topics.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/snapshot.hpp"
@@ -119,19 +120,7 @@ struct FireOptions {
   std::function<void(const std::string&)> on_missing_topic;
 };
 
-struct FireCounters {
-  std::uint64_t produced = 0;
-  std::uint64_t delivered = 0;
-  std::uint64_t retried = 0;         // attempts Kafka refused (counted)
-  std::uint64_t retried_outage = 0;  // attempts not counted: an outage, or a missing ready topic
-  std::uint64_t failed = 0;
-  std::uint64_t set_aside = 0;  // corrupt or unreadable jobs moved out of the way
-  std::uint64_t dropped_stale = 0;
-  std::uint64_t fenced = 0;                               // shards given up because Redis said another member owns them
-  std::uint64_t redelivered = 0;                          // delivered again after no report within the ack timeout
-  std::uint64_t repeated = 0;                             // occurrences of repeating jobs scheduled after a delivery
-  std::map<std::string, std::uint64_t> dead_lettered_by;  // to_string(DeadLetterReason) -> jobs
-};
+// FireCounters: broker/loop_counters.hpp.
 
 // What to do with a ready record's failed report; pure, so that the table above is testable.
 struct FailureAction {

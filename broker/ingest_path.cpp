@@ -325,7 +325,7 @@ void IngestPath::dead_letter(Batch& b, const connectors::Record& rec, const std:
   d.record.headers.push_back({"source-offset", std::to_string(rec.offset)});
   ++b.outstanding;
   ++counters_.dead_lettered;
-  ++counters_.dead_lettered_by[std::string(to_string(why))];
+  ++counters_.dead_lettered_by[why];
   send(std::move(d));
 }
 

@@ -15,7 +15,7 @@
 //             through the wake list; if that is this instance, the timer moves at once). Too
 //             late (in flight) or unknown: logged and counted, nothing else.
 //   report    (a record of the status topic, read by the same consumer) applied in Redis
-//             (storage/lua/report.lua) with the job's business's policy: running, finished, failed
+//             (storage kReport) with the job's business's policy: running, finished, failed
 //             with a retry at the backoff or dead. Reports that do not fit the job's state are
 //             ignored and counted; so are reports for unknown jobs. Applied in batches, in
 //             order with the ingest records around them. A report for a job in flight (the
@@ -62,11 +62,12 @@
 #include <vector>
 
 #include "broker/dead_letter.hpp"
+#include "contract/ingest_parse.hpp"
+#include "broker/loop_counters.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/topic_creator.hpp"
 #include "config/business_policy.hpp"
 #include "connectors/kafka_producer.hpp"
-#include "contract/ingest_parse.hpp"
 #include "storage/job_store.hpp"
 
 namespace delayd::broker {
@@ -85,22 +86,7 @@ struct IngestOptions {
   int wait_timeout_ms = 1000;
 };
 
-struct IngestCounters {
-  std::uint64_t accepted = 0;    // new jobs
-  std::uint64_t duplicates = 0;  // job-ids seen before
-  std::uint64_t cancelled = 0;   // including jobs that arrived after their cancel
-  std::uint64_t dead_lettered = 0;
-  std::map<std::string, std::uint64_t> dead_lettered_by;  // to_string(DeadLetterReason) -> records
-  std::uint64_t dead_letter_retries = 0;
-  std::uint64_t rescheduled = 0;
-  std::uint64_t reschedules_late = 0;    // the job was in flight already
-  std::uint64_t reschedules_missed = 0;  // unknown job, or not delay any more
-  std::uint64_t reports_running = 0;
-  std::uint64_t reports_finished = 0;
-  std::uint64_t reports_failed = 0;
-  std::uint64_t reports_ignored = 0;  // did not fit the job's state
-  std::uint64_t reports_unknown = 0;  // no such job
-};
+// IngestCounters: broker/loop_counters.hpp.
 
 class IngestPath {
  public:
@@ -172,7 +158,7 @@ class IngestPath {
   TopicCreator* topics_;
   IngestOptions options_;
   std::vector<storage::NewJob> accepts_;  // the batch's schedules since the last cancel
-  std::vector<contract::StatusReport> reports_;  // the batch's reports since the last flush
+  std::vector<contract::StatusReport> reports_;     // the batch's reports since the last flush
   struct WaitingReport {
     contract::StatusReport report;
     std::uint64_t batch = 0;

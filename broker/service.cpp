@@ -1,20 +1,23 @@
 #include "broker/service.hpp"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <deque>
 #include <memory>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include "broker/delivery_tags.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/ingest_path.hpp"
+#include "broker/ingest_pause.hpp"
+#include "broker/loop_settings.hpp"
 #include "broker/outage.hpp"
+#include "broker/outage_tracker.hpp"
+#include "broker/ownership.hpp"
+#include "broker/periodic.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/timed_redis.hpp"
 #include "broker/topic_creator.hpp"
@@ -23,9 +26,9 @@
 #include "connectors/kafka_admin.hpp"
 #include "connectors/kafka_consumer.hpp"
 #include "connectors/kafka_producer.hpp"
-#include "redis/connection.hpp"
 #include "storage/job_store.hpp"
 #include "storage/key_schema.hpp"
+#include "redis/connection.hpp"
 
 namespace delayd::broker {
 
@@ -41,14 +44,9 @@ void nap(std::int64_t ms, const std::atomic<bool>& stop) {
   }
 }
 
+// Milliseconds from `since` to now.
 std::int64_t elapsed_ms(SteadyClock::time_point since) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - since).count();
-}
-
-// Defaults delayd chooses for its clients, before the user's passthrough (later entries win).
-connectors::Properties with_defaults(connectors::Properties defaults, const config::KafkaProperties& user) {
-  for (const auto& kv : user) defaults.push_back(kv);
-  return defaults;
 }
 
 // A start-up step that needs a server: tried until it works or a stop is requested (then
@@ -73,15 +71,14 @@ auto until_up(const char* what, const std::atomic<bool>& stop, Make make) -> std
 // More than this many producer replacements within a minute: a fresh client cannot clear the
 // fault, which is the one kind of remote failure that is fatal.
 constexpr int kMaxProducerRecoveriesPerMinute = 5;
-// How long a revoke waits for the producer's outstanding records before letting the shards go.
-constexpr int kDrainMs = 2000;
 // Ingest records processed between two looks at the fire side: one accept call per shard of
 // at most this many jobs, about 1-3 ms of Redis time.
 constexpr std::size_t kIngestChunk = 256;
-// How often the owned shards' wake lists are read (a moved job waits at most this long).
-constexpr std::int64_t kWakeEveryMs = 20;
 
-// The scheduling loop: what one turn does, and the bookkeeping around it.
+// The scheduling loop: what one turn does, in what order, and the bookkeeping around it. The
+// parts it turns: Scheduler (the wheel), FirePath, IngestPath, Ownership (rebalances and
+// fences), IngestPause (back-pressure), OutageTracker (outages and /healthz), the periodic duties
+// (periodic.hpp); their settings come from loop_settings.hpp.
 class Loop {
  public:
   // `redis_latency` is filled by the client the store uses (TimedRedisClient); it must outlive
@@ -93,44 +90,17 @@ class Loop {
         store_(store),
         redis_latency_(redis_latency),
         scheduler_(scheduler_options(c), clock_.now_ms(), store),
-        // Batching that adapts to the load, with no fixed wait: linger.ms 0 sends a lone record
-        // at once, and librdkafka's queue.buffering.backpressure.threshold (1: one request not
-        // yet sent) makes the records produced meanwhile wait and leave together in the next
-        // request, so a burst forms large batches by itself. batch.num.messages 10000 lets one
-        // request carry a whole turn's records (100 000 due in 2 s is 5 000 per 100 ms).
-        // reconnect.backoff.max.ms 1000 (librdkafka: 10 s): after a broker restart, records go
-        // out within a second of the broker being back. Every one of these may be overridden.
-        producer_(
-            with_defaults({{"linger.ms", "0"}, {"batch.num.messages", "10000"}, {"reconnect.backoff.max.ms", "1000"}},
-                          config::kafka_properties(c, config::KafkaClient::producer)),
-            [this](const connectors::DeliveryReport& r) { route_report(r); }),
+        producer_(producer_properties(c), [this](const connectors::DeliveryReport& r) { route_report(r); }),
         fire_(scheduler_, store_, producer_,
-              FireOptions{.max_attempts = static_cast<int>(c.scheduler.max_attempts),
-                          .retry_backoff_ms = c.scheduler.retry_backoff_ms,
-                          .retry_backoff_max_ms = c.scheduler.retry_backoff_max_ms,
-                          .dlq_topic = c.kafka.dlq_topic,
-                          .ready_topic_template = c.kafka.ready_topic_template,
-                          .claim_ahead_ms = c.scheduler.claim_ahead_ms,
-                          .clock = [this] { return clock_.now_ms(); },
-                          .fence_recheck = std::chrono::milliseconds(1000),
-                          .policies = config::BusinessPolicies(c),
-                          .missing_topic_timeout = std::chrono::milliseconds(c.kafka.missing_topic_timeout_ms),
-                          .on_missing_topic = c.kafka.create_topics ? std::function<void(const std::string&)>(
-                                                                          [this](const std::string& topic) {
-                                                                            if (topics_) topics_->recreate(topic);
-                                                                          })
-                                                                    : nullptr}),
+              fire_options(
+                  c, [this] { return clock_.now_ms(); },
+                  [this](const std::string& topic) {
+                    if (topics_) topics_->recreate(topic);
+                  })),
         ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c, redis)),
-        // cooperative-sticky: a member joining or leaving moves only the partitions that must
-        // move; the others keep firing through the rebalance (KafkaConsumer handles both
-        // protocols, so a user may still choose another strategy).
-        consumer_(with_defaults({{"session.timeout.ms", "10000"},
-                                 {"heartbeat.interval.ms", "2000"},
-                                 {"reconnect.backoff.max.ms", "1000"},
-                                 {"partition.assignment.strategy", "cooperative-sticky"}},
-                                config::kafka_properties(c, config::KafkaClient::consumer)),
-                  listener()) {
-    store_.enable_fencing(member_name());
+        ownership_(c.kafka.ingest_topic, clock_, scheduler_, store_, fire_, producer_),
+        consumer_(consumer_properties(c), ownership_.listener()) {
+    ownership_.enable_fencing();
     // The status topic's partitions come with the group's assignment like the ingest topic's,
     // but they are not shards: reports apply to jobs wherever they are (IngestPath).
     if (c.kafka.status_topic.empty()) {
@@ -146,7 +116,7 @@ class Loop {
     std::int64_t waited = 0;
     try {
       if (!recover_producer()) return false;
-      take_assigned();
+      ownership_.take_assigned();
       take_wakes();
       fire_and_settle();
       ingest_.retry_dead_letters();
@@ -156,29 +126,26 @@ class Loop {
       scheduler_.refill(clock_.now_ms(), 2);
       fire_and_settle();  // what the refill found due within claim_ahead_ms
       waited = read_ingest();
-      redis_.recovered();
-      kafka_.recovered();
-      other_.recovered();
-      backoff_.reset();
-      if (const auto& e = fire_.delivery_outage()) {
-        delivery_.failed(*e);  // the loop goes on: jobs wait, nothing is lost
-      } else {
-        delivery_.recovered();
-      }
+      outages_.turn_done(fire_.delivery_outage());
     } catch (const redis::RedisIoError& e) {
-      fail(redis_, e.what());
+      fail(OutageTracker::Failure::redis, e.what());
     } catch (const redis::RedisCommandError& e) {
-      fail(redis_, std::string("refused: ") + e.what());
+      fail(OutageTracker::Failure::redis, std::string("refused: ") + e.what());
     } catch (const connectors::KafkaError& e) {
-      fail(kafka_, e.what());
+      fail(OutageTracker::Failure::kafka, e.what());
     } catch (const std::exception& e) {
-      fail(other_, e.what());
+      fail(OutageTracker::Failure::other, e.what());
     }
-    note_turn(elapsed_ms(started) - waited);
-    publish_and_report();
+    // The longest turn, without the time spent waiting for ingest records: how long a due job
+    // could have waited behind other work.
+    longest_turn_.note(elapsed_ms(started) - waited);
+    if (publish && snapshot_every_.due()) publish(snapshot());
+    if (progress_log_every_.due()) log_progress();
     return true;
   }
 
+  // Leaves the group after committing what is done, settles the in-flight records for up to
+  // scheduler.shutdown_timeout_ms, and flushes the producer. Logs failures; never throws.
   void shutdown() {
     spdlog::info("stopping: leaving the consumer group, settling {} in-flight records", fire_.unsettled());
     try {
@@ -212,30 +179,10 @@ class Loop {
     spdlog::info("stopped: delivered {}, accepted {}", fire_.counters().delivered, ingest_.counters().accepted);
   }
 
-  std::function<void(LoopSnapshot)> publish;
+  std::function<void(LoopSnapshot)> publish;  // if set, receives a snapshot every duty::kSnapshot
 
  private:
-  static SchedulerOptions scheduler_options(const config::Config& c) {
-    SchedulerOptions so;
-    so.wheel.tick = static_cast<std::uint64_t>(c.wheel.tick_ms);
-    so.wheel.slot_bits = static_cast<unsigned>(c.wheel.slot_bits);
-    so.load_window_ms = c.scheduler.load_window_ms;
-    so.load_batch = static_cast<std::size_t>(c.scheduler.load_batch);
-    so.fire_batch = static_cast<std::size_t>(c.scheduler.fire_batch);
-    return so;
-  }
-  static IngestOptions ingest_options(const config::Config& c, redis::RedisClient& redis) {
-    IngestOptions io;
-    io.wait_on = &redis;
-    io.wait_replicas = static_cast<int>(c.redis.wait_replicas);
-    io.wait_timeout_ms = static_cast<int>(c.redis.wait_timeout_ms);
-    io.rules = contract::ingest_rules(c);
-    io.dlq_topic = c.kafka.dlq_topic;
-    io.cancel_memory_s = c.scheduler.cancel_memory_s;
-    io.status_topic = c.kafka.status_topic;
-    io.policies = config::BusinessPolicies(c);
-    return io;
-  }
+  // The ready topics' creator (built into topics_) when start-up made an admin client; else null.
   TopicCreator* topics(const config::Config& c, connectors::KafkaAdmin* admin) {
     if (admin == nullptr) return nullptr;
     topics_.emplace(
@@ -245,101 +192,18 @@ class Loop {
     return &*topics_;
   }
 
-  // Names this broker in the shards' owner keys, for people: host and pid.
-  static std::string member_name() {
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
-    std::string name = std::string(host) + "/" + std::to_string(::getpid());
-    std::replace(name.begin(), name.end(), ' ', '_');
-    return name;
-  }
-
-  // Assignments only note the shards: taking their fences needs Redis, which the turn does
-  // (take_assigned()), retrying through an outage, and only then does the scheduler load them.
-  connectors::KafkaConsumer::Listener listener() {
-    connectors::KafkaConsumer::Listener l;
-    l.assigned = [this](const std::vector<connectors::TopicPartition>& tps) {
-      for (const auto& tp : tps) {
-        if (tp.topic == c_.kafka.ingest_topic) to_take_.insert(storage::shard_id(tp.topic, tp.partition));
-      }
-      ++rebalances_;
-    };
-    l.revoked = [this](const std::vector<connectors::TopicPartition>& tps) {
-      // Records already produced for these shards are settled first (bounded wait), so that
-      // the next owner finds them ready instead of producing them again.
-      drain_before_revoke();
-      for (const auto& tp : tps) {
-        if (tp.topic != c_.kafka.ingest_topic) continue;
-        const std::string shard = storage::shard_id(tp.topic, tp.partition);
-        to_take_.erase(shard);
-        scheduler_.revoke(shard);
-        store_.drop_shard(shard);
-        spdlog::info("shard {} revoked", shard);
-      }
-      ++rebalances_;
-    };
-    return l;
-  }
-
-  // Takes the fence of every shard assigned since the last turn, then lets the scheduler load
-  // it. A shard whose fence could not be taken (Redis down) is tried again next turn.
-  void take_assigned() {
-    while (!to_take_.empty()) {
-      const std::string shard = *to_take_.begin();
-      const std::int64_t epoch = store_.take_shard(shard, clock_.now_ms());  // may throw: retried
-      to_take_.erase(to_take_.begin());
-      scheduler_.assign(shard);
-      spdlog::info("shard {} assigned (epoch {})", shard, epoch);
-    }
-  }
-
-  // Assigned shards not loaded yet: fences not taken, or no refill done.
-  std::vector<std::string> loading() const {
-    std::vector<std::string> out(to_take_.begin(), to_take_.end());
-    for (const auto& shard : scheduler_.owned_shards()) {
-      if (!scheduler_.horizon(shard)) out.push_back(shard);
-    }
-    return out;
-  }
-
-  // The consumer's lag per partition, read at most once a second (no I/O: librdkafka's cache).
-  const std::map<std::string, std::int64_t>& lag() {
-    if (SteadyClock::now() >= next_lag_) {
-      next_lag_ = SteadyClock::now() + std::chrono::seconds(1);
-      lag_.clear();
-      try {
-        for (const auto& [tp, n] : consumer_.lag()) lag_[storage::shard_id(tp.topic, tp.partition)] = n;
-      } catch (const connectors::KafkaError&) {
-        // closed or failing: no figures this time
-      }
-    }
-    return lag_;
-  }
-
   // Jobs of our shards whose pending entry another member moved (a report or reschedule it
-  // read): their timers move. At most every kWakeEveryMs: two round trips when there is work.
+  // read): their timers move. At most every duty::kWakeLists: two round trips when there is work.
   void take_wakes() {
-    if (SteadyClock::now() < next_wakes_) return;
-    next_wakes_ = SteadyClock::now() + std::chrono::milliseconds(kWakeEveryMs);
+    if (!wakes_every_.due()) return;
     const auto shards = scheduler_.owned_shards();
     for (const auto& [shard, entries] : store_.take_wakes(shards)) {
       for (const auto& e : entries) scheduler_.move(shard, e.job_id, e.deliver_at);
     }
   }
 
-  // Inside a revoke: waits up to kDrainMs for the producer's outstanding records and writes
-  // their outcome, so that the next owner finds those jobs ready. A failure here only costs
-  // duplicates (the next owner produces them again), so it is logged, not thrown.
-  void drain_before_revoke() {
-    if (fire_.unsettled() == 0) return;
-    try {
-      producer_.flush(kDrainMs);
-      fire_.settle(clock_.now_ms());
-    } catch (const std::exception& e) {
-      spdlog::warn("settling before a revoke: {}", e.what());
-    }
-  }
-
+  // The producer's delivery reports: dead-letter copies of ingest records to the ingest path,
+  // everything else (ready records and their dead-letter copies) to the fire path.
   void route_report(const connectors::DeliveryReport& r) {
     if (tag_kind(r.tag) == TagKind::ingest_dlq) {
       ingest_.on_report(r);
@@ -377,7 +241,7 @@ class Loop {
   // so a due job waits behind one chunk's Redis call at most (and, claimed ahead, not even
   // that: see FirePath). Returns how long it waited for records, which is idle time, not work.
   std::int64_t read_ingest() {
-    apply_pause();
+    pause_.apply(fire_, ingest_, ownership_.rebalances(), consumer_);
     std::int64_t waited = 0;
     if (!batch_) {
       const auto before = SteadyClock::now();
@@ -411,118 +275,62 @@ class Loop {
     return std::max<std::int64_t>(wait, 0);
   }
 
-  // Reading pauses while the fire side cannot get records out or dead letters pile up; a
-  // rebalance assigns partitions unpaused, so the pause is applied again after one.
-  void apply_pause() {
-    const bool want = fire_.stuck() || ingest_.backlogged();
-    if (want == paused_ && (!want || rebalances_ == paused_at_rebalance_)) return;
-    consumer_.set_paused(want);
-    if (want && !paused_) {
-      spdlog::warn("ingest paused: {} records await Kafka's reports, {} dead letters are unacknowledged",
-                   fire_.unsettled(), ingest_.waiting_dead_letters());
-    } else if (!want && paused_) {
-      spdlog::info("ingest resumed ({} records in flight)", fire_.unsettled());
+  // A turn failed: the outage is noted and the loop waits out the backoff (or a stop).
+  void fail(OutageTracker::Failure what, const std::string& reason) { nap(outages_.failed(what, reason), stop_); }
+
+  // The consumer's lag per partition, read at most every duty::kLagReading (no I/O:
+  // librdkafka's cache).
+  const std::map<std::string, std::int64_t>& lag() {
+    if (lag_every_.due()) {
+      lag_.clear();
+      try {
+        for (const auto& [tp, n] : consumer_.lag()) lag_[storage::shard_id(tp.topic, tp.partition)] = n;
+      } catch (const connectors::KafkaError&) {
+        // closed or failing: no figures this time
+      }
     }
-    paused_ = want;
-    paused_at_rebalance_ = rebalances_;
+    return lag_;
   }
 
-  void fail(Outage& outage, const std::string& reason) {
-    outage.failed(reason);
-    nap(backoff_.next(), stop_);
-  }
-
-  // The longest turn of the last 10 s, without the time spent waiting for ingest records: how
-  // long a due job could have waited behind other work.
-  void note_turn(std::int64_t work_ms) {
-    if (SteadyClock::now() - window_start_ > std::chrono::seconds(10)) {
-      last_window_max_ = window_max_;
-      window_max_ = 0;
-      window_start_ = SteadyClock::now();
-    }
-    window_max_ = std::max(window_max_, work_ms);
-  }
-
-  std::map<std::string, bool> outages() const {
-    std::map<std::string, bool> out;
-    for (const Outage* o : {&redis_, &kafka_, &other_, &delivery_}) out[o->dependency()] = o->active();
-    return out;
-  }
-
+  // The ready topics Kafka says do not exist, by name.
   std::vector<std::string> missing_topics() const {
     std::vector<std::string> out;
     for (const auto& [topic, e] : fire_.missing_topics().topics()) out.push_back(topic);
     return out;
   }
 
-  std::string problem() const {
-    for (const Outage* o : {&redis_, &kafka_, &other_, &delivery_}) {
-      if (o->active()) return o->problem();
-    }
-    if (paused_) return "ingest paused: Kafka is not acknowledging records fast enough";
-    return {};
+  // What the loop shows of itself now (broker/snapshot.hpp).
+  LoopSnapshot snapshot() {
+    LoopSnapshot snapshot;
+    snapshot.held = scheduler_.held();
+    snapshot.in_wheel = scheduler_.in_wheel();
+    snapshot.in_flight = fire_.unsettled();
+    snapshot.shards = scheduler_.owned_shards();
+    snapshot.next_due = scheduler_.next_due();
+    snapshot.max_turn = std::chrono::milliseconds(longest_turn_.value());
+    snapshot.counters = {ingest_.counters(), fire_.counters()};
+    snapshot.problem = outages_.problem(pause_.paused());
+    snapshot.outages = outages_.outages();
+    snapshot.rebalances = ownership_.rebalances();
+    snapshot.lateness = fire_.lateness();
+    snapshot.redis_request = redis_latency_;
+    snapshot.kafka_produce = fire_.produce_latency();
+    snapshot.ingest_lag = lag();
+    snapshot.loading = ownership_.loading();
+    snapshot.missing_topics = missing_topics();
+    snapshot.missing_topics_problem = fire_.missing_topics().problem();
+    return snapshot;
   }
 
-  void publish_and_report() {
-    if (publish && SteadyClock::now() >= next_publish_) {
-      next_publish_ = SteadyClock::now() + std::chrono::milliseconds(200);
-      const auto& f = fire_.counters();
-      const auto& i = ingest_.counters();
-      LoopSnapshot snapshot{scheduler_.held(),
-                            scheduler_.in_wheel(),
-                            fire_.unsettled(),
-                            scheduler_.owned_shards(),
-                            scheduler_.next_due(),
-                            {{"accepted", i.accepted},
-                             {"duplicates", i.duplicates},
-                             {"cancelled", i.cancelled},
-                             {"dead_lettered", i.dead_lettered},
-                             {"dead_letter_retries", i.dead_letter_retries},
-                             {"produced", f.produced},
-                             {"delivered", f.delivered},
-                             {"retried", f.retried},
-                             {"retried_outage", f.retried_outage},
-                             {"failed", f.failed},
-                             {"set_aside", f.set_aside},
-                             {"dropped_stale", f.dropped_stale},
-                             {"fenced", f.fenced},
-                             {"redelivered", f.redelivered},
-                             {"repeated", f.repeated},
-                             {"rescheduled", i.rescheduled},
-                             {"reschedules_late", i.reschedules_late},
-                             {"reschedules_missed", i.reschedules_missed},
-                             {"reports_running", i.reports_running},
-                             {"reports_finished", i.reports_finished},
-                             {"reports_failed", i.reports_failed},
-                             {"reports_ignored", i.reports_ignored},
-                             {"reports_unknown", i.reports_unknown},
-                             {"max_turn_ms", static_cast<std::uint64_t>(std::max(window_max_, last_window_max_))}},
-                            problem(),
-                            outages(),
-                            rebalances_,
-                            fire_.lateness(),
-                            redis_latency_,
-                            fire_.produce_latency(),
-                            lag(),
-                            loading(),
-                            missing_topics(),
-                            fire_.missing_topics().problem()};
-      for (const auto* by : {&i.dead_lettered_by, &f.dead_lettered_by}) {
-        for (const auto& [reason, n] : *by) snapshot.counters["dead_lettered." + reason] += n;
-      }
-      publish(std::move(snapshot));
-    }
-    if (SteadyClock::now() >= next_report_) {
-      next_report_ = SteadyClock::now() + std::chrono::seconds(10);
-      const auto& f = fire_.counters();
-      const auto& i = ingest_.counters();
-      spdlog::info(
-          "held {} (wheel {}), in flight {}; accepted {}, duplicates {}, cancelled {}, dead-lettered {}; "
-          "delivered {}, retried {} (+{} outage), failed {}, set aside {}; longest turn {} ms",
-          scheduler_.held(), scheduler_.in_wheel(), fire_.unsettled(), i.accepted, i.duplicates, i.cancelled,
-          i.dead_lettered, f.delivered, f.retried, f.retried_outage, f.failed, f.set_aside,
-          std::max(window_max_, last_window_max_));
-    }
+  // The progress line of the log, every duty::kProgressLog.
+  void log_progress() const {
+    const auto& f = fire_.counters();
+    const auto& i = ingest_.counters();
+    spdlog::info(
+        "held {} (wheel {}), in flight {}; accepted {}, duplicates {}, cancelled {}, dead-lettered {}; "
+        "delivered {}, retried {} (+{} outage), failed {}, set aside {}; longest turn {} ms",
+        scheduler_.held(), scheduler_.in_wheel(), fire_.unsettled(), i.accepted, i.duplicates, i.cancelled,
+        i.dead_lettered, f.delivered, f.retried, f.retried_outage, f.failed, f.set_aside, longest_turn_.value());
   }
 
   const config::Config& c_;
@@ -535,28 +343,20 @@ class Loop {
   connectors::KafkaProducer producer_;
   FirePath fire_;
   IngestPath ingest_;
+  Ownership ownership_;  // before consumer_: its listeners are the consumer's
   connectors::KafkaConsumer consumer_;
 
-  std::set<std::string> to_take_;                         // assigned shards whose fence is not taken yet
   std::optional<std::vector<connectors::Record>> batch_;  // kept across an outage, retried
   std::size_t batch_done_ = 0;                            // records of batch_ already processed
-  Backoff backoff_;
-  Outage redis_{"redis"};
-  Outage kafka_{"kafka"};
-  Outage other_{"delayd"};                 // anything else a turn threw
-  Outage delivery_{"kafka (deliveries)"};  // records failing for Kafka's sake, not their own
+  OutageTracker outages_;
   std::deque<SteadyClock::time_point> recoveries_;
-  bool paused_ = false;
-  std::uint64_t rebalances_ = 0;
-  std::uint64_t paused_at_rebalance_ = 0;
-  SteadyClock::time_point window_start_ = SteadyClock::now();
-  std::int64_t window_max_ = 0;
-  std::int64_t last_window_max_ = 0;
-  SteadyClock::time_point next_publish_{};
-  SteadyClock::time_point next_wakes_{};
-  SteadyClock::time_point next_lag_{};
+  IngestPause pause_;
+  WindowMax longest_turn_{duty::kTurnWindow};
+  Every snapshot_every_{duty::kSnapshot};
+  Every wakes_every_{duty::kWakeLists};
+  Every lag_every_{duty::kLagReading};
   std::map<std::string, std::int64_t> lag_;  // the last lag() reading
-  SteadyClock::time_point next_report_ = SteadyClock::now() + std::chrono::seconds(10);
+  Every progress_log_every_{duty::kProgressLog, Every::First::after_period};
 };
 
 }  // namespace

@@ -57,6 +57,12 @@
 // Stop: leave the consumer group (partitions go to other instances at once), wait up to
 // scheduler.shutdown_timeout_ms for in-flight records to be acknowledged and settled, flush.
 //
+// The loop's parts, each in files of its own: ownership.hpp (rebalance listeners, fences, what a
+// revoke does), ingest_pause.hpp (when reading ingest pauses), outage_tracker.hpp (outages,
+// backoff, the /healthz problem), periodic.hpp (the periodic duties and their periods),
+// loop_settings.hpp (librdkafka tuning, each part's options);
+// service.cpp keeps the turn, start-up and shutdown.
+//
 // Threading: run() on one thread; `stop` may be set from any thread (a signal handler's). The
 // topic creator runs a thread of its own.
 #pragma once

@@ -4,12 +4,15 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "broker/loop_counters.hpp"
 
 namespace delayd::broker {
 
@@ -35,13 +38,17 @@ struct DurationHistogram {
 };
 
 struct LoopSnapshot {
-  std::size_t held = 0;                           // jobs held in memory (waiting in the wheel or in flight)
-  std::size_t in_wheel = 0;                       // of those, waiting for their timer
-  std::size_t in_flight = 0;                      // records handed to Kafka whose outcome is not written yet
-  std::vector<std::string> shards;                // owned shards
-  std::optional<std::int64_t> next_due;           // epoch ms of the next timer
-  std::map<std::string, std::uint64_t> counters;  // since start
-  std::string problem;                            // the last outage, while it lasts; empty when all is well
+  // Gauges: how things stand now.
+  std::size_t held = 0;                  // jobs held in memory (waiting in the wheel or in flight)
+  std::size_t in_wheel = 0;              // of those, waiting for their timer
+  std::size_t in_flight = 0;             // records handed to Kafka whose outcome is not written yet
+  std::vector<std::string> shards;       // owned shards
+  std::optional<std::int64_t> next_due;  // epoch ms of the next timer
+  // The longest turn of the last 10 to 20 s, without the idle wait for ingest records.
+  std::chrono::milliseconds max_turn{0};
+  // Totals since start, as the ingest and fire paths keep them.
+  LoopCounters counters;
+  std::string problem;  // the last outage, while it lasts; empty when all is well
   // Per dependency ("redis", "kafka", "kafka (deliveries)", "delayd"): whether an outage is on.
   std::map<std::string, bool> outages;
   std::uint64_t rebalances = 0;     // assignments and revokes seen since start

@@ -94,7 +94,7 @@ struct RedisConfig {
 
 // The wheel's settings as a user writes them (milliseconds, signed like every integer setting).
 // The service turns them into the wheel's own parameters, wheel::WheelConfig, in one place:
-// scheduler_options() in broker/service.cpp.
+// scheduler_options() in broker/loop_settings.cpp.
 struct WheelSettings {
   std::int64_t tick_ms = 1;    // 1..60000
   std::int64_t slot_bits = 8;  // 4..12; three levels of 2^slot_bits slots

@@ -138,7 +138,11 @@ AdminSnapshot sample_snapshot() {
   s.in_wheel = 5;
   s.in_flight = 2;
   s.shards = {"delay-ingest:0"};
-  s.counters = {{"accepted", 3}, {"delivered", 2}, {"cancelled", 1}, {"dead_lettered", 1}, {"failed", 0}};
+  s.counters.ingest.accepted = 3;
+  s.counters.fire.delivered = 2;
+  s.counters.ingest.cancelled = 1;
+  s.counters.ingest.dead_lettered = 1;
+  s.counters.fire.failed = 0;
   s.outages = {{"redis", false}, {"kafka", false}};
   s.lateness.observe(0.003);
   s.redis_request.observe(0.0004);
@@ -149,10 +153,10 @@ AdminSnapshot sample_snapshot() {
 // sample_snapshot() later in a busy life: every family of /metrics has a value (promtool sees them all).
 AdminSnapshot busy_snapshot() {
   AdminSnapshot s = sample_snapshot();
-  s.counters["accepted"] = 10;
-  s.counters["dead_lettered"] = 4;
-  s.counters["reports_failed"] = 6;
-  s.counters["redelivered"] = 2;
+  s.counters.ingest.accepted = 10;
+  s.counters.ingest.dead_lettered = 4;
+  s.counters.ingest.reports_failed = 6;
+  s.counters.fire.redelivered = 2;
   s.lateness.observe(0.5);
   s.rebalances = 2;
   s.outages["kafka"] = true;
@@ -216,7 +220,9 @@ TEST_CASE("stats serves the last snapshot as JSON", "[admin]") {
   s.in_flight = 2;
   s.shards = {"delay-ingest:0"};
   s.next_due = 1'795'000'000'123;
-  s.counters = {{"delivered", 42}};
+  s.counters.fire.delivered = 42;
+  s.counters.ingest.dead_lettered_by[delayd::broker::DeadLetterReason::too_large] = 3;
+  s.max_turn = std::chrono::milliseconds(12);
   r.server.publish(s);
   const std::string response = get(r.port(), "/stats");
   REQUIRE_THAT(response, Catch::StartsWith("HTTP/1.1 200") && Catch::Contains("application/json"));
@@ -229,6 +235,10 @@ TEST_CASE("stats serves the last snapshot as JSON", "[admin]") {
   CHECK(j["next_due"] == 1'795'000'000'123);
   CHECK(j["next_due_iso"] == "2026-11-18T11:06:40.123Z");
   CHECK(j["counters"]["delivered"] == 42);
+  CHECK(j["counters"]["accepted"] == 0);
+  CHECK(j["counters"]["dead_lettered.too_large"] == 3);
+  CHECK_FALSE(j["counters"].contains("dead_lettered.invalid_record"));  // only reasons that counted
+  CHECK(j["counters"]["max_turn_ms"] == 12);
 }
 
 TEST_CASE("stats carries the lateness histogram: bounds and non-cumulative counts", "[admin]") {

@@ -1,0 +1,136 @@
+// LoopCounters: what the scheduling loop has counted since start, as typed fields.
+//
+// Owns the counter structs of the two paths (IngestCounters, kept by IngestPath; FireCounters,
+// kept by FirePath), the dead letters by reason (an array indexed by DeadLetterReason), and the
+// one table that names each counter for the outside world: the keys of /stats "counters" (and,
+// through README, what operators read). /metrics reads the fields themselves, so a misspelt
+// counter is a compile error, not a silent 0.
+// Invariants: every field is a total since start (never decreases while the process lives);
+// gauges (a longest turn, records in flight) do not belong here but in LoopSnapshot's own
+// fields. Every uint64 field of IngestCounters and FireCounters has exactly one entry in
+// kIngestCounterNames or kFireCounterNames (the names are those /stats has always used).
+// Threading: value types; each path mutates its own on the scheduling loop's thread, and a copy
+// travels in the LoopSnapshot to the admin endpoint.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+#include "broker/dead_letter.hpp"
+
+namespace delayd::broker {
+
+// Dead-letter copies by reason: one total per DeadLetterReason.
+struct DeadLetterCounts {
+  std::array<std::uint64_t, kDeadLetterReasons.size()> by_reason{};
+
+  // The total of reason `r`.
+  std::uint64_t& operator[](DeadLetterReason r) { return by_reason[static_cast<std::size_t>(r)]; }
+  // The total of reason `r`.
+  std::uint64_t operator[](DeadLetterReason r) const { return by_reason[static_cast<std::size_t>(r)]; }
+  // Adds `other`'s totals reason by reason.
+  DeadLetterCounts& operator+=(const DeadLetterCounts& other) {
+    for (std::size_t i = 0; i < by_reason.size(); ++i) by_reason[i] += other.by_reason[i];
+    return *this;
+  }
+};
+
+// IngestPath's totals (broker/ingest_path.hpp).
+struct IngestCounters {
+  std::uint64_t accepted = 0;    // new jobs
+  std::uint64_t duplicates = 0;  // job-ids seen before
+  std::uint64_t cancelled = 0;   // including jobs that arrived after their cancel
+  std::uint64_t dead_lettered = 0;
+  DeadLetterCounts dead_lettered_by;  // the records of dead_lettered, by reason
+  std::uint64_t dead_letter_retries = 0;
+  std::uint64_t rescheduled = 0;
+  std::uint64_t reschedules_late = 0;    // the job was in flight already
+  std::uint64_t reschedules_missed = 0;  // unknown job, or not delay any more
+  std::uint64_t reports_running = 0;
+  std::uint64_t reports_finished = 0;
+  std::uint64_t reports_failed = 0;
+  std::uint64_t reports_ignored = 0;  // did not fit the job's state
+  std::uint64_t reports_unknown = 0;  // no such job
+};
+
+// FirePath's totals (broker/fire_path.hpp).
+struct FireCounters {
+  std::uint64_t produced = 0;
+  std::uint64_t delivered = 0;
+  std::uint64_t retried = 0;         // attempts Kafka refused (counted)
+  std::uint64_t retried_outage = 0;  // attempts not counted: an outage, or a missing ready topic
+  std::uint64_t failed = 0;
+  std::uint64_t set_aside = 0;  // corrupt or unreadable jobs moved out of the way
+  std::uint64_t dropped_stale = 0;
+  std::uint64_t fenced = 0;           // shards given up because Redis said another member owns them
+  std::uint64_t redelivered = 0;      // delivered again after no report within the ack timeout
+  std::uint64_t repeated = 0;         // occurrences of repeating jobs scheduled after a delivery
+  DeadLetterCounts dead_lettered_by;  // jobs dead-lettered, by reason
+};
+
+// The loop's totals, as the paths keep them.
+struct LoopCounters {
+  IngestCounters ingest;
+  FireCounters fire;
+
+  // Dead letters of both paths, by reason.
+  DeadLetterCounts dead_lettered_by() const {
+    DeadLetterCounts all = ingest.dead_lettered_by;
+    all += fire.dead_lettered_by;
+    return all;
+  }
+};
+
+// A counter's name as /stats shows it, and the field it reads.
+template <class Counters>
+struct CounterName {
+  std::string_view name;
+  std::uint64_t Counters::*field;
+};
+
+// The names of IngestCounters' totals (the one place they are spelt).
+inline constexpr CounterName<IngestCounters> kIngestCounterNames[] = {
+    {"accepted", &IngestCounters::accepted},
+    {"duplicates", &IngestCounters::duplicates},
+    {"cancelled", &IngestCounters::cancelled},
+    {"dead_lettered", &IngestCounters::dead_lettered},
+    {"dead_letter_retries", &IngestCounters::dead_letter_retries},
+    {"rescheduled", &IngestCounters::rescheduled},
+    {"reschedules_late", &IngestCounters::reschedules_late},
+    {"reschedules_missed", &IngestCounters::reschedules_missed},
+    {"reports_running", &IngestCounters::reports_running},
+    {"reports_finished", &IngestCounters::reports_finished},
+    {"reports_failed", &IngestCounters::reports_failed},
+    {"reports_ignored", &IngestCounters::reports_ignored},
+    {"reports_unknown", &IngestCounters::reports_unknown},
+};
+
+// The names of FireCounters' totals (the one place they are spelt).
+inline constexpr CounterName<FireCounters> kFireCounterNames[] = {
+    {"produced", &FireCounters::produced},
+    {"delivered", &FireCounters::delivered},
+    {"retried", &FireCounters::retried},
+    {"retried_outage", &FireCounters::retried_outage},
+    {"failed", &FireCounters::failed},
+    {"set_aside", &FireCounters::set_aside},
+    {"dropped_stale", &FireCounters::dropped_stale},
+    {"fenced", &FireCounters::fenced},
+    {"redelivered", &FireCounters::redelivered},
+    {"repeated", &FireCounters::repeated},
+};
+
+// Every total has its name: the structs hold only uint64 totals and their DeadLetterCounts.
+static_assert(sizeof(IngestCounters) ==
+                  std::size(kIngestCounterNames) * sizeof(std::uint64_t) + sizeof(DeadLetterCounts),
+              "every IngestCounters total is named in kIngestCounterNames");
+static_assert(sizeof(FireCounters) == std::size(kFireCounterNames) * sizeof(std::uint64_t) + sizeof(DeadLetterCounts),
+              "every FireCounters total is named in kFireCounterNames");
+
+// The /stats name of the dead letters of reason `r`: "dead_lettered.<reason>".
+inline std::string dead_lettered_name(DeadLetterReason r) { return "dead_lettered." + std::string(to_string(r)); }
+
+}  // namespace delayd::broker

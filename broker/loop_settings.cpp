@@ -1,0 +1,81 @@
+#include "broker/loop_settings.hpp"
+
+#include <chrono>
+#include <utility>
+
+#include "config/business_policy.hpp"
+
+namespace delayd::broker {
+
+namespace {
+
+// Defaults delayd chooses for its clients, before the user's passthrough (later entries win).
+connectors::Properties with_defaults(connectors::Properties defaults, const config::KafkaProperties& user) {
+  for (const auto& kv : user) defaults.push_back(kv);
+  return defaults;
+}
+
+}  // namespace
+
+connectors::Properties producer_properties(const config::Config& c) {
+  // Batching that adapts to the load, with no fixed wait: linger.ms 0 sends a lone record
+  // at once, and librdkafka's queue.buffering.backpressure.threshold (1: one request not
+  // yet sent) makes the records produced meanwhile wait and leave together in the next
+  // request, so a burst forms large batches by itself. batch.num.messages 10000 lets one
+  // request carry a whole turn's records (100 000 due in 2 s is 5 000 per 100 ms).
+  // reconnect.backoff.max.ms 1000 (librdkafka: 10 s): after a broker restart, records go
+  // out within a second of the broker being back. Every one of these may be overridden.
+  return with_defaults({{"linger.ms", "0"}, {"batch.num.messages", "10000"}, {"reconnect.backoff.max.ms", "1000"}},
+                       config::kafka_properties(c, config::KafkaClient::producer));
+}
+
+connectors::Properties consumer_properties(const config::Config& c) {
+  // cooperative-sticky: a member joining or leaving moves only the partitions that must
+  // move; the others keep firing through the rebalance (KafkaConsumer handles both
+  // protocols, so a user may still choose another strategy).
+  return with_defaults({{"session.timeout.ms", "10000"},
+                        {"heartbeat.interval.ms", "2000"},
+                        {"reconnect.backoff.max.ms", "1000"},
+                        {"partition.assignment.strategy", "cooperative-sticky"}},
+                       config::kafka_properties(c, config::KafkaClient::consumer));
+}
+
+SchedulerOptions scheduler_options(const config::Config& c) {
+  SchedulerOptions so;
+  so.wheel.tick = static_cast<std::uint64_t>(c.wheel.tick_ms);
+  so.wheel.slot_bits = static_cast<unsigned>(c.wheel.slot_bits);
+  so.load_window_ms = c.scheduler.load_window_ms;
+  so.load_batch = static_cast<std::size_t>(c.scheduler.load_batch);
+  so.fire_batch = static_cast<std::size_t>(c.scheduler.fire_batch);
+  return so;
+}
+
+FireOptions fire_options(const config::Config& c, std::function<std::int64_t()> clock,
+                         std::function<void(const std::string&)> recreate_topic) {
+  return FireOptions{.max_attempts = static_cast<int>(c.scheduler.max_attempts),
+                     .retry_backoff_ms = c.scheduler.retry_backoff_ms,
+                     .retry_backoff_max_ms = c.scheduler.retry_backoff_max_ms,
+                     .dlq_topic = c.kafka.dlq_topic,
+                     .ready_topic_template = c.kafka.ready_topic_template,
+                     .claim_ahead_ms = c.scheduler.claim_ahead_ms,
+                     .clock = std::move(clock),
+                     .fence_recheck = std::chrono::milliseconds(1000),
+                     .policies = config::BusinessPolicies(c),
+                     .missing_topic_timeout = std::chrono::milliseconds(c.kafka.missing_topic_timeout_ms),
+                     .on_missing_topic = c.kafka.create_topics ? std::move(recreate_topic) : nullptr};
+}
+
+IngestOptions ingest_options(const config::Config& c, redis::RedisClient& redis) {
+  IngestOptions io;
+  io.wait_on = &redis;
+  io.wait_replicas = static_cast<int>(c.redis.wait_replicas);
+  io.wait_timeout_ms = static_cast<int>(c.redis.wait_timeout_ms);
+  io.rules = contract::ingest_rules(c);
+  io.dlq_topic = c.kafka.dlq_topic;
+  io.cancel_memory_s = c.scheduler.cancel_memory_s;
+  io.status_topic = c.kafka.status_topic;
+  io.policies = config::BusinessPolicies(c);
+  return io;
+}
+
+}  // namespace delayd::broker

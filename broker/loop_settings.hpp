@@ -1,0 +1,37 @@
+// Loop settings: from delayd's configuration to the options of each part of the scheduling
+// loop, and the defaults delayd chooses for its librdkafka clients (the tuning).
+//
+// Owns the tuning of the loop's producer and consumer (each default explained where it is set)
+// and the translation of config::Config into SchedulerOptions, FireOptions and IngestOptions.
+// Invariants: a user's kafka.* passthrough property always wins over delayd's default (it is
+// applied after); nothing here does I/O or keeps state.
+// Threading: pure functions, called while the loop is built.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "broker/fire_path.hpp"
+#include "broker/ingest_path.hpp"
+#include "broker/scheduler.hpp"
+#include "config/config.hpp"
+#include "connectors/kafka_consumer.hpp"
+#include "connectors/kafka_producer.hpp"
+
+namespace delayd::broker {
+
+// The ready and dead-letter producer's properties: delayd's defaults, then the user's.
+connectors::Properties producer_properties(const config::Config& c);
+// The ingest (and status) consumer's properties: delayd's defaults, then the user's.
+connectors::Properties consumer_properties(const config::Config& c);
+// The wheel's geometry and the scheduler's batches, from wheel.* and scheduler.*.
+SchedulerOptions scheduler_options(const config::Config& c);
+// The fire path's options; `clock` is the loop's wall clock, `recreate_topic` is asked for a
+// missing ready topic when kafka.create_topics is on (ignored otherwise).
+FireOptions fire_options(const config::Config& c, std::function<std::int64_t()> clock,
+                         std::function<void(const std::string&)> recreate_topic);
+// The ingest path's options; `redis` is the client the store writes through (WAIT is sent on it).
+IngestOptions ingest_options(const config::Config& c, redis::RedisClient& redis);
+
+}  // namespace delayd::broker

@@ -1,0 +1,55 @@
+// OutageTracker: the outages the scheduling loop rides out, and what /healthz says of them.
+//
+// Owns one Outage (broker/outage.hpp) per thing that can fail a turn: Redis, Kafka, anything
+// else a turn threw ("delayd"), and Kafka's deliveries as the fire path sees them ("kafka
+// (deliveries)": records failing for Kafka's sake while the loop itself goes on), plus the
+// Backoff that spaces the retries of failed turns. The loop reports each turn's end to it: a
+// failure by class (failed()), or a whole turn done (turn_done()).
+// Invariants: an outage starts at the first failure of its dependency and ends at the next
+// turn that completes (delivery outages: at the first turn whose fire path has delivered
+// again); each start and end is logged once (Outage). The backoff grows only through failed
+// turns and is reset by a completed one. problem() names the first active outage in the order
+// redis, kafka, delayd, kafka (deliveries), then a paused ingest.
+// Threading: the scheduling loop's thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "broker/outage.hpp"
+
+namespace delayd::broker {
+
+class OutageTracker {
+ public:
+  // What failed a turn (the error model's transient classes, broker/service.hpp).
+  enum class Failure {
+    redis,  // redis::RedisIoError or RedisCommandError
+    kafka,  // connectors::KafkaError
+    other,  // anything else a turn threw
+  };
+
+  // Notes a failed turn: starts (or goes on with) that outage. Returns how long to wait before
+  // the next turn, in ms (100 doubling to 1000).
+  std::int64_t failed(Failure what, const std::string& reason);
+  // Notes a completed turn: ends the redis, kafka and other outages and resets the backoff;
+  // `delivery_outage` (FirePath::delivery_outage()) starts, goes on with or ends that one.
+  void turn_done(const std::optional<std::string>& delivery_outage);
+
+  // Per dependency ("redis", "kafka", "delayd", "kafka (deliveries)"): whether its outage is on.
+  std::map<std::string, bool> outages() const;
+  // What /healthz says is wrong: the first active outage's problem, else the pause's sentence
+  // when `ingest_paused`, else empty.
+  std::string problem(bool ingest_paused) const;
+
+ private:
+  Outage redis_{"redis"};
+  Outage kafka_{"kafka"};
+  Outage other_{"delayd"};                 // anything else a turn threw
+  Outage delivery_{"kafka (deliveries)"};  // records failing for Kafka's sake, not their own
+  Backoff backoff_;
+};
+
+}  // namespace delayd::broker

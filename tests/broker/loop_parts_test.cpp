@@ -1,0 +1,113 @@
+// The scheduling loop's small parts that need no servers: the periodic helper, the longest-turn
+// window, the outage tracker's problem text and backoff, and the counters' names.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "broker/loop_counters.hpp"
+#include "broker/outage_tracker.hpp"
+#include "broker/periodic.hpp"
+
+using namespace delayd::broker;
+using namespace std::chrono_literals;
+
+TEST_CASE("Every is due at once, then once per period, without making up missed periods", "[broker][loop]") {
+  const auto t0 = Every::Clock::now();
+  Every every(100ms);
+  CHECK(every.due(t0));
+  CHECK_FALSE(every.due(t0));
+  CHECK_FALSE(every.due(t0 + 99ms));
+  CHECK(every.due(t0 + 100ms));
+  CHECK(every.due(t0 + 1000ms));  // late: runs once, and the next one is a period from now
+  CHECK_FALSE(every.due(t0 + 1099ms));
+  CHECK(every.due(t0 + 1100ms));
+}
+
+TEST_CASE("Every with First::after_period waits one period first", "[broker][loop]") {
+  Every every(10s, Every::First::after_period);
+  const auto now = Every::Clock::now();
+  CHECK_FALSE(every.due(now));
+  CHECK(every.due(now + 10s));
+}
+
+TEST_CASE("WindowMax holds the largest value of the current and the previous window", "[broker][loop]") {
+  WindowMax max(20ms);
+  CHECK(max.value() == 0);
+  max.note(5);
+  max.note(3);
+  CHECK(max.value() == 5);
+  std::this_thread::sleep_for(30ms);
+  max.note(2);  // a new window; the previous one's 5 still counts
+  CHECK(max.value() == 5);
+  std::this_thread::sleep_for(30ms);
+  max.note(1);  // the 5 is two windows old now
+  CHECK(max.value() == 2);
+}
+
+TEST_CASE("OutageTracker: problem in dependency order, backoff doubling to 1 s, reset by a done turn",
+          "[broker][loop]") {
+  OutageTracker t;
+  CHECK(t.problem(false).empty());
+  CHECK(t.problem(true) == "ingest paused: Kafka is not acknowledging records fast enough");
+  CHECK(t.failed(OutageTracker::Failure::kafka, "broker down") == 100);
+  CHECK(t.failed(OutageTracker::Failure::redis, "connection refused") == 200);
+  CHECK(t.problem(true) == "redis unavailable: connection refused");  // redis is named first
+  for (int i = 0; i < 5; ++i) t.failed(OutageTracker::Failure::other, "x");
+  CHECK(t.failed(OutageTracker::Failure::other, "x") == 1000);
+  const auto on = t.outages();
+  CHECK(on.at("redis"));
+  CHECK(on.at("kafka"));
+  CHECK(on.at("delayd"));
+  CHECK_FALSE(on.at("kafka (deliveries)"));
+
+  t.turn_done(std::string("queue full"));
+  CHECK(t.problem(false) == "kafka (deliveries) unavailable: queue full");
+  CHECK(t.failed(OutageTracker::Failure::redis, "again") == 100);  // the done turn reset the backoff
+  t.turn_done(std::nullopt);
+  CHECK(t.problem(false).empty());
+  for (const auto& [dependency, active] : t.outages()) CHECK_FALSE(active);
+}
+
+TEST_CASE("every counter has one name, and the names are those /stats has always shown", "[broker][loop]") {
+  std::set<std::string_view> names;
+  for (const auto& [name, field] : kIngestCounterNames) CHECK(names.insert(name).second);
+  for (const auto& [name, field] : kFireCounterNames) CHECK(names.insert(name).second);
+  CHECK(names.size() == 23);
+  for (const char* name : {"accepted",
+                           "duplicates",
+                           "cancelled",
+                           "dead_lettered",
+                           "dead_letter_retries",
+                           "produced",
+                           "delivered",
+                           "retried",
+                           "retried_outage",
+                           "failed",
+                           "set_aside",
+                           "dropped_stale",
+                           "fenced",
+                           "redelivered",
+                           "repeated",
+                           "rescheduled",
+                           "reschedules_late",
+                           "reschedules_missed",
+                           "reports_running",
+                           "reports_finished",
+                           "reports_failed",
+                           "reports_ignored",
+                           "reports_unknown"}) {
+    CHECK(names.count(name) == 1);
+  }
+  CHECK(dead_lettered_name(DeadLetterReason::ack_timeout) == "dead_lettered.ack_timeout");
+
+  LoopCounters c;
+  c.ingest.dead_lettered_by[DeadLetterReason::invalid_record] = 2;
+  c.fire.dead_lettered_by[DeadLetterReason::invalid_record] = 1;
+  c.fire.dead_lettered_by[DeadLetterReason::too_large] = 4;
+  const DeadLetterCounts all = c.dead_lettered_by();
+  CHECK(all[DeadLetterReason::invalid_record] == 3);
+  CHECK(all[DeadLetterReason::too_large] == 4);
+  CHECK(all[DeadLetterReason::ack_timeout] == 0);
+}
