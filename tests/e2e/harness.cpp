@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -243,6 +244,22 @@ std::optional<std::string> header(const connectors::Record& r, const std::string
   const auto* v = connectors::find_header(r.headers, name);
   if (v == nullptr || !v->has_value()) return std::nullopt;
   return **v;
+}
+
+std::vector<std::string> values_of(const std::vector<connectors::Record>& recs, const std::string& id) {
+  std::vector<std::string> out;
+  for (const auto& r : recs) {
+    if (header(r, "job-id") == id) out.push_back(r.value.value_or(""));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string log_text(const World& w) {
+  std::ifstream log(w.log_path);
+  std::stringstream text;
+  text << log.rdbuf();
+  return text.str();
 }
 
 JobReader::JobReader(const World& world)

@@ -153,6 +153,10 @@ class Collector {
 };
 
 std::optional<std::string> header(const connectors::Record& r, const std::string& name);
+// The values of the records whose job-id header is `id`, sorted (no value reads as "").
+std::vector<std::string> values_of(const std::vector<connectors::Record>& recs, const std::string& id);
+// Everything delayd has logged in this world so far (every run of it).
+std::string log_text(const World& w);
 
 // Redis, for reading job state.
 class JobReader {

@@ -81,20 +81,10 @@ TEST_CASE("a Redis outage delays jobs but loses none", "[e2e][outage]") {
   const auto states = redis.states(ids);
   CHECK(std::count(states.begin(), states.end(), "ready") == static_cast<long>(ids.size()));
 
-  std::ifstream log(w.log_path);
-  std::stringstream text;
-  text << log.rdbuf();
-  CHECK_THAT(text.str(), Catch::Contains("redis unavailable"));
+  CHECK_THAT(log_text(w), Catch::Contains("redis unavailable"));
 }
 
 namespace {
-
-std::string log_text(const World& w) {
-  std::ifstream log(w.log_path);
-  std::stringstream text;
-  text << log.rdbuf();
-  return text.str();
-}
 
 std::size_t count_lines(const std::string& text, const std::string& needle) {
   std::size_t n = 0;

@@ -13,16 +13,6 @@
 
 using namespace delayd::e2e;
 
-namespace {
-
-int count_id(const std::vector<delayd::connectors::Record>& recs, const std::string& id) {
-  int n = 0;
-  for (const auto& r : recs) n += header(r, "job-id") == id ? 1 : 0;
-  return n;
-}
-
-}  // namespace
-
 TEST_CASE("the same job-id twice is delivered once, and cancel wins before due and is void after", "[e2e][cancel]") {
   World w("semantics");
   w.create_topics({"orders"});
@@ -45,23 +35,23 @@ TEST_CASE("the same job-id twice is delivered once, and cancel wins before due a
   pub.send_cancel("ghost");
   pub.flush();
 
-  REQUIRE(ready.collect_until([](const auto& recs) { return count_id(recs, "done") == 1; }, std::chrono::seconds(30)));
+  REQUIRE(ready.collect_until([](const auto& recs) { return values_of(recs, "done").size() == 1; }, std::chrono::seconds(30)));
   pub.send_cancel("done");
   // Same key as the cancel: its delivery proves the cancel was processed.
   pub.send(job_at("marker", now_ms(), "m", "done"));
   pub.flush();
-  REQUIRE(ready.collect_until([](const auto& recs) { return count_id(recs, "marker") == 1; }, std::chrono::seconds(30)));
+  REQUIRE(ready.collect_until([](const auto& recs) { return values_of(recs, "marker").size() == 1; }, std::chrono::seconds(30)));
 
   // Wait past the doomed job's time plus a margin, and past the second "dup"'s time.
   const std::int64_t settle_until = t0 + 3000 + 2000;
   ready.collect_until([&](const auto&) { return now_ms() >= settle_until; }, std::chrono::seconds(30));
 
   CHECK(delayd.stop() == 0);  // settles the last acknowledgements in Redis
-  CHECK(count_id(ready.records(), "dup") == 1);
+  CHECK(values_of(ready.records(), "dup").size() == 1);
   for (const auto& r : ready.records()) {
     if (header(r, "job-id") == "dup") CHECK(r.value == "first");
   }
-  CHECK(count_id(ready.records(), "doomed") == 0);
+  CHECK(values_of(ready.records(), "doomed").size() == 0);
   CHECK(redis.field("doomed", "state") == "cancelled");
   CHECK(redis.field("doomed", "cancelled_at").has_value());
   CHECK(redis.field("done", "state") == "ready");
@@ -105,10 +95,10 @@ TEST_CASE("a cancel that arrives before its job, on another partition, prevents 
   pub.send_raw(on_partition(0, "first-the-cancel", at));
   pub.send_raw(on_partition(0, "after-it", at));  // same partition, later: its delivery shows the job was read
   pub.flush();
-  REQUIRE(ready.collect_until([](const auto& recs) { return count_id(recs, "after-it") == 1; }, std::chrono::seconds(30)));
+  REQUIRE(ready.collect_until([](const auto& recs) { return values_of(recs, "after-it").size() == 1; }, std::chrono::seconds(30)));
   ready.collect_until([&](const auto&) { return now_ms() >= at + 1000; }, std::chrono::seconds(10));
   CHECK(delayd.stop() == 0);
-  CHECK(count_id(ready.records(), "first-the-cancel") == 0);
+  CHECK(values_of(ready.records(), "first-the-cancel").size() == 0);
   CHECK(redis.field("first-the-cancel", "state") == "cancelled");
   CHECK(redis.field("first-the-cancel", "deliver_at") == std::to_string(at));  // the job's own fields are kept
   CHECK(redis.field("first-the-cancel", "business") == "orders");
@@ -120,16 +110,6 @@ delayd::connectors::OutRecord twin_on(std::int32_t partition, const std::string&
   delayd::connectors::OutRecord rec = ingest_record(job_at(id, at, "p" + std::to_string(partition), id));
   rec.partition = partition;
   return rec;
-}
-
-// The value ("p0" or "p1") of every ready record of `id`.
-std::vector<std::string> values_of(const std::vector<delayd::connectors::Record>& recs, const std::string& id) {
-  std::vector<std::string> out;
-  for (const auto& r : recs) {
-    if (header(r, "job-id") == id) out.push_back(r.value.value_or(""));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 }  // namespace
