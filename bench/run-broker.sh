@@ -48,15 +48,32 @@ due=$(($(date +%s%3N) + 20000))
 seq -f "payload %08g" 1 "$N" | kcat -P -b "$KAFKA_BOOTSTRAP" -t "$run.ingest" -H "deliver-at=$due" -H business=bench -X linger.ms=20
 published=$(date +%s%3N)
 
-count() { redis-cli -u "$REDIS_URL" hget "$run:stats" "bench|$1"; }
+# The jobs of business "bench" in state $1: the sum of the four shards' counters
+# (<prefix>:{<shard>}:stats, storage/key_schema.hpp).
+count() {
+  local sum=0 v p
+  for p in 0 1 2 3; do
+    v=$(redis-cli -u "$REDIS_URL" hget "$run:{$run.ingest:$p}:stats" "bench|$1")
+    sum=$((sum + ${v:-0}))
+  done
+  echo "$sum"
+}
+# Waits until `count $1` is N, for at most 300 s: a broken run fails instead of hanging.
+wait_for_count() {
+  local deadline=$(($(date +%s) + 300))
+  until [[ "$(count "$1")" == "$N" || ( -n "${2:-}" && "$(count "$2")" == "$N" ) ]]; do
+    (($(date +%s) < deadline)) || { echo "run-broker: $(count "$1") of $N jobs $1 after 300 s; log: $log" >&2; exit 1; }
+    sleep 0.05
+  done
+}
 # Ingest: until every record is a job in Redis.
-until [[ "$(count delay)" == "$N" || "$(count ready)" == "$N" ]]; do sleep 0.05; done
+wait_for_count delay ready
 t1=$(date +%s%3N)
 awk -v n="$N" -v ms="$((t1 - published + 1))" \
   'BEGIN { printf "{\"bench\":\"pipeline_ingest\",\"n\":%d,\"seconds\":%.3f,\"jobs_per_s\":%.0f}\n", n, ms / 1000, n * 1000 / ms }'
 ((t1 < due)) || echo "warning: ingest was not finished at the due instant; the figures below mix both" >&2
 
-until [[ "$(count ready)" == "$N" ]]; do sleep 0.05; done
+wait_for_count ready
 t2=$(date +%s%3N)
 awk -v n="$N" -v ms="$((t2 - due))" \
   'BEGIN { printf "{\"bench\":\"pipeline_fire\",\"n\":%d,\"seconds\":%.3f,\"jobs_per_s\":%.0f,\"last_ready_after_due_ms\":%d}\n", n, ms / 1000, n * 1000 / ms, ms }'
