@@ -1,5 +1,7 @@
 #include "broker/fire_path.hpp"
 
+#include "base/backoff.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -77,9 +79,9 @@ FailureAction decide(DeliveryError error, int attempt, const FireOptions& option
         a.kind = FailureAction::Kind::dead_letter;
         return a;
       }
-      a.delay_ms = options.retry_backoff_ms;
-      for (int i = 1; i < attempt && a.delay_ms < options.retry_backoff_max_ms; ++i) a.delay_ms *= 2;
-      a.delay_ms = std::min(a.delay_ms, options.retry_backoff_max_ms);
+      a.delay_ms = base::doubling(std::chrono::milliseconds(options.retry_backoff_ms),
+                                  std::chrono::milliseconds(options.retry_backoff_max_ms), attempt)
+                       .count();
       return a;
   }
   return a;

@@ -362,10 +362,10 @@ void IngestPath::on_report(const connectors::DeliveryReport& report) {
     send(std::move(smaller));
     return;
   }
-  d.backoff_ms = std::clamp<std::int64_t>(d.backoff_ms * 2, 1000, 30000);
-  d.retry_at = steady_ms() + d.backoff_ms;
+  const std::chrono::milliseconds wait = d.backoff.next();
+  d.retry_at = steady_ms() + wait.count();
   spdlog::warn("dead-letter write to {} failed ({}); trying again in {} ms", options_.dlq_topic, report.error,
-               d.backoff_ms);
+               wait.count());
 }
 
 void IngestPath::retry_dead_letters() {

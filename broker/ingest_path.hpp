@@ -61,6 +61,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/backoff.hpp"
 #include "broker/dead_letter.hpp"
 #include "contract/ingest_parse.hpp"
 #include "broker/loop_counters.hpp"
@@ -129,7 +130,7 @@ class IngestPath {
     std::uint64_t batch = 0;
     connectors::OutRecord record;
     std::int64_t retry_at = 0;  // steady-clock ms when waiting for a retry; 0 while in flight
-    std::int64_t backoff_ms = 0;
+    base::Backoff backoff{std::chrono::seconds(1), std::chrono::seconds(30)};  // between failed writes
   };
   Batch& batch_for(std::span<const connectors::Record> batch);
   void flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms);

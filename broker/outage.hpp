@@ -1,8 +1,8 @@
-// Outage and Backoff: how the service rides out a dependency that is down.
+// Outage and outage_backoff(): how the service rides out a dependency that is down.
 //
 // Outage remembers whether a dependency (redis, kafka, ...) is failing and why, so that an
 // outage is logged once when it starts (with the first reason) and once when it ends (with its
-// length), however many retries it takes in between. Backoff spaces those retries: 100 ms,
+// length), however many retries it takes in between. outage_backoff() spaces those retries: 100 ms,
 // doubling to 1 s, back to 100 ms after a success. A retry costs one connection attempt or one
 // round trip, so trying every second is cheap, and it keeps the lateness an outage adds to
 // within a second of the outage's own length.
@@ -11,6 +11,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/backoff.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -18,19 +20,9 @@
 
 namespace delayd::broker {
 
-class Backoff {
- public:
-  // The next wait, in ms; each call doubles the one after it, up to 1 s.
-  std::int64_t next() {
-    const std::int64_t d = delay_;
-    delay_ = std::min<std::int64_t>(delay_ * 2, 1000);
-    return d;
-  }
-  void reset() { delay_ = 100; }
-
- private:
-  std::int64_t delay_ = 100;
-};
+// The retries while a dependency is down: 100 ms doubling to 1 s, back to 100 ms after a
+// success (see the top of this file for why).
+inline base::Backoff outage_backoff() { return base::Backoff(std::chrono::milliseconds(100), std::chrono::seconds(1)); }
 
 class Outage {
  public:

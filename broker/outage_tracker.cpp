@@ -14,7 +14,7 @@ std::int64_t OutageTracker::failed(Failure what, const std::string& reason) {
       other_.failed(reason);
       break;
   }
-  return backoff_.next();
+  return backoff_.next().count();
 }
 
 void OutageTracker::turn_done(const std::optional<std::string>& delivery_outage) {

@@ -49,7 +49,7 @@ class OutageTracker {
   Outage kafka_{"kafka"};
   Outage other_{"delayd"};                 // anything else a turn threw
   Outage delivery_{"kafka (deliveries)"};  // records failing for Kafka's sake, not their own
-  Backoff backoff_;
+  base::Backoff backoff_ = outage_backoff();
 };
 
 }  // namespace delayd::broker

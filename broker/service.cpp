@@ -53,7 +53,7 @@ std::int64_t elapsed_ms(SteadyClock::time_point since) {
 // nullopt). Every failure of the step is transient here; a bad configuration was refused before.
 template <typename Make>
 auto until_up(const char* what, const std::atomic<bool>& stop, Make make) -> std::optional<decltype(make())> {
-  Backoff backoff;
+  base::Backoff backoff = outage_backoff();
   Outage outage(what);
   while (!stop) {
     try {
@@ -62,7 +62,7 @@ auto until_up(const char* what, const std::atomic<bool>& stop, Make make) -> std
       return made;
     } catch (const std::exception& e) {
       outage.failed(e.what());
-      nap(backoff.next(), stop);
+      nap(backoff.next().count(), stop);
     }
   }
   return std::nullopt;

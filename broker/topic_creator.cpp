@@ -1,5 +1,7 @@
 #include "broker/topic_creator.hpp"
 
+#include "base/backoff.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -49,7 +51,8 @@ bool TopicCreator::recreate(const std::string& topic) {
 void TopicCreator::work(const connectors::Properties& admin_properties) {
   using Clock = std::chrono::steady_clock;
   connectors::KafkaAdmin admin(admin_properties);
-  std::map<std::string, std::pair<Clock::time_point, std::chrono::milliseconds>> retry;  // topic -> when, backoff
+  // topic -> when to try again, and the backoff between tries (1 s doubling to 60 s)
+  std::map<std::string, std::pair<Clock::time_point, base::Backoff>> retry;
   std::unique_lock lock(mutex_);
   while (!stop_) {
     Clock::time_point next = Clock::time_point::max();
@@ -75,10 +78,11 @@ void TopicCreator::work(const connectors::Properties& admin_properties) {
         retry.erase(topic);
         spdlog::info("ready topic {} is in place", topic);
       } catch (const std::exception& e) {
-        auto& [when, backoff] = retry[topic];
-        backoff = std::clamp(backoff * 2, std::chrono::milliseconds(1000), std::chrono::milliseconds(60000));
-        when = Clock::now() + backoff;
-        spdlog::warn("could not create ready topic {} ({}); trying again in {} ms", topic, e.what(), backoff.count());
+        auto [it, inserted] =
+            retry.try_emplace(topic, Clock::time_point{}, base::Backoff(std::chrono::seconds(1), std::chrono::seconds(60)));
+        const std::chrono::milliseconds wait = it->second.second.next();
+        it->second.first = Clock::now() + wait;
+        spdlog::warn("could not create ready topic {} ({}); trying again in {} ms", topic, e.what(), wait.count());
       }
     }
     lock.lock();

@@ -1,5 +1,7 @@
 #include "config/business_policy.hpp"
 
+#include "base/backoff.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -60,9 +62,7 @@ void settle(BusinessPolicy& p, const std::string& business) {
 std::int64_t BusinessPolicy::retry_at(int attempt, std::int64_t now_ms,
                                       std::optional<std::chrono::milliseconds> retry_after, double jitter) const {
   if (retry_after) return now_ms + retry_after->count();
-  std::int64_t d = retry_base.count();
-  for (int i = 1; i < attempt && d < retry_max.count(); ++i) d *= 2;
-  d = std::min(d, retry_max.count());
+  const std::int64_t d = base::doubling(retry_base, retry_max, attempt).count();
   const double j = std::clamp(jitter, 0.0, 1.0);
   return now_ms + d / 2 + static_cast<std::int64_t>(std::floor(static_cast<double>(d - d / 2) * j));
 }
