@@ -1,5 +1,7 @@
 #include "admin/job_backend.hpp"
 
+#include "admin/cancel_flow.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -59,12 +61,8 @@ void StoreJobBackend::publish_cancel(const std::string& job_id) {
         std::make_unique<connectors::KafkaProducer>(config::kafka_properties(config_, config::KafkaClient::producer),
                                                     [this](const connectors::DeliveryReport& r) { report_ = r; });
   }
-  connectors::OutRecord rec;
-  rec.topic = config_.kafka.ingest_topic;
-  rec.key = job_id;
-  rec.headers = {{std::string(contract::kHeaderOp), "cancel"}, {std::string(contract::kHeaderJobId), job_id}};
   report_.reset();
-  producer_->produce(rec);
+  producer_->produce(contract::cancel_record(config_.kafka.ingest_topic, job_id));
   // Bounded below kafka.message_timeout_ms so that a Kafka outage costs a 503, not a stuck
   // worker (and a slow shutdown).
   producer_->flush(static_cast<int>(std::min<std::int64_t>(config_.kafka.message_timeout_ms, kPublishWaitMs)));
@@ -76,26 +74,25 @@ void StoreJobBackend::publish_cancel(const std::string& job_id) {
 }
 
 JobAnswer StoreJobBackend::cancel(const std::string& job_id) {
-  const std::string before = state_of(job_id);
-  if (before == "missing") return answer(404, {{"error", "no job " + job_id}});
-  if (before != "delay") return answer(409, {{"job_id", job_id}, {"cancelled", false}, {"state", before}});
-  publish_cancel(job_id);
-  const auto deadline = std::chrono::steady_clock::now() + cancel_wait_;
-  std::string now_state = state_of(job_id);
-  while (now_state == "delay" && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    now_state = state_of(job_id);
+  const CancelOutcome o =
+      cancel_and_wait([&] { return state_of(job_id); }, [&] { publish_cancel(job_id); }, cancel_wait_);
+  switch (o.verdict) {
+    case CancelVerdict::no_job:
+      return answer(404, {{"error", "no job " + job_id}});
+    case CancelVerdict::pending:
+      return answer(202, {{"job_id", job_id},
+                          {"cancelled", false},
+                          {"state", o.state},
+                          {"note",
+                           "the cancel is published but delayd has not acted on it yet; if it arrives while "
+                           "the job is in flight, it has no effect"}});
+    case CancelVerdict::cancelled:
+      return answer(200, {{"job_id", job_id}, {"cancelled", true}, {"state", o.state}});
+    case CancelVerdict::not_waiting:
+    case CancelVerdict::not_cancelled:
+      break;
   }
-  if (now_state == "delay") {
-    return answer(202, {{"job_id", job_id},
-                        {"cancelled", false},
-                        {"state", now_state},
-                        {"note",
-                         "the cancel is published but delayd has not acted on it yet; if it arrives while "
-                         "the job is in flight, it has no effect"}});
-  }
-  const bool cancelled = now_state == "cancelled";
-  return answer(cancelled ? 200 : 409, {{"job_id", job_id}, {"cancelled", cancelled}, {"state", now_state}});
+  return answer(409, {{"job_id", job_id}, {"cancelled", false}, {"state", o.state}});
 }
 
 storage::StoreStats StoreJobBackend::store_stats() {

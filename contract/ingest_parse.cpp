@@ -195,6 +195,14 @@ std::string derived_job_id(const Record& rec) {
   return id;
 }
 
+connectors::OutRecord cancel_record(const std::string& ingest_topic, const std::string& job_id) {
+  connectors::OutRecord rec;
+  rec.topic = ingest_topic;
+  rec.key = job_id;
+  rec.headers = {{std::string(kHeaderOp), "cancel"}, {std::string(kHeaderJobId), job_id}};
+  return rec;
+}
+
 ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   bool cancel = false;
   bool reschedule = false;

@@ -145,4 +145,8 @@ ParsedStatus parse_status(const connectors::Record& rec);
 // The id a record gets when it carries no job-id (see job-id above).
 std::string derived_job_id(const connectors::Record& rec);
 
+// The record that cancels `job_id`, for `ingest_topic`: op=cancel and the job-id, keyed by the id
+// (so it lands in the job's partition when the job was keyed by its id too, as delayctl does).
+connectors::OutRecord cancel_record(const std::string& ingest_topic, const std::string& job_id);
+
 }  // namespace delayd::contract

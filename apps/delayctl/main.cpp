@@ -19,6 +19,7 @@
 #include <optional>
 #include <thread>
 
+#include "admin/cancel_flow.hpp"
 #include "admin/job_json.hpp"
 #include "config/config.hpp"
 #include "config/redis_options.hpp"
@@ -111,38 +112,22 @@ int cmd_get(delayd::storage::JobStore& store, const std::string& id) {
 }
 
 int cmd_cancel(const Config& config, delayd::storage::JobStore& store, const std::string& id, int timeout_ms) {
-  using namespace delayd::contract;
   using namespace delayd::admin;
-  auto state = [&]() -> std::string {
-    auto f = store.get(id);
-    if (!f) return "missing";
-    return f->count("state") ? f->at("state") : "unknown";
-  };
-  const std::string before = state();
-  if (before == "missing") {
+  const CancelOutcome o = cancel_and_wait(
+      [&]() -> std::string {
+        auto f = store.get(id);
+        if (!f) return "missing";
+        return f->count("state") ? f->at("state") : "unknown";
+      },
+      [&] { publish(config, delayd::contract::cancel_record(config.kafka.ingest_topic, id)); },
+      std::chrono::milliseconds(timeout_ms));
+  if (o.verdict == CancelVerdict::no_job) {
     std::cerr << "delayctl cancel: no job " << id << "\n";
     return 1;
   }
-  if (before != "delay") {
-    std::cout << to_text(json{{"job_id", id}, {"cancelled", false}, {"state", before}}) << "\n";
-    return 1;
-  }
-  // The cancel goes through the ingest topic like any producer's, so the instance that owns
-  // the job drops it from its wheel; delayctl only watches Redis for the outcome.
-  delayd::connectors::OutRecord rec;
-  rec.topic = config.kafka.ingest_topic;
-  rec.key = id;
-  rec.headers = {{std::string(kHeaderOp), "cancel"}, {std::string(kHeaderJobId), id}};
-  publish(config, rec);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::string now_state = state();
-  while (now_state == "delay" && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    now_state = state();
-  }
-  const bool cancelled = now_state == "cancelled";
-  std::cout << to_text(json{{"job_id", id}, {"cancelled", cancelled}, {"state", now_state}}) << "\n";
-  if (now_state == "delay") {
+  const bool cancelled = o.verdict == CancelVerdict::cancelled;
+  std::cout << to_text(json{{"job_id", id}, {"cancelled", cancelled}, {"state", o.state}}) << "\n";
+  if (o.verdict == CancelVerdict::pending) {
     std::cerr << "delayctl cancel: the cancel is published but delayd has not acted on it within " << timeout_ms
               << " ms (is delayd running?); if it arrives while the job is in flight, it has no effect\n";
     return 3;
