@@ -215,6 +215,39 @@ void JobStore::load_scripts() {
   }
 }
 
+std::vector<std::vector<redis::RedisReply>> JobStore::eval_groups(
+    const std::vector<std::vector<redis::Command>>& groups) {
+  auto flat = [](const std::vector<std::vector<redis::Command>>& gs, const std::vector<size_t>& which) {
+    std::vector<redis::Command> cmds;
+    for (size_t g : which) cmds.insert(cmds.end(), gs[g].begin(), gs[g].end());
+    return cmds;
+  };
+  // Splits the pipeline's replies into the groups `which` sent, in order, into out[g].
+  auto split = [&](std::vector<redis::RedisReply>& replies, const std::vector<size_t>& which,
+                   std::vector<std::vector<redis::RedisReply>>& out) {
+    size_t at = 0;
+    for (size_t g : which) {
+      out[g].clear();
+      for (size_t c = 0; c < groups[g].size(); ++c) out[g].push_back(std::move(replies[at++]));
+    }
+  };
+  std::vector<size_t> all(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) all[g] = g;
+  std::vector<std::vector<redis::RedisReply>> out(groups.size());
+  auto replies = redis_.pipeline(flat(groups, all));
+  split(replies, all, out);
+  std::vector<size_t> lost;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const redis::ReplyView r = out[g].front().view();
+    if (r.is_error() && r.error().rfind("NOSCRIPT", 0) == 0) lost.push_back(g);
+  }
+  if (lost.empty()) return out;
+  load_scripts();  // the same texts: the same SHA1s, so the groups are sent again as they were
+  auto again = redis_.pipeline(flat(groups, lost));
+  split(again, lost, out);
+  return out;
+}
+
 JobStore::Replies JobStore::run(Script script, std::string_view shard, const std::vector<redis::Command>& per_job,
                                 std::int64_t now_ms, std::int64_t extra, bool read_records) {
   const lua::ScriptInfo& info = lua::info(script);
@@ -251,37 +284,22 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
       for (size_t i = from; i < to; ++i) out.push_back({"GET", keys_.job(shard, per_job[i].front())});
     }
   };
-  auto collect = [&](size_t call, std::vector<redis::RedisReply>& replies, size_t at, Replies& into) {
+  // One call's replies (the script's, then its reads') into their places in `into`.
+  auto collect = [&](size_t call, std::vector<redis::RedisReply>& replies, Replies& into) {
     const auto [from, to] = range(call);
-    into.calls[call] = std::move(replies[at]);
+    into.calls[call] = std::move(replies[0]);
     if (read_records) {
-      for (size_t i = from; i < to; ++i) into.records[i] = std::move(replies[at + 1 + (i - from)]);
+      for (size_t i = from; i < to; ++i) into.records[i] = std::move(replies[1 + (i - from)]);
     }
-    return at + 1 + (read_records ? to - from : 0);
   };
-  std::vector<redis::Command> cmds;
-  for (size_t k = 0; k < calls; ++k) build(k, cmds);
-  auto replies = redis_.pipeline(cmds);
+  std::vector<std::vector<redis::Command>> groups(calls);
+  for (size_t k = 0; k < calls; ++k) build(k, groups[k]);
+  auto replies = eval_groups(groups);
   Replies out;
   // Placeholders (no reply yet), each replaced by collect() below.
   for (size_t k = 0; k < calls; ++k) out.calls.emplace_back(nullptr);
   for (size_t i = 0; read_records && i < per_job.size(); ++i) out.records.emplace_back(nullptr);
-  for (size_t k = 0, at = 0; k < calls; ++k) at = collect(k, replies, at, out);
-
-  // A restarted Redis without persistence of its script cache (or SCRIPT FLUSH) answers
-  // NOSCRIPT; only those calls did not run, so only those are sent again (with their reads).
-  std::vector<size_t> lost;
-  for (size_t k = 0; k < calls; ++k) {
-    const redis::ReplyView r = out.calls[k].view();
-    if (r.is_error() && r.error().rfind("NOSCRIPT", 0) == 0) lost.push_back(k);
-  }
-  if (!lost.empty()) {
-    load_scripts();
-    std::vector<redis::Command> again;
-    for (size_t k : lost) build(k, again);
-    auto retried = redis_.pipeline(again);
-    for (size_t k = 0, at = 0; k < lost.size(); ++k) at = collect(lost[k], retried, at, out);
-  }
+  for (size_t k = 0; k < calls; ++k) collect(k, replies[k], out);
   for (auto& r : out.calls) {
     if (!r.view().is_error()) continue;
     const std::string error = r.view().error();
@@ -308,11 +326,7 @@ std::int64_t JobStore::take_shard(std::string_view shard, std::int64_t now_ms) {
                            keys_.owner(shard),
                            member_.value_or("-"),
                            std::to_string(now_ms)};
-  redis::RedisReply reply = redis_.command(cmd);
-  if (reply.view().is_error() && reply.view().error().rfind("NOSCRIPT", 0) == 0) {
-    load_scripts();
-    reply = redis_.command(cmd);
-  }
+  redis::RedisReply reply = std::move(eval_groups({{cmd}}).front().front());
   if (!reply.view().is_integer()) {
     throw redis::RedisCommandError("redis: taking shard " + std::string(shard) + ": " +
                                    (reply.view().is_error() ? reply.view().error() : std::string("unexpected reply")));

@@ -374,6 +374,12 @@ class JobStore {
   // ARGV[4] of a call: the fence, or '' when fencing is off or the script is not fenced.
   std::string fence_arg(Script script, std::string_view shard) const;
   void load_scripts();
+  // Sends every group's commands in one pipeline and returns the replies group by group. A group
+  // is a script call (EVALSHA) and the commands that must run right after it (the reads of its
+  // records). When Redis answers a group's EVALSHA with NOSCRIPT (it lost its script cache: a
+  // restart without persistence, SCRIPT FLUSH), that call did not run: the scripts are loaded
+  // again and those groups, and only those, are sent once more. The one home of that rule.
+  std::vector<std::vector<redis::RedisReply>> eval_groups(const std::vector<std::vector<redis::Command>>& groups);
   Transition one(Script script, std::string_view shard, redis::Command args, std::int64_t now_ms,
                  std::int64_t extra = 0);
   // Every shard in <prefix>:shards, sorted; `first` (if given, known or not) moved to the front.

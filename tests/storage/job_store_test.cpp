@@ -330,6 +330,15 @@ TEST_CASE_METHOD(Fixture, "scripts flushed from Redis are loaded again transpare
   auto out = store.accept(std::vector<NewJob>{job("s", 5)}, 0);
   CHECK(out[0].created);
   CHECK(pending().size() == 1);
+  // A claim is a script call followed by the reads of its records: both are sent again, in order.
+  redis.command({"SCRIPT", "FLUSH"});
+  const auto claimed = store.claim(shard, Ids{"s"}, 5);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].kind == Claim::Kind::deliver);
+  CHECK(claimed[0].value == "v-s");  // the record read right after the call that ran
+  // The single call that takes a shard's fence.
+  redis.command({"SCRIPT", "FLUSH"});
+  CHECK(store.take_shard(shard, 10) >= 1);
 }
 
 TEST_CASE_METHOD(Fixture, "stats count pending entries, the next due time and transitions per business",
