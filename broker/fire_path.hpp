@@ -88,14 +88,16 @@
 
 namespace delayd::broker {
 
+// The settings' defaults come from config/config.hpp (their one home); loop_settings.cpp fills in
+// a configuration's values.
 struct FireOptions {
-  int max_attempts = 10;
-  std::int64_t retry_backoff_ms = 500;
-  std::int64_t retry_backoff_max_ms = 30000;
-  std::string dlq_topic = "delay-ingest.dlq";
+  int max_attempts = static_cast<int>(config::SchedulerConfig{}.max_attempts);
+  std::int64_t retry_backoff_ms = config::SchedulerConfig{}.retry_backoff_ms;
+  std::int64_t retry_backoff_max_ms = config::SchedulerConfig{}.retry_backoff_max_ms;
+  std::string dlq_topic = config::KafkaConfig{}.dlq_topic;
   std::int64_t retry_outage_ms = 1000;                    // retry delay of every failure that costs no attempt
   std::size_t max_unsettled = 100'000;                    // fire_due() pauses while this many await reports
-  std::string ready_topic_template = "ready.{business}";  // the ready topic of a job's business
+  std::string ready_topic_template = config::KafkaConfig{}.ready_topic_template;  // a job's business's topic
   // How long before its deliver_at a job is claimed; its record then waits in memory. A cancel
   // that arrives within this time of the deliver_at is late (answered in_flight). 0: claim at
   // the due instant.
@@ -113,7 +115,7 @@ struct FireOptions {
   config::BusinessPolicies policies;
   // A ready topic that does not exist: its jobs wait (attempts refunded) until it has been
   // missing this long, then are dead-lettered (kafka.missing_topic_timeout_ms).
-  std::chrono::milliseconds missing_topic_timeout{600000};
+  std::chrono::milliseconds missing_topic_timeout{config::KafkaConfig{}.missing_topic_timeout_ms};
   // Called with the topic when a ready topic is first found missing (each time it goes missing
   // again after being back); the service asks the topic creator to create it again when
   // kafka.create_topics is on. Empty: nothing is asked.

@@ -73,18 +73,20 @@
 
 namespace delayd::broker {
 
+// The settings' defaults come from config/config.hpp (their one home).
 struct IngestOptions {
   contract::IngestRules rules;
-  std::string dlq_topic = "delay-ingest.dlq";
+  std::string dlq_topic = config::KafkaConfig{}.dlq_topic;
   std::size_t max_waiting_batches = 64;  // backlogged() beyond this many uncommittable batches
-  std::int64_t cancel_memory_s = 300;    // how long a cancel for an unknown id is remembered
+  // how long a cancel for an unknown id is remembered
+  std::int64_t cancel_memory_s = config::SchedulerConfig{}.cancel_memory_s;
   std::string status_topic;              // records of this topic are reports; empty: none
   config::BusinessPolicies policies;     // what a report does to each business's jobs
   // Durability: the client the store writes through, and how many replicas must acknowledge each
   // batch's writes before it may be committed (0 or no client: no wait).
   redis::RedisClient* wait_on = nullptr;
-  int wait_replicas = 0;
-  int wait_timeout_ms = 1000;
+  int wait_replicas = static_cast<int>(config::RedisConfig{}.wait_replicas);
+  int wait_timeout_ms = static_cast<int>(config::RedisConfig{}.wait_timeout_ms);
 };
 
 // IngestCounters: broker/loop_counters.hpp.

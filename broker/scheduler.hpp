@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "broker/held_jobs.hpp"
+#include "config/config.hpp"
 #include "storage/job_store.hpp"
 #include "wheel/timing_wheel.hpp"
 
@@ -50,9 +51,10 @@ namespace delayd::broker {
 
 struct SchedulerOptions {
   wheel::WheelConfig wheel;
-  std::int64_t load_window_ms = 60000;  // precondition: < wheel range
-  std::size_t load_batch = 1000;
-  std::size_t fire_batch = 500;
+  // Defaults: config/config.hpp's (their one home).
+  std::int64_t load_window_ms = config::SchedulerConfig{}.load_window_ms;  // precondition: < wheel range
+  std::size_t load_batch = static_cast<std::size_t>(config::SchedulerConfig{}.load_batch);
+  std::size_t fire_batch = static_cast<std::size_t>(config::SchedulerConfig{}.fire_batch);
   std::size_t max_held = 2'000'000;  // refill pauses while this many jobs are held
 };
 

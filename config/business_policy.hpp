@@ -25,11 +25,14 @@
 namespace delayd::config {
 
 struct BusinessPolicy {
-  int max_process_attempts = 5;                 // deliveries, the first included
-  std::chrono::milliseconds retry_base{1000};   // backoff after the first failed report
-  std::chrono::milliseconds retry_max{600000};  // the backoff's ceiling
-  std::chrono::milliseconds ack_timeout{0};     // 0: silence never redelivers
-  bool keep_payload = false;                    // payload kept after ready
+  // Defaults: the [scheduler] settings' (config.hpp, their one home).
+  // deliveries, the first included
+  int max_process_attempts = static_cast<int>(SchedulerConfig{}.max_process_attempts);
+  // backoff after the first failed report, and its ceiling
+  std::chrono::milliseconds retry_base{SchedulerConfig{}.process_retry_base_ms};
+  std::chrono::milliseconds retry_max{SchedulerConfig{}.process_retry_max_ms};
+  std::chrono::milliseconds ack_timeout{SchedulerConfig{}.ack_timeout_ms};  // 0: silence never redelivers
+  bool keep_payload = SchedulerConfig{}.keep_payload;                       // payload kept after ready
 
   // When a job whose delivery number `attempt` (from 1) was reported failed at now_ms is due
   // again: retry_after if the report gave one, else retry_base * 2^(attempt-1) capped at

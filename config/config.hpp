@@ -16,8 +16,13 @@
 // any case; strings verbatim. The passthrough tables merge key by key across sources (a later
 // source overrides one property without dropping the others).
 //
+// One home for each fact of a setting: its default is the member initializer below (option
+// structs elsewhere take theirs from here), its name, environment name and range are its row of
+// the settings table (config_registry.cpp), and README's settings table is checked against
+// `delayd --print-config` (tests/config/check_readme_config.py).
+//
 // Invariants: a Config returned by load_config() has passed validate_config(): every number is
-// in its documented range (so narrowing casts to int/size_t by users are safe), the ready-topic
+// in its range (so narrowing casts to int/size_t by users are safe), the ready-topic
 // template renders a legal topic for every legal business, the Redis URL parses, and
 // scheduler.load_window_ms < wheel range. Every failure is a ConfigError whose message names
 // the setting, its value (secrets masked) and where the value came from.
@@ -62,12 +67,12 @@ struct KafkaConfig {
   std::string status_topic = "delay-status";
   std::string ready_topic_template = "ready.{business}";  // exactly one {business}
   bool create_topics = true;                              // create missing ingest, DLQ and ready topics
-  std::int64_t max_ready_topics = 1000;     // 1..1000000: distinct ready topics one process asks to create
+  std::int64_t max_ready_topics = 1000;     // distinct ready topics one process asks to create
   std::string allowed_businesses;           // comma-separated; empty: any business name
-  std::int64_t topic_partitions = 4;        // 1..100000, for topics delayd creates
-  std::int64_t topic_replication = 1;       // 1..32767, for topics delayd creates
-  std::int64_t message_timeout_ms = 30000;  // 1..2^31-1, librdkafka delivery timeout
-  // 1000..2^31-1: how long a ready topic may be missing (deleted under delayd) before its jobs
+  std::int64_t topic_partitions = 4;        // for topics delayd creates
+  std::int64_t topic_replication = 1;       // for topics delayd creates
+  std::int64_t message_timeout_ms = 30000;  // librdkafka delivery timeout
+  // How long a ready topic may be missing (deleted under delayd) before its jobs
   // are dead-lettered; until then they wait without spending attempts.
   std::int64_t missing_topic_timeout_ms = 600000;
   PropertyMap properties;                   // every client: consumer, producer, admin
@@ -82,22 +87,22 @@ struct RedisConfig {
   // redis://[[user]:password@]host[:port][/db], or redis-cluster://[[user]:password@]host:port[,host:port...]
   std::string url = "redis://127.0.0.1:16379";
   std::string password;                   // overrides the url's password when non-empty
-  std::optional<std::int64_t> db;         // overrides the url's db when set; 0..2^31-1
+  std::optional<std::int64_t> db;         // overrides the url's db when set
   std::string prefix = "delayd";          // [A-Za-z0-9._-]{1,64}
-  std::int64_t timeout_ms = 2000;         // 1..3600000
-  std::int64_t job_retention_s = 604800;  // 0 (forever)..3153600000
-  // 0..16: after each ingest chunk is accepted, and before its offsets may be committed, wait
+  std::int64_t timeout_ms = 2000;         // connect and command timeout
+  std::int64_t job_retention_s = 604800;  // how long finished jobs are kept; 0: forever
+  // After each ingest chunk is accepted, and before its offsets may be committed, wait
   // until this many replicas of every primary written to acknowledge (Redis WAIT); 0: no wait.
   std::int64_t wait_replicas = 0;
-  std::int64_t wait_timeout_ms = 1000;  // 1..60000: WAIT's timeout; fewer acknowledgements = retry the chunk
+  std::int64_t wait_timeout_ms = 1000;  // WAIT's timeout; fewer acknowledgements = retry the chunk
 };
 
 // The wheel's settings as a user writes them (milliseconds, signed like every integer setting).
 // The service turns them into the wheel's own parameters, wheel::WheelConfig, in one place:
 // scheduler_options() in broker/loop_settings.cpp.
 struct WheelSettings {
-  std::int64_t tick_ms = 1;    // 1..60000
-  std::int64_t slot_bits = 8;  // 4..12; three levels of 2^slot_bits slots
+  std::int64_t tick_ms = 1;    // the wheel's tick
+  std::int64_t slot_bits = 8;  // three levels of 2^slot_bits slots
 
   // How far ahead the wheel can hold a timer: tick_ms * 2^(3 * slot_bits). At most
   // 60000 * 2^36, so it fits in 64 bits with room to spare.
@@ -105,23 +110,23 @@ struct WheelSettings {
 };
 
 struct SchedulerConfig {
-  std::int64_t load_window_ms = 60000;  // 1..wheel range - 1
-  std::int64_t ingest_batch = 500;      // 1..1000000 (all three batches)
+  std::int64_t load_window_ms = 60000;  // below the wheel's range
+  std::int64_t ingest_batch = 500;      // jobs per batch (all three batches)
   std::int64_t load_batch = 1000;
   std::int64_t fire_batch = 500;
-  std::int64_t max_attempts = 10;             // 1..1000000
-  std::int64_t retry_backoff_ms = 500;        // 0..86400000
-  std::int64_t retry_backoff_max_ms = 30000;  // retry_backoff_ms..86400000
-  std::int64_t max_value_bytes = 990000;      // 1..1000000000, and + 1024 <= message.max.bytes
-  std::int64_t shutdown_timeout_ms = 10000;   // 0..3600000
-  std::int64_t cancel_memory_s = 300;         // 0..604800: how long a cancel for an unknown id is remembered
-  std::int64_t claim_ahead_ms = 50;           // 0..1000: jobs are claimed this long before due, then held in memory
+  std::int64_t max_attempts = 10;             // delivery attempts before a job fails
+  std::int64_t retry_backoff_ms = 500;        // retry backoff, doubling
+  std::int64_t retry_backoff_max_ms = 30000;  // ... up to this (at least retry_backoff_ms)
+  std::int64_t max_value_bytes = 990000;      // larger values are dead-lettered; + 1024 <= message.max.bytes
+  std::int64_t shutdown_timeout_ms = 10000;   // how long SIGTERM waits for in-flight records
+  std::int64_t cancel_memory_s = 300;         // how long a cancel for an unknown id is remembered
+  std::int64_t claim_ahead_ms = 50;           // jobs are claimed this long before due, then held in memory
   // The job lifecycle (README, "Job lifecycle"); each may be overridden per business in
   // `business` (config/business_policy.hpp):
-  std::int64_t max_process_attempts = 5;       // 1..1000000: deliveries a job gets through failed reports
-  std::int64_t process_retry_base_ms = 1000;   // 0..86400000: backoff after a failed report (doubling)
-  std::int64_t process_retry_max_ms = 600000;  // process_retry_base_ms..86400000: the backoff's ceiling
-  std::int64_t ack_timeout_ms = 0;             // 0 (off)..86400000: redelivered when no report comes
+  std::int64_t max_process_attempts = 5;       // deliveries a job gets through failed reports
+  std::int64_t process_retry_base_ms = 1000;   // backoff after a failed report (doubling)
+  std::int64_t process_retry_max_ms = 600000;  // the backoff's ceiling (at least the base)
+  std::int64_t ack_timeout_ms = 0;             // 0: off; redelivered when no report comes this long
   bool keep_payload = false;                   // keep the payload after ready (implied by ack_timeout_ms)
   // "<business>.<one of the five above>" -> value: the per-business overrides.
   PropertyMap business;
@@ -139,10 +144,10 @@ struct AdminConfig {
   // Bearer token asked of every request but /healthz and /readyz (Authorization: Bearer <token>);
   // empty: no token asked. Secret: masked when the configuration is printed.
   std::string token;
-  std::int64_t max_connections = 64;     // 1..100000: open connections; beyond it the oldest idle one is closed
-  std::int64_t read_timeout_ms = 5000;   // 1..3600000: to receive one whole request (and to send its answer)
-  std::int64_t max_header_bytes = 8192;  // 512..1048576: request line and headers; larger gets 431
-  std::int64_t max_body_bytes = 4096;    // 0..1048576: request body; larger gets 413
+  std::int64_t max_connections = 64;     // open connections; beyond it the oldest idle one is closed
+  std::int64_t read_timeout_ms = 5000;   // to receive one whole request (and to send its answer)
+  std::int64_t max_header_bytes = 8192;  // request line and headers; larger gets 431
+  std::int64_t max_body_bytes = 4096;    // request body; larger gets 413
 };
 
 // The url with its password, if any, replaced by "***"; for logs and --print-config. The Redis
