@@ -81,4 +81,19 @@ std::optional<JobRecord> parse_job_record(std::string_view record) {
   return r;
 }
 
+std::string format_header_line(JobState state, std::int64_t deliver_at, std::int64_t attempt,
+                               std::string_view business, const std::map<std::string, std::string, std::less<>>& fields) {
+  std::string line(to_string(state));
+  line += ' ' + std::to_string(deliver_at) + ' ' + std::to_string(attempt) + ' ';
+  line += business;
+  for (std::string_view name : job_record::kFields) {
+    if (const auto it = fields.find(name); it != fields.end()) {
+      line += ' ';
+      line += name;
+      line += '=' + it->second;
+    }
+  }
+  return line;
+}
+
 }  // namespace delayd::storage

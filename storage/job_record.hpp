@@ -93,4 +93,11 @@ struct JobRecord {
 // if it were fine while the broker set it aside.
 std::optional<JobRecord> parse_job_record(std::string_view record);
 
+// The header line (without its "\n") that prelude.lua's write() would write for these values:
+// the words, then each of `fields` whose name is in kFields, in kFields' order (names not in
+// kFields are not written, as write() drops them). Values must be free of white space (encode
+// free text first). parse_job_record(format_header_line(...) + "\n") reads them back.
+std::string format_header_line(JobState state, std::int64_t deliver_at, std::int64_t attempt,
+                               std::string_view business, const std::map<std::string, std::string, std::less<>>& fields);
+
 }  // namespace delayd::storage

@@ -385,12 +385,13 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
     for (size_t i : idx) {
       const NewJob& j = jobs[i];
       const std::string at = std::to_string(j.deliver_at);
-      std::string line = "delay " + at + " 0 " + j.business;
+      std::map<std::string, std::string, std::less<>> fields;
       if (j.repeat_every.count() > 0) {
-        line += " every=" + std::to_string(j.repeat_every.count());
-        if (j.repeat_count > 0) line += " count=" + std::to_string(j.repeat_count);
-        line += " rep=1";
+        fields["every"] = std::to_string(j.repeat_every.count());
+        if (j.repeat_count > 0) fields["count"] = std::to_string(j.repeat_count);
+        fields["rep"] = "1";
       }
+      const std::string line = format_header_line(JobState::delay, j.deliver_at, 0, j.business, fields);
       per_job.push_back({j.job_id, at, j.business, line + "\n" + encode_payload({j.key, j.value, j.headers})});
     }
     const Replies replies = run(Script::accept, shard, per_job, now_ms);

@@ -269,3 +269,23 @@ TEST_CASE("the Lua and the C++ reading of a job record agree on every record, go
   CHECK(good > inputs.size() / 5);
   CHECK(damaged > inputs.size() / 5);
 }
+
+TEST_CASE("format_header_line writes what parse_job_record reads, fields in write()'s order", "[storage][codec]") {
+  using delayd::storage::format_header_line;
+  using delayd::storage::JobState;
+  using delayd::storage::parse_job_record;
+  const std::map<std::string, std::string, std::less<>> fields{{"rep", "1"}, {"every", "60000"}, {"not_a_field", "x"}};
+  const std::string line = format_header_line(JobState::delay, 1795341600123, 0, "orders", fields);
+  // kFields' order (every before rep), and a name write() does not know is not written.
+  CHECK(line == "delay 1795341600123 0 orders every=60000 rep=1");
+  const auto r = parse_job_record(line + "\npayload");
+  REQUIRE(r);
+  CHECK(r->state == JobState::delay);
+  CHECK(r->deliver_at == 1795341600123);
+  CHECK(r->attempt == 0);
+  CHECK(r->business == "orders");
+  CHECK(r->fields.at("every") == "60000");
+  CHECK(r->fields.at("rep") == "1");
+  CHECK(r->payload == "payload");
+  CHECK(format_header_line(JobState::failed, 5, 3, "b", {}) == "failed 5 3 b");
+}
