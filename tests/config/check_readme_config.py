@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """README's settings tables say what `delayd --print-config` says.
 
-    check_readme_config.py <delayd executable> <README.md>
+    check_readme_config.py <delayd executable> <README.md> <config/config_registry.cpp>
 
 The settings table (config/config_registry.cpp) is the one home of every setting's name and
 default; `delayd --print-config` with no file, no DELAYD_* variable and no flag prints exactly
@@ -10,7 +10,9 @@ those defaults. This check reads every README table row whose first cell names s
   - every setting delayd prints is documented in the Configuration section's table;
   - every setting README names exists;
   - every default README states equals delayd's (`empty (...)` is the empty string, a value
-    followed by a note in parentheses is the value).
+    followed by a note in parentheses is the value);
+  - every range README states ("lo..hi: ..." at the start of a row's meaning, for a row naming one
+    setting) equals the bounds of that setting's row in the settings table.
 Exit status 0 when all agree, 1 naming each difference, 2 when it cannot run.
 """
 import os
@@ -54,6 +56,19 @@ def printed_defaults(delayd):
     return settings
 
 
+def table_ranges(path):
+    """{'kafka.topic_partitions': ('1', '100000'), ...}: the bounds of every integer row of the
+    settings table (config_registry.cpp), with its named constants resolved."""
+    text = open(path, encoding="utf-8").read()
+    consts = {m.group(1): m.group(2).replace("'", "")
+              for m in re.finditer(r"constexpr Int (k\w+) = ([\d']+);", text)}
+    ranges = {}
+    for m in re.finditer(r'Setting\{"([\w.]+)", field<Int>\(.*?\),\s*([\w\']+),\s*([\w\']+)', text):
+        lo, hi = (consts.get(v, v.replace("'", "")) for v in (m.group(2), m.group(3)))
+        ranges[m.group(1)] = (lo, hi)
+    return ranges
+
+
 def cells(row):
     return [c.strip() for c in row.strip().strip("|").split("|")]
 
@@ -90,14 +105,20 @@ def readme_rows(path):
         row = cells(line)
         names = names_of(row[0])
         if names and len(row) >= 3:
-            yield number, in_config, names, defaults_of(row[1], len(names))
+            stated = re.match(r"(\d+)\.\.(\d+)\b", row[2])
+            yield (number, in_config, names, defaults_of(row[1], len(names)),
+                   (stated.group(1), stated.group(2)) if stated else None)
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         print(__doc__, file=sys.stderr)
         return 2
-    delayd, readme = sys.argv[1:]
+    delayd, readme, registry = sys.argv[1:]
+    ranges = table_ranges(registry)
+    if not ranges:
+        print(f"no integer settings found in {registry}", file=sys.stderr)
+        return 2
     try:
         printed = printed_defaults(delayd)
     except (OSError, subprocess.SubprocessError, tomllib.TOMLDecodeError) as e:
@@ -106,8 +127,14 @@ def main():
     problems = []
     documented = set()
     rows = 0
-    for number, in_config, names, defaults in readme_rows(readme):
+    checked_ranges = 0
+    for number, in_config, names, defaults, stated in readme_rows(readme):
         rows += 1
+        if stated and len(names) == 1 and names[0] in ranges:
+            checked_ranges += 1
+            if stated != ranges[names[0]]:
+                problems.append(f"README.md:{number}: `{names[0]}` range {stated[0]}..{stated[1]}, "
+                                f"but the settings table says {ranges[names[0]][0]}..{ranges[names[0]][1]}")
         for name, default in zip(names, defaults):
             if name not in printed:
                 # A row naming something that is not a setting (a metric, a file) is not ours.
@@ -127,7 +154,8 @@ def main():
         print(f"README settings: {len(problems)} differences from delayd --print-config")
         return 1
     print(f"README settings: all {len(printed)} settings documented in {rows} rows; "
-          f"every stated default equals delayd --print-config")
+          f"every stated default equals delayd --print-config, and the {checked_ranges} stated ranges "
+          f"equal the settings table's")
     return 0
 
 
