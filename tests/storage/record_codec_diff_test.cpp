@@ -278,7 +278,8 @@ TEST_CASE("format_header_line writes what parse_job_record reads, fields in writ
   const std::string line = format_header_line(JobState::delay, 1795341600123, 0, "orders", fields);
   // kFields' order (every before rep), and a name write() does not know is not written.
   CHECK(line == "delay 1795341600123 0 orders every=60000 rep=1");
-  const auto r = parse_job_record(line + "\npayload");
+  const std::string record = line + "\npayload";  // payload is a view into it: kept alive
+  const auto r = parse_job_record(record);
   REQUIRE(r);
   CHECK(r->state == JobState::delay);
   CHECK(r->deliver_at == 1795341600123);
