@@ -88,8 +88,8 @@ FailureAction decide(DeliveryError error, int attempt, const FireOptions& option
 }
 
 FirePath::FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer,
-                   FireOptions options)
-    : scheduler_(scheduler), store_(store), producer_(producer), options_(std::move(options)) {}
+                   FireOptions options, MarkWorker* marker)
+    : scheduler_(scheduler), store_(store), producer_(producer), options_(std::move(options)), marker_(marker) {}
 
 void FirePath::produce(InFlight entry, TagKind kind) {
   const std::uint64_t tag = make_tag(kind, ++seq_);
@@ -319,7 +319,51 @@ void FirePath::on_report(const connectors::DeliveryReport& report) {
   reports_.push_back(report);
 }
 
+void FirePath::apply_marks() {
+  if (marker_ == nullptr) return;
+  std::exception_ptr failure;
+  for (MarkWorker::Result& r : marker_->take_done()) {
+    auto it = marks_.find(r.id);
+    if (it == marks_.end()) continue;
+    PendingMark pm = std::move(it->second);
+    marks_.erase(it);
+    if (r.error) {
+      // Nothing known written: the reports go round again (a mark is safe to repeat).
+      for (std::size_t k = 0; k < pm.tags.size(); ++k) {
+        if (auto f = in_flight_.find(pm.tags[k]); f != in_flight_.end()) f->second.marking = false;
+        reports_.push_front(std::move(pm.reports[k]));
+      }
+      if (!failure) failure = r.error;
+      continue;
+    }
+    marked(pm.tags, r.marked);
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+void FirePath::marked(const std::vector<std::uint64_t>& tags, const std::vector<storage::Transition>& marked) {
+  for (std::size_t k = 0; k < tags.size(); ++k) {
+    auto it = in_flight_.find(tags[k]);
+    if (it == in_flight_.end()) continue;
+    if (!marked[k].changed && marked[k].state != storage::JobState::ready) {
+      spdlog::warn("job {} delivered but found in state {} (not marked ready)", it->second.job_id,
+                   storage::to_string(marked[k].state));
+    }
+    follow_up(it->second, marked[k]);
+    in_flight_.erase(it);
+    ++counters_.delivered;
+  }
+}
+
+void FirePath::settle_all(std::chrono::milliseconds timeout) {
+  settle(options_.clock());
+  if (marker_ == nullptr) return;
+  marker_->wait_idle(timeout);
+  apply_marks();
+}
+
 void FirePath::settle(std::int64_t now_ms) {
+  apply_marks();  // may throw: the failed marks' reports are queued again
   if (reports_.empty()) return;
   // At most kSettleBudget reports per call, so that claims for what falls due next are not held
   // up behind a large backlog of acknowledgements (the loop calls settle() again soon).
@@ -331,7 +375,7 @@ void FirePath::settle(std::int64_t now_ms) {
   for (std::size_t i = 0; i < budget; ++i) {
     const connectors::DeliveryReport& r = reports_[i];
     auto it = in_flight_.find(r.tag);
-    if (r.ok && it != in_flight_.end() && tag_kind(r.tag) == TagKind::ready) {
+    if (r.ok && it != in_flight_.end() && tag_kind(r.tag) == TagKind::ready && !it->second.marking) {
       slots.push_back(it->second.slot);
       tags.push_back(r.tag);
     }
@@ -344,28 +388,40 @@ void FirePath::settle(std::int64_t now_ms) {
                    reports_[i].topic, std::max<std::int64_t>(now_ms - was->since_ms, 0), was->failures);
     }
   }
+  std::unordered_map<std::uint64_t, const connectors::DeliveryReport*> report_of;
+  if (marker_ != nullptr) {
+    for (std::size_t i = 0; i < budget; ++i) report_of[reports_[i].tag] = &reports_[i];
+  }
   for (const auto& [shard, index] : by_shard(slots)) {
     std::vector<storage::JobStore::Delivered> jobs;
+    std::vector<std::uint64_t> group;
     jobs.reserve(index.size());
-    for (size_t i : index) jobs.push_back(delivered(in_flight_.at(tags[i])));
+    for (size_t i : index) {
+      jobs.push_back(delivered(in_flight_.at(tags[i])));
+      group.push_back(tags[i]);
+    }
+    if (marker_ != nullptr) {
+      // Handed to the settle thread; applied by a later settle() (apply_marks()).
+      PendingMark pm;
+      for (std::uint64_t tag : group) {
+        in_flight_.at(tag).marking = true;
+        pm.reports.push_back(*report_of.at(tag));
+      }
+      pm.tags = std::move(group);
+      const std::uint64_t id = ++mark_seq_;
+      marks_.emplace(id, std::move(pm));
+      marker_->submit({id, scheduler_.shard_name(shard), std::move(jobs), now_ms});
+      continue;
+    }
     send_prepared(options_.clock());  // a due record waits behind one call at most
-    const auto marked =
+    const auto result =
         store_.mark_ready(scheduler_.shard_name(shard), std::span<const storage::JobStore::Delivered>(jobs),
                           now_ms);  // may throw: all stay queued
-    for (size_t k = 0; k < index.size(); ++k) {
-      auto it = in_flight_.find(tags[index[k]]);
-      if (!marked[k].changed && marked[k].state != storage::JobState::ready) {
-        spdlog::warn("job {} delivered but found in state {} (not marked ready)", jobs[k].job_id,
-                     storage::to_string(marked[k].state));
-      }
-      follow_up(it->second, marked[k]);
-      in_flight_.erase(it);
-      ++counters_.delivered;
-    }
+    marked(group, result);
   }
   for (std::size_t i = 0; i < budget; ++i) {
     const connectors::DeliveryReport& r = reports_.front();
-    if (in_flight_.count(r.tag) != 0) {
+    if (auto it = in_flight_.find(r.tag); it != in_flight_.end() && !it->second.marking) {
       // May throw (Redis): the report stays queued and is handled again.
       if (tag_kind(r.tag) == TagKind::failed_dlq) {
         handle_dead_letter_report(r.tag, r, now_ms);

@@ -12,7 +12,9 @@
 //                aside in Redis after the dispatch loop, which itself does no I/O and cannot
 //                throw half-way through a batch.
 //   on_report()  the producer's report handler forwards reports of this path's tags here.
-//   settle()     acknowledged records: mark ready (one script call per shard); the others
+//   settle()     acknowledged records: mark ready (one script call per shard; with a MarkWorker,
+//                handed to its thread and connection, and applied when its result comes back
+//                at a later settle(), so the loop claims while marks are in flight); the others
 //                by what Kafka said (connectors::DeliveryError), see decide() below.
 //
 // What a failed delivery costs (the attempt counter is what max_attempts limits):
@@ -62,7 +64,8 @@
 // Outages: if Redis fails mid-way, nothing already acknowledged is forgotten: reports stay
 // queued until settle() gets through, and jobs whose claim failed go back to the wheel. Every
 // step may be repeated (see storage/job_store.hpp for the crash points).
-// Threading: the scheduling loop's thread, like the scheduler and producer it uses.
+// Threading: the scheduling loop's thread, like the scheduler and producer it uses; the
+// MarkWorker, if given, writes marks on its own thread (mark_worker.hpp).
 #pragma once
 
 #include <chrono>
@@ -78,6 +81,7 @@
 #include "broker/delivery_tags.hpp"
 #include "broker/log_throttle.hpp"
 #include "broker/loop_counters.hpp"
+#include "broker/mark_worker.hpp"
 #include "broker/missing_topics.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/snapshot.hpp"
@@ -138,7 +142,9 @@ FailureAction decide(connectors::DeliveryError error, int attempt, const FireOpt
 
 class FirePath {
  public:
-  FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer, FireOptions options);
+  // `marker` may be null: marks are then written on this thread, one round trip per shard.
+  FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer, FireOptions options,
+           MarkWorker* marker = nullptr);
 
   // Returns how many records were handed to the producer (including those send_prepared()
   // found due). May throw storage errors; what was claimed before the error is kept.
@@ -151,7 +157,13 @@ class FirePath {
   // Claimed records held back until their deliver_at.
   std::size_t prepared() const { return prepared_.size(); }
   void on_report(const connectors::DeliveryReport& report);
+  // Applies the marks the MarkWorker finished, then settles the queued reports (marks handed to
+  // the worker, or written here without one). May throw storage errors: every report whose
+  // outcome is not written stays queued (a failed mark's report is queued again).
   void settle(std::int64_t now_ms);
+  // settle(), then waits up to `timeout` for the marks in flight and applies them (a revoke or a
+  // stop: so that the next owner finds the jobs ready). May throw like settle().
+  void settle_all(std::chrono::milliseconds timeout);
   // Gives the shard up because another member owns it now (Redis refused our fence): revoked
   // in the scheduler, fence dropped. Idempotent. No I/O.
   void lose(const std::string& shard);
@@ -184,7 +196,18 @@ class FirePath {
     std::string reason;                                   // set once the job is on its way to the dead-letter topic
     std::chrono::steady_clock::time_point claimed_at{};   // when Redis last confirmed our fence
     std::chrono::steady_clock::time_point produced_at{};  // when handed to the producer
+    bool marking = false;                                 // its mark is with the MarkWorker: settle() leaves it alone
   };
+  // A mark handed to the MarkWorker: its records, by tag, with their reports (queued again if
+  // the mark fails).
+  struct PendingMark {
+    std::vector<std::uint64_t> tags;
+    std::vector<connectors::DeliveryReport> reports;
+  };
+  // Applies the MarkWorker's finished marks; rethrows the first failure after re-queueing.
+  void apply_marks();
+  // The mark of the jobs of `index` (into tags) succeeded with `marked`: follow-ups, counters.
+  void marked(const std::vector<std::uint64_t>& tags, const std::vector<storage::Transition>& marked);
   // Held records older than fence_recheck: drop those of shards that moved, keep the rest.
   void recheck_fences();
   std::int64_t backoff(int attempt) const;
@@ -214,6 +237,9 @@ class FirePath {
   storage::JobStore& store_;
   connectors::KafkaProducer& producer_;
   FireOptions options_;
+  MarkWorker* marker_;
+  std::unordered_map<std::uint64_t, PendingMark> marks_;  // by MarkWorker request id
+  std::uint64_t mark_seq_ = 0;
   std::unordered_map<std::uint64_t, InFlight> in_flight_;
   std::multimap<std::int64_t, InFlight> prepared_;  // by deliver_at (epoch ms): claimed, not yet due
   std::deque<connectors::DeliveryReport> reports_;

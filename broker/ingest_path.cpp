@@ -38,9 +38,9 @@ IngestPath::Offsets next_offsets(std::span<const connectors::Record> batch) {
 
 }  // namespace
 
-IngestPath::IngestPath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer,
+IngestPath::IngestPath(WheelFeed& wheel, storage::JobStore& store, connectors::KafkaProducer& producer,
                        TopicCreator* topics, IngestOptions options)
-    : scheduler_(scheduler), store_(store), producer_(producer), topics_(topics), options_(std::move(options)) {}
+    : wheel_(wheel), store_(store), producer_(producer), topics_(topics), options_(std::move(options)) {}
 
 IngestPath::Batch& IngestPath::batch_for(std::span<const connectors::Record> batch) {
   const std::string first = position(batch.front());
@@ -148,7 +148,7 @@ void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) 
       // Hold it if it is due within the horizon: the ingest half of the horizon invariant. An
       // existing job is offered too (a replay after a crash may be the only way it gets held).
       if (o.state == storage::JobState::delay) {
-        scheduler_.offer(accepts_[i].shard, accepts_[i].job_id, o.deliver_at);
+        wheel_.offer(accepts_[i].shard, accepts_[i].job_id, o.deliver_at);
       }
     }
     accepts_.clear();
@@ -162,7 +162,7 @@ void IngestPath::cancel(const std::string& shard, const std::string& job_id, std
     ++counters_.cancelled;
     spdlog::info("job {} cancelled: an occurrence is on its way, the series ends after it", job_id);
   } else if (t.changed) {
-    scheduler_.cancel(t.shard, job_id);
+    wheel_.cancel(t.shard, job_id);
     ++counters_.cancelled;
     spdlog::info("job {} cancelled", job_id);
   } else if (t.state == storage::JobState::missing) {
@@ -177,7 +177,7 @@ void IngestPath::reschedule(const std::string& shard, const contract::Reschedule
   const storage::Transition t = store_.reschedule_anywhere(shard, r.job_id, r.deliver_at_ms, now_ms);
   if (t.changed) {
     // The owner moves the timer when it reads the wake list; if that is us, at once.
-    scheduler_.move(t.shard, r.job_id, r.deliver_at_ms);
+    wheel_.move(t.shard, r.job_id, r.deliver_at_ms);
     ++counters_.rescheduled;
     spdlog::info("job {} rescheduled to {}", r.job_id, r.deliver_at_ms);
   } else if (t.state == storage::JobState::in_flight) {
@@ -265,7 +265,7 @@ std::vector<bool> IngestPath::apply_reports(const std::vector<contract::StatusRe
     count(statuses[i], o);
     // A failed job due again: if its shard is ours, its timer moves now (others read the wake list).
     if (o.verdict == storage::ReportOutcome::Verdict::applied && o.state == storage::JobState::delay) {
-      scheduler_.move(o.shard, statuses[i].job_id, o.due_at);
+      wheel_.move(o.shard, statuses[i].job_id, o.due_at);
     }
   }
   return wait;

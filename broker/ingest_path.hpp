@@ -3,8 +3,9 @@
 //
 //   schedule  accepted in Redis (record and pending entry in one script call per shard; see
 //             storage/job_store.hpp), then
-//             offered to the scheduler, which holds it at once if it is due within the shard's
-//             loaded horizon (the ingest half of the horizon invariant, scheduler.hpp).
+//             offered to the wheel's owner (WheelFeed), which holds it if it is due within the
+//             shard's loaded horizon (the ingest half of the horizon invariant, scheduler.hpp;
+//             across threads, handover.hpp).
 //   cancel    cancelled in Redis if still pending and not in flight, then dropped from the wheel.
 //             The job is looked for in the cancel's own shard first, then in every known shard
 //             (<prefix>:shards). An id found nowhere is remembered for cancel_memory_s in every
@@ -47,7 +48,8 @@
 // Ready topics: when creation is on, a job's ready topic is asked of the TopicCreator (never
 // waited for). A business outside rules.allowed_businesses, or one that would need a new topic
 // beyond the creator's cap, is dead-lettered with the reason.
-// Threading: the scheduling loop's thread.
+// Threading: one thread (the ingest thread, broker/ingest_stage.hpp); everything it tells the
+// wheel goes through the WheelFeed it was given.
 #pragma once
 
 #include <chrono>
@@ -63,12 +65,12 @@
 
 #include "base/backoff.hpp"
 #include "broker/dead_letter.hpp"
-#include "contract/ingest_parse.hpp"
 #include "broker/loop_counters.hpp"
-#include "broker/scheduler.hpp"
 #include "broker/topic_creator.hpp"
+#include "broker/wheel_feed.hpp"
 #include "config/business_policy.hpp"
 #include "connectors/kafka_producer.hpp"
+#include "contract/ingest_parse.hpp"
 #include "storage/job_store.hpp"
 
 namespace delayd::broker {
@@ -95,8 +97,9 @@ class IngestPath {
  public:
   using Offsets = std::vector<std::pair<connectors::TopicPartition, std::int64_t>>;  // next offset to read
 
-  // topics may be null (ready topics are not created).
-  IngestPath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer, TopicCreator* topics,
+  // topics may be null (ready topics are not created). `wheel` learns of every job accepted,
+  // cancelled or moved, after Redis acknowledged it.
+  IngestPath(WheelFeed& wheel, storage::JobStore& store, connectors::KafkaProducer& producer, TopicCreator* topics,
              IngestOptions options);
 
   // Precondition: batch is not empty.
@@ -155,7 +158,7 @@ class IngestPath {
   void send(DeadLetter letter);
   std::optional<std::string> refuse_topic(const contract::ScheduleJob& job);
 
-  Scheduler& scheduler_;
+  WheelFeed& wheel_;
   storage::JobStore& store_;
   connectors::KafkaProducer& producer_;
   TopicCreator* topics_;

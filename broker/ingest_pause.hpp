@@ -8,12 +8,12 @@
 // Invariants: paused() is what was last asked of the consumer; since librdkafka assigns
 // partitions unpaused, a pause is asked again after every rebalance (counted by Ownership)
 // until it is lifted.
-// Threading: the scheduling loop's thread.
+// Threading: the ingest thread (broker/ingest_stage.hpp), which owns the consumer.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
-#include "broker/fire_path.hpp"
 #include "broker/ingest_path.hpp"
 #include "connectors/kafka_consumer.hpp"
 
@@ -21,9 +21,11 @@ namespace delayd::broker {
 
 class IngestPause {
  public:
-  // Pauses or resumes `consumer` as the rule says for `fire` and `ingest` now; `rebalances` is
-  // Ownership::rebalances() (a pause is applied again after one). May throw KafkaError.
-  void apply(const FirePath& fire, const IngestPath& ingest, std::uint64_t rebalances,
+  // Pauses or resumes `consumer` as the rule says for the fire side (`fire_stuck`: FirePath::stuck(),
+  // `unsettled`: FirePath::unsettled(), as the loop last published them) and `ingest` now;
+  // `rebalances` counts the consumer's rebalances (a pause is applied again after one). May
+  // throw KafkaError.
+  void apply(bool fire_stuck, std::size_t unsettled, const IngestPath& ingest, std::uint64_t rebalances,
              connectors::KafkaConsumer& consumer);
   // Whether reading is paused (/healthz says so when nothing else is wrong).
   bool paused() const { return paused_; }

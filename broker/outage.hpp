@@ -11,18 +11,28 @@
 
 #include <spdlog/spdlog.h>
 
-#include "base/backoff.hpp"
-
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
+
+#include "base/backoff.hpp"
 
 namespace delayd::broker {
 
 // The retries while a dependency is down: 100 ms doubling to 1 s, back to 100 ms after a
 // success (see the top of this file for why).
 inline base::Backoff outage_backoff() { return base::Backoff(std::chrono::milliseconds(100), std::chrono::seconds(1)); }
+
+// Sleeps `ms` (a backoff's wait), waking early when `stop` is set: at most 20 ms late for a stop.
+inline void nap(std::int64_t ms, const std::atomic<bool>& stop) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!stop && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(ms, 20)));
+  }
+}
 
 class Outage {
  public:

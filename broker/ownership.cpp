@@ -77,7 +77,7 @@ void Ownership::drain_before_revoke() {
   if (fire_.unsettled() == 0) return;
   try {
     producer_.flush(kDrainMs);
-    fire_.settle(clock_.now_ms());
+    fire_.settle_all(std::chrono::milliseconds(kDrainMs));
   } catch (const std::exception& e) {
     spdlog::warn("settling before a revoke: {}", e.what());
   }

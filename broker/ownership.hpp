@@ -13,10 +13,10 @@
 //   fenced     a fenced call refused by Redis makes the fire path give the shard up itself
 //              (FirePath::lose(), with its recheck of held records): not handled here.
 // Invariants: a shard is loaded by the scheduler only once its fence is taken; a shard is in
-// the assigned-not-fenced set only between its assignment and its take (or its revoke); the
-// listeners run inside KafkaConsumer calls, on the loop's thread.
-// Threading: the scheduling loop's thread (librdkafka calls the listeners from the consumer's
-// poll, which the loop makes).
+// the assigned-not-fenced set only between its assignment and its take (or its revoke).
+// Threading: the scheduling loop's thread. librdkafka calls the consumer's listeners on the
+// ingest thread; they relay each rebalance to the loop's thread, which runs these listeners
+// while the ingest thread waits (broker/handover.hpp).
 #pragma once
 
 #include <cstdint>

@@ -11,13 +11,14 @@
 
 #include "broker/delivery_tags.hpp"
 #include "broker/fire_path.hpp"
-#include "broker/ingest_path.hpp"
-#include "broker/ingest_pause.hpp"
+#include "broker/handover.hpp"
+#include "broker/ingest_stage.hpp"
 #include "broker/loop_settings.hpp"
 #include "broker/outage.hpp"
 #include "broker/outage_tracker.hpp"
 #include "broker/ownership.hpp"
 #include "broker/periodic.hpp"
+#include "broker/producer_recovery.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/timed_redis.hpp"
 #include "broker/topic_creator.hpp"
@@ -26,23 +27,15 @@
 #include "connectors/kafka_admin.hpp"
 #include "connectors/kafka_consumer.hpp"
 #include "connectors/kafka_producer.hpp"
+#include "redis/connection.hpp"
 #include "storage/job_store.hpp"
 #include "storage/key_schema.hpp"
-#include "redis/connection.hpp"
 
 namespace delayd::broker {
 
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-
-// Sleeps up to ms, waking early when a stop is requested.
-void nap(std::int64_t ms, const std::atomic<bool>& stop) {
-  const auto until = SteadyClock::now() + std::chrono::milliseconds(ms);
-  while (!stop && SteadyClock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(ms, 20)));
-  }
-}
 
 // Milliseconds from `since` to now.
 std::int64_t elapsed_ms(SteadyClock::time_point since) {
@@ -68,65 +61,62 @@ auto until_up(const char* what, const std::atomic<bool>& stop, Make make) -> std
   return std::nullopt;
 }
 
-// More than this many producer replacements within a minute: a fresh client cannot clear the
-// fault, which is the one kind of remote failure that is fatal.
-constexpr int kMaxProducerRecoveriesPerMinute = 5;
-// Ingest records processed between two looks at the fire side: one accept call per shard of
-// at most this many jobs, about 1-3 ms of Redis time.
-constexpr std::size_t kIngestChunk = 256;
-
 // The scheduling loop: what one turn does, in what order, and the bookkeeping around it. The
-// parts it turns: Scheduler (the wheel), FirePath, IngestPath, Ownership (rebalances and
-// fences), IngestPause (back-pressure), OutageTracker (outages and /healthz), the periodic duties
-// (periodic.hpp); their settings come from loop_settings.hpp.
+// parts it turns: Scheduler (the wheel), FirePath, Ownership (rebalances and fences), the
+// Handover from the ingest thread (IngestStage), OutageTracker (outages and /healthz), the
+// periodic duties (periodic.hpp); their settings come from loop_settings.hpp.
 class Loop {
  public:
-  // `redis_latency` is filled by the client the store uses (TimedRedisClient); it must outlive
+  // `redis_latency` is filled by the client the store uses (TimedRedisClient); `ingest_store`
+  // (over `ingest_redis`, timed into `ingest_latency`) is the ingest thread's. All must outlive
   // the loop.
-  Loop(const config::Config& c, const std::atomic<bool>& stop, storage::JobStore& store, redis::RedisClient& redis,
-       const DurationHistogram& redis_latency, connectors::KafkaAdmin* admin)
+  Loop(const config::Config& c, const std::atomic<bool>& stop, storage::JobStore& store,
+       const DurationHistogram& redis_latency, storage::JobStore& mark_store, const DurationHistogram& mark_latency,
+       storage::JobStore& ingest_store, redis::RedisClient& ingest_redis, const DurationHistogram& ingest_latency,
+       connectors::KafkaAdmin* admin)
       : c_(c),
         stop_(stop),
         store_(store),
         redis_latency_(redis_latency),
         scheduler_(scheduler_options(c), clock_.now_ms(), store),
         producer_(producer_properties(c), [this](const connectors::DeliveryReport& r) { route_report(r); }),
+        marker_(mark_store, mark_latency),
         fire_(scheduler_, store_, producer_,
               fire_options(
                   c, [this] { return clock_.now_ms(); },
                   [this](const std::string& topic) {
                     if (topics_) topics_->recreate(topic);
-                  })),
-        ingest_(scheduler_, store_, producer_, topics(c, admin), ingest_options(c, redis)),
+                  }),
+              &marker_),
         ownership_(c.kafka.ingest_topic, clock_, scheduler_, store_, fire_, producer_),
-        consumer_(consumer_properties(c), ownership_.listener()) {
+        rebalance_(ownership_.listener()),
+        ingest_(c, ingest_store, ingest_redis, ingest_latency, handover_, topics(c, admin)) {
     ownership_.enable_fencing();
-    // The status topic's partitions come with the group's assignment like the ingest topic's,
-    // but they are not shards: reports apply to jobs wherever they are (IngestPath).
-    if (c.kafka.status_topic.empty()) {
-      consumer_.subscribe({c.kafka.ingest_topic});
-    } else {
-      consumer_.subscribe({c.kafka.ingest_topic, c.kafka.status_topic});
-    }
+    ingest_.start();
   }
+  // If shutdown() did not run (an exception), the ingest thread must not wait for this thread.
+  ~Loop() { handover_.close(); }
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
 
   // One turn; false when a fatal error ends the loop. Transient failures are absorbed here.
   bool turn() {
     const auto started = SteadyClock::now();
     std::int64_t waited = 0;
     try {
-      if (!recover_producer()) return false;
+      if (!recovery_.check(producer_, "ready") || ingest_.fatal()) return false;
+      handover_.serve(scheduler_, rebalance_);  // what ingest wrote, and rebalances, in order
       ownership_.take_assigned();
       take_wakes();
       fire_and_settle();
-      ingest_.retry_dead_letters();
-      ingest_.retry_waiting_reports(clock_.now_ms());
       // Two pages (2 000 jobs) per shard per turn: a due record waits behind a page read at
       // most, and a backlog still loads at several hundred thousand jobs a second.
       scheduler_.refill(clock_.now_ms(), 2);
-      fire_and_settle();  // what the refill found due within claim_ahead_ms
-      waited = read_ingest();
+      handover_.serve(scheduler_, rebalance_);
+      fire_and_settle();  // what the refill and ingest found due within claim_ahead_ms
+      handover_.set_fire_state(fire_.stuck(), fire_.unsettled());
       outages_.turn_done(fire_.delivery_outage());
+      waited = idle();
     } catch (const redis::RedisIoError& e) {
       fail(OutageTracker::Failure::redis, e.what());
     } catch (const redis::RedisCommandError& e) {
@@ -144,23 +134,24 @@ class Loop {
     return true;
   }
 
-  // Leaves the group after committing what is done, settles the in-flight records for up to
+  // Stops the ingest thread, which commits what is done and leaves the group (its revoke is
+  // served here, like every rebalance), then settles the in-flight records for up to
   // scheduler.shutdown_timeout_ms, and flushes the producer. Logs failures; never throws.
   void shutdown() {
     spdlog::info("stopping: leaving the consumer group, settling {} in-flight records", fire_.unsettled());
-    try {
-      // Batches whose dead-letter copies are acknowledged by now are committed before leaving,
-      // so that the next owner does not read (and dead-letter) them again.
-      producer_.flush(static_cast<int>(std::min<std::int64_t>(c_.scheduler.shutdown_timeout_ms, 2000)));
-      consumer_.commit(ingest_.take_committable());
-    } catch (const std::exception& e) {
-      spdlog::warn("committing at shutdown: {}", e.what());
+    ingest_.request_stop();
+    while (!ingest_.finished()) {
+      try {
+        handover_.serve(scheduler_, rebalance_);
+        fire_and_settle();
+      } catch (const std::exception& e) {
+        spdlog::warn("settling at shutdown: {}", e.what());
+      }
+      handover_.wait(std::chrono::milliseconds(10));
     }
-    try {
-      consumer_.close();
-    } catch (const std::exception& e) {
-      spdlog::warn("leaving the consumer group: {}", e.what());
-    }
+    ingest_.join();
+    handover_.serve(scheduler_, rebalance_);
+    handover_.close();
     const auto deadline = SteadyClock::now() + std::chrono::milliseconds(c_.scheduler.shutdown_timeout_ms);
     while (fire_.unsettled() > 0 && SteadyClock::now() < deadline) {
       try {
@@ -176,7 +167,7 @@ class Loop {
                    fire_.unsettled());
     }
     producer_.flush(1000);
-    spdlog::info("stopped: delivered {}, accepted {}", fire_.counters().delivered, ingest_.counters().accepted);
+    spdlog::info("stopped: delivered {}, accepted {}", fire_.counters().delivered, ingest_.status().counters.accepted);
   }
 
   std::function<void(LoopSnapshot)> publish;  // if set, receives a snapshot every duty::kSnapshot
@@ -202,31 +193,9 @@ class Loop {
     }
   }
 
-  // The producer's delivery reports: dead-letter copies of ingest records to the ingest path,
-  // everything else (ready records and their dead-letter copies) to the fire path.
-  void route_report(const connectors::DeliveryReport& r) {
-    if (tag_kind(r.tag) == TagKind::ingest_dlq) {
-      ingest_.on_report(r);
-    } else {
-      fire_.on_report(r);
-    }
-  }
-
-  // A producer in librdkafka's fatal state fails every record; a new instance is the cure. Its
-  // outstanding records come back as possibly written, so their jobs stay in flight and retry.
-  bool recover_producer() {
-    const auto reason = producer_.recover_if_fatal();
-    if (!reason) return true;
-    const auto now = SteadyClock::now();
-    recoveries_.push_back(now);
-    while (!recoveries_.empty() && now - recoveries_.front() > std::chrono::minutes(1)) recoveries_.pop_front();
-    if (static_cast<int>(recoveries_.size()) > kMaxProducerRecoveriesPerMinute) {
-      spdlog::critical("kafka producer fatal error keeps coming back on fresh producers ({}); stopping", *reason);
-      return false;
-    }
-    spdlog::error("kafka producer fatal error ({}); replaced it with a new producer", *reason);
-    return true;
-  }
+  // The producer's delivery reports: ready records and their dead-letter copies, all the fire
+  // path's (the ingest thread's dead-letter copies go through a producer of its own).
+  void route_report(const connectors::DeliveryReport& r) { fire_.on_report(r); }
 
   // The fire side's share of a turn: claim what is due within claim_ahead_ms, send what is due
   // now, and write Kafka's acknowledgements to Redis.
@@ -236,35 +205,19 @@ class Loop {
     fire_.settle(clock_.now_ms());
   }
 
-  // Reads one batch of ingest records (or goes on with the one an outage interrupted) and
-  // processes it in chunks of kIngestChunk records, doing the fire side's share between chunks,
-  // so a due job waits behind one chunk's Redis call at most (and, claimed ahead, not even
-  // that: see FirePath). Returns how long it waited for records, which is idle time, not work.
-  std::int64_t read_ingest() {
-    pause_.apply(fire_, ingest_, ownership_.rebalances(), consumer_);
-    std::int64_t waited = 0;
-    if (!batch_) {
-      const auto before = SteadyClock::now();
-      batch_ =
-          consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch), static_cast<int>(idle_wait_ms()));
-      batch_done_ = 0;
-      waited = elapsed_ms(before);
-    }
-    while (batch_done_ < batch_->size()) {
-      const std::size_t n = std::min(kIngestChunk, batch_->size() - batch_done_);
-      // The same cut after an outage: IngestPath resumes a chunk by its first record.
-      ingest_.process(std::span<const connectors::Record>(*batch_).subspan(batch_done_, n), clock_.now_ms());
-      batch_done_ += n;
-      fire_and_settle();
-    }
-    batch_.reset();
-    consumer_.commit_async(ingest_.take_committable());
-    return waited;
+  // Waits until the next claim is due, the ingest thread hands something over, or idle_wait_ms
+  // passes. Returns how long it waited, which is idle time, not work.
+  std::int64_t idle() {
+    const std::int64_t wait = idle_wait_ms();
+    if (wait <= 0) return 0;
+    const auto before = SteadyClock::now();
+    handover_.wait(std::chrono::milliseconds(wait));
+    return elapsed_ms(before);
   }
 
-  // How long the consumer may sleep: until the next claim (a timer due within claim_ahead_ms)
-  // or the next held-back record is due, at most 100 ms so that stop and delivery reports are
-  // looked at often enough; at once if work is waiting.
+  // How long the loop may sleep: until the next claim (a timer due within claim_ahead_ms) or
+  // the next held-back record is due, at most 100 ms so that a stop is seen soon, 5 ms while
+  // delivery reports are awaited; at once if work is waiting.
   std::int64_t idle_wait_ms() const {
     const std::int64_t now = clock_.now_ms();
     std::int64_t wait = 100;
@@ -275,21 +228,19 @@ class Loop {
     return std::max<std::int64_t>(wait, 0);
   }
 
-  // A turn failed: the outage is noted and the loop waits out the backoff (or a stop).
-  void fail(OutageTracker::Failure what, const std::string& reason) { nap(outages_.failed(what, reason), stop_); }
-
-  // The consumer's lag per partition, read at most every duty::kLagReading (no I/O:
-  // librdkafka's cache).
-  const std::map<std::string, std::int64_t>& lag() {
-    if (lag_every_.due()) {
-      lag_.clear();
+  // A turn failed: the outage is noted and the loop waits out the backoff (or a stop), serving
+  // the ingest thread's handover meanwhile (a rebalance waits for it; offers need no I/O).
+  void fail(OutageTracker::Failure what, const std::string& reason) {
+    const auto until = SteadyClock::now() + std::chrono::milliseconds(outages_.failed(what, reason));
+    while (!stop_ && SteadyClock::now() < until) {
+      handover_.wait(std::min(std::chrono::duration_cast<std::chrono::milliseconds>(until - SteadyClock::now()),
+                              std::chrono::milliseconds(20)));
       try {
-        for (const auto& [tp, n] : consumer_.lag()) lag_[storage::shard_id(tp.topic, tp.partition)] = n;
-      } catch (const connectors::KafkaError&) {
-        // closed or failing: no figures this time
+        handover_.serve(scheduler_, rebalance_);
+      } catch (const std::exception& e) {
+        spdlog::warn("serving the ingest thread during an outage: {}", e.what());
       }
     }
-    return lag_;
   }
 
   // The ready topics Kafka says do not exist, by name.
@@ -308,14 +259,21 @@ class Loop {
     snapshot.shards = scheduler_.owned_shards();
     snapshot.next_due = scheduler_.next_due();
     snapshot.max_turn = std::chrono::milliseconds(longest_turn_.value());
-    snapshot.counters = {ingest_.counters(), fire_.counters()};
-    snapshot.problem = outages_.problem(pause_.paused());
+    const IngestStatus ingest = ingest_.status();
+    snapshot.counters = {ingest.counters, fire_.counters()};
+    // The loop's own outage first; then the ingest thread's (or its pause).
+    snapshot.problem = outages_.problem(false);
+    if (snapshot.problem.empty()) snapshot.problem = ingest.problem;
     snapshot.outages = outages_.outages();
+    for (const auto& [dependency, on] : ingest.outages)
+      snapshot.outages[dependency] = snapshot.outages[dependency] || on;
     snapshot.rebalances = ownership_.rebalances();
     snapshot.lateness = fire_.lateness();
     snapshot.redis_request = redis_latency_;
+    snapshot.redis_request.add(ingest.redis_request);
+    snapshot.redis_request.add(marker_.latency());
     snapshot.kafka_produce = fire_.produce_latency();
-    snapshot.ingest_lag = lag();
+    snapshot.ingest_lag = ingest.lag;
     snapshot.loading = ownership_.loading();
     snapshot.missing_topics = missing_topics();
     snapshot.missing_topics_problem = fire_.missing_topics().problem();
@@ -323,9 +281,9 @@ class Loop {
   }
 
   // The progress line of the log, every duty::kProgressLog.
-  void log_progress() const {
+  void log_progress() {
     const auto& f = fire_.counters();
-    const auto& i = ingest_.counters();
+    const IngestCounters i = ingest_.status().counters;
     spdlog::info(
         "held {} (wheel {}), in flight {}; accepted {}, duplicates {}, cancelled {}, dead-lettered {}; "
         "delivered {}, retried {} (+{} outage), failed {}, set aside {}; longest turn {} ms",
@@ -341,21 +299,18 @@ class Loop {
   Scheduler scheduler_;
   std::optional<TopicCreator> topics_;
   connectors::KafkaProducer producer_;
+  MarkWorker marker_;  // the settle stage's thread and connection
   FirePath fire_;
-  IngestPath ingest_;
-  Ownership ownership_;  // before consumer_: its listeners are the consumer's
-  connectors::KafkaConsumer consumer_;
+  Ownership ownership_;
+  connectors::KafkaConsumer::Listener rebalance_;  // Ownership's, run by handover_.serve()
+  Handover handover_;
+  IngestStage ingest_;  // last: its thread starts once everything it hands over to exists
 
-  std::optional<std::vector<connectors::Record>> batch_;  // kept across an outage, retried
-  std::size_t batch_done_ = 0;                            // records of batch_ already processed
   OutageTracker outages_;
-  std::deque<SteadyClock::time_point> recoveries_;
-  IngestPause pause_;
+  ProducerRecovery recovery_;
   WindowMax longest_turn_{duty::kTurnWindow};
   Every snapshot_every_{duty::kSnapshot};
   Every wakes_every_{duty::kWakeLists};
-  Every lag_every_{duty::kLagReading};
-  std::map<std::string, std::int64_t> lag_;  // the last lag() reading
   Every progress_log_every_{duty::kProgressLog, Every::First::after_period};
 };
 
@@ -366,28 +321,43 @@ namespace {
 // What start-up connected to, kept for the loop's life (on the heap: the loop and the timed
 // client hold references into it).
 struct Connections {
-  std::unique_ptr<redis::RedisClient> redis;
-  DurationHistogram redis_latency;  // every round trip of the loop's client, for /metrics
-  std::unique_ptr<TimedRedisClient> timed;
-  std::unique_ptr<storage::JobStore> store;
+  // One Redis client, its round trips timed, and a store over it: the loop's, and the ingest
+  // thread's (its own connection, so that an accept never waits behind a claim or a mark).
+  struct Store {
+    std::unique_ptr<redis::RedisClient> redis;
+    DurationHistogram redis_latency;  // every round trip of this client, for /metrics
+    std::unique_ptr<TimedRedisClient> timed;
+    std::unique_ptr<storage::JobStore> store;
+  };
+  Store loop;
+  Store mark;  // the settle stage's (MarkWorker)
+  Store ingest;
   std::optional<connectors::KafkaAdmin> admin;  // only with kafka.create_topics
 };
+
+// Connects one Store (retried until Redis answers or a stop is requested; false then).
+bool connect_store(const config::Config& c, const std::atomic<bool>& stop, Connections::Store& s) {
+  auto redis = until_up("redis", stop, [&] { return config::make_redis_client(c); });
+  if (!redis) return false;
+  s.redis = std::move(*redis);
+  s.timed = std::make_unique<TimedRedisClient>(*s.redis, s.redis_latency);
+  auto store = until_up("redis", stop, [&] {
+    return std::make_unique<storage::JobStore>(*s.timed, storage::KeySchema(c.redis.prefix), c.redis.job_retention_s);
+  });
+  if (!store) return false;
+  s.store = std::move(*store);
+  return true;
+}
 
 // Start-up: Redis first (without it nothing can be accepted, so there is no point joining the
 // group), then the ingest and dead-letter topics if delayd creates them. Each step is retried
 // until it works; nullptr if a stop was requested first.
 std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic<bool>& stop) {
   auto conn = std::make_unique<Connections>();
-  auto redis = until_up("redis", stop, [&] { return config::make_redis_client(c); });
-  if (!redis) return nullptr;
-  conn->redis = std::move(*redis);
-  conn->timed = std::make_unique<TimedRedisClient>(*conn->redis, conn->redis_latency);
-  auto store = until_up("redis", stop, [&] {
-    return std::make_unique<storage::JobStore>(*conn->timed, storage::KeySchema(c.redis.prefix),
-                                               c.redis.job_retention_s);
-  });
-  if (!store) return nullptr;
-  conn->store = std::move(*store);
+  if (!connect_store(c, stop, conn->loop) || !connect_store(c, stop, conn->mark) ||
+      !connect_store(c, stop, conn->ingest)) {
+    return nullptr;
+  }
   spdlog::info("redis {} ready (prefix '{}')", redis::mask_redis_url(c.redis.url), c.redis.prefix);
 
   if (c.kafka.create_topics) {
@@ -418,7 +388,9 @@ int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSna
   const config::Config& c = config_;
   const auto conn = start_up(c, stop);
   if (!conn) return 0;
-  Loop loop(c, stop, *conn->store, *conn->timed, conn->redis_latency, conn->admin ? &*conn->admin : nullptr);
+  Loop loop(c, stop, *conn->loop.store, conn->loop.redis_latency, *conn->mark.store, conn->mark.redis_latency,
+            *conn->ingest.store, *conn->ingest.timed, conn->ingest.redis_latency,
+            conn->admin ? &*conn->admin : nullptr);
   loop.publish = publish;
   spdlog::info("delayd running: ingest {} (group {}), ready topics {}, dead letters {}", c.kafka.ingest_topic,
                c.kafka.group_id, c.kafka.ready_topic_template, c.kafka.dlq_topic);

@@ -1,12 +1,52 @@
 // Service: delayd itself. Owns the connections and runs the scheduling loop on the calling
-// thread until asked to stop.
+// thread until asked to stop; ingest runs on a thread of its own beside it.
 //
-// One loop turn, all on one thread (so the wheel, the horizons and ingest never race):
-//   1. fire what is due (wheel -> claim in Redis -> producer, never waiting for queue room)
-//   2. serve delivery reports and settle them in Redis (ready / retry / dead-letter)
-//   3. refill the wheel from Redis up to now + load window
-//   4. read an ingest batch, waiting at most until the next timer is due, make it durable, and
-//      start committing the offsets of every batch that is done (commits are asynchronous)
+// THE CONCURRENCY DESIGN. Two threads, each with its own Redis connection, so that an accept
+// and a claim or a mark are in flight at the same time and neither waits for the other's reply:
+//
+//   thread         owns                                        Redis connection, Kafka client
+//   loop (run())   the Scheduler (wheel, held jobs, horizons),  the loop's: claims, marks,
+//                  FirePath, Ownership (fences), the ready      retries, refills, fences, wakes;
+//                  producer, OutageTracker, the snapshot        the ready producer
+//   ingest         IngestPath (accept, cancel, reschedule,     its own: accepts, cancels,
+//   (IngestStage)  reports, dead letters), IngestPause, the    reschedules, reports, WAIT; the
+//                  consumer and its offsets                    consumer, a dead-letter producer
+//   topic creator  the admin client (topic_creator.hpp)        none; an admin client
+//
+// What crosses, and how (broker/handover.hpp, one FIFO queue guarded by a mutex):
+//   ingest -> loop  offer / cancel / move of a job, after ingest's Redis write is acknowledged;
+//                   the loop applies them at the start and middle of each turn, and wakes for
+//                   them. The horizon invariant becomes "held, or its offer queued" (handover.hpp
+//                   says why it holds at every instant).
+//   ingest -> loop  rebalances: librdkafka runs the listeners on the ingest thread; each is queued
+//                   and the ingest thread blocks until the loop has run Ownership's listener, so a
+//                   revoke still drains and settles the shard's records before the partitions go.
+//   loop -> ingest  the fire side's back-pressure (stuck, unsettled; two atomics) for IngestPause.
+//   ingest -> loop  its counters, outage, pause and lag, copied under a lock every 200 ms
+//                   (IngestStage::status()), for the snapshot and /healthz.
+// Redis orders what the two connections send: a claim and a cancel of one job, or an accept
+// and a refill of one shard, are each atomic scripts, and every outcome of either order is one
+// the single-threaded design already met (a cancel finds the job in flight; a refill reads the
+// job, or the offer holds it). A job is claimed only once held, and held only after its accept
+// was acknowledged, so no claim can overtake its accept.
+//
+// On a rebalance while each stage holds work:
+//   ingest batch half-written   the revoke waits (the ingest thread is inside poll, not
+//                               process(), when librdkafka calls it); an outage-interrupted
+//                               batch is re-read by the next owner (never committed here)
+//   offers queued, not applied  applied before the revoke (same queue): held, then dropped with
+//                               the shard; after a revoke they find the shard not owned (ignored)
+//   claims, records in flight   the revoke drains the producer (up to 2 s) and settles, as before
+//   held records (claimed       dropped unsent; the next owner claims them again (fences)
+//   ahead, not yet due)
+//
+// One loop turn (service.cpp):
+//   1. apply what the ingest thread handed over; take fences of newly assigned shards; move the
+//      timers of woken jobs
+//   2. fire what is due (wheel -> claim in Redis -> producer, never waiting for queue room) and
+//      settle delivery reports in Redis (ready / retry / dead-letter)
+//   3. refill the wheel from Redis up to now + load window; apply the handover again; fire
+//   4. wait until the next claim is due or the ingest thread hands something over (<= 100 ms)
 // No step waits on Kafka: produce() never blocks, dead-letter acknowledgements and topic
 // creation are awaited by nobody (ingest_path.hpp, topic_creator.hpp), offsets are committed
 // asynchronously. Redis calls are the only waits, each bounded by redis.timeout_ms.
@@ -16,7 +56,8 @@
 //               MASTERDOWN, MISCONF, OOM (redis::RedisIoError); Kafka unreachable, timing out,
 //               its queue full (connectors::KafkaError, DeliveryError::transient and
 //               possibly_persisted); a producer fatal error that a new producer clears.
-//               The turn is abandoned and retried with backoff (100 ms doubling to 1 s);
+//               The turn (the loop's, or the ingest thread's: each keeps an OutageTracker)
+//               is abandoned and retried with backoff (100 ms doubling to 1 s);
 //               what it was doing is kept (the ingest batch, the unsettled reports) or safe to
 //               redo. /healthz says "degraded: <reason>"; the log says so once when the outage
 //               starts and once when it ends. Deliveries that fail this way do not count as
@@ -32,13 +73,15 @@
 //               (failed after max_attempts). Each is logged once, counted, and the rest flows.
 //   fatal       a bad configuration or an admin address that cannot be bound (exit 2 from
 //               main(), before this class runs), or a producer fatal error that keeps coming back
-//               on fresh producers (more than 5 in a minute): run() returns 1.
+//               on fresh producers (more than 5 in a minute, either producer;
+//               producer_recovery.hpp): run() returns 1.
 // Anything else thrown in a turn (an error reply nobody anticipated, a bug) is treated as
 // transient: logged once per distinct message, reported as degraded, retried with backoff.
 // Nothing a remote server says and no byte read from Redis or Kafka ends the process.
 //
 // OWNERSHIP. The consumer group decides which shards (ingest partitions) this instance owns,
 // with cooperative-sticky assignment by default (only the partitions that must move, move).
+// The listeners run on the loop's thread, relayed from the ingest thread (above).
 //   assigned   the shards are noted; the next turn takes each one's fence in Redis (a growing
 //              epoch, storage/job_store.hpp) and only then lets the scheduler load it, so no
 //              job of a shard is claimed without its fence. A take that fails (Redis down) is
@@ -50,21 +93,24 @@
 //              (this one was paused past its session, say): the shard is given up at once,
 //              before Kafka says so (broker/fire_path.hpp).
 //
-// Start: Redis must answer (retried with backoff until it does or a stop is requested); missing
+// Start: Redis must answer on both connections (retried with backoff until it does or a stop is
+// requested); missing
 // ingest and dead-letter topics are created when kafka.create_topics is on (retried likewise).
 // Jobs of each shard that were due while delayd was down are loaded at assignment and fire at
 // once.
-// Stop: leave the consumer group (partitions go to other instances at once), wait up to
-// scheduler.shutdown_timeout_ms for in-flight records to be acknowledged and settled, flush.
+// Stop: the ingest thread commits what is done and leaves the consumer group (partitions go to
+// other instances at once; the loop serves that revoke), then the loop waits up to
+// scheduler.shutdown_timeout_ms for in-flight records to be acknowledged and settled, flushes.
 //
 // The loop's parts, each in files of its own: ownership.hpp (rebalance listeners, fences, what a
-// revoke does), ingest_pause.hpp (when reading ingest pauses), outage_tracker.hpp (outages,
+// revoke does), handover.hpp and ingest_stage.hpp (the ingest thread and what it hands over),
+// ingest_pause.hpp (when reading ingest pauses), outage_tracker.hpp (outages,
 // backoff, the /healthz problem), periodic.hpp (the periodic duties and their periods),
 // loop_settings.hpp (librdkafka tuning, each part's options);
 // service.cpp keeps the turn, start-up and shutdown.
 //
-// Threading: run() on one thread; `stop` may be set from any thread (a signal handler's). The
-// topic creator runs a thread of its own.
+// Threading: run() on one thread, the loop's; it starts and joins the ingest thread. `stop` may
+// be set from any thread (a signal handler's). The topic creator runs a thread of its own.
 #pragma once
 
 #include <atomic>

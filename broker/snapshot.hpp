@@ -35,6 +35,12 @@ struct DurationHistogram {
     sum_seconds += seconds;
     ++count;
   }
+  // Adds another histogram's observations (one client's round trips to another's).
+  void add(const DurationHistogram& other) {
+    for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += other.counts[i];
+    sum_seconds += other.sum_seconds;
+    count += other.count;
+  }
 };
 
 struct LoopSnapshot {

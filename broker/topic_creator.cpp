@@ -27,11 +27,11 @@ TopicCreator::~TopicCreator() {
 }
 
 bool TopicCreator::request(const std::string& topic) {
-  if (known_.count(topic) != 0) return true;
-  if (known_.size() >= options_.max_topics) return false;
-  known_.insert(topic);
   {
     std::lock_guard lock(mutex_);
+    if (known_.count(topic) != 0) return true;
+    if (known_.size() >= options_.max_topics) return false;
+    known_.insert(topic);
     queue_.push_back(topic);
   }
   wake_.notify_one();
@@ -39,13 +39,21 @@ bool TopicCreator::request(const std::string& topic) {
 }
 
 bool TopicCreator::recreate(const std::string& topic) {
-  if (known_.count(topic) == 0) return request(topic);
   {
     std::lock_guard lock(mutex_);
+    if (known_.count(topic) == 0) {
+      if (known_.size() >= options_.max_topics) return false;
+      known_.insert(topic);
+    }
     if (std::find(queue_.begin(), queue_.end(), topic) == queue_.end()) queue_.push_back(topic);
   }
   wake_.notify_one();
   return true;
+}
+
+std::size_t TopicCreator::requested() const {
+  std::lock_guard lock(mutex_);
+  return known_.size();
 }
 
 void TopicCreator::work(const connectors::Properties& admin_properties) {

@@ -18,8 +18,9 @@
 // its records (kafka.max_ready_topics; an allow-list of businesses is the stronger guard, see
 // IngestRules::allowed_businesses).
 //
-// Threading: request(), recreate() and requested() from the scheduling loop's thread; the worker
-// thread owns the admin client. The destructor stops and joins the worker (it may wait for one
+// Threading: request(), recreate() and requested() from any thread (the ingest thread asks for
+// new topics, the loop's fire path for missing ones again); the worker thread owns the admin
+// client. The destructor stops and joins the worker (it may wait for one
 // admin call).
 #pragma once
 
@@ -56,14 +57,14 @@ class TopicCreator {
   // never asked for and would be beyond the cap.
   bool recreate(const std::string& topic);
   // Distinct topics asked for so far.
-  std::size_t requested() const { return known_.size(); }
+  std::size_t requested() const;
 
  private:
   void work(const connectors::Properties& admin_properties);
 
   Options options_;
-  std::set<std::string> known_;  // the loop's own record; the worker never reads it
-  std::mutex mutex_;
+  std::set<std::string> known_;  // guarded by mutex_: every topic asked for; the worker never reads it
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::string> queue_;  // guarded by mutex_
   bool stop_ = false;              // guarded by mutex_

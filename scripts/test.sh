@@ -3,8 +3,11 @@
 # stops the stack if this script started it, and exits non-zero on any failure.
 #
 #   scripts/test.sh                  build/ (RelWithDebInfo) and all tests
-#   scripts/test.sh --sanitize       also build build-asan/ with ASan+UBSan and run the tests there
-#                                    (the default when CI=true; --no-sanitize turns it off)
+#   scripts/test.sh --sanitize       also build build-asan/ with ASan+UBSan and run the tests there,
+#                                    and build-tsan/ with ThreadSanitizer for the tests of the
+#                                    concurrent parts (label concurrency: the ingest thread's
+#                                    handover to the loop) and run those (the default when
+#                                    CI=true; --no-sanitize turns it off)
 #   scripts/test.sh --fuzz           after the tests, fuzz the parsers with scripts/fuzz.sh
 #                                    ($FUZZ_SECONDS per target, default 60, 30 with CI=true so
 #                                    that CI stays under its 30 minutes; the default when
@@ -78,8 +81,14 @@ trap stop_stack EXIT
 
 # The benchmarks are built in build/ only: their smoke run (bench.e2e_smoke) is a test there.
 build "$build_dir" -DDELAYD_BUILD_BENCH=ON
+# The tests of the concurrent parts, built with ThreadSanitizer (only their targets: TSan slows
+# everything it instruments, and the rest is single-threaded).
+tsan_targets=(handover_stress_test)
 if ((sanitize)); then
   build "$build_dir-asan" -DDELAYD_SANITIZE=ON
+  cmake -S . -B "$build_dir-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYD_WERROR="$werror" \
+    -DDELAYD_BUILD_BENCH=OFF -DDELAYD_TSAN=ON >/dev/null
+  cmake --build "$build_dir-tsan" -j "$jobs" --target "${tsan_targets[@]}"
 fi
 
 if ! scripts/stack.sh status >/dev/null 2>&1; then
@@ -94,11 +103,14 @@ echo "test: ctest in $build_dir/"
 ctest --test-dir "$build_dir" --output-on-failure --timeout 600 "${ctest_args[@]}" || status=1
 # The figures the end-to-end tests print (lateness percentiles, duplicates after a crash, the
 # admin endpoint's counters, limits and status page).
-grep -hE "^(lateness|crash test|chaos: scale|admin: |twin ids: |sub-ms: |missing topic |record codec: |README settings: )" "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
+grep -hE "^(lateness|crash test|chaos: scale|admin: |twin ids: |sub-ms: |missing topic |record codec: |README settings: |handover stress: )" "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
 if ((sanitize)); then
   echo "test: ctest in $build_dir-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer)"
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     ctest --test-dir "$build_dir-asan" --output-on-failure --timeout 900 "${asan_args[@]}" || status=1
+  echo "test: ctest -L concurrency in $build_dir-tsan/ (ThreadSanitizer)"
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+    ctest --test-dir "$build_dir-tsan" --output-on-failure --timeout 900 -L concurrency || status=1
 fi
 if ((fuzz)); then
   # The fuzzers need no servers: stop the stack first if this script started it.

@@ -335,6 +335,7 @@ connectors::Record ingest_record(const std::string& topic, std::int64_t offset, 
 
 struct IngestRig {
   Scheduler scheduler;
+  broker::SchedulerFeed feed{scheduler};
   broker::IngestPath* ingest = nullptr;
   connectors::KafkaProducer producer;
   broker::IngestPath path;
@@ -342,7 +343,7 @@ struct IngestRig {
   IngestRig(Fixture& f, connectors::Properties props, const std::string& dlq, std::size_t max_waiting = 64)
       : scheduler(Fixture::options(), wall_now(), f.store),
         producer(std::move(props), [this](const connectors::DeliveryReport& r) { ingest->on_report(r); }),
-        path(scheduler, f.store, producer, nullptr, options(dlq, max_waiting)) {
+        path(feed, f.store, producer, nullptr, options(dlq, max_waiting)) {
     ingest = &path;
   }
   static broker::IngestOptions options(const std::string& dlq, std::size_t max_waiting) {

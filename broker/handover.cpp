@@ -1,0 +1,99 @@
+#include "broker/handover.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <utility>
+
+namespace delayd::broker {
+
+void Handover::push(Op op) {
+  {
+    std::lock_guard lock(mutex_);
+    ops_.push_back(std::move(op));
+  }
+  queued_.notify_one();
+}
+
+void Handover::offer(const std::string& shard, const std::string& job_id, std::int64_t deliver_at) {
+  push(Op{Op::Kind::offer, shard, job_id, deliver_at, {}, 0});
+}
+
+void Handover::cancel(const std::string& shard, const std::string& job_id) {
+  push(Op{Op::Kind::cancel, shard, job_id, 0, {}, 0});
+}
+
+void Handover::move(const std::string& shard, const std::string& job_id, std::int64_t at) {
+  push(Op{Op::Kind::move, shard, job_id, at, {}, 0});
+}
+
+void Handover::relay(Rebalance what, const std::vector<connectors::TopicPartition>& partitions) {
+  std::unique_lock lock(mutex_);
+  if (closed_) return;
+  const std::uint64_t ticket = ++next_ticket_;
+  ops_.push_back(
+      Op{what == Rebalance::assigned ? Op::Kind::assigned : Op::Kind::revoked, {}, {}, 0, partitions, ticket});
+  queued_.notify_one();
+  served_.wait(lock, [&] { return closed_ || served_ticket_ >= ticket; });
+}
+
+std::size_t Handover::serve(Scheduler& scheduler, const connectors::KafkaConsumer::Listener& listener) {
+  std::vector<Op> ops;
+  {
+    std::lock_guard lock(mutex_);
+    ops.swap(ops_);
+  }
+  for (Op& op : ops) {
+    switch (op.kind) {
+      case Op::Kind::offer:
+        scheduler.offer(op.shard, op.job_id, op.at);
+        break;
+      case Op::Kind::cancel:
+        scheduler.cancel(op.shard, op.job_id);
+        break;
+      case Op::Kind::move:
+        scheduler.move(op.shard, op.job_id, op.at);
+        break;
+      case Op::Kind::assigned:
+      case Op::Kind::revoked: {
+        try {
+          const auto& run = op.kind == Op::Kind::assigned ? listener.assigned : listener.revoked;
+          if (run) run(op.partitions);
+        } catch (const std::exception& e) {
+          spdlog::error("handling a rebalance: {}", e.what());
+        }
+        {
+          std::lock_guard lock(mutex_);
+          served_ticket_ = op.ticket;  // tickets are queued in order, so all before it are served
+        }
+        served_.notify_all();
+        break;
+      }
+    }
+  }
+  return ops.size();
+}
+
+void Handover::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  queued_.wait_for(lock, timeout, [&] { return !ops_.empty() || woken_; });
+  woken_ = false;
+}
+
+void Handover::notify() {
+  {
+    std::lock_guard lock(mutex_);
+    woken_ = true;
+  }
+  queued_.notify_one();
+}
+
+void Handover::close() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  served_.notify_all();
+}
+
+}  // namespace delayd::broker

@@ -1,0 +1,44 @@
+// ProducerRecovery: the error model's rule for a producer in librdkafka's fatal state
+// (broker/service.hpp): a new producer is the cure, unless fresh producers keep failing, which is
+// the one kind of remote failure that is fatal.
+// Invariants: `recoveries_` holds the replacement times of the last minute, oldest first.
+// Threading: the thread that owns the producer (each producer has a ProducerRecovery of its own).
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <deque>
+
+#include "connectors/kafka_producer.hpp"
+
+namespace delayd::broker {
+
+class ProducerRecovery {
+ public:
+  // More than this many replacements within a minute: a fresh client cannot clear the fault.
+  static constexpr int kMaxPerMinute = 5;
+
+  // Replaces `producer` if it is in the fatal state (its outstanding records come back as
+  // possibly written, so their jobs stay in flight and retry). Returns false when the fault is
+  // fatal: the caller stops. `what` names the producer in the log ("ready", "dead-letter").
+  bool check(connectors::KafkaProducer& producer, const char* what) {
+    const auto reason = producer.recover_if_fatal();
+    if (!reason) return true;
+    const auto now = std::chrono::steady_clock::now();
+    recoveries_.push_back(now);
+    while (!recoveries_.empty() && now - recoveries_.front() > std::chrono::minutes(1)) recoveries_.pop_front();
+    if (static_cast<int>(recoveries_.size()) > kMaxPerMinute) {
+      spdlog::critical("kafka {} producer: fatal error keeps coming back on fresh producers ({}); stopping", what,
+                       *reason);
+      return false;
+    }
+    spdlog::error("kafka {} producer: fatal error ({}); replaced it with a new producer", what, *reason);
+    return true;
+  }
+
+ private:
+  std::deque<std::chrono::steady_clock::time_point> recoveries_;
+};
+
+}  // namespace delayd::broker
