@@ -16,7 +16,8 @@
 //                            [--stats-match GLOB] [--settle-ms MS]
 //   e2e_load burst           --ingest-topic T --ready-topic R --group G --n N [--spread-ms 2000]
 //                            [--lead-ms L]
-//   e2e_load rate            --ingest-topic T --ready-topic R --rate R --seconds D [--delay-ms 3000]
+//   e2e_load rate            --ingest-topic T --ready-topic R --rate R --seconds D --delay-ms MS
+//                            [--figure lateness_<R>_per_s]
 //   e2e_load restart-publish --ingest-topic T --ready-topic R --group G --far N --overdue M
 //                            [--far-ms 3600000] [--margin-ms 10000]
 //   e2e_load restart-measure --ready-topic R --overdue M --start-ms S --log FILE
@@ -109,6 +110,11 @@ class Options {
     const auto it = values_.find(name);
     if (it == values_.end()) throw UsageError("missing --" + name);
     return it->second;
+  }
+  // The value of --name as an integer; throws UsageError when it is missing or not one.
+  std::int64_t required_num(const std::string& name) const {
+    required(name);
+    return num(name, 0);
   }
   // The value of --name as an integer, or `fallback`; throws UsageError when it is not one.
   std::int64_t num(const std::string& name, std::int64_t fallback) const {
@@ -875,12 +881,31 @@ int cmd_burst(const Options& o) {
   return check("burst", collector);
 }
 
-// Lateness under load: jobs published at `rate` per second for `seconds`, each due `delay-ms`
-// after its own publish, while a reader takes every ready record.
+// The generator kept a rate when it sent at least this share of it.
+constexpr double kRateKept = 0.95;
+
+// The figure of a whole-life rate of the sweep: "lateness_<rate>_per_s".
+std::string rate_figure(std::int64_t rate) { return "lateness_" + std::to_string(rate) + "_per_s"; }
+
+// The stem of a lateness figure's other names: the figure without a trailing "_per_s"
+// ("lateness_1000" of "lateness_1000_per_s", "lateness_short_20ms" of itself). Its check is
+// "<stem>_check" and its CDF "<stem, '_' as '-'>.txt" in the data directory.
+std::string lateness_stem(std::string_view figure) {
+  constexpr std::string_view per_s = "_per_s";
+  if (figure.ends_with(per_s)) figure.remove_suffix(per_s.size());
+  return std::string(figure);
+}
+
+// Lateness under load, each job's whole life: jobs published at `rate` per second for `seconds`,
+// each due `delay-ms` after its own publish, while a reader takes every ready record. With a delay
+// of a few seconds, ingest and fire both run at `rate` in the steady state. The figure is
+// `figure` (default rate_figure(rate)); see lateness_stem() for the check and the data file.
 int cmd_rate(const Options& o) {
   const Phase ph(o);
   const std::string ingest = o.required("ingest-topic"), ready = o.required("ready-topic");
-  const std::int64_t rate = o.num("rate", 1000), secs = o.num("seconds", 20), delay_ms = o.num("delay-ms", 3000);
+  const std::int64_t rate = o.num("rate", 1000), secs = o.num("seconds", 20), delay_ms = o.required_num("delay-ms");
+  const std::string figure = o.str("figure", rate_figure(rate));
+  const std::string stem = lateness_stem(figure);
   const std::int64_t n = rate * secs;
   Producer producer(ph.bootstrap);
   create_topic(producer.handle(), ready);
@@ -905,18 +930,20 @@ int cmd_rate(const Options& o) {
 
   const auto late = lateness_of(collector.deliveries());
   Json lateness = lateness_json(late);
-  lateness["figure"] = "lateness_" + std::to_string(rate) + "_per_s";
+  lateness["figure"] = figure;
   lateness["target_rate"] = rate;
   lateness["achieved_rate"] = achieved;
   lateness["seconds"] = secs;
   lateness["delay_ms"] = delay_ms;
   emit(lateness);
-  if (achieved < 0.95 * static_cast<double>(rate)) {
+  if (achieved < kRateKept * static_cast<double>(rate)) {
     note("rate " + std::to_string(rate) + ": the generator kept only " + std::to_string(static_cast<long>(achieved)) +
          "/s");
   }
-  write_cdf(ph.data_dir / ("lateness-" + std::to_string(rate) + ".txt"), late);
-  return check("lateness_" + std::to_string(rate), collector);
+  std::string file = stem;
+  std::replace(file.begin(), file.end(), '_', '-');
+  write_cdf(ph.data_dir / (file + ".txt"), late);
+  return check(stem, collector);
 }
 
 // Restart, first half: `far` jobs due in `far-ms`, then `overdue` jobs due at an instant T
@@ -1065,9 +1092,79 @@ std::string pretty(double v, int decimals = 1) {
   return buf;
 }
 
+// The rate of jobs that each go through two steps one after the other, the steps alone running
+// at rates a and b: 1 / (1/a + 1/b). Nothing when either is missing or not positive.
+std::optional<double> serial_rate(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b || *a <= 0 || *b <= 0) return std::nullopt;
+  return 1.0 / (1.0 / *a + 1.0 / *b);
+}
+
+// A whole-life rate holds when its p99 lateness is at most this many ms, its check passed (none
+// lost or early) and the generator kept the rate.
+constexpr std::int64_t kWholeLifeP99BoundMs = 10;
+
+// One rate of the whole-life sweep (bench/run-e2e.sh's RATES).
+struct SweepPoint {
+  std::int64_t offered = 0;
+  double achieved = 0;
+  std::int64_t p50 = 0, p99 = 0, p999 = 0, max = 0;
+  bool ok = false;  // its check passed
+  bool holds() const {
+    return ok && p99 <= kWholeLifeP99BoundMs && achieved >= kRateKept * static_cast<double>(offered);
+  }
+};
+
+// The sweep's rates among `figures` (the figures named rate_figure(their target_rate)), by
+// offered rate.
+std::vector<SweepPoint> sweep_points(const std::map<std::string, Json>& figures) {
+  std::vector<SweepPoint> points;
+  for (const auto& [name, j] : figures) {
+    const auto offered = j.value("target_rate", std::int64_t{0});
+    if (offered <= 0 || name != rate_figure(offered)) continue;
+    const auto check = figures.find(lateness_stem(name) + "_check");
+    points.push_back({offered, j.value("achieved_rate", 0.0), j.value("p50", std::int64_t{0}),
+                      j.value("p99", std::int64_t{0}), j.value("p999", std::int64_t{0}),
+                      j.value("max", std::int64_t{0}), check != figures.end() && check->second.value("ok", false)});
+  }
+  std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.offered < b.offered; });
+  return points;
+}
+
+// Writes the sweep for the plots, one line per rate.
+void write_sweep(const std::filesystem::path& file, const std::vector<SweepPoint>& points) {
+  std::ofstream out(file);
+  out << "# offered_per_s achieved_per_s p50_ms p99_ms p999_ms max_ms check_ok\n";
+  for (const auto& p : points) {
+    out << p.offered << ' ' << p.achieved << ' ' << p.p50 << ' ' << p.p99 << ' ' << p.p999 << ' ' << p.max << ' '
+        << (p.ok ? 1 : 0) << '\n';
+  }
+}
+
+// The figure whole_life_max_rate: the highest offered rate of the sweep that holds (0 if none).
+Json whole_life_figure(const std::vector<SweepPoint>& points) {
+  std::int64_t best = 0;
+  std::optional<std::int64_t> lowest_failing;
+  Json rates = Json::array();
+  for (const auto& p : points) {
+    rates.push_back(p.offered);
+    if (p.holds()) {
+      best = p.offered;
+    } else if (!lowest_failing) {
+      lowest_failing = p.offered;
+    }
+  }
+  return {{"figure", "whole_life_max_rate"},
+          {"value", best},
+          {"unit", "jobs/s"},
+          {"p99_bound_ms", kWholeLifeP99BoundMs},
+          {"rates", rates},
+          {"lowest_failing_rate", lowest_failing ? Json(*lowest_failing) : Json(nullptr)}};
+}
+
 // Fills in "limit", "limit_by" and "fraction" (delayd's share of the machine's best: value/limit
-// for rates, limit/value for costs) of delayd's figures from the machine-limit figures, writes
-// every line to `out`, and prints the table.
+// for rates, limit/value for costs) of delayd's figures from the machine-limit figures, adds the
+// whole-life sweep's summary whole_life_max_rate (and writes the sweep to
+// <data-dir>/whole-life.txt), writes every line to `out`, and prints the table.
 int cmd_report(const Options& o) {
   std::vector<std::string> order;
   auto figures = read_figures(o.required("in"), order);
@@ -1084,15 +1181,27 @@ int cmd_report(const Options& o) {
     }
     return best;
   };
-  std::optional<double> fire_redis;  // claim and finish, one after the other
-  if (auto c = value("redis_claim_jobs_per_s"), f = value("redis_finish_jobs_per_s"); c && f && *c > 0 && *f > 0) {
-    fire_redis = 1.0 / (1.0 / *c + 1.0 / *f);
-  }
+  const auto fire_redis = serial_rate(value("redis_claim_jobs_per_s"), value("redis_finish_jobs_per_s"));
+  const auto whole_life_redis = serial_rate(value("redis_accept_jobs_per_s"), fire_redis);
   const auto ingest_limit = lowest({{"redis_accept_jobs_per_s", value("redis_accept_jobs_per_s")},
                                     {"kafka_produce_per_s", value("kafka_produce_per_s")},
                                     {"kafka_consume_per_s", value("kafka_consume_per_s")}});
   const auto fire_limit =
       lowest({{"redis claim + finish", fire_redis}, {"kafka_produce_per_s", value("kafka_produce_per_s")}});
+
+  // The whole-life sweep: its summary figure after the sweep's last, and its data for the plots.
+  if (const auto points = sweep_points(figures); !points.empty()) {
+    const std::string name = "whole_life_max_rate";
+    if (!figures.contains(name)) {
+      auto last = order.begin();
+      for (const auto& p : points) last = std::max(last, std::find(order.begin(), order.end(), rate_figure(p.offered)));
+      order.insert(last + 1, name);
+    }
+    figures[name] = whole_life_figure(points);
+    const std::filesystem::path data_dir = o.str("data-dir", ".");
+    std::filesystem::create_directories(data_dir);
+    write_sweep(data_dir / "whole-life.txt", points);
+  }
 
   auto set_limit = [&](const std::string& name, std::optional<std::pair<std::string, double>> limit, bool cost) {
     const auto v = value(name);
@@ -1108,6 +1217,10 @@ int cmd_report(const Options& o) {
   };
   set_limit("ingest_jobs_per_s", ingest_limit, false);
   set_limit("fire_jobs_per_s", fire_limit, false);
+  if (whole_life_redis) {
+    set_limit("whole_life_max_rate", std::pair<std::string, double>{"redis accept + claim + finish", *whole_life_redis},
+              false);
+  }
   set_limit("redis_bytes_per_pending_job", named("redis_lean_bytes_per_pending_job"), true);
   set_limit("redis_bytes_per_finished_job", named("redis_lean_bytes_per_finished_job"), true);
   if (figures.contains("restart_last_ready_ms") && fire_limit) {

@@ -280,7 +280,7 @@ emit "{\"figure\":\"stack\",\"redis_restarted\":$([[ "$run_id_at_start" == "$run
 
 # --- 3. report, 4. plots ---------------------------------------------------------------------
 echo
-"$load_bin" report --in "$raw" --out "$results/e2e.jsonl" || true
+"$load_bin" report --in "$raw" --out "$results/e2e.jsonl" --data-dir "$data" || true
 if command -v gnuplot >/dev/null; then
   gnuplot -e "data='$data'; out='$results'; rates='${rate_list[*]}'" "$root/bench/plot-e2e.gp" \
     && say "plots: $results/lateness-cdf.png, $results/burst-throughput.png"
