@@ -22,6 +22,7 @@
 //                            [--far-ms 3600000] [--margin-ms 10000]
 //   e2e_load restart-measure --ready-topic R --overdue M --start-ms S --log FILE
 //   e2e_load report          --in RAW.jsonl --out e2e.jsonl
+//   e2e_load compare         --before e2e.jsonl --after e2e.jsonl
 //   e2e_load cleanup         [--topic-prefix P] [--redis-match GLOB,...] [--groups G,...]
 // Common options: --bootstrap host:port, --redis-url redis://host:port, --tag (job-id prefix,
 // default "e2e"), --data-dir (where the raw data for the plots goes, default ".").
@@ -1285,6 +1286,59 @@ int cmd_report(const Options& o) {
   return ok ? 0 : kPipelineBroken;
 }
 
+// The first figure whose name starts with `prefix`, if any.
+const Json* figure_named(const std::map<std::string, Json>& figures, const std::string& prefix) {
+  const auto it = figures.lower_bound(prefix);
+  return it != figures.end() && it->first.starts_with(prefix) ? &it->second : nullptr;
+}
+
+// Two runs side by side (bench/compare-e2e.sh): the main figures of each, the machine limit each
+// run measured for them, and each run's fraction of its own limit.
+int cmd_compare(const Options& o) {
+  std::vector<std::string> order;
+  const auto before = read_figures(o.required("before"), order);
+  const auto after = read_figures(o.required("after"), order);
+  struct Row {
+    std::string title, prefix, field;
+  };
+  const std::vector<Row> rows = {
+      {"fire capacity, jobs/s", "fire_jobs_per_s", "value"},
+      {"durable ingest, jobs/s", "ingest_jobs_per_s", "value"},
+      {"whole lives at p99 <= " + std::to_string(kWholeLifeP99BoundMs) + " ms, jobs/s", "whole_life_max_rate", "value"},
+      {"lateness at 10 000/s, p99 ms", rate_figure(10000), "p99"},
+      {"lateness at 10 000/s, p99.9 ms", rate_figure(10000), "p999"},
+      {"lateness at 10 000/s, max ms", rate_figure(10000), "max"},
+      {"short delays, p99 ms", "lateness_short_", "p99"},
+      {"Redis bytes per pending job", "redis_bytes_per_pending_job", "value"},
+  };
+  auto label = [](const std::map<std::string, Json>& figures) {
+    const auto run = figures.find("run");
+    return run == figures.end() ? std::string("?")
+                                : run->second.value("label", run->second.value("commit", std::string("?")));
+  };
+  // The field of a run's figure, pretty, or "-".
+  auto cell = [](const Json* j, const std::string& field, int decimals = 1) {
+    return j && j->contains(field) && (*j)[field].is_number() ? pretty((*j)[field].get<double>(), decimals)
+                                                              : std::string("-");
+  };
+  std::printf("%-36s %12s %12s %14s %14s %9s %9s\n", "figure", "before", "after", "limit before", "limit after",
+              "fr before", "fr after");
+  for (const auto& row : rows) {
+    const Json* b = figure_named(before, row.prefix);
+    const Json* a = figure_named(after, row.prefix);
+    const bool whole = row.field == "value";  // limits and fractions belong to a figure's value
+    std::printf("%-36s %12s %12s %14s %14s %9s %9s\n", row.title.c_str(), cell(b, row.field).c_str(),
+                cell(a, row.field).c_str(), whole ? cell(b, "limit").c_str() : "-",
+                whole ? cell(a, "limit").c_str() : "-", whole ? cell(b, "fraction", 2).c_str() : "-",
+                whole ? cell(a, "fraction", 2).c_str() : "-");
+  }
+  const Json* short_b = figure_named(before, "lateness_short_");
+  std::printf("\nbefore: %s; after: %s", label(before).c_str(), label(after).c_str());
+  if (short_b) std::printf("; short delays: due %lld ms after publish", short_b->value("delay_ms", 0LL));
+  std::printf("\nfraction: the run's figure over the limit the same run measured (limit over figure for bytes)\n");
+  return 0;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Cleanup
 
@@ -1378,6 +1432,7 @@ int dispatch(const std::string& name, const Options& o) {
   if (name == "restart-publish") return cmd_restart_publish(o);
   if (name == "restart-measure") return cmd_restart_measure(o);
   if (name == "report") return cmd_report(o);
+  if (name == "compare") return cmd_compare(o);
   if (name == "cleanup") return cmd_cleanup(o);
   throw UsageError("unknown subcommand " + name);
 }
