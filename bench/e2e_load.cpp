@@ -890,17 +890,31 @@ std::string rate_figure(std::int64_t rate) { return "lateness_" + std::to_string
 
 // The stem of a lateness figure's other names: the figure without a trailing "_per_s"
 // ("lateness_1000" of "lateness_1000_per_s", "lateness_short_20ms" of itself). Its check is
-// "<stem>_check" and its CDF "<stem, '_' as '-'>.txt" in the data directory.
+// "<stem>_check" and its CDF "<stem, '_' as '-'>.txt" in the data directory (the figure's cdf_file).
 std::string lateness_stem(std::string_view figure) {
   constexpr std::string_view per_s = "_per_s";
   if (figure.ends_with(per_s)) figure.remove_suffix(per_s.size());
   return std::string(figure);
 }
 
-// Lateness under load, each job's whole life: jobs published at `rate` per second for `seconds`,
-// each due `delay-ms` after its own publish, while a reader takes every ready record. With a delay
-// of a few seconds, ingest and fire both run at `rate` in the steady state. The figure is
-// `figure` (default rate_figure(rate)); see lateness_stem() for the check and the data file.
+// Sends one job "<tag>.warmup-0", due at once, and waits until it is on the ready topic; returns
+// how long that took (ms). Afterwards the measured jobs meet a warm producer here and a delayd past
+// its first fire (a fresh delayd sets up its ready topic then; the first job took about 2 s here).
+std::int64_t warm_up(const Phase& ph, Producer& producer, const std::string& ingest, const std::string& ready) {
+  const std::string tag = ph.tag + ".warmup";
+  ReadyCollector collector(ph.bootstrap, ready, tag, 1);
+  const auto t0 = Clock::now();
+  producer.send(ingest, job_id(tag, 0), epoch_ms(), job_value());
+  producer.flush(milliseconds(60000));
+  if (!collector.finish(t0 + seconds(60))) throw std::runtime_error("the warm-up job was not ready within 60 s");
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count();
+}
+
+// Lateness under load, each job's whole life: after warm_up(), jobs published at `rate` per second
+// for `seconds`, each due `delay-ms` after its own publish, while a reader takes every ready record
+// (the warm-up job counts as foreign in the check). With a delay of a few seconds, ingest and fire
+// both run at `rate` in the steady state. The figure is `figure` (default rate_figure(rate)); see
+// lateness_stem() for the check and the data file.
 int cmd_rate(const Options& o) {
   const Phase ph(o);
   const std::string ingest = o.required("ingest-topic"), ready = o.required("ready-topic");
@@ -910,6 +924,7 @@ int cmd_rate(const Options& o) {
   const std::int64_t n = rate * secs;
   Producer producer(ph.bootstrap);
   create_topic(producer.handle(), ready);
+  const std::int64_t warmup_ms = warm_up(ph, producer, ingest, ready);
   ReadyCollector collector(ph.bootstrap, ready, ph.tag, n);
 
   const auto t0 = Clock::now();
@@ -930,20 +945,22 @@ int cmd_rate(const Options& o) {
   collector.finish(Clock::now() + milliseconds(delay_ms) + seconds(60) + milliseconds(n / 5));
 
   const auto late = lateness_of(collector.deliveries());
+  std::string cdf_file = stem + ".txt";
+  std::replace(cdf_file.begin(), cdf_file.end(), '_', '-');
   Json lateness = lateness_json(late);
   lateness["figure"] = figure;
+  lateness["cdf_file"] = cdf_file;
   lateness["target_rate"] = rate;
   lateness["achieved_rate"] = achieved;
   lateness["seconds"] = secs;
   lateness["delay_ms"] = delay_ms;
+  lateness["warmup_ms"] = warmup_ms;
   emit(lateness);
   if (achieved < kRateKept * static_cast<double>(rate)) {
     note("rate " + std::to_string(rate) + ": the generator kept only " + std::to_string(static_cast<long>(achieved)) +
          "/s");
   }
-  std::string file = stem;
-  std::replace(file.begin(), file.end(), '_', '-');
-  write_cdf(ph.data_dir / (file + ".txt"), late);
+  write_cdf(ph.data_dir / cdf_file, late);
   return check(stem, collector);
 }
 
@@ -1131,9 +1148,18 @@ std::vector<SweepPoint> sweep_points(const std::map<std::string, Json>& figures)
   return points;
 }
 
-// Writes the sweep for the plots, one line per rate.
-void write_sweep(const std::filesystem::path& file, const std::vector<SweepPoint>& points) {
+// The label of a run (its "run" figure's label, else its commit).
+std::string run_label(const std::map<std::string, Json>& figures) {
+  const auto run = figures.find("run");
+  if (run == figures.end() || !run->second.is_object()) return "?";
+  return run->second.value("label", run->second.value("commit", std::string("?")));
+}
+
+// Writes the sweep for the plots (bench/plot-whole-life.gp): the run's label and the p99 bound as
+// comment lines, then one line per rate.
+void write_sweep(const std::filesystem::path& file, const std::string& label, const std::vector<SweepPoint>& points) {
   std::ofstream out(file);
+  out << "# label: " << label << "\n# p99_bound_ms: " << kWholeLifeP99BoundMs << '\n';
   out << "# offered_per_s achieved_per_s p50_ms p99_ms p999_ms max_ms check_ok\n";
   for (const auto& p : points) {
     out << p.offered << ' ' << p.achieved << ' ' << p.p50 << ' ' << p.p99 << ' ' << p.p999 << ' ' << p.max << ' '
@@ -1201,7 +1227,7 @@ int cmd_report(const Options& o) {
     figures[name] = whole_life_figure(points);
     const std::filesystem::path data_dir = o.str("data-dir", ".");
     std::filesystem::create_directories(data_dir);
-    write_sweep(data_dir / "whole-life.txt", points);
+    write_sweep(data_dir / "whole-life.txt", run_label(figures), points);
   }
 
   auto set_limit = [&](const std::string& name, std::optional<std::pair<std::string, double>> limit, bool cost) {
@@ -1311,11 +1337,6 @@ int cmd_compare(const Options& o) {
       {"short delays, p99 ms", "lateness_short_", "p99"},
       {"Redis bytes per pending job", "redis_bytes_per_pending_job", "value"},
   };
-  auto label = [](const std::map<std::string, Json>& figures) {
-    const auto run = figures.find("run");
-    return run == figures.end() ? std::string("?")
-                                : run->second.value("label", run->second.value("commit", std::string("?")));
-  };
   // The field of a run's figure, pretty, or "-".
   auto cell = [](const Json* j, const std::string& field, int decimals = 1) {
     return j && j->contains(field) && (*j)[field].is_number() ? pretty((*j)[field].get<double>(), decimals)
@@ -1333,7 +1354,7 @@ int cmd_compare(const Options& o) {
                 whole ? cell(a, "fraction", 2).c_str() : "-");
   }
   const Json* short_b = figure_named(before, "lateness_short_");
-  std::printf("\nbefore: %s; after: %s", label(before).c_str(), label(after).c_str());
+  std::printf("\nbefore: %s; after: %s", run_label(before).c_str(), run_label(after).c_str());
   if (short_b) std::printf("; short delays: due %lld ms after publish", short_b->value("delay_ms", 0LL));
   std::printf("\nfraction: the run's figure over the limit the same run measured (limit over figure for bytes)\n");
   return 0;
