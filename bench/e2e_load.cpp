@@ -1342,13 +1342,13 @@ int cmd_compare(const Options& o) {
     return j && j->contains(field) && (*j)[field].is_number() ? pretty((*j)[field].get<double>(), decimals)
                                                               : std::string("-");
   };
-  std::printf("%-36s %12s %12s %14s %14s %9s %9s\n", "figure", "before", "after", "limit before", "limit after",
-              "fr before", "fr after");
+  std::printf("%-36s %12s %12s %14s %14s %15s %14s\n", "figure", "before", "after", "limit before", "limit after",
+              "fraction before", "fraction after");
   for (const auto& row : rows) {
     const Json* b = figure_named(before, row.prefix);
     const Json* a = figure_named(after, row.prefix);
     const bool whole = row.field == "value";  // limits and fractions belong to a figure's value
-    std::printf("%-36s %12s %12s %14s %14s %9s %9s\n", row.title.c_str(), cell(b, row.field).c_str(),
+    std::printf("%-36s %12s %12s %14s %14s %15s %14s\n", row.title.c_str(), cell(b, row.field).c_str(),
                 cell(a, row.field).c_str(), whole ? cell(b, "limit").c_str() : "-",
                 whole ? cell(a, "limit").c_str() : "-", whole ? cell(b, "fraction", 2).c_str() : "-",
                 whole ? cell(a, "fraction", 2).c_str() : "-");

@@ -84,6 +84,7 @@ else
 fi
 load_bin="$build/bench/e2e_load"
 delayd_bin="$(realpath -m "${DELAYD_BIN:-$build/apps/delayd}")"
+unset DELAYD_BIN  # delayd warns about DELAYD_* variables it does not know
 [[ -x "$load_bin" && -x "$delayd_bin" ]] || die "no $load_bin or $delayd_bin: build the targets e2e_load and delayd"
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 changes=false
