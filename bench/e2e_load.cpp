@@ -16,11 +16,13 @@
 //                            [--stats-match GLOB] [--settle-ms MS]
 //   e2e_load burst           --ingest-topic T --ready-topic R --group G --n N [--spread-ms 2000]
 //                            [--lead-ms L]
-//   e2e_load rate            --ingest-topic T --ready-topic R --rate R --seconds D [--delay-ms 3000]
+//   e2e_load rate            --ingest-topic T --ready-topic R --rate R --seconds D --delay-ms MS
+//                            [--figure lateness_<R>_per_s]
 //   e2e_load restart-publish --ingest-topic T --ready-topic R --group G --far N --overdue M
 //                            [--far-ms 3600000] [--margin-ms 10000]
 //   e2e_load restart-measure --ready-topic R --overdue M --start-ms S --log FILE
 //   e2e_load report          --in RAW.jsonl --out e2e.jsonl
+//   e2e_load compare         --before e2e.jsonl --after e2e.jsonl
 //   e2e_load cleanup         [--topic-prefix P] [--redis-match GLOB,...] [--groups G,...]
 // Common options: --bootstrap host:port, --redis-url redis://host:port, --tag (job-id prefix,
 // default "e2e"), --data-dir (where the raw data for the plots goes, default ".").
@@ -109,6 +111,11 @@ class Options {
     const auto it = values_.find(name);
     if (it == values_.end()) throw UsageError("missing --" + name);
     return it->second;
+  }
+  // The value of --name as an integer; throws UsageError when it is missing or not one.
+  std::int64_t required_num(const std::string& name) const {
+    required(name);
+    return num(name, 0);
   }
   // The value of --name as an integer, or `fallback`; throws UsageError when it is not one.
   std::int64_t num(const std::string& name, std::int64_t fallback) const {
@@ -875,15 +882,49 @@ int cmd_burst(const Options& o) {
   return check("burst", collector);
 }
 
-// Lateness under load: jobs published at `rate` per second for `seconds`, each due `delay-ms`
-// after its own publish, while a reader takes every ready record.
+// The generator kept a rate when it sent at least this share of it.
+constexpr double kRateKept = 0.95;
+
+// The figure of a whole-life rate of the sweep: "lateness_<rate>_per_s".
+std::string rate_figure(std::int64_t rate) { return "lateness_" + std::to_string(rate) + "_per_s"; }
+
+// The stem of a lateness figure's other names: the figure without a trailing "_per_s"
+// ("lateness_1000" of "lateness_1000_per_s", "lateness_short_20ms" of itself). Its check is
+// "<stem>_check" and its CDF "<stem, '_' as '-'>.txt" in the data directory (the figure's cdf_file).
+std::string lateness_stem(std::string_view figure) {
+  constexpr std::string_view per_s = "_per_s";
+  if (figure.ends_with(per_s)) figure.remove_suffix(per_s.size());
+  return std::string(figure);
+}
+
+// Sends one job "<tag>.warmup-0", due at once, and waits until it is on the ready topic; returns
+// how long that took (ms). Afterwards the measured jobs meet a warm producer here and a delayd past
+// its first fire (a fresh delayd sets up its ready topic then; the first job took about 2 s here).
+std::int64_t warm_up(const Phase& ph, Producer& producer, const std::string& ingest, const std::string& ready) {
+  const std::string tag = ph.tag + ".warmup";
+  ReadyCollector collector(ph.bootstrap, ready, tag, 1);
+  const auto t0 = Clock::now();
+  producer.send(ingest, job_id(tag, 0), epoch_ms(), job_value());
+  producer.flush(milliseconds(60000));
+  if (!collector.finish(t0 + seconds(60))) throw std::runtime_error("the warm-up job was not ready within 60 s");
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count();
+}
+
+// Lateness under load, each job's whole life: after warm_up(), jobs published at `rate` per second
+// for `seconds`, each due `delay-ms` after its own publish, while a reader takes every ready record
+// (the warm-up job counts as foreign in the check). With a delay of a few seconds, ingest and fire
+// both run at `rate` in the steady state. The figure is `figure` (default rate_figure(rate)); see
+// lateness_stem() for the check and the data file.
 int cmd_rate(const Options& o) {
   const Phase ph(o);
   const std::string ingest = o.required("ingest-topic"), ready = o.required("ready-topic");
-  const std::int64_t rate = o.num("rate", 1000), secs = o.num("seconds", 20), delay_ms = o.num("delay-ms", 3000);
+  const std::int64_t rate = o.num("rate", 1000), secs = o.num("seconds", 20), delay_ms = o.required_num("delay-ms");
+  const std::string figure = o.str("figure", rate_figure(rate));
+  const std::string stem = lateness_stem(figure);
   const std::int64_t n = rate * secs;
   Producer producer(ph.bootstrap);
   create_topic(producer.handle(), ready);
+  const std::int64_t warmup_ms = warm_up(ph, producer, ingest, ready);
   ReadyCollector collector(ph.bootstrap, ready, ph.tag, n);
 
   const auto t0 = Clock::now();
@@ -904,19 +945,23 @@ int cmd_rate(const Options& o) {
   collector.finish(Clock::now() + milliseconds(delay_ms) + seconds(60) + milliseconds(n / 5));
 
   const auto late = lateness_of(collector.deliveries());
+  std::string cdf_file = stem + ".txt";
+  std::replace(cdf_file.begin(), cdf_file.end(), '_', '-');
   Json lateness = lateness_json(late);
-  lateness["figure"] = "lateness_" + std::to_string(rate) + "_per_s";
+  lateness["figure"] = figure;
+  lateness["cdf_file"] = cdf_file;
   lateness["target_rate"] = rate;
   lateness["achieved_rate"] = achieved;
   lateness["seconds"] = secs;
   lateness["delay_ms"] = delay_ms;
+  lateness["warmup_ms"] = warmup_ms;
   emit(lateness);
-  if (achieved < 0.95 * static_cast<double>(rate)) {
+  if (achieved < kRateKept * static_cast<double>(rate)) {
     note("rate " + std::to_string(rate) + ": the generator kept only " + std::to_string(static_cast<long>(achieved)) +
          "/s");
   }
-  write_cdf(ph.data_dir / ("lateness-" + std::to_string(rate) + ".txt"), late);
-  return check("lateness_" + std::to_string(rate), collector);
+  write_cdf(ph.data_dir / cdf_file, late);
+  return check(stem, collector);
 }
 
 // Restart, first half: `far` jobs due in `far-ms`, then `overdue` jobs due at an instant T
@@ -1065,9 +1110,88 @@ std::string pretty(double v, int decimals = 1) {
   return buf;
 }
 
+// The rate of jobs that each go through two steps one after the other, the steps alone running
+// at rates a and b: 1 / (1/a + 1/b). Nothing when either is missing or not positive.
+std::optional<double> serial_rate(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b || *a <= 0 || *b <= 0) return std::nullopt;
+  return 1.0 / (1.0 / *a + 1.0 / *b);
+}
+
+// A whole-life rate holds when its p99 lateness is at most this many ms, its check passed (none
+// lost or early) and the generator kept the rate.
+constexpr std::int64_t kWholeLifeP99BoundMs = 10;
+
+// One rate of the whole-life sweep (bench/run-e2e.sh's RATES).
+struct SweepPoint {
+  std::int64_t offered = 0;
+  double achieved = 0;
+  std::int64_t p50 = 0, p99 = 0, p999 = 0, max = 0;
+  bool ok = false;  // its check passed
+  bool holds() const {
+    return ok && p99 <= kWholeLifeP99BoundMs && achieved >= kRateKept * static_cast<double>(offered);
+  }
+};
+
+// The sweep's rates among `figures` (the figures named rate_figure(their target_rate)), by
+// offered rate.
+std::vector<SweepPoint> sweep_points(const std::map<std::string, Json>& figures) {
+  std::vector<SweepPoint> points;
+  for (const auto& [name, j] : figures) {
+    const auto offered = j.value("target_rate", std::int64_t{0});
+    if (offered <= 0 || name != rate_figure(offered)) continue;
+    const auto check = figures.find(lateness_stem(name) + "_check");
+    points.push_back({offered, j.value("achieved_rate", 0.0), j.value("p50", std::int64_t{0}),
+                      j.value("p99", std::int64_t{0}), j.value("p999", std::int64_t{0}),
+                      j.value("max", std::int64_t{0}), check != figures.end() && check->second.value("ok", false)});
+  }
+  std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.offered < b.offered; });
+  return points;
+}
+
+// The label of a run (its "run" figure's label, else its commit).
+std::string run_label(const std::map<std::string, Json>& figures) {
+  const auto run = figures.find("run");
+  if (run == figures.end() || !run->second.is_object()) return "?";
+  return run->second.value("label", run->second.value("commit", std::string("?")));
+}
+
+// Writes the sweep for the plots (bench/plot-whole-life.gp): the run's label and the p99 bound as
+// comment lines, then one line per rate.
+void write_sweep(const std::filesystem::path& file, const std::string& label, const std::vector<SweepPoint>& points) {
+  std::ofstream out(file);
+  out << "# label: " << label << "\n# p99_bound_ms: " << kWholeLifeP99BoundMs << '\n';
+  out << "# offered_per_s achieved_per_s p50_ms p99_ms p999_ms max_ms check_ok\n";
+  for (const auto& p : points) {
+    out << p.offered << ' ' << p.achieved << ' ' << p.p50 << ' ' << p.p99 << ' ' << p.p999 << ' ' << p.max << ' '
+        << (p.ok ? 1 : 0) << '\n';
+  }
+}
+
+// The figure whole_life_max_rate: the highest offered rate of the sweep that holds (0 if none).
+Json whole_life_figure(const std::vector<SweepPoint>& points) {
+  std::int64_t best = 0;
+  std::optional<std::int64_t> lowest_failing;
+  Json rates = Json::array();
+  for (const auto& p : points) {
+    rates.push_back(p.offered);
+    if (p.holds()) {
+      best = p.offered;
+    } else if (!lowest_failing) {
+      lowest_failing = p.offered;
+    }
+  }
+  return {{"figure", "whole_life_max_rate"},
+          {"value", best},
+          {"unit", "jobs/s"},
+          {"p99_bound_ms", kWholeLifeP99BoundMs},
+          {"rates", rates},
+          {"lowest_failing_rate", lowest_failing ? Json(*lowest_failing) : Json(nullptr)}};
+}
+
 // Fills in "limit", "limit_by" and "fraction" (delayd's share of the machine's best: value/limit
-// for rates, limit/value for costs) of delayd's figures from the machine-limit figures, writes
-// every line to `out`, and prints the table.
+// for rates, limit/value for costs) of delayd's figures from the machine-limit figures, adds the
+// whole-life sweep's summary whole_life_max_rate (and writes the sweep to
+// <data-dir>/whole-life.txt), writes every line to `out`, and prints the table.
 int cmd_report(const Options& o) {
   std::vector<std::string> order;
   auto figures = read_figures(o.required("in"), order);
@@ -1084,15 +1208,27 @@ int cmd_report(const Options& o) {
     }
     return best;
   };
-  std::optional<double> fire_redis;  // claim and finish, one after the other
-  if (auto c = value("redis_claim_jobs_per_s"), f = value("redis_finish_jobs_per_s"); c && f && *c > 0 && *f > 0) {
-    fire_redis = 1.0 / (1.0 / *c + 1.0 / *f);
-  }
+  const auto fire_redis = serial_rate(value("redis_claim_jobs_per_s"), value("redis_finish_jobs_per_s"));
+  const auto whole_life_redis = serial_rate(value("redis_accept_jobs_per_s"), fire_redis);
   const auto ingest_limit = lowest({{"redis_accept_jobs_per_s", value("redis_accept_jobs_per_s")},
                                     {"kafka_produce_per_s", value("kafka_produce_per_s")},
                                     {"kafka_consume_per_s", value("kafka_consume_per_s")}});
   const auto fire_limit =
       lowest({{"redis claim + finish", fire_redis}, {"kafka_produce_per_s", value("kafka_produce_per_s")}});
+
+  // The whole-life sweep: its summary figure after the sweep's last, and its data for the plots.
+  if (const auto points = sweep_points(figures); !points.empty()) {
+    const std::string name = "whole_life_max_rate";
+    if (!figures.contains(name)) {
+      auto last = order.begin();
+      for (const auto& p : points) last = std::max(last, std::find(order.begin(), order.end(), rate_figure(p.offered)));
+      order.insert(last + 1, name);
+    }
+    figures[name] = whole_life_figure(points);
+    const std::filesystem::path data_dir = o.str("data-dir", ".");
+    std::filesystem::create_directories(data_dir);
+    write_sweep(data_dir / "whole-life.txt", run_label(figures), points);
+  }
 
   auto set_limit = [&](const std::string& name, std::optional<std::pair<std::string, double>> limit, bool cost) {
     const auto v = value(name);
@@ -1108,6 +1244,10 @@ int cmd_report(const Options& o) {
   };
   set_limit("ingest_jobs_per_s", ingest_limit, false);
   set_limit("fire_jobs_per_s", fire_limit, false);
+  if (whole_life_redis) {
+    set_limit("whole_life_max_rate", std::pair<std::string, double>{"redis accept + claim + finish", *whole_life_redis},
+              false);
+  }
   set_limit("redis_bytes_per_pending_job", named("redis_lean_bytes_per_pending_job"), true);
   set_limit("redis_bytes_per_finished_job", named("redis_lean_bytes_per_finished_job"), true);
   if (figures.contains("restart_last_ready_ms") && fire_limit) {
@@ -1170,6 +1310,54 @@ int cmd_report(const Options& o) {
                 j.value("first_warning", std::string()).c_str());
   }
   return ok ? 0 : kPipelineBroken;
+}
+
+// The first figure whose name starts with `prefix`, if any.
+const Json* figure_named(const std::map<std::string, Json>& figures, const std::string& prefix) {
+  const auto it = figures.lower_bound(prefix);
+  return it != figures.end() && it->first.starts_with(prefix) ? &it->second : nullptr;
+}
+
+// Two runs side by side (bench/compare-e2e.sh): the main figures of each, the machine limit each
+// run measured for them, and each run's fraction of its own limit.
+int cmd_compare(const Options& o) {
+  std::vector<std::string> order;
+  const auto before = read_figures(o.required("before"), order);
+  const auto after = read_figures(o.required("after"), order);
+  struct Row {
+    std::string title, prefix, field;
+  };
+  const std::vector<Row> rows = {
+      {"fire capacity, jobs/s", "fire_jobs_per_s", "value"},
+      {"durable ingest, jobs/s", "ingest_jobs_per_s", "value"},
+      {"whole lives at p99 <= " + std::to_string(kWholeLifeP99BoundMs) + " ms, jobs/s", "whole_life_max_rate", "value"},
+      {"lateness at 10 000/s, p99 ms", rate_figure(10000), "p99"},
+      {"lateness at 10 000/s, p99.9 ms", rate_figure(10000), "p999"},
+      {"lateness at 10 000/s, max ms", rate_figure(10000), "max"},
+      {"short delays, p99 ms", "lateness_short_", "p99"},
+      {"Redis bytes per pending job", "redis_bytes_per_pending_job", "value"},
+  };
+  // The field of a run's figure, pretty, or "-".
+  auto cell = [](const Json* j, const std::string& field, int decimals = 1) {
+    return j && j->contains(field) && (*j)[field].is_number() ? pretty((*j)[field].get<double>(), decimals)
+                                                              : std::string("-");
+  };
+  std::printf("%-36s %12s %12s %14s %14s %15s %14s\n", "figure", "before", "after", "limit before", "limit after",
+              "fraction before", "fraction after");
+  for (const auto& row : rows) {
+    const Json* b = figure_named(before, row.prefix);
+    const Json* a = figure_named(after, row.prefix);
+    const bool whole = row.field == "value";  // limits and fractions belong to a figure's value
+    std::printf("%-36s %12s %12s %14s %14s %15s %14s\n", row.title.c_str(), cell(b, row.field).c_str(),
+                cell(a, row.field).c_str(), whole ? cell(b, "limit").c_str() : "-",
+                whole ? cell(a, "limit").c_str() : "-", whole ? cell(b, "fraction", 2).c_str() : "-",
+                whole ? cell(a, "fraction", 2).c_str() : "-");
+  }
+  const Json* short_b = figure_named(before, "lateness_short_");
+  std::printf("\nbefore: %s; after: %s", run_label(before).c_str(), run_label(after).c_str());
+  if (short_b) std::printf("; short delays: due %lld ms after publish", short_b->value("delay_ms", 0LL));
+  std::printf("\nfraction: the run's figure over the limit the same run measured (limit over figure for bytes)\n");
+  return 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1265,6 +1453,7 @@ int dispatch(const std::string& name, const Options& o) {
   if (name == "restart-publish") return cmd_restart_publish(o);
   if (name == "restart-measure") return cmd_restart_measure(o);
   if (name == "report") return cmd_report(o);
+  if (name == "compare") return cmd_compare(o);
   if (name == "cleanup") return cmd_cleanup(o);
   throw UsageError("unknown subcommand " + name);
 }

@@ -7,20 +7,36 @@
 #   1. machine limits: redis-benchmark on the scripts of a lean job store (bench/redis-scripts/:
 #      accept, claim, finish; 500 jobs per call), and Kafka produce / consume rates (e2e_load);
 #   2. delayd: durable ingest rate and Redis bytes per pending and finished job; fire capacity
-#      (a burst due over 2 s); lateness at fixed fire rates with ingest running; restart recovery
-#      (overdue jobs after delayd was down);
-#   3. one JSON line per figure into bench/results/e2e.jsonl, then a table;
-#   4. plots with gnuplot (skipped if it is missing): lateness-cdf.png, burst-throughput.png.
-# Raw data (lateness samples, burst buckets, delayd logs) goes to bench/results/data/ (ignored).
+#      (a burst due over 2 s); whole lives: jobs published at rate R for S seconds, each due
+#      RATE_DELAY_MS after its publish, so that ingest and fire both run at R (one phase per rate
+#      of RATES, which brackets where delayd breaks on 2 cores); short delays: jobs due
+#      SHORT_DELAY_MS after publish (these two start once a warm-up job went through delayd);
+#      restart recovery (overdue jobs after delayd was down);
+#   3. one JSON line per figure into bench/results/e2e.jsonl, then a table; whole_life_max_rate is
+#      the highest rate of RATES that held (see e2e_load's report), beside the machine's
+#      whole-life limit;
+#   4. plots with gnuplot (skipped if it is missing): lateness-cdf.png, burst-throughput.png,
+#      whole-life.png (lateness against offered whole-life rate, bench/plot-whole-life.gp).
+# Raw data (lateness samples, burst buckets, the sweep as data/whole-life.txt, delayd logs) goes
+# to bench/results/data/ (ignored). About 7 minutes.
 #
 #   bench/run-e2e.sh                         the full run (Release build in build-release/)
 #   SMOKE=1 BUILD_DIR=build bench/run-e2e.sh tiny sizes with the binaries of BUILD_DIR, results
 #                                            under BUILD_DIR/e2e-smoke/ (the ctest bench.e2e_smoke)
-# Sizes (environment): N_INGEST (200000), INGEST_DUE_MS (60000), N_BURST (100000),
-#   BURST_SPREAD_MS (2000), RATES ("1000:20 2000:20 10000:20 50000:10", rate:seconds), RATE_DELAY_MS (3000),
-#   RESTART_FAR (900000), RESTART_OVERDUE (100000), RESTART_MARGIN_MS (10000),
-#   REDIS_BENCH_CALLS (400 calls of 500 jobs), KAFKA_LIMIT_N (= N_INGEST), RESULTS_DIR, KEEP_DATA=1
-#   (leave topics and Redis keys in place), BUILD_JOBS.
+#   DELAYD_BIN=/path/delayd LABEL=abc1234 RESULTS_DIR=... bench/run-e2e.sh
+#                                            another delayd measured by this tree's e2e_load
+#                                            (bench/compare-e2e.sh runs two versions so)
+# Sizes (environment; SMOKE's in brackets): N_INGEST (200000 [2000]), INGEST_DUE_MS (60000 [3000]),
+#   N_BURST (100000 [2000]), BURST_SPREAD_MS (2000),
+#   RATES ("1000:20 5000:20 10000:30 20000:30 30000:20 40000:20" ["200:2 500:2"], rate:seconds),
+#   SWEEP_SECONDS (unset: the seconds of RATES; set, e.g. 60: every rate runs that long),
+#   RATE_DELAY_MS (2000), SHORT_RATE (100), SHORT_SECONDS (20 [2]), SHORT_DELAY_MS (20),
+#   RESTART_FAR (900000 [1800]), RESTART_OVERDUE (100000 [200]), RESTART_MARGIN_MS (10000 [3000]),
+#   REDIS_BENCH_CALLS (400 calls of 500 jobs [4]), KAFKA_LIMIT_N (= N_INGEST).
+# Other settings: BUILD_DIR (binaries built there, nothing built), DELAYD_BIN (the delayd to run;
+#   default BUILD_DIR's apps/delayd), LABEL (the run's name in the "run" figure and the plots;
+#   default this tree's short commit, "+changes" if files differ from it), RESULTS_DIR (bench/results [BUILD_DIR/e2e-smoke]), KEEP_DATA=1
+#   (leave topics and Redis keys in place), BUILD_JOBS. Relative paths are from the repository root.
 # Exit status: 0 when every job of every phase was delivered and none early; 1 otherwise.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,7 +45,7 @@ cd "$root"
 SMOKE="${SMOKE:-0}"
 if [[ "$SMOKE" == 1 ]]; then
   N_INGEST="${N_INGEST:-2000}" INGEST_DUE_MS="${INGEST_DUE_MS:-3000}"
-  N_BURST="${N_BURST:-2000}" RATES="${RATES:-200:3}"
+  N_BURST="${N_BURST:-2000}" RATES="${RATES:-200:2 500:2}" SHORT_SECONDS="${SHORT_SECONDS:-2}"
   RESTART_FAR="${RESTART_FAR:-1800}" RESTART_OVERDUE="${RESTART_OVERDUE:-200}"
   RESTART_MARGIN_MS="${RESTART_MARGIN_MS:-3000}" REDIS_BENCH_CALLS="${REDIS_BENCH_CALLS:-4}"
 fi
@@ -37,8 +53,16 @@ N_INGEST="${N_INGEST:-200000}"
 INGEST_DUE_MS="${INGEST_DUE_MS:-60000}"
 N_BURST="${N_BURST:-100000}"
 BURST_SPREAD_MS="${BURST_SPREAD_MS:-2000}"
-RATES="${RATES:-1000:20 2000:20 10000:20 50000:10}"
-RATE_DELAY_MS="${RATE_DELAY_MS:-3000}"
+RATES="${RATES:-1000:20 5000:20 10000:30 20000:30 30000:20 40000:20}"
+if [[ -n "${SWEEP_SECONDS:-}" ]]; then
+  sweep=""
+  for spec in $RATES; do sweep+="${sweep:+ }${spec%%:*}:$SWEEP_SECONDS"; done
+  RATES="$sweep"
+fi
+RATE_DELAY_MS="${RATE_DELAY_MS:-2000}"
+SHORT_RATE="${SHORT_RATE:-100}"
+SHORT_SECONDS="${SHORT_SECONDS:-20}"
+SHORT_DELAY_MS="${SHORT_DELAY_MS:-20}"
 RESTART_FAR="${RESTART_FAR:-900000}"
 RESTART_OVERDUE="${RESTART_OVERDUE:-100000}"
 RESTART_MARGIN_MS="${RESTART_MARGIN_MS:-10000}"
@@ -59,8 +83,16 @@ else
   cmake --build "$build" -j "${BUILD_JOBS:-$(nproc)}" --target e2e_load delayd >/dev/null
 fi
 load_bin="$build/bench/e2e_load"
-delayd_bin="$build/apps/delayd"
+delayd_bin="$(realpath -m "${DELAYD_BIN:-$build/apps/delayd}")"
+unset DELAYD_BIN  # delayd warns about DELAYD_* variables it does not know
 [[ -x "$load_bin" && -x "$delayd_bin" ]] || die "no $load_bin or $delayd_bin: build the targets e2e_load and delayd"
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+changes=false
+[[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]] || changes=true
+if [[ -z "${LABEL:-}" ]]; then
+  LABEL="$commit"
+  [[ "$changes" == false ]] || LABEL+="+changes"
+fi
 
 if [[ "$SMOKE" == 1 ]]; then results="${RESULTS_DIR:-$build/e2e-smoke}"; else results="${RESULTS_DIR:-$root/bench/results}"; fi
 data="$results/data"
@@ -99,7 +131,7 @@ cleanup() {
       --groups "$joined" --redis-match "$run*,{bench}:$run:*" >/dev/null 2>"$data/logs/cleanup-$run.log" ||
       say "cleanup of $run failed: $(tail -n 1 "$data/logs/cleanup-$run.log")"
   fi
-  ((started)) && scripts/stack.sh down >/dev/null || true
+  if ((started)); then scripts/stack.sh down >/dev/null || true; fi
   exit "$status"
 }
 trap cleanup EXIT
@@ -110,7 +142,7 @@ trap 'exit 130' INT TERM
 # NAME and Redis prefix NAME, and returns once its consumer has partitions ("assigned" in its
 # log). Sets pid, log and started_ms (the epoch ms just before the start).
 start_delayd() {
-  local name="$1" i
+  local name="$1"
   log="$data/logs/$name-$(date +%s%3N).log"
   started_ms=$(date +%s%3N)
   env DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" \
@@ -122,7 +154,7 @@ start_delayd() {
   groups+=("$name")
   ((${#phase_logs[@]})) || phase_forks0="$(redis_forks)"
   phase_logs+=("$log")
-  for i in $(seq 1 600); do
+  for _ in $(seq 1 600); do
     grep -q assigned "$log" && return 0
     kill -0 "$pid" 2>/dev/null || { tail -n 20 "$log" >&2; pid=""; die "delayd ($name) exited during start-up"; }
     sleep 0.1
@@ -156,6 +188,8 @@ load() {
 }
 # field FIGURE NAME: a numeric field of the first JSON line of that figure in $out.
 field() { grep -F "\"figure\":\"$1\"" "$out" | head -n 1 | sed -n "s/.*\"$2\":\(-\{0,1\}[0-9][0-9.]*\).*/\1/p"; }
+# text_field FIGURE NAME: a string field (without quotes or escapes) of that figure in $out.
+text_field() { grep -F "\"figure\":\"$1\"" "$out" | head -n 1 | sed -n "s/.*\"$2\":\"\([^\"\\]*\)\".*/\1/p"; }
 emit() { echo "$1"; echo "$1" >>"$raw"; }
 json_string() { printf '"%s"' "$(tr -d '\000-\037' <<<"$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
 redis_run_id() { rcli INFO server | tr -d '\r' | awk -F: '$1 == "run_id" { print $2 }'; }
@@ -192,7 +226,7 @@ fresh_redis() {
   done
 }
 
-emit "{\"figure\":\"run\",\"run\":\"$run\",\"smoke\":$([[ "$SMOKE" == 1 ]] && echo true || echo false),\"started_at_ms\":$(date +%s%3N),\"nproc\":$(nproc),\"n_ingest\":$N_INGEST,\"n_burst\":$N_BURST,\"rates\":\"$RATES\",\"restart_far\":$RESTART_FAR,\"restart_overdue\":$RESTART_OVERDUE,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\",\"uncommitted_changes\":$([[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]] && echo true || echo false)}"
+emit "{\"figure\":\"run\",\"run\":\"$run\",\"label\":$(json_string "$LABEL"),\"delayd\":$(json_string "$delayd_bin"),\"smoke\":$([[ "$SMOKE" == 1 ]] && echo true || echo false),\"started_at_ms\":$(date +%s%3N),\"nproc\":$(nproc),\"n_ingest\":$N_INGEST,\"n_burst\":$N_BURST,\"rates\":\"$RATES\",\"rate_delay_ms\":$RATE_DELAY_MS,\"short\":\"$SHORT_RATE:$SHORT_SECONDS\",\"short_delay_ms\":$SHORT_DELAY_MS,\"restart_far\":$RESTART_FAR,\"restart_overdue\":$RESTART_OVERDUE,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"commit\":\"$commit\",\"uncommitted_changes\":$changes}"
 run_id_at_start="$(redis_run_id)"
 
 # --- 1a. Redis: a lean job store's scripts with redis-benchmark ------------------------------
@@ -251,13 +285,22 @@ rate_list=()
 for spec in $RATES; do
   rate="${spec%%:*}" secs="${spec##*:}"
   rate_list+=("$rate")
-  say "lateness: $rate jobs/s for $secs s, due ${RATE_DELAY_MS} ms after publish"
+  say "whole lives: $rate jobs/s for $secs s, due ${RATE_DELAY_MS} ms after publish"
   name="$run-rate$rate"
   start_delayd "$name"
   # shellcheck disable=SC2046
   load rate $(phase_args "$name") --rate "$rate" --seconds "$secs" --delay-ms "$RATE_DELAY_MS"
   phase_end "rate$rate"
 done
+
+say "short delays: $SHORT_RATE jobs/s for $SHORT_SECONDS s, due ${SHORT_DELAY_MS} ms after publish"
+name="$run-short" short_figure="lateness_short_${SHORT_DELAY_MS}ms"
+start_delayd "$name"
+# shellcheck disable=SC2046
+load rate $(phase_args "$name") --rate "$SHORT_RATE" --seconds "$SHORT_SECONDS" --delay-ms "$SHORT_DELAY_MS" \
+  --figure "$short_figure"
+short_cdf="$(text_field "$short_figure" cdf_file)"
+phase_end short
 
 say "restart: $RESTART_FAR jobs due in 1 h, $RESTART_OVERDUE due while delayd is down"
 name="$run-restart"
@@ -280,10 +323,14 @@ emit "{\"figure\":\"stack\",\"redis_restarted\":$([[ "$run_id_at_start" == "$run
 
 # --- 3. report, 4. plots ---------------------------------------------------------------------
 echo
-"$load_bin" report --in "$raw" --out "$results/e2e.jsonl" || true
+"$load_bin" report --in "$raw" --out "$results/e2e.jsonl" --data-dir "$data" || true
 if command -v gnuplot >/dev/null; then
-  gnuplot -e "data='$data'; out='$results'; rates='${rate_list[*]}'" "$root/bench/plot-e2e.gp" \
-    && say "plots: $results/lateness-cdf.png, $results/burst-throughput.png"
+  gnuplot -e "data='$data'; out='$results'; rates='${rate_list[*]}'; short='$short_cdf'" "$root/bench/plot-e2e.gp" &&
+    say "plots: $results/lateness-cdf.png, $results/burst-throughput.png"
+  if [[ -s "$data/whole-life.txt" ]]; then
+    gnuplot -e "files='$data/whole-life.txt'; out='$results/whole-life.png'" "$root/bench/plot-whole-life.gp" &&
+      say "plot: $results/whole-life.png"
+  fi
 else
   say "gnuplot not found: plots skipped (Debian package gnuplot-nox)"
 fi
