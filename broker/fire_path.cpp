@@ -88,8 +88,13 @@ FailureAction decide(DeliveryError error, int attempt, const FireOptions& option
 }
 
 FirePath::FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer,
-                   FireOptions options, MarkWorker* marker)
-    : scheduler_(scheduler), store_(store), producer_(producer), options_(std::move(options)), marker_(marker) {}
+                   FireOptions options, FireWorkers workers)
+    : scheduler_(scheduler),
+      store_(store),
+      producer_(producer),
+      options_(std::move(options)),
+      claimer_(workers.claims),
+      marker_(workers.marks) {}
 
 void FirePath::produce(InFlight entry, TagKind kind) {
   const std::uint64_t tag = make_tag(kind, ++seq_);
@@ -155,15 +160,21 @@ void FirePath::recheck_fences() {
 }
 
 std::size_t FirePath::fire_due(std::int64_t now_ms) {
+  std::size_t produced = apply_claims();  // may throw (an outage): their jobs are back in the wheel
   if (recheck_) recheck_fences();
-  std::size_t produced = send_prepared(now_ms);
+  produced += send_prepared(now_ms);
   // A burst is taken in several batches of the scheduler's fire_batch, up to kMaxFireRounds per
   // call, so that one call keeps up with tens of thousands due per second; each claim call is
   // short and followed by the sends that fell due, so no record waits behind the rounds.
   for (int round = 0; round < kMaxFireRounds && !stuck(); ++round) {
+    if (claims_full()) break;  // Redis has enough to do
     const std::vector<Scheduler::Slot> slots = scheduler_.take_due(now_ms, options_.claim_ahead_ms);
     if (slots.empty()) break;
-    produced += claim_and_dispatch(slots, now_ms);
+    if (claimer_ != nullptr) {
+      submit_claims(slots, now_ms);
+    } else {
+      produced += claim_and_dispatch(slots, now_ms);
+    }
     if (slots.size() < scheduler_.fire_batch()) break;
     now_ms = options_.clock();
   }
@@ -198,6 +209,63 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
     }
   }
 
+  produced += dispatch(slots, claims, claimed, now_ms);
+  if (outage) std::rethrow_exception(outage);
+  return produced;
+}
+
+void FirePath::submit_claims(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms) {
+  for (const auto& [shard, index] : by_shard(slots)) {
+    ClaimRequest r;
+    r.id = ++stage_seq_;
+    r.shard = scheduler_.shard_name(shard);
+    r.now_ms = now_ms;
+    r.ahead_ms = options_.claim_ahead_ms;
+    r.fence = store_.fence(r.shard);
+    PendingClaim pc;
+    pc.now_ms = now_ms;
+    for (size_t i : index) {
+      r.job_ids.push_back(scheduler_.job(slots[i]).job_id);
+      pc.slots.push_back(slots[i]);
+    }
+    claims_.emplace(r.id, std::move(pc));
+    claimer_->submit(std::move(r));
+  }
+}
+
+std::size_t FirePath::apply_claims() {
+  if (claimer_ == nullptr) return 0;
+  std::size_t produced = 0;
+  std::exception_ptr outage;
+  for (ClaimResult& r : claimer_->take_done()) {
+    auto it = claims_.find(r.id);
+    if (it == claims_.end()) continue;
+    PendingClaim pc = std::move(it->second);
+    claims_.erase(it);
+    if (r.error) {
+      try {
+        std::rethrow_exception(r.error);
+      } catch (const storage::ShardFenced& e) {
+        // Not ours any more: nothing of this call was claimed, and the new owner delivers them.
+        lose(e.shard);
+        for (auto slot : pc.slots) scheduler_.release(slot);
+      } catch (...) {
+        // Not claimed, not produced: they stay due. Back into the wheel, shortly.
+        for (auto slot : pc.slots) scheduler_.retry_at(slot, pc.now_ms + kOutageRequeueMs);
+        if (!outage) outage = std::current_exception();
+      }
+      continue;
+    }
+    const std::vector<bool> claimed(pc.slots.size(), true);
+    produced += dispatch(pc.slots, r.claims, claimed, options_.clock());
+  }
+  if (outage) std::rethrow_exception(outage);
+  return produced;
+}
+
+std::size_t FirePath::dispatch(const std::vector<Scheduler::Slot>& slots, std::vector<storage::Claim>& claims,
+                               const std::vector<bool>& claimed, std::int64_t now_ms) {
+  std::size_t produced = 0;
   // The dispatch loop does no I/O, so it cannot stop half-way through the batch.
   std::vector<Scheduler::Slot> aside_slots;
   std::vector<storage::Claim> aside;
@@ -242,7 +310,6 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
   }
   set_aside(aside_slots, aside, now_ms);
   produced += send_prepared(now_ms);
-  if (outage) std::rethrow_exception(outage);
   return produced;
 }
 
@@ -322,7 +389,7 @@ void FirePath::on_report(const connectors::DeliveryReport& report) {
 void FirePath::apply_marks() {
   if (marker_ == nullptr) return;
   std::exception_ptr failure;
-  for (MarkWorker::Result& r : marker_->take_done()) {
+  for (MarkResult& r : marker_->take_done()) {
     auto it = marks_.find(r.id);
     if (it == marks_.end()) continue;
     PendingMark pm = std::move(it->second);
@@ -356,9 +423,18 @@ void FirePath::marked(const std::vector<std::uint64_t>& tags, const std::vector<
 }
 
 void FirePath::settle_all(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto left = [&] {
+    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
+                    std::chrono::milliseconds(0));
+  };
+  if (claimer_ != nullptr) {
+    claimer_->wait_idle(left());
+    apply_claims();
+  }
   settle(options_.clock());
   if (marker_ == nullptr) return;
-  marker_->wait_idle(timeout);
+  marker_->wait_idle(left());
   apply_marks();
 }
 
@@ -408,7 +484,7 @@ void FirePath::settle(std::int64_t now_ms) {
         pm.reports.push_back(*report_of.at(tag));
       }
       pm.tags = std::move(group);
-      const std::uint64_t id = ++mark_seq_;
+      const std::uint64_t id = ++stage_seq_;
       marks_.emplace(id, std::move(pm));
       marker_->submit({id, scheduler_.shard_name(shard), std::move(jobs), now_ms});
       continue;

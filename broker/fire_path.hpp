@@ -1,7 +1,10 @@
 // FirePath: from "the wheel says it is due" to "Redis says ready".
 //
 //   fire_due()   take the jobs due within claim_ahead_ms from the scheduler; claim them in
-//                Redis (one script call per shard: the payload comes back, the attempt is
+//                Redis (with a ClaimWorker: handed to its thread and connection, up to
+//                kMaxClaimsInFlight calls ahead, and dispatched when their results come back at
+//                a later fire_due(); without one, here and now)
+//                (one script call per shard: the payload comes back, the attempt is
 //                counted, a cancel now answers in_flight, and what cannot be delivered is set
 //                aside in the same call); hold each record in memory until the wall clock
 //                reaches its deliver_at (send_prepared(), no I/O), then hand it to the producer
@@ -65,7 +68,8 @@
 // queued until settle() gets through, and jobs whose claim failed go back to the wheel. Every
 // step may be repeated (see storage/job_store.hpp for the crash points).
 // Threading: the scheduling loop's thread, like the scheduler and producer it uses; the
-// MarkWorker, if given, writes marks on its own thread (mark_worker.hpp).
+// ClaimWorker and MarkWorker, if given, run their Redis calls on threads of their own
+// (fire_stages.hpp), and every result is applied here.
 #pragma once
 
 #include <chrono>
@@ -79,9 +83,9 @@
 
 #include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
+#include "broker/fire_stages.hpp"
 #include "broker/log_throttle.hpp"
 #include "broker/loop_counters.hpp"
-#include "broker/mark_worker.hpp"
 #include "broker/missing_topics.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/snapshot.hpp"
@@ -128,6 +132,13 @@ struct FireOptions {
 
 // FireCounters: broker/loop_counters.hpp.
 
+// The fire path's stages beside the loop (fire_stages.hpp); either may be null: its calls are
+// then made on the loop's thread, one round trip per shard, waiting for each.
+struct FireWorkers {
+  ClaimWorker* claims = nullptr;
+  MarkWorker* marks = nullptr;
+};
+
 // What to do with a ready record's failed report; pure, so that the table above is testable.
 struct FailureAction {
   enum class Kind { retry, dead_letter } kind = Kind::retry;
@@ -142,9 +153,11 @@ FailureAction decide(connectors::DeliveryError error, int attempt, const FireOpt
 
 class FirePath {
  public:
-  // `marker` may be null: marks are then written on this thread, one round trip per shard.
+  // Claim calls handed to the ClaimWorker and not yet dispatched, at most.
+  static constexpr std::size_t kMaxClaimsInFlight = 8;
+
   FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer, FireOptions options,
-           MarkWorker* marker = nullptr);
+           FireWorkers workers = {});
 
   // Returns how many records were handed to the producer (including those send_prepared()
   // found due). May throw storage errors; what was claimed before the error is kept.
@@ -161,9 +174,14 @@ class FirePath {
   // the worker, or written here without one). May throw storage errors: every report whose
   // outcome is not written stays queued (a failed mark's report is queued again).
   void settle(std::int64_t now_ms);
-  // settle(), then waits up to `timeout` for the marks in flight and applies them (a revoke or a
-  // stop: so that the next owner finds the jobs ready). May throw like settle().
+  // settle(), then waits up to `timeout` for the claims and marks in flight and applies them (a
+  // revoke or a stop: so that the next owner finds the jobs ready). May throw like settle().
   void settle_all(std::chrono::milliseconds timeout);
+  // Claims or marks are with the stages: their results will need applying (the loop waits for
+  // them, woken by the stages).
+  bool stages_busy() const { return !claims_.empty() || !marks_.empty(); }
+  // fire_due() takes nothing more from the wheel until a claim in flight comes back.
+  bool claims_full() const { return claimer_ != nullptr && claims_.size() >= kMaxClaimsInFlight; }
   // Gives the shard up because another member owns it now (Redis refused our fence): revoked
   // in the scheduler, fence dropped. Idempotent. No I/O.
   void lose(const std::string& shard);
@@ -206,6 +224,20 @@ class FirePath {
   };
   // Applies the MarkWorker's finished marks; rethrows the first failure after re-queueing.
   void apply_marks();
+  // A claim handed to the ClaimWorker: the slots it claims (taken from the scheduler).
+  struct PendingClaim {
+    std::vector<Scheduler::Slot> slots;
+    std::int64_t now_ms = 0;
+  };
+  // Hands the claims of `slots` (taken from the scheduler) to the ClaimWorker, one per shard run.
+  void submit_claims(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms);
+  // Dispatches the ClaimWorker's finished claims; a failed one's jobs go back to the wheel (or
+  // are given up, fenced), and the first outage is rethrown after all are handled.
+  std::size_t apply_claims();
+  // What a claim of `slots` returned (claimed[i]: claims[i] is an answer): records held back or
+  // dead-lettered, early ones back to the wheel, the rest set aside. Returns records produced.
+  std::size_t dispatch(const std::vector<Scheduler::Slot>& slots, std::vector<storage::Claim>& claims,
+                       const std::vector<bool>& claimed, std::int64_t now_ms);
   // The mark of the jobs of `index` (into tags) succeeded with `marked`: follow-ups, counters.
   void marked(const std::vector<std::uint64_t>& tags, const std::vector<storage::Transition>& marked);
   // Held records older than fence_recheck: drop those of shards that moved, keep the rest.
@@ -237,9 +269,11 @@ class FirePath {
   storage::JobStore& store_;
   connectors::KafkaProducer& producer_;
   FireOptions options_;
+  ClaimWorker* claimer_;
   MarkWorker* marker_;
-  std::unordered_map<std::uint64_t, PendingMark> marks_;  // by MarkWorker request id
-  std::uint64_t mark_seq_ = 0;
+  std::unordered_map<std::uint64_t, PendingClaim> claims_;  // by ClaimWorker request id
+  std::unordered_map<std::uint64_t, PendingMark> marks_;    // by MarkWorker request id
+  std::uint64_t stage_seq_ = 0;                             // request ids of both stages
   std::unordered_map<std::uint64_t, InFlight> in_flight_;
   std::multimap<std::int64_t, InFlight> prepared_;  // by deliver_at (epoch ms): claimed, not yet due
   std::deque<connectors::DeliveryReport> reports_;

@@ -71,23 +71,26 @@ class Loop {
   // (over `ingest_redis`, timed into `ingest_latency`) is the ingest thread's. All must outlive
   // the loop.
   Loop(const config::Config& c, const std::atomic<bool>& stop, storage::JobStore& store,
-       const DurationHistogram& redis_latency, storage::JobStore& mark_store, const DurationHistogram& mark_latency,
-       storage::JobStore& ingest_store, redis::RedisClient& ingest_redis, const DurationHistogram& ingest_latency,
-       connectors::KafkaAdmin* admin)
+       const DurationHistogram& redis_latency, storage::JobStore& claim_store, const DurationHistogram& claim_latency,
+       storage::JobStore& mark_store, const DurationHistogram& mark_latency, storage::JobStore& ingest_store,
+       redis::RedisClient& ingest_redis, const DurationHistogram& ingest_latency, connectors::KafkaAdmin* admin)
       : c_(c),
         stop_(stop),
         store_(store),
         redis_latency_(redis_latency),
         scheduler_(scheduler_options(c), clock_.now_ms(), store),
         producer_(producer_properties(c), [this](const connectors::DeliveryReport& r) { route_report(r); }),
-        marker_(mark_store, mark_latency),
+        // One claim per turn: each result goes back at once, and the loop issues the next meanwhile.
+        claimer_(
+            claim_store, claim_latency, claim_work(), [this] { handover_.notify(); }, 1),
+        marker_(mark_store, mark_latency, mark_work(), [this] { handover_.notify(); }),
         fire_(scheduler_, store_, producer_,
               fire_options(
                   c, [this] { return clock_.now_ms(); },
                   [this](const std::string& topic) {
                     if (topics_) topics_->recreate(topic);
                   }),
-              &marker_),
+              FireWorkers{&claimer_, &marker_}),
         ownership_(c.kafka.ingest_topic, clock_, scheduler_, store_, fire_, producer_),
         rebalance_(ownership_.listener()),
         ingest_(c, ingest_store, ingest_redis, ingest_latency, handover_, topics(c, admin)) {
@@ -221,9 +224,13 @@ class Loop {
   std::int64_t idle_wait_ms() const {
     const std::int64_t now = clock_.now_ms();
     std::int64_t wait = 100;
-    if (auto due = scheduler_.next_due()) wait = std::min(wait, *due - c_.scheduler.claim_ahead_ms - now);
+    // With the claim stage full, due timers wait for a claim's result (which wakes the loop).
+    if (auto due = scheduler_.next_due(); due && !fire_.claims_full()) {
+      wait = std::min(wait, *due - c_.scheduler.claim_ahead_ms - now);
+    }
     if (auto held = fire_.next_prepared()) wait = std::min(wait, *held - now);
     if (fire_.unsettled() > 0) wait = std::min<std::int64_t>(wait, 5);
+    if (fire_.stages_busy()) wait = std::min<std::int64_t>(wait, 5);  // their results wake it sooner
     if (fire_.stuck()) wait = 10;  // due jobs wait for Kafka's reports: do not spin
     return std::max<std::int64_t>(wait, 0);
   }
@@ -271,6 +278,7 @@ class Loop {
     snapshot.lateness = fire_.lateness();
     snapshot.redis_request = redis_latency_;
     snapshot.redis_request.add(ingest.redis_request);
+    snapshot.redis_request.add(claimer_.latency());
     snapshot.redis_request.add(marker_.latency());
     snapshot.kafka_produce = fire_.produce_latency();
     snapshot.ingest_lag = ingest.lag;
@@ -299,11 +307,12 @@ class Loop {
   Scheduler scheduler_;
   std::optional<TopicCreator> topics_;
   connectors::KafkaProducer producer_;
-  MarkWorker marker_;  // the settle stage's thread and connection
+  Handover handover_;    // before the stages: they wake the loop through it
+  ClaimWorker claimer_;  // the claim stage's thread and connection
+  MarkWorker marker_;    // the settle stage's thread and connection
   FirePath fire_;
   Ownership ownership_;
   connectors::KafkaConsumer::Listener rebalance_;  // Ownership's, run by handover_.serve()
-  Handover handover_;
   IngestStage ingest_;  // last: its thread starts once everything it hands over to exists
 
   OutageTracker outages_;
@@ -330,7 +339,8 @@ struct Connections {
     std::unique_ptr<storage::JobStore> store;
   };
   Store loop;
-  Store mark;  // the settle stage's (MarkWorker)
+  Store claim;  // the claim stage's (ClaimWorker): writes under the loop's fences
+  Store mark;   // the settle stage's (MarkWorker)
   Store ingest;
   std::optional<connectors::KafkaAdmin> admin;  // only with kafka.create_topics
 };
@@ -354,10 +364,11 @@ bool connect_store(const config::Config& c, const std::atomic<bool>& stop, Conne
 // until it works; nullptr if a stop was requested first.
 std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic<bool>& stop) {
   auto conn = std::make_unique<Connections>();
-  if (!connect_store(c, stop, conn->loop) || !connect_store(c, stop, conn->mark) ||
-      !connect_store(c, stop, conn->ingest)) {
+  if (!connect_store(c, stop, conn->loop) || !connect_store(c, stop, conn->claim) ||
+      !connect_store(c, stop, conn->mark) || !connect_store(c, stop, conn->ingest)) {
     return nullptr;
   }
+  conn->claim.store->enable_fencing(Ownership::member_name());
   spdlog::info("redis {} ready (prefix '{}')", redis::mask_redis_url(c.redis.url), c.redis.prefix);
 
   if (c.kafka.create_topics) {
@@ -388,9 +399,9 @@ int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSna
   const config::Config& c = config_;
   const auto conn = start_up(c, stop);
   if (!conn) return 0;
-  Loop loop(c, stop, *conn->loop.store, conn->loop.redis_latency, *conn->mark.store, conn->mark.redis_latency,
-            *conn->ingest.store, *conn->ingest.timed, conn->ingest.redis_latency,
-            conn->admin ? &*conn->admin : nullptr);
+  Loop loop(c, stop, *conn->loop.store, conn->loop.redis_latency, *conn->claim.store, conn->claim.redis_latency,
+            *conn->mark.store, conn->mark.redis_latency, *conn->ingest.store, *conn->ingest.timed,
+            conn->ingest.redis_latency, conn->admin ? &*conn->admin : nullptr);
   loop.publish = publish;
   spdlog::info("delayd running: ingest {} (group {}), ready topics {}, dead letters {}", c.kafka.ingest_topic,
                c.kafka.group_id, c.kafka.ready_topic_template, c.kafka.dlq_topic);

@@ -1,17 +1,27 @@
 // Service: delayd itself. Owns the connections and runs the scheduling loop on the calling
 // thread until asked to stop; ingest runs on a thread of its own beside it.
 //
-// THE CONCURRENCY DESIGN. Two threads, each with its own Redis connection, so that an accept
-// and a claim or a mark are in flight at the same time and neither waits for the other's reply:
+// THE CONCURRENCY DESIGN. Four threads, each with its own Redis connection, so that an
+// accept, a claim and a mark are in flight at the same time and no stage waits for another's
+// reply:
 //
 //   thread         owns                                        Redis connection, Kafka client
-//   loop (run())   the Scheduler (wheel, held jobs, horizons),  the loop's: claims, marks,
-//                  FirePath, Ownership (fences), the ready      retries, refills, fences, wakes;
-//                  producer, OutageTracker, the snapshot        the ready producer
+//   loop (run())   the Scheduler (wheel, held jobs, horizons),  the loop's: refills, fences,
+//                  FirePath (held records, records in flight), wakes, retries, failures, set
+//                  Ownership (fences), the ready producer,     asides; the ready producer
+//                  OutageTracker, the snapshot
+//   claim stage    nothing but its store (ClaimWorker,         its own: claims, under the
+//                  fire_stages.hpp)                            loop's fences (adopted per call)
+//   mark stage     nothing but its store (MarkWorker)          its own: ready marks
 //   ingest         IngestPath (accept, cancel, reschedule,     its own: accepts, cancels,
 //   (IngestStage)  reports, dead letters), IngestPause, the    reschedules, reports, WAIT; the
 //                  consumer and its offsets                    consumer, a dead-letter producer
 //   topic creator  the admin client (topic_creator.hpp)        none; an admin client
+//
+// The two stages of the fire path (store_worker.hpp) only run Redis calls: the loop hands them
+// requests (the jobs to claim, up to FirePath::kMaxClaimsInFlight calls ahead; the records to
+// mark) and applies their results on its own thread, so the wheel, the held records and the
+// counters have one owner. Each stage wakes the loop (Handover::notify()) when a result is in.
 //
 // What crosses, and how (broker/handover.hpp, one FIFO queue guarded by a mutex):
 //   ingest -> loop  offer / cancel / move of a job, after ingest's Redis write is acknowledged;
@@ -24,11 +34,14 @@
 //   loop -> ingest  the fire side's back-pressure (stuck, unsettled; two atomics) for IngestPause.
 //   ingest -> loop  its counters, outage, pause and lag, copied under a lock every 200 ms
 //                   (IngestStage::status()), for the snapshot and /healthz.
-// Redis orders what the two connections send: a claim and a cancel of one job, or an accept
-// and a refill of one shard, are each atomic scripts, and every outcome of either order is one
-// the single-threaded design already met (a cancel finds the job in flight; a refill reads the
-// job, or the offer holds it). A job is claimed only once held, and held only after its accept
-// was acknowledged, so no claim can overtake its accept.
+// Redis orders what the connections send: a claim and a cancel of one job, or an accept and a
+// refill of one shard, are each atomic scripts, and every outcome of either order is one the
+// single-threaded design already met (a cancel finds the job in flight; a refill reads the job,
+// or the offer holds it). For one job the calls stay causally ordered across connections: it is
+// claimed only once held, held only after its accept was acknowledged, produced only after its
+// claim's reply, and marked only after Kafka's acknowledgement; so the crash-point table of
+// storage/job_store.hpp holds as it is (each step is still one call, made after the one before
+// it returned).
 //
 // On a rebalance while each stage holds work:
 //   ingest batch half-written   the revoke waits (the ingest thread is inside poll, not
@@ -36,20 +49,28 @@
 //                               batch is re-read by the next owner (never committed here)
 //   offers queued, not applied  applied before the revoke (same queue): held, then dropped with
 //                               the shard; after a revoke they find the shard not owned (ignored)
-//   claims, records in flight   the revoke drains the producer (up to 2 s) and settles, as before
+//   claims in flight            applied first (FirePath::settle_all): their records are held
+//                               and then dropped unsent (orphans), their jobs go to the next
+//                               owner, which claims them again with its larger epoch
+//   records in flight, marks    the revoke drains the producer (up to 2 s) and waits for the
+//   in flight                   mark stage, so the next owner finds the jobs ready
 //   held records (claimed       dropped unsent; the next owner claims them again (fences)
 //   ahead, not yet due)
 //
 // One loop turn (service.cpp):
 //   1. apply what the ingest thread handed over; take fences of newly assigned shards; move the
 //      timers of woken jobs
-//   2. fire what is due (wheel -> claim in Redis -> producer, never waiting for queue room) and
-//      settle delivery reports in Redis (ready / retry / dead-letter)
+//   2. fire: dispatch the claims the claim stage returned (hold each record until its deliver_at,
+//      then produce, never waiting for queue room), hand it the claims of what is due next;
+//      settle: apply the marks the mark stage wrote, hand it the records Kafka acknowledged,
+//      retry or dead-letter the failed ones
 //   3. refill the wheel from Redis up to now + load window; apply the handover again; fire
-//   4. wait until the next claim is due or the ingest thread hands something over (<= 100 ms)
+//   4. wait until the next claim is due, a stage has a result, or the ingest thread hands
+//      something over (<= 100 ms)
 // No step waits on Kafka: produce() never blocks, dead-letter acknowledgements and topic
 // creation are awaited by nobody (ingest_path.hpp, topic_creator.hpp), offsets are committed
-// asynchronously. Redis calls are the only waits, each bounded by redis.timeout_ms.
+// asynchronously. The loop's own Redis calls (refills, fences, retries) are its only waits,
+// each bounded by redis.timeout_ms.
 //
 // THE ERROR MODEL. Every failure falls in one of three classes, and only the third ends delayd.
 //   transient   Redis unreachable or answering LOADING, BUSY, READONLY, TRYAGAIN, CLUSTERDOWN,
@@ -93,7 +114,7 @@
 //              (this one was paused past its session, say): the shard is given up at once,
 //              before Kafka says so (broker/fire_path.hpp).
 //
-// Start: Redis must answer on both connections (retried with backoff until it does or a stop is
+// Start: Redis must answer on every connection (retried with backoff until it does or a stop is
 // requested); missing
 // ingest and dead-letter topics are created when kafka.create_topics is on (retried likewise).
 // Jobs of each shard that were due while delayd was down are loaded at assignment and fire at
@@ -109,8 +130,9 @@
 // loop_settings.hpp (librdkafka tuning, each part's options);
 // service.cpp keeps the turn, start-up and shutdown.
 //
-// Threading: run() on one thread, the loop's; it starts and joins the ingest thread. `stop` may
-// be set from any thread (a signal handler's). The topic creator runs a thread of its own.
+// Threading: run() on one thread, the loop's; it starts and joins the ingest thread and the two
+// stages. `stop` may be set from any thread (a signal handler's). The topic creator runs a
+// thread of its own.
 #pragma once
 
 #include <atomic>

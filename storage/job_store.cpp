@@ -340,6 +340,14 @@ void JobStore::drop_shard(std::string_view shard) {
   if (auto it = fences_.find(shard); it != fences_.end()) fences_.erase(it);
 }
 
+void JobStore::adopt_fence(std::string_view shard, std::optional<std::int64_t> epoch) {
+  if (!epoch) {
+    drop_shard(shard);
+    return;
+  }
+  fences_.insert_or_assign(std::string(shard), *epoch);
+}
+
 std::optional<std::int64_t> JobStore::fence(std::string_view shard) const {
   const auto it = fences_.find(shard);
   if (it == fences_.end()) return std::nullopt;

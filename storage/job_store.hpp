@@ -87,7 +87,10 @@
 // Redis refuses something for good (a bug or a misconfigured server). No byte read from Redis
 // can make a call throw anything else: records that do not parse are reported per job (claim's
 // Kind::corrupt and Kind::unreadable, accept's JobState::corrupt) and set aside.
-// Threading: one thread at a time, like the connection it owns.
+// Threading: one thread at a time, like the connection it owns. A broker runs several stores, one
+// per thread and connection (broker/service.hpp): the table above holds across them because the
+// steps of one job are made one after the other (each after the previous call returned), and
+// each call is one script.
 #pragma once
 
 #include <chrono>
@@ -346,6 +349,10 @@ class JobStore {
   std::vector<std::string> lost_shards();
   // The fence held for the shard, if any.
   std::optional<std::int64_t> fence(std::string_view shard) const;
+  // Holds `epoch` (taken by another store of this broker: take_shard() there) as this store's
+  // fence for the shard, or none (nullopt: drop_shard()); no I/O. A second connection of the
+  // same owner (the claim stage's) writes under the owner's fence this way.
+  void adopt_fence(std::string_view shard, std::optional<std::int64_t> epoch);
 
   // Adds the shard to <prefix>:shards once per process (tools, stats and cancels list shards
   // from it).

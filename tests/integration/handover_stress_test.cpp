@@ -1,7 +1,8 @@
 // The handover between the ingest thread and the wheel's owner (broker/handover.hpp), raced for
 // real: an ingest thread accepts jobs and cancels some over its own Redis connection and hands
-// each over, while the owner thread refills, fires (claim + mark over its own connection) and
-// checks the horizon invariant across threads at random moments:
+// each over, while the owner thread refills over its own, fires through the claim and mark
+// stages (broker/fire_stages.hpp: two more threads and connections, results applied by the
+// owner, as FirePath does) and checks the horizon invariant across threads at random moments:
 //     every pending job of an owned shard due by the horizon is held, or its offer is queued.
 // A rebalance is relayed mid-run and must be served before relay() returns. Built also with
 // ThreadSanitizer in CI (scripts/test.sh, build-tsan/), where a missing lock is a failure.
@@ -16,6 +17,7 @@
 #include <span>
 #include <thread>
 
+#include "broker/fire_stages.hpp"
 #include "broker/handover.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/wall_clock.hpp"
@@ -53,7 +55,11 @@ TEST_CASE(
   redis::RedisConnection loop_redis = connect();
   redis::RedisConnection ingest_redis = connect();
   redis::RedisConnection check_redis = connect();
+  redis::RedisConnection claim_redis = connect();
+  redis::RedisConnection mark_redis = connect();
   storage::JobStore loop_store(loop_redis, keys, 60);
+  storage::JobStore claim_store(claim_redis, keys, 60);
+  storage::JobStore mark_store(mark_redis, keys, 60);
   storage::JobStore ingest_store(ingest_redis, keys, 60);
   storage::JobStore check_store(check_redis, keys, 60);
   const std::vector<std::string> shards = {storage::shard_id("hs", 0), storage::shard_id("hs", 1)};
@@ -67,6 +73,10 @@ TEST_CASE(
   for (const auto& s : shards) scheduler.assign(s);
 
   Handover handover;
+  const broker::DurationHistogram no_latency;  // the stages' clients are not timed here
+  broker::ClaimWorker claimer(
+      claim_store, no_latency, broker::claim_work(), [&] { handover.notify(); }, 1);
+  broker::MarkWorker marker(mark_store, no_latency, broker::mark_work(), [&] { handover.notify(); });
   bool late_assigned = false;  // written by the owner in the listener, read by ingest after relay()
   connectors::KafkaConsumer::Listener listener;
   listener.assigned = [&](const std::vector<connectors::TopicPartition>& tps) {
@@ -129,25 +139,41 @@ TEST_CASE(
   int early = 0, checks = 0, violations = 0;
   std::string first_violation;
   std::mt19937_64 rng(7);
+  // Claims in flight, by request id: the slots they claim (the owner's, like FirePath's).
+  std::map<std::uint64_t, std::pair<std::string, std::vector<Scheduler::Slot>>> claiming;
+  std::uint64_t next_id = 0;
+  int stage_errors = 0;
   auto fire = [&] {
-    const std::int64_t now = now_ms();
-    const auto slots = scheduler.take_due(now);
-    std::map<std::string, std::vector<Scheduler::Slot>> by_shard;
-    for (auto slot : slots) by_shard[scheduler.shard_name(scheduler.job(slot).shard)].push_back(slot);
-    for (const auto& [shard, group] : by_shard) {
-      std::vector<std::string> ids;
-      for (auto slot : group) ids.push_back(scheduler.job(slot).job_id);
-      const auto claims = loop_store.claim(shard, ids, now);
-      std::vector<std::string> delivered;
-      for (std::size_t i = 0; i < claims.size(); ++i) {
-        if (claims[i].kind == storage::Claim::Kind::deliver) {
-          if (claims[i].deliver_at > now) ++early;
-          ++fired[ids[i]];
-          delivered.push_back(ids[i]);
+    for (auto& r : claimer.take_done()) {
+      auto [shard, group] = std::move(claiming.at(r.id));
+      claiming.erase(r.id);
+      if (r.error) {
+        ++stage_errors;
+        for (auto slot : group) scheduler.release(slot);
+        continue;
+      }
+      broker::MarkRequest mark{++next_id, shard, {}, now_ms()};
+      for (std::size_t i = 0; i < r.claims.size(); ++i) {
+        const storage::Claim& c = r.claims[i];
+        // The wheel released the timer before Redis's deliver_at: the claim says early.
+        if (c.kind == storage::Claim::Kind::early) ++early;
+        if (c.kind == storage::Claim::Kind::deliver) {
+          ++fired[c.job_id];
+          mark.jobs.push_back({c.job_id, c.deliver_at, c.attempt, c.business, storage::JobStore::Mode::fast, {}, 0});
         }
         scheduler.release(group[i]);
       }
-      if (!delivered.empty()) loop_store.mark_ready(shard, std::span<const std::string>(delivered), now);
+      if (!mark.jobs.empty()) marker.submit(std::move(mark));
+    }
+    for (auto& r : marker.take_done()) stage_errors += r.error ? 1 : 0;
+    const std::int64_t now = now_ms();
+    std::map<std::string, std::vector<Scheduler::Slot>> by_shard;
+    for (auto slot : scheduler.take_due(now)) by_shard[scheduler.shard_name(scheduler.job(slot).shard)].push_back(slot);
+    for (auto& [shard, group] : by_shard) {
+      broker::ClaimRequest r{++next_id, shard, {}, now, 0, std::nullopt};
+      for (auto slot : group) r.job_ids.push_back(scheduler.job(slot).job_id);
+      claiming.emplace(r.id, std::make_pair(shard, std::move(group)));
+      claimer.submit(std::move(r));
     }
   };
   // Every job pending in Redis due by its shard's horizon is held once the offers of every batch
@@ -187,7 +213,10 @@ TEST_CASE(
     scheduler.refill(now_ms(), 2);
     fire();
     if (rng() % 8 == 0) check();
-    if (ingest_done && scheduler.held() == 0 && pending_anywhere() == 0) break;
+    if (ingest_done && scheduler.held() == 0 && claiming.empty() && marker.outstanding() == 0 &&
+        pending_anywhere() == 0) {
+      break;
+    }
     handover.wait(std::chrono::milliseconds(2));
   }
   ingest.join();
@@ -204,6 +233,7 @@ TEST_CASE(
             << " cancelled), " << twice << " twice, " << early << " early; " << checks << " invariant checks, "
             << violations << " violations" << std::endl;
   CHECK(relay_saw_assignment);
+  CHECK(stage_errors == 0);
   CHECK(violations == 0);
   CHECK(early == 0);
   CHECK(twice == 0);
