@@ -215,6 +215,7 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
 }
 
 void FirePath::submit_claims(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms) {
+  const std::uint64_t round = ++stage_seq_;
   for (const auto& [shard, index] : by_shard(slots)) {
     ClaimRequest r;
     r.id = ++stage_seq_;
@@ -224,6 +225,8 @@ void FirePath::submit_claims(const std::vector<Scheduler::Slot>& slots, std::int
     r.fence = store_.fence(r.shard);
     PendingClaim pc;
     pc.now_ms = now_ms;
+    pc.round = round;
+    ++rounds_[round];
     for (size_t i : index) {
       r.job_ids.push_back(scheduler_.job(slots[i]).job_id);
       pc.slots.push_back(slots[i]);
@@ -242,6 +245,7 @@ std::size_t FirePath::apply_claims() {
     if (it == claims_.end()) continue;
     PendingClaim pc = std::move(it->second);
     claims_.erase(it);
+    if (auto round = rounds_.find(pc.round); round != rounds_.end() && --round->second == 0) rounds_.erase(round);
     if (r.error) {
       try {
         std::rethrow_exception(r.error);

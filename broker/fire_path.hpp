@@ -2,7 +2,7 @@
 //
 //   fire_due()   take the jobs due within claim_ahead_ms from the scheduler; claim them in
 //                Redis (with a ClaimWorker: handed to its thread and connection, up to
-//                kMaxClaimsInFlight calls ahead, and dispatched when their results come back at
+//                kMaxClaimRounds rounds ahead, and dispatched when their results come back at
 //                a later fire_due(); without one, here and now)
 //                (one script call per shard: the payload comes back, the attempt is
 //                counted, a cancel now answers in_flight, and what cannot be delivered is set
@@ -153,8 +153,11 @@ FailureAction decide(connectors::DeliveryError error, int attempt, const FireOpt
 
 class FirePath {
  public:
-  // Claim calls handed to the ClaimWorker and not yet dispatched, at most.
-  static constexpr std::size_t kMaxClaimsInFlight = 8;
+  // Rounds of claims (one take_due() batch: a claim call per shard) handed to the ClaimWorker
+  // and not yet all back, at most: while one round runs in Redis, the loop dispatches the one
+  // before and gathers the next, so each round takes everything that fell due meanwhile (the
+  // batches grow with the load instead of the calls multiplying).
+  static constexpr std::size_t kMaxClaimRounds = 2;
 
   FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer, FireOptions options,
            FireWorkers workers = {});
@@ -181,7 +184,7 @@ class FirePath {
   // them, woken by the stages).
   bool stages_busy() const { return !claims_.empty() || !marks_.empty(); }
   // fire_due() takes nothing more from the wheel until a claim in flight comes back.
-  bool claims_full() const { return claimer_ != nullptr && claims_.size() >= kMaxClaimsInFlight; }
+  bool claims_full() const { return claimer_ != nullptr && rounds_.size() >= kMaxClaimRounds; }
   // Gives the shard up because another member owns it now (Redis refused our fence): revoked
   // in the scheduler, fence dropped. Idempotent. No I/O.
   void lose(const std::string& shard);
@@ -228,6 +231,7 @@ class FirePath {
   struct PendingClaim {
     std::vector<Scheduler::Slot> slots;
     std::int64_t now_ms = 0;
+    std::uint64_t round = 0;  // the submit_claims() call it came from
   };
   // Hands the claims of `slots` (taken from the scheduler) to the ClaimWorker, one per shard run.
   void submit_claims(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms);
@@ -272,6 +276,7 @@ class FirePath {
   ClaimWorker* claimer_;
   MarkWorker* marker_;
   std::unordered_map<std::uint64_t, PendingClaim> claims_;  // by ClaimWorker request id
+  std::map<std::uint64_t, std::size_t> rounds_;             // round -> its claims not back yet
   std::unordered_map<std::uint64_t, PendingMark> marks_;    // by MarkWorker request id
   std::uint64_t stage_seq_ = 0;                             // request ids of both stages
   std::unordered_map<std::uint64_t, InFlight> in_flight_;

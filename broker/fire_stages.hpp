@@ -1,11 +1,11 @@
 // The fire path's two stages beside the loop (store_worker.hpp), each on a thread and Redis
 // connection of its own:
 //
-//   ClaimWorker  claims due jobs (JobStore::claim) under the owner's fence, issued ahead while
-//                earlier claims are still in flight, so that Redis is busy claiming while the
-//                loop dispatches and produces what the previous claims returned. Each request is
-//                one shard's claim call; a turn pipelines nothing (each claim is one round trip)
-//                but runs back to back what was queued.
+//   ClaimWorker  claims due jobs (JobStore::claim) under the owner's fence, issued a round ahead
+//                (FirePath::kMaxClaimRounds) while the previous round is still in flight, so
+//                that Redis is busy claiming while the loop dispatches and produces what the
+//                previous claims returned. Each request is one shard's claim call (one round
+//                trip), handed back as soon as it is done.
 //   MarkWorker   writes "ready" for records Kafka acknowledged (JobStore::mark_ready), merged
 //                per shard per turn (one mark_ready call each, its script calls pipelined).
 //

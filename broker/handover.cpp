@@ -8,11 +8,14 @@
 namespace delayd::broker {
 
 void Handover::push(Op op) {
+  bool first = false;
   {
     std::lock_guard lock(mutex_);
+    first = ops_.empty();
     ops_.push_back(std::move(op));
   }
-  queued_.notify_one();
+  // Only the first op of a batch wakes the owner: it takes them all at once.
+  if (first) queued_.notify_one();
 }
 
 void Handover::offer(const std::string& shard, const std::string& job_id, std::int64_t deliver_at) {

@@ -83,7 +83,10 @@ class Loop {
         // One claim per turn: each result goes back at once, and the loop issues the next meanwhile.
         claimer_(
             claim_store, claim_latency, claim_work(), [this] { handover_.notify(); }, 1),
-        marker_(mark_store, mark_latency, mark_work(), [this] { handover_.notify(); }),
+        // Up to four mark requests (800 records) per round trip: enough to merge, short enough
+        // (a few ms of Redis) not to hold up the other connections' calls behind it.
+        marker_(
+            mark_store, mark_latency, mark_work(), [this] { handover_.notify(); }, 4),
         fire_(scheduler_, store_, producer_,
               fire_options(
                   c, [this] { return clock_.now_ms(); },

@@ -19,7 +19,7 @@
 //   topic creator  the admin client (topic_creator.hpp)        none; an admin client
 //
 // The two stages of the fire path (store_worker.hpp) only run Redis calls: the loop hands them
-// requests (the jobs to claim, up to FirePath::kMaxClaimsInFlight calls ahead; the records to
+// requests (the jobs to claim, up to FirePath::kMaxClaimRounds rounds ahead; the records to
 // mark) and applies their results on its own thread, so the wheel, the held records and the
 // counters have one owner. Each stage wakes the loop (Handover::notify()) when a result is in.
 //
