@@ -4,12 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <thread>
 
-#include "broker/delivery_tags.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/handover.hpp"
 #include "broker/ingest_stage.hpp"
