@@ -58,6 +58,12 @@ bool same_secret(std::string_view given, std::string_view expected) {
   return diff == 0;
 }
 
+// The wall clock, epoch ms.
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 HttpResponse json_response(unsigned status, const nlohmann::json& j) {
   return make_response(status, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
                        "application/json");
@@ -227,9 +233,7 @@ void overview(const std::shared_ptr<State>& state, const Reply& reply) {
   if (state->overview_running) return;
   state->overview_running = true;
   asio::post(*state->worker, [state] {
-    const std::int64_t now_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
+    const std::int64_t now_ms = wall_ms();
     HttpResponse answer;
     try {
       answer = json_response(200, overview_json(state->jobs->overview(now_ms), now_ms));
@@ -286,23 +290,69 @@ HttpResponse metrics(const std::shared_ptr<State>& state) {
   return make_response(200, state->metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
 }
 
-void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, const Reply& reply) {
-  const auto id = job_id_of(path);
-  if (!id) {
-    return reply(json_response(400, {{"error", "the path must be /jobs/{id}"}}));
-  }
-  const bool cancel = req.method() == http::verb::delete_;
-  if (!cancel && req.method() != http::verb::get) return reply(json_response(405, {{"error", "GET or DELETE"}}));
+// Runs `call` on the worker (the JobBackend's thread) and replies with its answer; 503 when it
+// throws (Redis or Kafka failing) or when this endpoint has no job store.
+template <class Call>
+void on_worker(const std::shared_ptr<State>& state, const Reply& reply, Call call) {
   if (!state->jobs || !state->worker) return reply(json_response(503, {{"error", "no job store on this endpoint"}}));
-  asio::post(*state->worker, [state, cancel, id = *id, reply] {
+  asio::post(*state->worker, [state, reply, call = std::move(call)] {
     JobAnswer answer{503, ""};
     try {
-      answer = cancel ? state->jobs->cancel(id) : state->jobs->get(id);
+      answer = call(*state->jobs);
     } catch (const std::exception& e) {
       answer = {503, nlohmann::json{{"error", e.what()}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)};
     }
     reply(make_response(answer.status, answer.json + "\n", "application/json"));
   });
+}
+
+// GET /jobs: the query is checked here, on the io thread; the walk runs on the worker.
+void list_jobs(const std::shared_ptr<State>& state, const HttpRequest& req, const Reply& reply) {
+  if (req.method() != http::verb::get) return reply(json_response(405, {{"error", "GET"}}));
+  const QueryParams params = query_params(std::string_view(req.target().data(), req.target().size()));
+  if (!params.error.empty()) return reply(json_response(400, {{"error", params.error}}));
+  auto parsed = parse_list_request(params.values);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) return reply(json_response(400, bad->json()));
+  on_worker(state, reply, [request = std::get<ListRequest>(std::move(parsed))](JobBackend& jobs) {
+    return jobs.list(request, wall_ms());
+  });
+}
+
+void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, const Reply& reply) {
+  if (path == "/jobs") return list_jobs(state, req, reply);
+  auto route = job_route(path);
+  if (!route) {
+    return reply(json_response(
+        400, {{"error", "the path must be /jobs/{id} or /jobs/{id}/run-now|reschedule|retry, with a valid id"}}));
+  }
+  std::string id = std::move(route->job_id);
+  switch (route->action) {
+    case JobAction::none: {
+      const bool cancel = req.method() == http::verb::delete_;
+      if (!cancel && req.method() != http::verb::get) return reply(json_response(405, {{"error", "GET or DELETE"}}));
+      return on_worker(state, reply,
+                       [cancel, id](JobBackend& jobs) { return cancel ? jobs.cancel(id) : jobs.get(id); });
+    }
+    case JobAction::run_now:
+    case JobAction::retry:
+    case JobAction::reschedule:
+      break;
+  }
+  if (req.method() != http::verb::post) return reply(json_response(405, {{"error", "POST"}}));
+  if (route->action == JobAction::retry) {
+    return on_worker(state, reply, [id](JobBackend& jobs) { return jobs.retry(id, wall_ms()); });
+  }
+  if (route->action == JobAction::run_now) {
+    return on_worker(state, reply, [id](JobBackend& jobs) {
+      const std::int64_t now = wall_ms();
+      return jobs.reschedule(id, now, now);
+    });
+  }
+  const std::int64_t now = wall_ms();
+  auto at = parse_reschedule_body(req.body(), now);
+  if (auto* bad = std::get_if<BadRequest>(&at)) return reply(json_response(400, bad->json()));
+  on_worker(state, reply,
+            [id, at = std::get<std::int64_t>(at), now](JobBackend& jobs) { return jobs.reschedule(id, at, now); });
 }
 
 void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const Reply& reply) {
@@ -313,7 +363,8 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (path == "/healthz") return get ? reply(healthz(*state)) : only_get();
   if (path == "/readyz") return get ? reply(readyz(*state)) : only_get();
   if (path == "/") return get ? reply(status_page()) : only_get();
-  const bool known = path == "/metrics" || path == "/stats" || path == "/overview" || path.starts_with(kJobsPrefix);
+  const bool known =
+      path == "/metrics" || path == "/stats" || path == "/overview" || path == "/jobs" || path.starts_with(kJobsPrefix);
   if (!known) return reply(make_response(404, "not found\n"));
   if (!state->options.token.empty()) {
     const auto it = req.find(http::field::authorization);
@@ -334,6 +385,12 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
 }
 
 }  // namespace
+
+JobAnswer JobBackend::list(const ListRequest&, std::int64_t) { return {503, R"({"error": "not supported here"})"}; }
+JobAnswer JobBackend::reschedule(const std::string&, std::int64_t, std::int64_t) {
+  return {503, R"({"error": "not supported here"})"};
+}
+JobAnswer JobBackend::retry(const std::string&, std::int64_t) { return {503, R"({"error": "not supported here"})"}; }
 
 AdminOptions admin_options(const config::Config& config) {
   AdminOptions o;

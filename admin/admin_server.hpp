@@ -16,8 +16,11 @@
 //   GET /overview    JSON, from Redis through the JobBackend, read at most every 2 s (cached):
 //                    pending jobs per business and per shard, and how many fall due in each
 //                    window of kDueWindowsS (the due timeline).
+//   GET /jobs        a page of a walk over jobs, filtered (admin/job_query.hpp, storage/job_browse.hpp).
 //   GET /jobs/{id}   the job as `delayctl get` prints it; 404 when there is none.
 //   DELETE /jobs/{id} cancel, with `delayctl cancel`'s verdicts (admin/job_backend.hpp).
+//   POST /jobs/{id}/run-now, /reschedule (body {"deliver_at"} or {"delay_ms"}), /retry: the
+//                    console's actions on one job, verdicts in admin/job_backend.hpp.
 //   anything else    404 (unknown path) or 405 (method not allowed there).
 // With a token set, every path but /, /healthz and /readyz asks for "Authorization: Bearer <token>"
 // (401 without it, compared in constant time).
@@ -41,6 +44,7 @@
 #include <vector>
 
 #include "admin/http_server.hpp"
+#include "admin/job_query.hpp"
 #include "broker/snapshot.hpp"
 #include "config/config.hpp"
 #include "storage/job_store.hpp"
@@ -82,6 +86,11 @@ class JobBackend {
   virtual ~JobBackend() = default;
   virtual JobAnswer get(const std::string& job_id) = 0;
   virtual JobAnswer cancel(const std::string& job_id) = 0;
+  // The console's calls (admin/job_backend.hpp has the verdicts); a backend without them answers
+  // 503.
+  virtual JobAnswer list(const ListRequest& request, std::int64_t now_ms);
+  virtual JobAnswer reschedule(const std::string& job_id, std::int64_t deliver_at, std::int64_t now_ms);
+  virtual JobAnswer retry(const std::string& job_id, std::int64_t now_ms);
   virtual storage::StoreStats store_stats() = 0;
   // The overview as of now_ms (epoch ms).
   virtual Overview overview(std::int64_t now_ms) = 0;

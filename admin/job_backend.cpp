@@ -1,15 +1,16 @@
 #include "admin/job_backend.hpp"
 
-#include "admin/cancel_flow.hpp"
-
 #include <algorithm>
 #include <limits>
 #include <string>
 #include <thread>
 
+#include "admin/cancel_flow.hpp"
 #include "admin/job_json.hpp"
 #include "config/redis_options.hpp"
 #include "contract/ingest_parse.hpp"
+#include "contract/time_format.hpp"
+#include "storage/job_browse.hpp"
 
 namespace delayd::admin {
 
@@ -93,6 +94,54 @@ JobAnswer StoreJobBackend::cancel(const std::string& job_id) {
       break;
   }
   return answer(409, {{"job_id", job_id}, {"cancelled", false}, {"state", o.state}});
+}
+
+JobAnswer StoreJobBackend::list(const ListRequest& request, std::int64_t now_ms) {
+  const storage::WalkPage page = with_store([&](storage::JobStore& s) {
+    return storage::walk_jobs(s, request.filter, request.cursor.value_or(storage::WalkCursor{now_ms, 0, {}, {}}),
+                              request.limit, now_ms);
+  });
+  return answer(200, page_json(request.filter, page));
+}
+
+JobAnswer StoreJobBackend::reschedule(const std::string& job_id, std::int64_t deliver_at, std::int64_t now_ms) {
+  const storage::Transition t =
+      with_store([&](storage::JobStore& s) { return s.reschedule_anywhere({}, job_id, deliver_at, now_ms); });
+  if (t.state == storage::JobState::missing) return answer(404, {{"error", "no job " + job_id}});
+  if (t.changed) {
+    return answer(200, {{"job_id", job_id},
+                        {"rescheduled", true},
+                        {"state", "delay"},
+                        {"deliver_at", deliver_at},
+                        {"deliver_at_iso", contract::format_rfc3339_ms(deliver_at)},
+                        {"shard", t.shard}});
+  }
+  return answer(409, {{"job_id", job_id},
+                      {"rescheduled", false},
+                      {"state", to_string(t.state)},
+                      {"error", t.state == storage::JobState::in_flight ? "its delivery is under way"
+                                                                        : "only a waiting (delay) job can be moved"}});
+}
+
+JobAnswer StoreJobBackend::retry(const std::string& job_id, std::int64_t now_ms) {
+  const storage::Transition t = with_store([&](storage::JobStore& s) { return s.retry_anywhere(job_id, now_ms); });
+  if (t.state == storage::JobState::missing) return answer(404, {{"error", "no job " + job_id}});
+  if (t.changed) {
+    return answer(200, {{"job_id", job_id}, {"retried", true}, {"state", "delay"}, {"source", "payload"}});
+  }
+  if (t.state == storage::JobState::failed) {
+    return answer(409, {{"job_id", job_id},
+                        {"retried", false},
+                        {"state", "failed"},
+                        {"source", nullptr},
+                        {"error",
+                         "its payload is gone (its business keeps none: scheduler.keep_payload); its "
+                         "dead letter is the way back"}});
+  }
+  return answer(409, {{"job_id", job_id},
+                      {"retried", false},
+                      {"state", to_string(t.state)},
+                      {"error", "only a failed job can be retried"}});
 }
 
 storage::StoreStats StoreJobBackend::store_stats() {

@@ -35,6 +35,16 @@ class StoreJobBackend final : public JobBackend {
   JobAnswer get(const std::string& job_id) override;
   // See the verdicts above.
   JobAnswer cancel(const std::string& job_id) override;
+  // 200 with a page of the walk (admin/job_query.hpp's page_json()).
+  JobAnswer list(const ListRequest& request, std::int64_t now_ms) override;
+  // Run-now and reschedule, straight in Redis (JobStore::reschedule_anywhere; the owner is woken
+  // through the shard's wake list): 200 {"rescheduled": true, "state": "delay", "deliver_at"};
+  // 404 no such job; 409 {"rescheduled": false, "state"} when it is not waiting, or in flight.
+  JobAnswer reschedule(const std::string& job_id, std::int64_t deliver_at, std::int64_t now_ms) override;
+  // A failed job delivered again (JobStore::retry_anywhere): 200 {"retried": true, "state":
+  // "delay", "source": "payload"}; 409 {"retried": false, "state": "failed"} when its payload is
+  // gone (its dead letter is the way back); 409 when it is not failed; 404 no such job.
+  JobAnswer retry(const std::string& job_id, std::int64_t now_ms) override;
   // JobStore::stats().pending_by_shard.
   storage::StoreStats store_stats() override;
   // Pending per business ("delay" counters) and shard, next due, the due timeline.

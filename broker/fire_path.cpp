@@ -591,7 +591,9 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
     // The dead-letter copy is safe: now the job may be called failed (unless the shard moved
     // on meanwhile: then the new owner's attempts decide, and the copy stays a stray one).
     try {
-      store_.mark_failed(shard_of(f.slot), f.job_id, f.reason, now_ms);
+      store_.mark_failed(shard_of(f.slot), f.job_id, f.reason, now_ms,
+                         storage::DeadLetterAt{report.partition, report.offset},
+                         options_.policies.of(f.business).keep_payload);
     } catch (const storage::ShardFenced& e) {
       lose(e.shard);
     }

@@ -18,23 +18,6 @@ bool is_business_char(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
-bool is_valid_business(std::string_view s) noexcept {
-  if (s.empty() || s.size() > kMaxBusinessChars) return false;
-  for (char c : s) {
-    if (!is_business_char(c)) return false;
-  }
-  return true;
-}
-
-bool is_valid_job_id(std::string_view s) noexcept {
-  if (s.empty() || s.size() > kMaxJobIdChars) return false;
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x21 || u > 0x7e) return false;
-  }
-  return true;
-}
-
 std::string header_ref(std::string_view name) {
   std::string s = "header '";
   s += name;
@@ -143,6 +126,23 @@ std::variant<std::pair<std::int64_t, std::int64_t>, Invalid> repeat_of(const Rec
 }
 
 }  // namespace
+
+bool is_valid_business(std::string_view s) noexcept {
+  if (s.empty() || s.size() > kMaxBusinessChars) return false;
+  for (char c : s) {
+    if (!is_business_char(c)) return false;
+  }
+  return true;
+}
+
+bool is_valid_job_id(std::string_view s) noexcept {
+  if (s.empty() || s.size() > kMaxJobIdChars) return false;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x21 || u > 0x7e) return false;
+  }
+  return true;
+}
 
 ParsedStatus parse_status(const Record& rec) {
   auto id_or = job_id_of(rec);

@@ -80,6 +80,11 @@ inline constexpr std::size_t kMaxBusinessChars = 100;
 inline constexpr std::string_view kDerivedJobIdPrefix = "auto:";
 inline constexpr std::size_t kMaxJobIdChars = 200;
 
+// A business name: 1 to kMaxBusinessChars of A-Z a-z 0-9 . _ -
+bool is_valid_business(std::string_view s) noexcept;
+// A job-id: 1 to kMaxJobIdChars printable ASCII characters without spaces.
+bool is_valid_job_id(std::string_view s) noexcept;
+
 struct IngestRules {
   std::string ready_topic_template = "ready.{business}";
   std::size_t max_value_bytes = 1'000'000;

@@ -460,7 +460,7 @@ std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::
 void JobStore::set_aside(std::string_view shard, std::span<const Claim> claims, std::int64_t now_ms) {
   std::vector<redis::Command> per_job;
   for (const Claim& c : claims) {
-    if (c.kind == Claim::Kind::corrupt && !c.marked_failed) per_job.push_back({c.job_id, c.reason});
+    if (c.kind == Claim::Kind::corrupt && !c.marked_failed) per_job.push_back({c.job_id, c.reason, "", "0"});
   }
   if (!per_job.empty()) run(Script::mark_failed, shard, per_job, now_ms);
 }
@@ -516,8 +516,13 @@ Transition JobStore::release(std::string_view shard, const std::string& job_id, 
 }
 
 Transition JobStore::mark_failed(std::string_view shard, const std::string& job_id, std::string_view reason,
-                                 std::int64_t now_ms) {
-  return one(Script::mark_failed, shard, {job_id, std::string(reason)}, now_ms);
+                                 std::int64_t now_ms, std::optional<DeadLetterAt> dead_letter, bool keep_payload) {
+  return one(
+      Script::mark_failed, shard,
+      {job_id, std::string(reason),
+       dead_letter ? std::to_string(dead_letter->partition) + ":" + std::to_string(dead_letter->offset) : std::string(),
+       keep_payload ? "1" : "0"},
+      now_ms);
 }
 
 Transition JobStore::cancel(std::string_view shard, const std::string& job_id, std::int64_t now_ms,
@@ -677,6 +682,78 @@ std::vector<std::pair<std::string, std::vector<PendingEntry>>> JobStore::take_wa
   }
   for (auto& [s, entries] : found) out.emplace_back(shards[s], std::move(entries));
   return out;
+}
+
+Transition JobStore::retry_anywhere(const std::string& job_id, std::int64_t now_ms) {
+  const std::vector<std::string> holders = shards_holding(job_id);
+  if (holders.empty()) {
+    Transition t;
+    t.job_id = job_id;
+    return t;
+  }
+  return one(Script::retry, holders.front(), {job_id}, now_ms);
+}
+
+std::vector<BrowsePage> JobStore::browse(std::span<const std::pair<std::string, BrowseQuery>> walks,
+                                         std::int64_t now_ms) {
+  const auto opt = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
+  std::vector<std::vector<redis::Command>> groups;
+  for (const auto& [shard, q] : walks) {
+    groups.push_back({{"EVALSHA",
+                       shas_[static_cast<size_t>(Script::browse)],
+                       std::to_string(lua::kShardKeys),
+                       keys_.pending(shard),
+                       keys_.stats(shard),
+                       keys_.quarantine(shard),
+                       keys_.in_flight(shard),
+                       keys_.owner(shard),
+                       std::to_string(now_ms),
+                       std::to_string(retention_s_),
+                       "0",
+                       "",
+                       std::string(to_string(q.state)),
+                       std::to_string(q.walk_start),
+                       q.from ? std::to_string(q.from->score) : std::string(),
+                       q.from ? q.from->job_id : std::string(),
+                       q.inclusive ? "1" : "0",
+                       std::to_string(q.lo),
+                       std::to_string(q.hi),
+                       std::to_string(q.want),
+                       std::to_string(q.budget),
+                       q.business,
+                       q.id_prefix,
+                       q.error_text,
+                       opt(q.deliver_from),
+                       opt(q.deliver_to)}});
+  }
+  static_assert(lua::info(Script::browse).args == lua::kFixedArgs + 14);
+  const auto replies = eval_groups(groups);
+  std::vector<BrowsePage> pages;
+  for (size_t w = 0; w < walks.size(); ++w) {
+    const redis::ReplyView r = replies[w].front().view();
+    if (r.is_error()) throw redis::RedisCommandError("redis: browse script: " + r.error());
+    BrowsePage page;
+    const redis::ReplyView matches = r[0];
+    for (size_t i = 0; i < matches.size(); ++i) {
+      const redis::ReplyView m = matches[i];
+      BrowsedJob j;
+      j.job_id = m[0].str();
+      j.shard = walks[w].first;
+      j.state = parse_job_state(m[1].str()).value_or(JobState::corrupt);
+      j.deliver_at = parse_i64(m[2].str()).value_or(0);
+      j.attempt = parse_i64(m[3].str()).value_or(0);
+      j.business = m[4].str();
+      j.error = percent_decode(m[5].str());
+      j.score = score_of(m[6]);
+      j.in_flight = m[7].str() == "1";
+      page.jobs.push_back(std::move(j));
+    }
+    if (r[1].size() == 2) page.last = WalkPosition{score_of(r[1][0]), std::string(r[1][1].str())};
+    page.done = r[2].integer() == 1;
+    page.examined = static_cast<size_t>(r[3].integer());
+    pages.push_back(std::move(page));
+  }
+  return pages;
 }
 
 std::vector<std::string> JobStore::known_shards(std::string_view first) {

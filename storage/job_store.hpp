@@ -215,6 +215,56 @@ struct ShardFenced : std::runtime_error {
   std::string shard;
 };
 
+// Where a job's dead-letter record is in the dead-letter topic.
+struct DeadLetterAt {
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+
+// A place in a walk of one shard's jobs: an entry of the pending set or of a state index.
+struct WalkPosition {
+  std::int64_t score = 0;  // the entry's score (epoch ms)
+  std::string job_id;
+  bool operator==(const WalkPosition&) const = default;
+};
+
+// One shard's part of a job listing (browse.lua; the walk across shards is job_browse.hpp's).
+// A delay walk goes through the pending set by due time, earliest first; a walk of another
+// state through its state index (key_schema.hpp) by when the job entered it, newest first.
+struct BrowseQuery {
+  JobState state = JobState::delay;  // a stored state (job_record::kStates)
+  std::int64_t walk_start = 0;       // epoch ms: later moves and entries are left out
+  std::optional<WalkPosition> from;  // where to start; nullopt: the start of the range
+  bool inclusive = false;            // whether `from` itself is listed
+  std::int64_t lo = 0;               // the scores walked, lo..hi (a state walk starts at hi)
+  std::int64_t hi = 0;
+  std::size_t want = 50;                                 // matches at most
+  std::size_t budget = 256;                              // entries looked at at most (one GETRANGE each, in Redis)
+  std::string business;                                  // empty: any
+  std::string id_prefix;                                 // empty: any
+  std::string error_text;                                // lower case; empty: any; else the (last) error must hold it
+  std::optional<std::int64_t> deliver_from, deliver_to;  // the record's deliver_at
+};
+
+struct BrowsedJob {
+  std::string job_id;
+  std::string shard;
+  JobState state = JobState::delay;
+  std::int64_t deliver_at = 0;
+  std::int64_t attempt = 0;
+  std::string business;
+  std::string error;       // the error of a failed job, the last error of another; decoded
+  std::int64_t score = 0;  // due time (delay) or when it entered its state
+  bool in_flight = false;  // delay: a delivery is under way
+};
+
+struct BrowsePage {
+  std::vector<BrowsedJob> jobs;      // in walk order
+  std::optional<WalkPosition> last;  // the last entry looked at
+  bool done = false;                 // nothing after `last` in the range
+  std::size_t examined = 0;
+};
+
 struct StoreStats {
   std::int64_t pending = 0;              // entries in all pending sets
   std::optional<std::int64_t> next_due;  // smallest deliver_at among them
@@ -282,10 +332,13 @@ class JobStore {
   // `now_ms` stamps the retry in the job's history.
   Transition release(std::string_view shard, const std::string& job_id, std::string_view error, std::int64_t retry_at,
                      ReleaseOptions options, std::int64_t now_ms);
-  // Attempts exhausted (the broker has already written the dead-letter record), or the payload
-  // unreadable.
+  // Attempts exhausted (the broker has already written the dead-letter record, at `dead_letter`
+  // in the dead-letter topic, kept in the record as dl), or the payload unreadable.
+  // keep_payload: the failed record keeps its payload (a business that keeps payloads), so that
+  // retry_anywhere() can deliver it again.
   Transition mark_failed(std::string_view shard, const std::string& job_id, std::string_view reason,
-                         std::int64_t now_ms);
+                         std::int64_t now_ms, std::optional<DeadLetterAt> dead_letter = std::nullopt,
+                         bool keep_payload = false);
   // Cancel by id in one shard: cancelled and removed from its pending set, if pending and not in
   // flight. An unknown id is remembered for remember_s seconds (0: not at all): a job that
   // arrives in this shard with that id within the time is accepted straight into cancelled.
@@ -296,11 +349,19 @@ class JobStore {
   // through any partition; every owned shard is known once the loader has read it).
   Transition cancel_anywhere(std::string_view home, const std::string& job_id, std::int64_t now_ms,
                              std::int64_t remember_s = 0);
+  // A failed job delivered again from its kept payload, wherever it is (retry.lua): delay, due
+  // at once, a new attempt; the shard's owner is woken. changed false with state failed: it
+  // has no payload to deliver again (its business keeps none).
+  Transition retry_anywhere(const std::string& job_id, std::int64_t now_ms);
+  // One page of each shard's walk (browse.lua), in one round trip. Reads only.
+  std::vector<BrowsePage> browse(std::span<const std::pair<std::string, BrowseQuery>> walks, std::int64_t now_ms);
   // Moves a job that is delay and not in flight to a new deliver_at (reschedule.lua), wherever it
   // is (`home` first). The shard's owner is woken through its wake list (take_wakes()).
   // state in_flight: too late, its delivery is under way; missing: no shard has it.
   Transition reschedule_anywhere(std::string_view home, const std::string& job_id, std::int64_t deliver_at,
                                  std::int64_t now_ms);
+  // Every shard in <prefix>:shards, sorted. One round trip.
+  std::vector<std::string> shards() { return known_shards(); }
   // Where each job is: the first known shard holding a record for it, with that record's
   // business and attempt; nullopt if none. One round trip (plus one for the list of shards).
   std::vector<std::optional<Located>> locate(std::span<const std::string> job_ids);

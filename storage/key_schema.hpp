@@ -14,6 +14,12 @@
 //   <prefix>:{<shard>}:history:<id> list    one job's events beyond the plain path, oldest first,
 //                                            "<ms> <event> <attempt> <detail>" (detail
 //                                            percent-encoded), the last 100; expires with the record
+//   <prefix>:{<shard>}:state:<state> zset   the shard's jobs whose record is in <state> (ready,
+//                                            running, finished, cancelled, failed; delay jobs are
+//                                            in the pending set), by when they entered it (epoch
+//                                            ms); entries older than the retention are trimmed and
+//                                            the set expires a retention after its last entry
+//                                            (prelude.lua, enter()): the console's index
 //   <prefix>:{<shard>}:wake          list    job-ids whose pending entry a member that may not own
 //                                            the shard moved (a report, a reschedule); the owner
 //                                            pops them and moves their timers
@@ -37,11 +43,15 @@
 //              next claim dead-letters the job), ma (with an ack timeout: the business's
 //              max_process_attempts when the job became ready), stop (1: a repeating job
 //              cancelled while an occurrence was in flight; the series ends after it), h (1: the
-//              job has a history list)
+//              job has a history list), mv (when a script last moved the waiting job's pending
+//              entry to a new time: reschedule, retry, repeat; a walk of the waiting jobs that
+//              started before it leaves the job out, so that it never lists a job twice), dl
+//              ("<partition>:<offset>" of a failed job's record in the dead-letter topic)
 //              (times in epoch ms; free text percent-encoded: %20 space, %0A newline, %25 %)
 //   payload    header_codec.hpp's encoding of the record's key, value and headers; present
 //              while the job is delay, dropped when it finishes (it is on its topic by then),
-//              except for a business that keeps payloads: then until finished or failed
+//              except for a business that keeps payloads: then until finished, and a failed
+//              job keeps it for the retention (an operator may retry it)
 // So `GET <prefix>:{<shard>}:job:<id>` shows the state as the first word; a finished job's
 // record expires after the retention. The first line is short on purpose: with a 200-byte
 // value the whole record stays within one allocator size class (see README, "Memory").
@@ -78,6 +88,10 @@ class KeySchema {
     return tagged(shard) + ":history:" + std::string(job_id);
   }
   std::string wake(std::string_view shard) const { return tagged(shard) + ":wake"; }
+  // Precondition: state is stored and not delay (job_record::kStates).
+  std::string state_index(std::string_view shard, std::string_view state) const {
+    return tagged(shard) + ":state:" + std::string(state);
+  }
   std::string shards() const { return prefix_ + ":shards"; }
 
  private:

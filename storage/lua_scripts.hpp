@@ -62,6 +62,8 @@ enum class Script : unsigned char {
   report,
   reschedule,
   mark_delivered,
+  retry,
+  browse,
   take_shard,
 };
 
@@ -75,12 +77,14 @@ struct ScriptInfo {
   std::string_view name;  // the file storage/lua/<name>.lua
   std::string_view body;  // its text
   // A batch of one shard's jobs: runs after kPrelude, takes the kShardKeys keys then one record
-  // per job, the kFixedArgs arguments then `stride` per job. Otherwise `keys` and `args` are all.
+  // per job, the kFixedArgs arguments then `stride` per job. Stride 0: a script of the shard
+  // that runs after kPrelude but takes no jobs: the kShardKeys keys and `args` arguments, the
+  // first kFixedArgs of them the usual ones (browse). Otherwise `keys` and `args` are all.
   bool batch;
   bool fenced;  // refused unless ARGV[4] is the shard's current fence (FENCING above)
   std::size_t keys;
   std::size_t args;    // fixed arguments (a batch script's jobs' come after)
-  std::size_t stride;  // arguments per job, the first its id (batch scripts; 0 otherwise)
+  std::size_t stride;  // arguments per job, the first its id (batch scripts; 0: none)
 };
 
 inline constexpr ScriptInfo kScripts[] = {
@@ -88,11 +92,13 @@ inline constexpr ScriptInfo kScripts[] = {
     {Script::claim, "claim", kClaim, true, true, kShardKeys, kFixedArgs, 1},
     {Script::mark_ready, "mark_ready", kMarkReady, true, false, kShardKeys, kFixedArgs, 4},
     {Script::release, "release", kRelease, true, true, kShardKeys, kFixedArgs, 5},
-    {Script::mark_failed, "mark_failed", kMarkFailed, true, true, kShardKeys, kFixedArgs, 2},
+    {Script::mark_failed, "mark_failed", kMarkFailed, true, true, kShardKeys, kFixedArgs, 4},
     {Script::cancel, "cancel", kCancel, true, false, kShardKeys, kFixedArgs, 1},
     {Script::report, "report", kReport, true, false, kShardKeys, kFixedArgs, 7},
     {Script::reschedule, "reschedule", kReschedule, true, false, kShardKeys, kFixedArgs, 2},
     {Script::mark_delivered, "mark_delivered", kMarkDelivered, true, false, kShardKeys, kFixedArgs, 7},
+    {Script::retry, "retry", kRetry, true, false, kShardKeys, kFixedArgs, 1},
+    {Script::browse, "browse", kBrowse, true, false, kShardKeys, kFixedArgs + 14, 0},
     {Script::take_shard, "take_shard", kTakeShard, false, false, 1, 2, 0},
 };
 
@@ -118,6 +124,18 @@ constexpr bool says_number_after(std::string_view text, std::string_view before,
   return found;
 }
 
+// The largest number that follows an occurrence of `before` in `text` (0 if none does).
+constexpr std::size_t largest_number_after(std::string_view text, std::string_view before) {
+  std::size_t largest = 0;
+  for (std::size_t at = text.find(before); at != std::string_view::npos; at = text.find(before, at + 1)) {
+    std::size_t v = 0;
+    for (std::size_t i = at + before.size(); i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i)
+      v = v * 10 + static_cast<std::size_t>(text[i] - '0');
+    largest = v > largest ? v : largest;
+  }
+  return largest;
+}
+
 // What the texts must say for the table to be right. A job's arguments start at
 // ARGV[kFixedArgs + 1 + (i - FIRST) * stride] for KEYS[i], FIRST = kShardKeys + 1 (prelude.lua):
 // written "local a = 5 + (i - FIRST) * <stride>", or ARGV[i - 1] for stride 1.
@@ -126,7 +144,11 @@ constexpr bool consistent(const ScriptInfo& s, std::size_t index) {
   const bool fence_checked = s.body.find("check_fence()") != std::string_view::npos;
   if (s.fenced != fence_checked || (s.fenced && !s.batch)) return false;
   if (!s.batch) return s.stride == 0 && s.body.find("FIRST") == std::string_view::npos;
-  if (s.keys != kShardKeys || s.args != kFixedArgs || s.stride == 0) return false;
+  if (s.stride == 0) {
+    return s.keys == kShardKeys && s.args >= kFixedArgs && s.body.find("FIRST") == std::string_view::npos &&
+           largest_number_after(s.body, "ARGV[") == s.args;
+  }
+  if (s.keys != kShardKeys || s.args != kFixedArgs) return false;
   if (s.stride == 1) {
     return says_number_after(s.body, "ARGV[i - ", kShardKeys + 1 - (kFixedArgs + 1)) &&
            s.body.find("(i - FIRST) * ") == std::string_view::npos;

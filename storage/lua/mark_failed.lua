@@ -1,14 +1,19 @@
 -- mark_failed: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
--- Stride 2: job-id, reason. ARGV[3] unused. Fenced. Attempts exhausted, or the payload could not be
--- read (the broker has already written the dead-letter record where there was one).
--- Per job: {changed, state}.
+-- Stride 4: job-id, reason, dead letter, keep. ARGV[3] unused. Fenced. Attempts exhausted, or the
+-- payload could not be read (the broker has already written the dead-letter record where there
+-- was one: "<partition>:<offset>" of the dead-letter topic, kept as dl, '' for none). keep '1':
+-- the payload stays with the failed record (its business keeps payloads), so that an operator
+-- can retry the job from Redis (retry.lua). Per job: {changed, state}.
 local refused = check_fence()
 if refused then return refused end
 for i = FIRST, #KEYS do
-  local a = 5 + (i - FIRST) * 2
-  local j = parse((read_head(KEYS[i])))
+  local a = 5 + (i - FIRST) * 4
+  local keep = ARGV[a + 3] == '1'
+  local j = keep and parse((read(KEYS[i])), true) or parse((read_head(KEYS[i])))
   if j and j.st == 'delay' then
-    finish(KEYS[i], ARGV[a], j, 'failed', 'failed_at', {error = enc(ARGV[a + 1])}, ARGV[a + 1])
+    local extra_fields = {error = enc(ARGV[a + 1])}
+    if ARGV[a + 2] ~= '' then extra_fields.dl = ARGV[a + 2] end
+    finish(KEYS[i], ARGV[a], j, 'failed', 'failed_at', extra_fields, ARGV[a + 1], keep)
     out[#out + 1] = {1, 'failed'}
   else
     if j then redis.call('ZREM', KEYS[1], ARGV[a]) end

@@ -17,6 +17,7 @@ for i = FIRST, #KEYS do
     local v = 'ready ' .. ARGV[a + 1] .. ' ' .. ARGV[a + 2] .. ' ' .. biz .. ' ready_at=' .. stamp .. '\n'
     if retention > 0 then redis.call('SET', KEYS[i], v, 'EX', retention) else redis.call('SET', KEYS[i], v) end
     redis.call('ZREM', KEYS[1], id)
+    enter(id, 'ready', 'delay')
     bump(biz, 'delay', -1)
     bump(biz, 'ready', 1)
     out[#out + 1] = {1, 'ready', '0'}

@@ -1,8 +1,9 @@
 -- The prelude: the shared helpers and locals of every batch script, which is this text followed
 -- by the script's own (lua_scripts.hpp documents the keys, ARGV[1..4], fencing and the record).
 --
--- Shared helpers. parse(v) -> job table {st, at, att, biz, f = {name = value}, payload} or nil.
--- write(key, job, ex) SETs the record, with EX ex when ex > 0. enc() percent-encodes whitespace
+-- Shared helpers. parse(v) -> job table {st, st0, at, att, biz, f = {name = value}, payload} or
+-- nil (st0: the state as read, for the state indexes). write(key, job, ex) SETs the record, with
+-- EX ex when ex > 0, and moves the job between the state indexes when its state changed. enc() percent-encodes whitespace
 -- and '%' so that free text (an error) fits in one field. bump() counts; flush() writes counts.
 local FIRST = 6  -- KEYS index of the first job record; its arguments start at ARGV[5]
 -- STATES, FIELDS (in the order write() puts them), AT_DIGITS and ATT_DIGITS come before this
@@ -10,6 +11,8 @@ local FIRST = 6  -- KEYS index of the first job record; its arguments start at A
 -- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("...:pending"): a job's history
 -- list and the shard's wake list live beside its other keys, in the same hash slot.
 local SHARD = string.sub(KEYS[1], 1, -9)
+local now, retention, extra = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local stamp, fence = ARGV[1], ARGV[4]
 local function hist_key(job_key) return SHARD .. ':history:' .. string.sub(job_key, #SHARD + 6) end
 local function parse(v, with_payload)
   if type(v) ~= 'string' then return nil end
@@ -28,11 +31,30 @@ local function parse(v, with_payload)
     f[k] = val
     from = last + 1
   end
-  local j = {st = st, at = tonumber(at), att = tonumber(att), biz = biz, f = f}
+  local j = {st = st, st0 = st, at = tonumber(at), att = tonumber(att), biz = biz, f = f}
   if with_payload then j.payload = string.sub(v, nl + 1) end
   return j
 end
+-- The state indexes (key_schema.hpp): <prefix>:{<shard>}:state:<state> lists the shard's jobs
+-- whose record is in that state, other than delay (the pending set lists those), scored by
+-- when the job entered it (epoch ms). Moved in the same call as the record, so they agree at
+-- every crash point; flush() trims what the retention has expired. indexed: states entered in
+-- this call.
+local function state_key(st) return SHARD .. ':state:' .. st end
+local indexed = {}
+-- enter(id, st, left): the job `id` is now in state st, and was in `left` (nil: no record, or
+-- one that did not parse; 'delay': in no state index).
+local function enter(id, st, left)
+  if left == st then return end
+  if left and left ~= 'delay' then redis.call('ZREM', state_key(left), id) end
+  if st ~= 'delay' then
+    redis.call('ZADD', state_key(st), stamp, id)
+    indexed[st] = true
+  end
+end
 local function write(key, j, ex)
+  enter(string.sub(key, #SHARD + 6), j.st, j.st0)
+  j.st0 = j.st
   local parts = {j.st, string.format('%.0f', j.at), tostring(j.att), j.biz}
   for _, k in ipairs(FIELDS) do
     if j.f[k] then parts[#parts + 1] = k .. '=' .. j.f[k] end
@@ -69,6 +91,14 @@ local function flush()
   -- pcall: counters are for dashboards; a broken counters key must not fail the jobs' call
   -- after their writes are done (a script's writes are not rolled back on error).
   for k, n in pairs(counts) do if n ~= 0 then redis.pcall('HINCRBY', KEYS[2], k, n) end end
+  -- An entry older than the retention names a record that has expired (or will now); the
+  -- index itself expires a retention after its last entry (an idle shard keeps none).
+  if retention > 0 then
+    for st in pairs(indexed) do
+      redis.call('ZREMRANGEBYSCORE', state_key(st), '-inf', '(' .. string.format('%.0f', now - retention * 1000))
+      redis.call('EXPIRE', state_key(st), retention)
+    end
+  end
 end
 local function read(key)
   local v = redis.pcall('GET', key)
@@ -94,8 +124,6 @@ local function in_flight(id)
   local att, at, epoch = string.match(e, '^(%d+) (%d+) ?(%d*)$')
   return tonumber(att), at, epoch
 end
-local now, retention, extra = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local stamp, fence = ARGV[1], ARGV[4]
 -- The whole call is refused unless the caller holds the shard's current fence (or none is
 -- asked for: fence '').
 local function check_fence()
@@ -107,17 +135,18 @@ local function check_fence()
   return nil
 end
 local my_epoch = fence ~= '' and fence or '0' 
--- Finishes a job that was delay: the payload goes (it is on its topic by now), the record
--- expires after the retention, the pending entry is removed. `detail`: a history line is
--- written for a failure always, for the other ends when the job has a history already.
-local function finish(key, id, j, st, field, extra_fields, detail)
+-- Finishes a job that was delay: the payload goes (it is on its topic by now) unless
+-- keep_payload, the record expires after the retention, the pending entry is removed. `detail`:
+-- a history line is written for a failure always, for the other ends when the job has a
+-- history already.
+local function finish(key, id, j, st, field, extra_fields, detail, keep_payload)
   local att = in_flight(id)
   if att then
     j.att = att
     redis.call('HDEL', KEYS[4], id)
   end
   j.st = st
-  j.payload = nil
+  if not keep_payload then j.payload = nil end
   j.f.last_error = nil
   j.f.nb = nil
   j.f.dead = nil
@@ -160,6 +189,7 @@ local function delivered(key, id, j, keep, ack, max_att)
       j.at = j.at + steps * every
       j.f.rep = string.format('%.0f', rep + steps)
       j.att = 0
+      j.f.mv = stamp
       hist(key, j, 'repeat', 'occurrence ' .. j.f.rep .. ' at ' .. string.format('%.0f', j.at))
       write(key, j, 0)
       redis.call('ZADD', KEYS[1], j.at, id)

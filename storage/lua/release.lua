@@ -23,6 +23,7 @@ for i = FIRST, #KEYS do
     j.att = att
     j.f.last_error = enc(ARGV[a + 1])
     hist(KEYS[i], j, 'retry', ARGV[a + 1])
+    j.f.mv = stamp
     write(KEYS[i], j, 0)
     redis.call('ZADD', KEYS[1], 'XX', ARGV[a + 4], ARGV[a])
     out[#out + 1] = {1, 'delay'}

@@ -58,6 +58,7 @@ local function report(key, id, j, status, err, retry_at, max_att, ack)
   end
   j.st = 'delay'
   j.f.nb = string.format('%.0f', at)
+  j.f.mv = stamp
   bump(j.biz, 'delay', 1)
   write(key, j, 0)
   redis.call('ZADD', KEYS[1], at, id)

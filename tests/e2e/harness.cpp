@@ -299,13 +299,17 @@ std::uint16_t free_port() {
 }
 
 std::string http_request(std::uint16_t port, const std::string& method, const std::string& path,
-                         const std::string& headers) {
+                         const std::string& headers, const std::string& body) {
   boost::asio::io_context io;
   boost::asio::ip::tcp::socket socket(io);
   boost::system::error_code ec;
   socket.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
   if (ec) return "";
-  const std::string req = method + " " + path + " HTTP/1.0\r\n" + headers + "\r\n";
+  const std::string req =
+      method + " " + path + " HTTP/1.0\r\n" + headers +
+      (body.empty() ? ""
+                    : "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n") +
+      "\r\n" + body;
   boost::asio::write(socket, boost::asio::buffer(req), ec);
   std::string out;
   char buf[4096];

@@ -184,10 +184,10 @@ std::string http_get(std::uint16_t port, const std::string& path);
 // GETs path every 100 ms until it answers 200 or the timeout passes; returns the last response.
 std::string http_get_until_ok(std::uint16_t port, const std::string& path,
                               std::chrono::milliseconds timeout = std::chrono::seconds(30));
-// One HTTP/1.0 request with extra header lines (each ending in CRLF) from 127.0.0.1:port; the
-// whole response, or "" if nothing answers.
+// One HTTP/1.0 request with extra header lines (each ending in CRLF) and a body (sent with its
+// Content-Length when not empty) from 127.0.0.1:port; the whole response, or "" if nothing answers.
 std::string http_request(std::uint16_t port, const std::string& method, const std::string& path,
-                         const std::string& headers);
+                         const std::string& headers, const std::string& body = "");
 
 // Percentile of a sorted sample (nearest rank).
 std::int64_t percentile(const std::vector<std::int64_t>& sorted, double p);

@@ -1,0 +1,258 @@
+#include "admin/job_query.hpp"
+
+#include <charconv>
+
+#include "contract/ingest_parse.hpp"
+#include "contract/time_format.hpp"
+#include "storage/job_record.hpp"
+
+namespace delayd::admin {
+
+namespace {
+
+using storage::JobState;
+
+constexpr std::string_view kParams[] = {"business",  "state", "due_from", "due_to",
+                                        "id_prefix", "error", "limit",    "cursor"};
+
+std::optional<std::int64_t> parse_count(std::string_view s) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  std::int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+std::string states_list() {
+  std::string out;
+  for (JobState s : storage::job_record::kStates) out += (out.empty() ? "" : ", ") + std::string(to_string(s));
+  return out;
+}
+
+std::variant<std::int64_t, BadRequest> parse_time(const std::string& field, std::string_view text) {
+  const contract::ParsedTime t = contract::parse_timestamp_ms(text);
+  if (!t) {
+    return BadRequest{field, "'" + std::string(text.substr(0, 64)) + "' is not epoch ms or RFC 3339 in 1970..9999"};
+  }
+  return t.epoch_ms;
+}
+
+// FNV-1a (64 bits) of the filter's fields, each ended by a 0x1f: ties a cursor to its filter.
+std::string fingerprint(const storage::JobFilter& f) {
+  std::uint64_t h = 14695981039346656037ull;
+  const auto add = [&](std::string_view s) {
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    h = (h ^ 0x1fu) * 1099511628211ull;
+  };
+  for (JobState s : f.states) add(to_string(s));
+  add("|");
+  add(f.business);
+  add(f.id_prefix);
+  add(f.error_text);
+  add(f.due_from ? std::to_string(*f.due_from) : "-");
+  add(f.due_to ? std::to_string(*f.due_to) : "-");
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+std::string hex(std::string_view s) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (char c : s) {
+    out.push_back(kDigits[static_cast<unsigned char>(c) >> 4]);
+    out.push_back(kDigits[static_cast<unsigned char>(c) & 15]);
+  }
+  return out;
+}
+
+std::optional<std::string> unhex(std::string_view s) {
+  if (s.size() % 2 != 0) return std::nullopt;
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); i += 2) {
+    unsigned v = 0;
+    const auto r = std::from_chars(s.data() + i, s.data() + i + 2, v, 16);
+    if (r.ec != std::errc() || r.ptr != s.data() + i + 2) return std::nullopt;
+    out.push_back(static_cast<char>(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::variant<ListRequest, BadRequest> parse_list_request(
+    const std::map<std::string, std::string, std::less<>>& params) {
+  ListRequest r;
+  for (const auto& [name, value] : params) {
+    if (std::find(std::begin(kParams), std::end(kParams), name) == std::end(kParams)) {
+      return BadRequest{name,
+                        "unknown parameter (GET /jobs takes business, state, due_from, due_to, id_prefix, "
+                        "error, limit, cursor)"};
+    }
+  }
+  const auto get = [&](std::string_view name) -> const std::string* {
+    const auto it = params.find(name);
+    return it == params.end() ? nullptr : &it->second;
+  };
+  if (const auto* v = get("business")) {
+    if (!contract::is_valid_business(*v)) {
+      return BadRequest{
+          "business", "must be 1-" + std::to_string(contract::kMaxBusinessChars) + " characters of A-Z a-z 0-9 . _ -"};
+    }
+    r.filter.business = *v;
+  }
+  if (const auto* v = get("state")) {
+    std::string_view rest = *v;
+    while (true) {
+      const auto comma = rest.find(',');
+      const std::string_view word = rest.substr(0, comma);
+      const auto st = storage::parse_job_state(word);
+      if (!st || !storage::job_record::is_stored(*st)) {
+        return BadRequest{"state", "unknown state '" + std::string(word.substr(0, 32)) + "' (one of " + states_list() +
+                                       ", or several separated by commas)"};
+      }
+      if (std::find(r.filter.states.begin(), r.filter.states.end(), *st) != r.filter.states.end()) {
+        return BadRequest{"state", "'" + std::string(word) + "' is given twice"};
+      }
+      r.filter.states.push_back(*st);
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+  }
+  for (const char* name : {"due_from", "due_to"}) {
+    if (const auto* v = get(name)) {
+      auto t = parse_time(name, *v);
+      if (auto* bad = std::get_if<BadRequest>(&t)) return *bad;
+      (std::string_view(name) == "due_from" ? r.filter.due_from : r.filter.due_to) = std::get<std::int64_t>(t);
+    }
+  }
+  if (r.filter.due_from && r.filter.due_to && *r.filter.due_from > *r.filter.due_to) {
+    return BadRequest{"due_to", "is before due_from"};
+  }
+  if (const auto* v = get("id_prefix")) {
+    if (!contract::is_valid_job_id(*v)) {
+      return BadRequest{"id_prefix", "must be 1-" + std::to_string(contract::kMaxJobIdChars) +
+                                         " printable ASCII characters without spaces, as a job-id"};
+    }
+    r.filter.id_prefix = *v;
+  }
+  if (const auto* v = get("error")) {
+    if (v->empty() || v->size() > kMaxErrorFilterChars) {
+      return BadRequest{"error", "must be 1-" + std::to_string(kMaxErrorFilterChars) + " bytes"};
+    }
+    r.filter.error_text = *v;
+  }
+  if (const auto* v = get("limit")) {
+    const auto n = parse_count(*v);
+    if (!n || *n < 1 || *n > static_cast<std::int64_t>(kMaxLimit)) {
+      return BadRequest{"limit", "must be a whole number from 1 to " + std::to_string(kMaxLimit)};
+    }
+    r.limit = static_cast<std::size_t>(*n);
+  }
+  if (const auto* v = get("cursor")) {
+    r.cursor = decode_cursor(r.filter, *v);
+    if (!r.cursor) {
+      return BadRequest{"cursor",
+                        "not the cursor of a walk with this filter (give the same business, state, "
+                        "due_from, due_to, id_prefix and error as the first page)"};
+    }
+  }
+  return r;
+}
+
+std::string encode_cursor(const storage::JobFilter& filter, const storage::WalkCursor& c) {
+  std::string out = "1." + fingerprint(filter) + "." + std::to_string(c.walk_start) + "." + std::to_string(c.state);
+  if (c.at) out += "." + std::to_string(c.at->score) + "." + hex(c.shard) + "." + hex(c.at->job_id);
+  return out;
+}
+
+std::optional<storage::WalkCursor> decode_cursor(const storage::JobFilter& filter, std::string_view text) {
+  std::vector<std::string_view> parts;
+  while (parts.size() < 8) {
+    const auto dot = text.find('.');
+    parts.push_back(text.substr(0, dot));
+    if (dot == std::string_view::npos) break;
+    text = text.substr(dot + 1);
+  }
+  if ((parts.size() != 4 && parts.size() != 7) || parts[0] != "1" || parts[1] != fingerprint(filter)) {
+    return std::nullopt;
+  }
+  const auto start = parse_count(parts[2]);
+  const auto state = parse_count(parts[3]);
+  const std::size_t states = filter.states.empty() ? storage::all_walk_states().size() : filter.states.size();
+  if (!start || *start > contract::kMaxEpochMs || !state || *state >= static_cast<std::int64_t>(states)) {
+    return std::nullopt;
+  }
+  storage::WalkCursor c;
+  c.walk_start = *start;
+  c.state = static_cast<std::size_t>(*state);
+  if (parts.size() == 7) {
+    const auto score = parse_count(parts[4]);
+    auto shard = unhex(parts[5]);
+    auto id = unhex(parts[6]);
+    if (!score || *score > storage::kMaxWalkScore || !shard || !id || shard->empty() || id->empty()) {
+      return std::nullopt;
+    }
+    c.at = storage::WalkPosition{*score, std::move(*id)};
+    c.shard = std::move(*shard);
+  }
+  return c;
+}
+
+nlohmann::json page_json(const storage::JobFilter& filter, const storage::WalkPage& page) {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const storage::BrowsedJob& j : page.jobs) {
+    nlohmann::json o{{"job_id", j.job_id},
+                     {"business", j.business},
+                     {"state", to_string(j.state)},
+                     {"deliver_at", j.deliver_at},
+                     {"deliver_at_iso", contract::format_rfc3339_ms(j.deliver_at)},
+                     {"attempt", j.attempt},
+                     {"shard", j.shard}};
+    if (!j.error.empty()) o["error"] = j.error;
+    if (j.state == JobState::delay) {
+      o["due_at"] = j.score;  // a retry's time, later than deliver_at
+      if (j.in_flight) o["in_flight"] = true;
+    } else {
+      o["entered_at"] = j.score;  // when it entered its state
+    }
+    jobs.push_back(std::move(o));
+  }
+  nlohmann::json out{{"jobs", std::move(jobs)},
+                     {"next", page.next ? nlohmann::json(encode_cursor(filter, *page.next)) : nlohmann::json(nullptr)},
+                     {"snapshot", false},
+                     {"partial", page.partial},
+                     {"examined", page.examined}};
+  return out;
+}
+
+std::variant<std::int64_t, BadRequest> parse_reschedule_body(std::string_view body, std::int64_t now_ms) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return BadRequest{"body", "must be a JSON object with deliver_at (epoch ms or RFC 3339) or delay_ms"};
+  }
+  for (const auto& [name, value] : j.items()) {
+    if (name != "deliver_at" && name != "delay_ms") return BadRequest{name, "unknown field (deliver_at or delay_ms)"};
+  }
+  if (j.contains("deliver_at") == j.contains("delay_ms")) {
+    return BadRequest{"body", "give exactly one of deliver_at and delay_ms"};
+  }
+  if (j.contains("delay_ms")) {
+    const auto& d = j["delay_ms"];
+    if (!d.is_number_unsigned() ||
+        d.get<std::uint64_t>() > static_cast<std::uint64_t>(contract::kMaxEpochMs - now_ms)) {
+      return BadRequest{"delay_ms", "must be a whole number of milliseconds from 0, ending before year 10000"};
+    }
+    return now_ms + d.get<std::int64_t>();
+  }
+  const auto& at = j["deliver_at"];
+  if (at.is_number_unsigned()) {
+    if (at.get<std::uint64_t>() > static_cast<std::uint64_t>(contract::kMaxEpochMs)) {
+      return BadRequest{"deliver_at", "is after year 9999"};
+    }
+    return at.get<std::int64_t>();
+  }
+  if (at.is_string()) return parse_time("deliver_at", at.get<std::string>());
+  return BadRequest{"deliver_at", "must be epoch ms (a whole number) or an RFC 3339 string"};
+}
+
+}  // namespace delayd::admin

@@ -1,0 +1,64 @@
+// The console's job queries: what a client may ask of GET /jobs (and, later, of a bulk action's
+// filter), read and checked in one place, the walk's cursor, and the JSON of a page.
+//
+//   GET /jobs?business=&state=&due_from=&due_to=&id_prefix=&error=&limit=&cursor=
+//   business   a business name (the ingest contract's rules)
+//   state      one of delay, ready, running, finished, cancelled, failed, or several
+//              separated by commas (walked in that order); absent: all six
+//   due_from, due_to  epoch ms or RFC 3339; a waiting job's due time, another's deliver_at
+//   id_prefix  the job-id starts with it (job-id characters, at most kMaxJobIdChars)
+//   error      the job's error (failed) or last error holds this text, any case (at most
+//              kMaxErrorFilterChars)
+//   limit      1..kMaxLimit (default kDefaultLimit)
+//   cursor     the `next` of the previous page of the same walk (same filter)
+// Anything else, or a value out of its range, is refused with the parameter's name.
+//
+// The cursor is opaque to clients: hex and dots, carrying the walk's start, where it stands, and
+// a fingerprint of the filter; a cursor given with another filter, or damaged, is refused.
+// Threading: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "storage/job_browse.hpp"
+
+namespace delayd::admin {
+
+inline constexpr std::size_t kDefaultLimit = 50;
+inline constexpr std::size_t kMaxLimit = 500;
+inline constexpr std::size_t kMaxErrorFilterChars = 200;
+
+struct ListRequest {
+  storage::JobFilter filter;
+  std::size_t limit = kDefaultLimit;
+  std::optional<storage::WalkCursor> cursor;  // nullopt: a new walk
+};
+
+// A refusal for a 400: which parameter, and why.
+struct BadRequest {
+  std::string field;
+  std::string reason;
+  nlohmann::json json() const { return {{"error", field + ": " + reason}, {"field", field}}; }
+};
+
+// GET /jobs's parameters (request_target.hpp's query_params()).
+std::variant<ListRequest, BadRequest> parse_list_request(const std::map<std::string, std::string, std::less<>>& params);
+
+std::string encode_cursor(const storage::JobFilter& filter, const storage::WalkCursor& cursor);
+// nullopt: not a cursor of a walk with this filter.
+std::optional<storage::WalkCursor> decode_cursor(const storage::JobFilter& filter, std::string_view text);
+
+// {"jobs": [...], "next": cursor | null, "snapshot": false, "partial", "examined"}.
+nlohmann::json page_json(const storage::JobFilter& filter, const storage::WalkPage& page);
+
+// When a reschedule asks the job to be delivered: POST /jobs/{id}/reschedule's body, exactly one
+// of {"deliver_at": epoch ms or RFC 3339} and {"delay_ms": N} (from now_ms).
+std::variant<std::int64_t, BadRequest> parse_reschedule_body(std::string_view body, std::int64_t now_ms);
+
+}  // namespace delayd::admin

@@ -1,0 +1,77 @@
+-- browse: one page of one shard's jobs for the console (GET /jobs: storage/job_browse.hpp), run
+-- after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp; ARGV[3] unused). Not fenced, and it
+-- writes nothing. No jobs' keys and no stride: its own arguments follow the fixed four.
+--   ARGV[5]        the state walked: 'delay' walks the pending set (KEYS[1]) by due time,
+--                  earliest first; any other state walks its state index (key_schema.hpp),
+--                  newest first
+--   ARGV[6]        the walk's start (epoch ms): a delay job whose entry moved since (its mv) is
+--                  left out; so a walk never lists a job twice (a state walk's range ends there)
+--   ARGV[7..9]     where to start: score and job-id ('' for the start of the range), then '1'
+--                  to include that entry, '0' to start after it
+--   ARGV[10..11]   the scores walked, lo and hi (integers; a state walk starts at hi)
+--   ARGV[12..13]   matches wanted at most, entries looked at at most (each costs one GETRANGE)
+--   ARGV[14..16]   business, job-id prefix, text the error holds in lower case ('': any)
+--   ARGV[17..18]   deliver_at range of the record ('': open)
+-- Returns {matches, last, done, examined}: each match {id, state, deliver_at, attempt,
+-- business, error (percent-encoded, '' none), score, in_flight ('1' or '')}; last {score, id}
+-- of the last entry looked at ({} if none); done 1 when the range holds nothing after it.
+local st, t0 = ARGV[5], tonumber(ARGV[6])
+local from_score, from_id, inclusive = ARGV[7], ARGV[8], ARGV[9] == '1'
+local lo, hi = tonumber(ARGV[10]), tonumber(ARGV[11])
+local want, budget = tonumber(ARGV[12]), tonumber(ARGV[13])
+local biz, prefix, text = ARGV[14], ARGV[15], ARGV[16]
+local at_from, at_to = tonumber(ARGV[17]), tonumber(ARGV[18])
+local key = st == 'delay' and KEYS[1] or state_key(st)
+local desc = st ~= 'delay'
+local function dec(s) return (string.gsub(s, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end)) end
+-- The rank (in walk order) of the first entry to look at.
+local function first_rank()
+  if from_id == '' then
+    if desc then return redis.call('ZCOUNT', key, '(' .. ARGV[11], '+inf') end
+    return redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[10])
+  end
+  local s = redis.call('ZSCORE', key, from_id)
+  if s and tonumber(s) == tonumber(from_score) then
+    local r = desc and redis.call('ZREVRANK', key, from_id) or redis.call('ZRANK', key, from_id)
+    return inclusive and r or r + 1
+  end
+  -- The entry moved or went: count what comes before (score, id) in walk order. Ties of one
+  -- score are ordered by id (Redis's order; reversed when walking newest first).
+  local before = desc and redis.call('ZCOUNT', key, '(' .. from_score, '+inf')
+                      or redis.call('ZCOUNT', key, '-inf', '(' .. from_score)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', key, from_score, from_score)) do
+    if (desc and id > from_id) or (not desc and id < from_id) then before = before + 1 end
+  end
+  return before
+end
+local matches, last, examined, done = {}, {}, 0, 0
+local rank = first_rank()
+while #matches < want and examined < budget and done == 0 do
+  local n = math.min(100, budget - examined)
+  local got = desc and redis.call('ZREVRANGE', key, rank, rank + n - 1, 'WITHSCORES')
+                    or redis.call('ZRANGE', key, rank, rank + n - 1, 'WITHSCORES')
+  if #got == 0 then done = 1 end
+  for k = 1, #got, 2 do
+    local id, score = got[k], tonumber(got[k + 1])
+    if (desc and score < lo) or (not desc and score > hi) then
+      done = 1
+      break
+    end
+    examined = examined + 1
+    rank = rank + 1
+    last = {got[k + 1], id}
+    if prefix == '' or string.sub(id, 1, #prefix) == prefix then
+      local j = parse((read_head(SHARD .. ':job:' .. id)))
+      if j and j.st == st and (biz == '' or j.biz == biz) and (not at_from or j.at >= at_from) and
+         (not at_to or j.at <= at_to) and (not desc or score <= t0) and (desc or (tonumber(j.f.mv) or 0) <= t0) then
+        local e = j.f.error or j.f.last_error or ''
+        if text == '' or string.find(string.lower(dec(e)), text, 1, true) then
+          matches[#matches + 1] = {id, j.st, string.format('%.0f', j.at), tostring(j.att), j.biz, e, got[k + 1],
+                                   (not desc and in_flight(id)) and '1' or ''}
+        end
+      end
+    end
+    if #matches >= want or examined >= budget then break end
+  end
+end
+return {matches, last, done, examined}

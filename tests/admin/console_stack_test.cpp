@@ -1,0 +1,212 @@
+// The console's job API of the real delayd executable against the local stack (label e2e; needs
+// KAFKA_BOOTSTRAP and REDIS_URL): GET /jobs walks and filters, every bad input refused with the
+// field named, and the actions on one job (run-now, reschedule, retry) checked through Kafka
+// (what the ready topic receives, and when) and Redis (the job's record), not through the API.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "e2e/harness.hpp"
+
+using namespace delayd::e2e;
+using delayd::connectors::Record;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string kToken = "console-test-token";
+
+struct Answer {
+  unsigned status = 0;
+  Json body;
+};
+
+Answer call(std::uint16_t port, const std::string& method, const std::string& path, const std::string& body = "") {
+  const std::string r = http_request(port, method, path, "Authorization: Bearer " + kToken + "\r\n", body);
+  Answer a;
+  if (r.size() > 12) a.status = static_cast<unsigned>(std::stoi(r.substr(9, 3)));
+  const auto at = r.find("\r\n\r\n");
+  if (at != std::string::npos) a.body = Json::parse(r.substr(at + 4), nullptr, false);
+  return a;
+}
+
+// Every job of a walk, following `next` with pages of `limit`.
+std::vector<std::string> walk(std::uint16_t port, const std::string& query, int limit) {
+  std::vector<std::string> ids;
+  std::string cursor;
+  for (int pages = 0; pages < 100; ++pages) {
+    const Answer a = call(port, "GET", "/jobs?" + query + "&limit=" + std::to_string(limit) + cursor);
+    INFO(a.body.dump());
+    REQUIRE(a.status == 200);
+    CHECK(a.body["snapshot"] == false);
+    for (const auto& j : a.body["jobs"]) ids.push_back(j["job_id"]);
+    if (a.body["next"].is_null()) break;
+    cursor = "&cursor=" + a.body["next"].get<std::string>();
+  }
+  return ids;
+}
+
+std::vector<const Record*> ready_of(const Collector& c, const std::string& topic, const std::string& id) {
+  std::vector<const Record*> out;
+  for (const Record& r : c.records()) {
+    if (r.topic == topic && header(r, "job-id") == id) out.push_back(&r);
+  }
+  return out;
+}
+
+// Polls Redis until the jobs are in these states (a ready record can reach a consumer before
+// delayd has marked it delivered); whether they got there.
+bool wait_states(JobReader& redis, const std::vector<std::string>& ids, const std::vector<std::string>& states) {
+  for (int tries = 0; tries < 300 && redis.states(ids) != states; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return redis.states(ids) == states;
+}
+
+}  // namespace
+
+TEST_CASE("the console lists, filters and acts on jobs; every bad input names its field", "[e2e][admin][console]") {
+  World w("console");
+  const std::uint16_t port = free_port();
+  w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(port);
+  w.settings["DELAYD_ADMIN_TOKEN"] = kToken;
+  w.settings["DELAYD_SCHEDULER_BUSINESS"] = "orders.keep_payload=true,orders.max_process_attempts=1";
+  w.create_topics({"orders", "mail"}, 2);
+  DelaydProcess delayd(w);
+  delayd.set_die_with_test(true);
+  delayd.start();
+  REQUIRE_THAT(http_get_until_ok(port, "/readyz"), Catch::Contains(" 200 "));
+  Publisher pub(w);
+  JobReader redis(w);
+  Collector out(w, {w.ready_topic("orders"), w.ready_topic("mail"), w.dlq_topic});
+  REQUIRE(out.wait_assigned());
+
+  // 12 waiting jobs in two businesses, due an hour on, 1 s apart (keys spread them over the
+  // ingest topic's partitions), and one due at once for the retry below.
+  const std::int64_t later = now_ms() + 3'600'000;
+  std::vector<std::string> orders, all;
+  for (int i = 0; i < 12; ++i) {
+    const std::string id = "w-" + std::to_string(i);
+    const std::string business = i % 3 == 0 ? "mail" : "orders";
+    pub.send(job_at(id, later + 1000 * i, "value of " + id, id, business));
+    all.push_back(id);
+    if (business == "orders") orders.push_back(id);
+  }
+  pub.send(job_at("f-1", now_ms(), "value of f-1", "f-1"));
+  pub.flush();
+  REQUIRE(out.collect_until([&](const auto&) { return !ready_of(out, w.ready_topic("orders"), "f-1").empty(); },
+                            std::chrono::seconds(30)));
+  REQUIRE(wait_states(redis, all, std::vector<std::string>(all.size(), "delay")));
+  REQUIRE(wait_states(redis, {"f-1"}, {"ready"}));
+
+  {  // walks
+    // Waiting jobs in deliver_at order across shards, each once, whatever the page size.
+    for (int limit : {1, 5, 50}) CHECK(walk(port, "state=delay", limit) == all);
+    CHECK(walk(port, "state=delay&business=orders", 3) == orders);
+    CHECK(walk(port, "state=delay&id_prefix=w-1", 50) == std::vector<std::string>{"w-1", "w-10", "w-11"});
+    const std::string from = std::to_string(later + 2000), to = std::to_string(later + 4000);
+    CHECK(walk(port, "state=delay&due_from=" + from + "&due_to=" + to, 50) ==
+          std::vector<std::string>{"w-2", "w-3", "w-4"});
+    const Answer page = call(port, "GET", "/jobs?state=delay&limit=2");
+    REQUIRE(page.status == 200);
+    const Json& first = page.body["jobs"][0];
+    CHECK(first["job_id"] == "w-0");
+    CHECK(first["business"] == "mail");
+    CHECK(first["state"] == "delay");
+    CHECK(first["deliver_at"] == later);
+    CHECK(first["attempt"] == 0);
+    CHECK(first["shard"].get<std::string>().starts_with(w.ingest_topic + ":"));
+    CHECK(page.body["next"].is_string());
+  }
+
+  {  // bad input
+    const std::pair<std::string, std::string> cases[] = {
+        {"/jobs?state=waiting", "state"},
+        {"/jobs?limit=10000", "limit"},
+        {"/jobs?limit=0", "limit"},
+        {"/jobs?due_from=yesterday", "due_from"},
+        {"/jobs?due_from=2000&due_to=1000", "due_to"},
+        {"/jobs?business=no%20spaces", "business"},
+        {"/jobs?id_prefix=a%20b", "id_prefix"},
+        {"/jobs?sort=asc", "sort"},
+        {"/jobs?cursor=1.0000000000000000.1.0", "cursor"},
+    };
+    for (const auto& [path, field] : cases) {
+      const Answer a = call(port, "GET", path);
+      INFO(path << " -> " << a.body.dump());
+      CHECK(a.status == 400);
+      CHECK(a.body["field"] == field);
+    }
+    // A cursor of one walk given to another is refused.
+    const Answer page = call(port, "GET", "/jobs?state=delay&limit=1");
+    REQUIRE(page.body["next"].is_string());
+    const Answer other =
+        call(port, "GET", "/jobs?state=delay&business=orders&cursor=" + page.body["next"].get<std::string>());
+    CHECK(other.status == 400);
+    CHECK(other.body["field"] == "cursor");
+    CHECK(call(port, "POST", "/jobs/w-1/reschedule", "{\"at\": 1}").status == 400);
+    CHECK(call(port, "POST", "/jobs/w-1/reschedule", "{\"delay_ms\": -5}").body["field"] == "delay_ms");
+    CHECK(call(port, "POST", "/jobs/w-1/reschedule", "{\"delay_ms\": 5, \"deliver_at\": 5}").status == 400);
+    CHECK(call(port, "POST", "/jobs/w-1/reschedule", "not json").body["field"] == "body");
+    CHECK(call(port, "GET", "/jobs/w-1/run-now").status == 405);
+    CHECK(call(port, "POST", "/jobs/nobody/run-now").status == 404);
+    CHECK(redis.states({"w-1"}) == std::vector<std::string>{"delay"});  // nothing moved
+  }
+
+  {  // run-now and reschedule deliver through Kafka, never before the new time
+    const std::int64_t asked = now_ms();
+    const Answer now = call(port, "POST", "/jobs/w-1/run-now");
+    INFO(now.body.dump());
+    REQUIRE(now.status == 200);
+    CHECK(now.body["rescheduled"] == true);
+    const std::int64_t at = now_ms() + 1500;
+    const Answer moved = call(port, "POST", "/jobs/w-2/reschedule", "{\"deliver_at\": " + std::to_string(at) + "}");
+    REQUIRE(moved.status == 200);
+    CHECK(moved.body["deliver_at"] == at);
+    REQUIRE(out.collect_until(
+        [&](const auto&) {
+          return !ready_of(out, w.ready_topic("orders"), "w-1").empty() &&
+                 !ready_of(out, w.ready_topic("orders"), "w-2").empty();
+        },
+        std::chrono::seconds(30)));
+    const Record* w1 = ready_of(out, w.ready_topic("orders"), "w-1").front();
+    const Record* w2 = ready_of(out, w.ready_topic("orders"), "w-2").front();
+    CHECK(w1->value == "value of w-1");
+    CHECK(w1->timestamp_ms >= asked);
+    CHECK(w2->timestamp_ms >= at);  // never early
+    CHECK(wait_states(redis, {"w-1", "w-2", "w-3"}, {"ready", "ready", "delay"}));
+    // A delivered job is not waiting any more.
+    const Answer late = call(port, "POST", "/jobs/w-1/run-now");
+    CHECK(late.status == 409);
+    CHECK(late.body["state"] == "ready");
+  }
+
+  {  // retry delivers a failed job again from its kept payload
+    pub.send_report("f-1", "failed", "the consumer broke");
+    pub.flush();
+    REQUIRE(out.collect_until([&](const auto&) { return redis.field("f-1", "state") == "failed"; },
+                              std::chrono::seconds(30)));
+    CHECK(redis.field("f-1", "dl").has_value());  // where its dead letter is
+    const Answer failed = call(port, "GET", "/jobs?state=failed&error=CONSUMER%20broke");
+    REQUIRE(failed.status == 200);
+    REQUIRE(failed.body["jobs"].size() == 1);
+    CHECK(failed.body["jobs"][0]["job_id"] == "f-1");
+    CHECK(call(port, "GET", "/jobs?state=failed&error=nothing%20like%20it").body["jobs"].empty());
+
+    const Answer retried = call(port, "POST", "/jobs/f-1/retry");
+    INFO(retried.body.dump());
+    REQUIRE(retried.status == 200);
+    CHECK(retried.body["source"] == "payload");
+    REQUIRE(out.collect_until([&](const auto&) { return ready_of(out, w.ready_topic("orders"), "f-1").size() == 2; },
+                              std::chrono::seconds(30)));
+    const Record* again = ready_of(out, w.ready_topic("orders"), "f-1").back();
+    CHECK(again->value == "value of f-1");
+    CHECK(header(*again, "attempt") == "2");
+    CHECK(call(port, "POST", "/jobs/f-1/retry").status == 409);  // not failed any more
+    CHECK(call(port, "POST", "/jobs/w-3/retry").status == 409);  // waiting
+  }
+  CHECK(delayd.stop() == 0);
+}

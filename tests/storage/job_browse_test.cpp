@@ -1,0 +1,279 @@
+// The state indexes and the job walk (storage/job_browse.hpp) against the real Redis of the local
+// stack, each test under its own key prefix.
+#include "storage/job_browse.hpp"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "redis/url.hpp"
+#include "support/redis_cleanup.hpp"
+#include "support/test_env.hpp"
+
+using namespace delayd::storage;
+using namespace delayd::redis;
+
+namespace {
+
+using Ids = std::vector<std::string>;
+
+struct Walk {
+  RedisConnection redis{parse_redis_url(delayd::testing::require_env("REDIS_URL"))};
+  KeySchema keys{delayd::testing::unique_name("w")};
+  std::int64_t retention_s = 3600;
+  JobStore store{redis, keys, retention_s};
+  const std::vector<std::string> shards{shard_id("in", 0), shard_id("in", 1), shard_id("in", 2)};
+
+  NewJob job(const std::string& id, std::int64_t at, const std::string& shard, std::string business = "orders") {
+    NewJob j;
+    j.job_id = id;
+    j.deliver_at = at;
+    j.business = std::move(business);
+    j.shard = shard;
+    j.value = "v-" + id;
+    return j;
+  }
+  // The members of a shard's state index with their scores.
+  std::map<std::string, std::int64_t> index(const std::string& shard, JobState st) {
+    auto r = redis.command({"ZRANGE", keys.state_index(shard, to_string(st)), "0", "-1", "WITHSCORES"});
+    std::map<std::string, std::int64_t> out;
+    for (std::size_t i = 0; i + 1 < r.view().size(); i += 2) {
+      out[std::string(r.view()[i].str())] = std::stoll(std::string(r.view()[i + 1].str()));
+    }
+    return out;
+  }
+  // Claims and marks ready `id` of `shard` at `now`.
+  void deliver(const std::string& shard, const std::string& id, std::int64_t now) {
+    auto c = store.claim(shard, Ids{id}, now);
+    REQUIRE(c[0].kind == Claim::Kind::deliver);
+    const JobStore::Delivered d{id, c[0].deliver_at, c[0].attempt, c[0].business, JobStore::Mode::fast};
+    store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), now);
+  }
+  // Every page of a walk, each of `limit`, in order; the ids, shard-qualified.
+  std::vector<std::string> walk_all(const JobFilter& f, std::size_t limit, std::int64_t now,
+                                    std::size_t* pages = nullptr) {
+    std::vector<std::string> out;
+    WalkCursor c{now, 0, {}, {}};
+    for (std::size_t n = 1;; ++n) {
+      const WalkPage p = walk_jobs(store, f, c, limit, now);
+      REQUIRE(p.jobs.size() <= limit);
+      for (const auto& j : p.jobs) out.push_back(j.shard + "/" + j.job_id);
+      if (pages) *pages = n;
+      if (!p.next) break;
+      c = *p.next;
+    }
+    return out;
+  }
+  ~Walk() { delayd::testing::delete_prefixed_keys(redis, keys.prefix()); }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(Walk, "each transition moves the job between the state indexes in the same call", "[store][walk]") {
+  const std::string& s = shards[0];
+  store.accept(std::vector<NewJob>{job("a", 10, s), job("b", 10, s), job("c", 10, s)}, 0);
+  CHECK(index(s, JobState::ready).empty());  // waiting jobs are in the pending set only
+  deliver(s, "a", 20);
+  CHECK(index(s, JobState::ready) == std::map<std::string, std::int64_t>{{"a", 20}});
+  store.cancel(s, "b", 30);
+  CHECK(index(s, JobState::cancelled) == std::map<std::string, std::int64_t>{{"b", 30}});
+  store.claim(s, Ids{"c"}, 40);
+  store.mark_failed(s, "c", "no topic", 50, DeadLetterAt{2, 77});
+  CHECK(index(s, JobState::failed) == std::map<std::string, std::int64_t>{{"c", 50}});
+  CHECK(store.get("c")->at("dl") == "2:77");
+  CHECK_FALSE(store.get("c")->count("value"));  // its business keeps no payload
+
+  // The lifecycle: running, then finished, each leaving the index it was in.
+  Report running{"a", ReportStatus::running, "", 0, 3, std::chrono::milliseconds(0), 0};
+  store.report(std::span<const Report>(&running, 1), Ids{s}, 60);
+  CHECK(index(s, JobState::ready).empty());
+  CHECK(index(s, JobState::running) == std::map<std::string, std::int64_t>{{"a", 60}});
+  Report finished{"a", ReportStatus::finished, "", 0, 3, std::chrono::milliseconds(0), 0};
+  store.report(std::span<const Report>(&finished, 1), Ids{s}, 70);
+  CHECK(index(s, JobState::running).empty());
+  CHECK(index(s, JobState::finished) == std::map<std::string, std::int64_t>{{"a", 70}});
+  // Each index expires a retention after its last entry.
+  const auto ttl = redis.command({"TTL", keys.state_index(s, "finished")}).view().integer();
+  CHECK(ttl > retention_s - 10);
+  CHECK(ttl <= retention_s);
+}
+
+TEST_CASE_METHOD(Walk, "entries older than the retention are trimmed when the index is written", "[store][walk]") {
+  JobStore short_lived{redis, keys, 1};  // a retention of 1 s: entries older than 1000 ms go
+  const std::string& s = shards[0];
+  short_lived.accept(std::vector<NewJob>{job("old", 10, s), job("new", 10, s)}, 0);
+  short_lived.cancel(s, "old", 1000);
+  short_lived.cancel(s, "new", 2500);
+  CHECK(index(s, JobState::cancelled) == std::map<std::string, std::int64_t>{{"new", 2500}});
+}
+
+TEST_CASE_METHOD(Walk, "a failed job of a business that keeps payloads can be retried from Redis", "[store][walk]") {
+  const std::string& s = shards[1];
+  store.accept(std::vector<NewJob>{job("k", 10, s), job("gone", 10, s), job("w", 5000, s)}, 0);
+  store.claim(s, Ids{"k", "gone"}, 20);
+  store.mark_failed(s, "k", "boom", 30, DeadLetterAt{0, 5}, /*keep_payload=*/true);
+  store.mark_failed(s, "gone", "boom", 30, DeadLetterAt{0, 6}, false);
+  CHECK(store.get("k")->at("value") == "v-k");
+
+  const Transition t = store.retry_anywhere("k", 40);
+  CHECK(t.changed);
+  CHECK(t.state == JobState::delay);
+  const auto k = *store.get("k");
+  CHECK(k.at("state") == "delay");
+  CHECK(k.at("last_error") == "boom");
+  CHECK_FALSE(k.count("error"));
+  CHECK_FALSE(k.count("dl"));
+  CHECK(index(s, JobState::failed) == std::map<std::string, std::int64_t>{{"gone", 30}});
+  CHECK(store.pending_between(s, std::nullopt, 100, 10) == std::vector<PendingEntry>{{"k", 40}});
+  const auto woken = store.take_wakes(std::vector<std::string>{s});
+  REQUIRE(woken.size() == 1);
+  CHECK(woken[0].second == std::vector<PendingEntry>{{"k", 40}});
+  // Delivered again as the next attempt.
+  const auto c = store.claim(s, Ids{"k"}, 50);
+  CHECK(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].attempt == 2);
+
+  // No payload: nothing changes; not failed: nothing changes.
+  const Transition none = store.retry_anywhere("gone", 60);
+  CHECK_FALSE(none.changed);
+  CHECK(none.state == JobState::failed);
+  CHECK(store.retry_anywhere("w", 60).state == JobState::delay);
+  CHECK_FALSE(store.retry_anywhere("w", 60).changed);
+  CHECK(store.retry_anywhere("nobody", 60).state == JobState::missing);
+}
+
+TEST_CASE_METHOD(Walk, "a walk lists waiting jobs of every shard by due time, page by page, each once",
+                 "[store][walk]") {
+  // 30 jobs over three shards, due at 100..129 (some at the same instant in two shards).
+  std::vector<std::string> expected;
+  for (int i = 0; i < 30; ++i) {
+    const std::string& s = shards[static_cast<std::size_t>(i % 3)];
+    const std::string id = "j" + std::to_string(i);
+    store.accept(std::vector<NewJob>{job(id, 100 + i / 2, s, i % 2 ? "mail" : "orders")}, 0);
+  }
+  std::vector<std::pair<std::tuple<std::int64_t, std::string, std::string>, std::string>> order;
+  for (int i = 0; i < 30; ++i) {
+    const std::string& s = shards[static_cast<std::size_t>(i % 3)];
+    const std::string id = "j" + std::to_string(i);
+    order.push_back({{100 + i / 2, id, s}, s + "/" + id});
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [k, v] : order) expected.push_back(v);
+
+  for (std::size_t limit : {1u, 4u, 7u, 50u}) {
+    std::size_t pages = 0;
+    JobFilter f;
+    f.states = {JobState::delay};
+    CHECK(walk_all(f, limit, 1000, &pages) == expected);
+    CHECK(pages == (30 + limit - 1) / limit + (30 % limit == 0 ? 1 : 0));
+  }
+
+  JobFilter mail;
+  mail.states = {JobState::delay};
+  mail.business = "mail";
+  const auto got = walk_all(mail, 4, 1000);
+  CHECK(got.size() == 15);
+  JobFilter prefix;
+  prefix.states = {JobState::delay};
+  prefix.id_prefix = "j1";  // j1, j10..j19
+  CHECK(walk_all(prefix, 50, 1000).size() == 11);
+  JobFilter due;
+  due.states = {JobState::delay};
+  due.due_from = 105;
+  due.due_to = 106;
+  CHECK(walk_all(due, 50, 1000).size() == 4);
+}
+
+TEST_CASE_METHOD(Walk, "a job moved or finished during a walk is never listed twice", "[store][walk]") {
+  const std::string& s = shards[0];
+  for (int i = 0; i < 10; ++i) store.accept(std::vector<NewJob>{job("m" + std::to_string(i), 100 + i, s)}, 0);
+  JobFilter f;
+  f.states = {JobState::delay};
+  const WalkPage first = walk_jobs(store, f, WalkCursor{1000, 0, {}, {}}, 3, 1000);
+  REQUIRE(first.jobs.size() == 3);
+  CHECK(first.jobs[0].job_id == "m0");
+  // m0 (listed) moves after the walk's end; m5 (not listed yet) moves before the cursor.
+  CHECK(store.reschedule_anywhere(s, "m0", 500, 1001).changed);
+  CHECK(store.reschedule_anywhere(s, "m5", 50, 1001).changed);
+  std::vector<std::string> rest;
+  WalkCursor c = *first.next;
+  while (true) {
+    const WalkPage p = walk_jobs(store, f, c, 3, 1002);
+    for (const auto& j : p.jobs) rest.push_back(j.job_id);
+    if (!p.next) break;
+    c = *p.next;
+  }
+  CHECK(rest == std::vector<std::string>{"m3", "m4", "m6", "m7", "m8", "m9"});  // m0 not again, m5 missed
+
+  // A state walk, newest first, leaves out what entered the state after the walk started.
+  store.cancel(s, "m7", 900);
+  store.cancel(s, "m8", 950);
+  JobFilter cancelled;
+  cancelled.states = {JobState::cancelled};
+  const WalkPage one = walk_jobs(store, cancelled, WalkCursor{1000, 0, {}, {}}, 1, 1000);
+  REQUIRE(one.jobs.size() == 1);
+  CHECK(one.jobs[0].job_id == "m8");
+  CHECK(one.jobs[0].score == 950);
+  store.cancel(s, "m9", 1100);  // after the walk's start
+  const WalkPage two = walk_jobs(store, cancelled, *one.next, 5, 1200);
+  REQUIRE(two.jobs.size() == 1);
+  CHECK(two.jobs[0].job_id == "m7");
+  CHECK_FALSE(two.next);
+}
+
+TEST_CASE_METHOD(Walk, "a walk of several states goes through them in order, filtering by error text",
+                 "[store][walk]") {
+  const std::string& s = shards[2];
+  store.accept(std::vector<NewJob>{job("a", 10, s), job("b", 10, s), job("c", 10, s), job("d", 5000, s)}, 0);
+  store.claim(s, Ids{"a", "b"}, 20);
+  store.mark_failed(s, "a", "Topic ready.x does not EXIST", 30);
+  store.mark_failed(s, "b", "message too large", 31);
+  store.cancel(s, "c", 32);
+  JobFilter f;
+  f.states = {JobState::failed, JobState::cancelled, JobState::delay};
+  std::size_t pages = 0;
+  CHECK(walk_all(f, 1, 100, &pages) == Ids{s + "/b", s + "/a", s + "/c", s + "/d"});
+  JobFilter err;
+  err.states = {JobState::failed};
+  err.error_text = "does not exist";
+  const WalkPage p = walk_jobs(store, err, WalkCursor{100, 0, {}, {}}, 10, 100);
+  REQUIRE(p.jobs.size() == 1);
+  CHECK(p.jobs[0].job_id == "a");
+  CHECK(p.jobs[0].error == "Topic ready.x does not EXIST");
+  CHECK(p.jobs[0].business == "orders");
+  // Every state, none given.
+  CHECK(walk_all(JobFilter{}, 2, 100).size() == 4);
+}
+
+TEST_CASE_METHOD(Walk, "a rare match returns short pages within the page budget and still finds every job",
+                 "[store][walk]") {
+  const std::string& s = shards[0];
+  std::vector<NewJob> jobs;
+  const int n = static_cast<int>(kPageBudget) + 5000;
+  for (int i = 0; i < n; ++i)
+    jobs.push_back(job("r" + std::to_string(i), 1000 + i, s, i % 10000 == 7 ? "rare" : "bulk"));
+  store.accept(jobs, 0);
+  JobFilter f;
+  f.states = {JobState::delay};
+  f.business = "rare";
+  const WalkPage first = walk_jobs(store, f, WalkCursor{1, 0, {}, {}}, 50, 1);
+  CHECK(first.partial);
+  CHECK(first.examined >= kPageBudget);
+  CHECK(first.examined < kPageBudget + kCallBudget * shards.size());
+  REQUIRE(first.next);
+  std::set<std::string> found;
+  for (const auto& j : first.jobs) found.insert(j.job_id);
+  WalkCursor c = *first.next;
+  while (true) {
+    const WalkPage p = walk_jobs(store, f, c, 50, 1);
+    for (const auto& j : p.jobs) found.insert(j.job_id);
+    if (!p.next) break;
+    c = *p.next;
+  }
+  std::set<std::string> expected;
+  for (int i = 7; i < n; i += 10000) expected.insert("r" + std::to_string(i));
+  CHECK(found == expected);
+}
