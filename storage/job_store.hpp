@@ -47,8 +47,16 @@
 //                                                           naming its attempt is exact)
 //   dead      as fail above: the owner's claim sees the     twice in the DLQ at worst
 //             mark and writes the dead letter first
-//   reschedule record (new deliver_at) + ZADD + wake list   read again: moves it to the same
-//                                                           time, or finds it in flight
+//   reschedule record (new deliver_at, mv) + ZADD + wake    read again: moves it to the same
+//             list (also an operator's run-now)             time, or finds it in flight
+//   retry     an operator's: failed -> delay with its kept  the operator's answer is lost; the
+//             payload, ZADD now + wake list                 job is delivered; asking again
+//                                                           answers 409 (not failed)
+// The console's state indexes (key_schema.hpp) change inside the same calls as the records
+// they list (prelude.lua's write(), and mark_ready.lua's fast way): at every crash point a
+// record and its index entry agree. What can disagree is harmless and bounded: an entry whose
+// record expired before the trim (a walk skips it), a record written by a delayd before the
+// indexes (not listed by state until it changes; waiting jobs are listed from the pending set).
 // A wake list entry lost with a crash costs nothing: every owner loads its shards from the
 // pending sets, which the same calls wrote.
 //
