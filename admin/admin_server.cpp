@@ -30,6 +30,7 @@ namespace {
 constexpr auto kStaleAfter = std::chrono::seconds(15);
 constexpr auto kPendingEvery = std::chrono::seconds(5);
 constexpr auto kOverviewEvery = std::chrono::seconds(2);
+constexpr std::string_view kOperations = "/operations";
 
 tcp::endpoint parse_listen(const std::string& listen) {
   const auto colon = listen.rfind(':');
@@ -318,8 +319,36 @@ void list_jobs(const std::shared_ptr<State>& state, const HttpRequest& req, cons
   });
 }
 
+// POST /jobs/bulk: the body is checked here, on the io thread.
+void bulk(const std::shared_ptr<State>& state, const HttpRequest& req, const Reply& reply) {
+  auto parsed = parse_bulk_request(req.body());
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) return reply(json_response(400, bad->json()));
+  on_worker(state, reply, [request = std::get<BulkRequest>(std::move(parsed))](JobBackend& jobs) {
+    return jobs.bulk(request, wall_ms());
+  });
+}
+
+// GET /operations, GET and DELETE /operations/{id}.
+void operations(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path,
+                const Reply& reply) {
+  std::string id;
+  if (path != kOperations) {
+    id = std::string(path.substr(kOperations.size() + 1));
+    const bool hex16 = id.size() == 16 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
+    if (!hex16) return reply(json_response(400, {{"error", "an operation id is 16 hex digits"}, {"field", "id"}}));
+  }
+  if (req.method() == http::verb::get) {
+    return on_worker(state, reply, [id](JobBackend& jobs) { return jobs.operation(id); });
+  }
+  if (req.method() == http::verb::delete_ && !id.empty()) {
+    return on_worker(state, reply, [id](JobBackend& jobs) { return jobs.stop_operation(id); });
+  }
+  reply(json_response(405, {{"error", id.empty() ? "GET" : "GET or DELETE"}}));
+}
+
 void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, const Reply& reply) {
   if (path == "/jobs") return list_jobs(state, req, reply);
+  if (path == "/jobs/bulk" && req.method() == http::verb::post) return bulk(state, req, reply);
   auto route = job_route(path);
   if (!route) {
     return reply(json_response(
@@ -363,8 +392,9 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (path == "/healthz") return get ? reply(healthz(*state)) : only_get();
   if (path == "/readyz") return get ? reply(readyz(*state)) : only_get();
   if (path == "/") return get ? reply(status_page()) : only_get();
-  const bool known =
-      path == "/metrics" || path == "/stats" || path == "/overview" || path == "/jobs" || path.starts_with(kJobsPrefix);
+  const bool known = path == "/metrics" || path == "/stats" || path == "/overview" || path == "/jobs" ||
+                     path.starts_with(kJobsPrefix) || path == kOperations ||
+                     (path.starts_with(kOperations) && path[kOperations.size()] == '/');
   if (!known) return reply(make_response(404, "not found\n"));
   if (!state->options.token.empty()) {
     const auto it = req.find(http::field::authorization);
@@ -381,6 +411,7 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (path == "/metrics") return get ? reply(metrics(state)) : only_get();
   if (path == "/stats") return get ? reply(stats(*state)) : only_get();
   if (path == "/overview") return get ? overview(state, reply) : only_get();
+  if (path.starts_with(kOperations)) return operations(state, req, path, reply);
   return jobs(state, req, path, reply);
 }
 
@@ -391,6 +422,9 @@ JobAnswer JobBackend::reschedule(const std::string&, std::int64_t, std::int64_t)
   return {503, R"({"error": "not supported here"})"};
 }
 JobAnswer JobBackend::retry(const std::string&, std::int64_t) { return {503, R"({"error": "not supported here"})"}; }
+JobAnswer JobBackend::bulk(const BulkRequest&, std::int64_t) { return {503, R"({"error": "not supported here"})"}; }
+JobAnswer JobBackend::operation(const std::string&) { return {503, R"({"error": "not supported here"})"}; }
+JobAnswer JobBackend::stop_operation(const std::string&) { return {503, R"({"error": "not supported here"})"}; }
 
 AdminOptions admin_options(const config::Config& config) {
   AdminOptions o;

@@ -21,6 +21,9 @@
 //   DELETE /jobs/{id} cancel, with `delayctl cancel`'s verdicts (admin/job_backend.hpp).
 //   POST /jobs/{id}/run-now, /reschedule (body {"deliver_at"} or {"delay_ms"}), /retry: the
 //                    console's actions on one job, verdicts in admin/job_backend.hpp.
+//   POST /jobs/bulk  an action on every job of a filter: a dry run's count, or an operation
+//                    (admin/operation_runner.hpp); GET /operations[/{id}] its progress, DELETE
+//                    /operations/{id} stops it.
 //   anything else    404 (unknown path) or 405 (method not allowed there).
 // With a token set, every path but /, /healthz and /readyz asks for "Authorization: Bearer <token>"
 // (401 without it, compared in constant time).
@@ -91,6 +94,9 @@ class JobBackend {
   virtual JobAnswer list(const ListRequest& request, std::int64_t now_ms);
   virtual JobAnswer reschedule(const std::string& job_id, std::int64_t deliver_at, std::int64_t now_ms);
   virtual JobAnswer retry(const std::string& job_id, std::int64_t now_ms);
+  virtual JobAnswer bulk(const BulkRequest& request, std::int64_t now_ms);
+  virtual JobAnswer operation(const std::string& id);  // "" lists the newest
+  virtual JobAnswer stop_operation(const std::string& id);
   virtual storage::StoreStats store_stats() = 0;
   // The overview as of now_ms (epoch ms).
   virtual Overview overview(std::int64_t now_ms) = 0;

@@ -7,10 +7,12 @@
 
 #include "admin/cancel_flow.hpp"
 #include "admin/job_json.hpp"
+#include "broker/ownership.hpp"
 #include "config/redis_options.hpp"
 #include "contract/ingest_parse.hpp"
 #include "contract/time_format.hpp"
 #include "storage/job_browse.hpp"
+#include "storage/operation_store.hpp"
 
 namespace delayd::admin {
 
@@ -23,7 +25,9 @@ JobAnswer answer(unsigned status, const nlohmann::json& j) { return {status, to_
 }  // namespace
 
 StoreJobBackend::StoreJobBackend(config::Config config, std::chrono::milliseconds cancel_wait)
-    : config_(std::move(config)), cancel_wait_(cancel_wait) {}
+    : config_(std::move(config)),
+      cancel_wait_(cancel_wait),
+      runner_(std::make_unique<OperationRunner>(config_, broker::Ownership::member_name(), OperationRunner::OnEnd{})) {}
 
 StoreJobBackend::~StoreJobBackend() = default;
 
@@ -142,6 +146,106 @@ JobAnswer StoreJobBackend::retry(const std::string& job_id, std::int64_t now_ms)
                       {"retried", false},
                       {"state", to_string(t.state)},
                       {"error", "only a failed job can be retried"}});
+}
+
+JobAnswer StoreJobBackend::bulk(const BulkRequest& request, std::int64_t now_ms) {
+  if (request.dry_run) {
+    const auto until = std::chrono::steady_clock::now() + kDryRunFor;
+    std::int64_t matched = 0;
+    std::size_t examined = 0;
+    bool complete = false;
+    with_store([&](storage::JobStore& s) {
+      storage::WalkCursor c{now_ms, 0, {}, {}};
+      while (std::chrono::steady_clock::now() < until) {
+        const storage::WalkPage p = storage::walk_jobs(s, request.filter, c, kMaxLimit, now_ms);
+        matched += static_cast<std::int64_t>(p.jobs.size());
+        examined += p.examined;
+        if (!p.next) {
+          complete = true;
+          break;
+        }
+        c = *p.next;
+      }
+      return 0;
+    });
+    return answer(200, {{"dry_run", true},
+                        {"action", action_name(request.action)},
+                        {"matched", matched},
+                        {"complete", complete},
+                        {"examined", examined}});
+  }
+  const std::string id = with_store([&](storage::JobStore& s) {
+    storage::OperationStore ops(*redis_, s.keys());
+    return ops.create({{"action", std::string(action_name(request.action))},
+                       {"filter", request.filter_json.dump()},
+                       {"rate_per_s", std::to_string(request.rate_per_s)},
+                       {"status", "running"},
+                       {"matched", "0"},
+                       {"done", "0"},
+                       {"failed", "0"},
+                       {"skipped", "{}"},
+                       {"created_at", std::to_string(now_ms)},
+                       {"updated_at", std::to_string(now_ms)}},
+                      now_ms);
+  });
+  runner_->wake();
+  return answer(202, {{"operation", id}, {"status", "running"}});
+}
+
+namespace {
+
+nlohmann::json operation_json(const std::string& id, const storage::OperationStore::Fields& f) {
+  nlohmann::json j{{"operation", id}};
+  for (const auto& [k, v] : f) {
+    if (k == "cursor") continue;
+    if (k == "filter" || k == "skipped") {
+      j[k] = nlohmann::json::parse(v, nullptr, false);
+    } else if (k == "matched" || k == "done" || k == "failed" || k == "rate_per_s" || k.ends_with("_at")) {
+      try {
+        j[k] = std::stoll(v);
+        if (k.ends_with("_at")) j[k + "_iso"] = contract::format_rfc3339_ms(std::stoll(v));
+      } catch (const std::exception&) {
+        j[k] = v;
+      }
+    } else {
+      j[k] = v;
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
+JobAnswer StoreJobBackend::operation(const std::string& id) {
+  return with_store([&](storage::JobStore& s) {
+    storage::OperationStore ops(*redis_, s.keys());
+    if (id.empty()) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const std::string& one : ops.list()) {
+        if (auto f = ops.load(one)) list.push_back(operation_json(one, *f));
+      }
+      return answer(200, {{"operations", list}});
+    }
+    const auto f = ops.load(id);
+    if (!f) return answer(404, {{"error", "no operation " + id}});
+    return answer(200, operation_json(id, *f));
+  });
+}
+
+JobAnswer StoreJobBackend::stop_operation(const std::string& id) {
+  JobAnswer a = with_store([&](storage::JobStore& s) {
+    storage::OperationStore ops(*redis_, s.keys());
+    const auto f = ops.load(id);
+    if (!f) return answer(404, {{"error", "no operation " + id}});
+    const std::string status = f->count("status") ? f->at("status") : "";
+    if (status != "running" && status != "stopping") {
+      return answer(409, {{"operation", id}, {"status", status}, {"error", "it has ended"}});
+    }
+    ops.save(id, {{"status", "stopping"}});
+    return answer(202, {{"operation", id}, {"status", "stopping"}});
+  });
+  runner_->wake();
+  return a;
 }
 
 storage::StoreStats StoreJobBackend::store_stats() {

@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "admin/admin_server.hpp"
+#include "admin/operation_runner.hpp"
 #include "config/config.hpp"
 #include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
@@ -45,6 +46,16 @@ class StoreJobBackend final : public JobBackend {
   // "delay", "source": "payload"}; 409 {"retried": false, "state": "failed"} when its payload is
   // gone (its dead letter is the way back); 409 when it is not failed; 404 no such job.
   JobAnswer retry(const std::string& job_id, std::int64_t now_ms) override;
+  // A dry run: 200 {"dry_run": true, "matched": N, "complete": bool} (complete false when the
+  // count stopped at kDryRunFor); otherwise 202 {"operation": id} and the runner is woken.
+  JobAnswer bulk(const BulkRequest& request, std::int64_t now_ms) override;
+  // 200 with the operation (its fields, filter and skipped as JSON) or, for "", the newest
+  // operations; 404 for an unknown id.
+  JobAnswer operation(const std::string& id) override;
+  // 202 {"status": "stopping"} (the runner stops it after its batch); 409 when it has ended; 404.
+  JobAnswer stop_operation(const std::string& id) override;
+  // How long a dry run counts, at most.
+  static constexpr std::chrono::seconds kDryRunFor{10};
   // JobStore::stats().pending_by_shard.
   storage::StoreStats store_stats() override;
   // Pending per business ("delay" counters) and shard, next due, the due timeline.
@@ -63,6 +74,7 @@ class StoreJobBackend final : public JobBackend {
   std::unique_ptr<storage::JobStore> store_;
   std::unique_ptr<connectors::KafkaProducer> producer_;
   std::optional<connectors::DeliveryReport> report_;
+  std::unique_ptr<OperationRunner> runner_;  // runs the bulk operations, on a thread of its own
 };
 
 }  // namespace delayd::admin

@@ -225,6 +225,78 @@ nlohmann::json page_json(const storage::JobFilter& filter, const storage::WalkPa
   return out;
 }
 
+std::string_view action_name(storage::JobStore::Action a) {
+  using A = storage::JobStore::Action;
+  return a == A::cancel ? "cancel" : a == A::run_now ? "run-now" : "retry";
+}
+
+std::variant<storage::JobFilter, BadRequest> parse_stored_filter(const nlohmann::json& filter_json) {
+  std::map<std::string, std::string, std::less<>> params;
+  if (!filter_json.is_object()) return BadRequest{"filter", "must be an object of GET /jobs's parameters"};
+  for (const auto& [name, value] : filter_json.items()) {
+    if (name == "limit" || name == "cursor") return BadRequest{"filter." + name, "has no place in a bulk filter"};
+    if (value.is_string()) {
+      params[name] = value.get<std::string>();
+    } else if (value.is_number_unsigned() && (name == "due_from" || name == "due_to")) {
+      params[name] = std::to_string(value.get<std::uint64_t>());
+    } else {
+      return BadRequest{"filter." + name, "must be a string"};
+    }
+  }
+  auto parsed = parse_list_request(params);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) return BadRequest{"filter." + bad->field, bad->reason};
+  return std::get<ListRequest>(std::move(parsed)).filter;
+}
+
+std::variant<BulkRequest, BadRequest> parse_bulk_request(std::string_view body) {
+  using A = storage::JobStore::Action;
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return BadRequest{"body", "must be a JSON object with action, filter, dry_run and rate_per_s"};
+  }
+  for (const auto& [name, value] : j.items()) {
+    if (name != "action" && name != "filter" && name != "dry_run" && name != "rate_per_s") {
+      return BadRequest{name, "unknown field (action, filter, dry_run, rate_per_s)"};
+    }
+  }
+  BulkRequest r;
+  const auto action = j.find("action");
+  if (action == j.end() || !action->is_string()) return BadRequest{"action", "must be cancel, run-now or retry"};
+  if (*action == "cancel") {
+    r.action = A::cancel;
+  } else if (*action == "run-now") {
+    r.action = A::run_now;
+  } else if (*action == "retry") {
+    r.action = A::retry;
+  } else {
+    return BadRequest{"action", "must be cancel, run-now or retry"};
+  }
+  const auto dry = j.find("dry_run");
+  if (dry == j.end() || !dry->is_boolean()) return BadRequest{"dry_run", "must be true or false (there is no default)"};
+  r.dry_run = dry->get<bool>();
+  if (const auto rate = j.find("rate_per_s"); rate != j.end()) {
+    if (!rate->is_number_unsigned() || rate->get<std::uint64_t>() < 1 ||
+        rate->get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxRate)) {
+      return BadRequest{"rate_per_s", "must be a whole number from 1 to " + std::to_string(kMaxRate)};
+    }
+    r.rate_per_s = rate->get<std::int64_t>();
+  }
+  const auto filter = j.find("filter");
+  if (filter == j.end()) return BadRequest{"filter", "is required ({} for every job the action applies to)"};
+  auto parsed = parse_stored_filter(*filter);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) return *bad;
+  r.filter = std::get<storage::JobFilter>(std::move(parsed));
+  const storage::JobState wanted = r.action == A::retry ? storage::JobState::failed : storage::JobState::delay;
+  if (r.filter.states.empty()) r.filter.states = {wanted};
+  if (r.filter.states != std::vector<storage::JobState>{wanted}) {
+    return BadRequest{"filter.state", std::string(action_name(r.action)) + " applies to " +
+                                          std::string(to_string(wanted)) + " jobs only"};
+  }
+  r.filter_json = *filter;
+  r.filter_json["state"] = std::string(to_string(wanted));
+  return r;
+}
+
 std::variant<std::int64_t, BadRequest> parse_reschedule_body(std::string_view body, std::int64_t now_ms) {
   const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {

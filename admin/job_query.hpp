@@ -57,6 +57,25 @@ std::optional<storage::WalkCursor> decode_cursor(const storage::JobFilter& filte
 // {"jobs": [...], "next": cursor | null, "snapshot": false, "partial", "examined"}.
 nlohmann::json page_json(const storage::JobFilter& filter, const storage::WalkPage& page);
 
+// A bulk action (POST /jobs/bulk): {"action": "cancel" | "run-now" | "retry", "filter": {GET /jobs's
+// filter fields, values as strings (due_from and due_to may be numbers)}, "dry_run": true|false,
+// "rate_per_s": N}. cancel and run-now act on waiting jobs (the filter's state, if given, must be
+// "delay"), retry on failed ones ("failed"); without a state the filter gets the action's.
+// dry_run is required (no default either way); rate_per_s 1..kMaxRate, default kDefaultRate.
+inline constexpr std::int64_t kDefaultRate = 500;
+inline constexpr std::int64_t kMaxRate = 100'000;
+struct BulkRequest {
+  storage::JobStore::Action action = storage::JobStore::Action::cancel;
+  storage::JobFilter filter;
+  nlohmann::json filter_json;  // the filter as parameters (strings), to store and read again
+  bool dry_run = true;
+  std::int64_t rate_per_s = kDefaultRate;
+};
+std::variant<BulkRequest, BadRequest> parse_bulk_request(std::string_view body);
+// The filter stored with an operation, read again (parse_bulk_request()'s filter_json).
+std::variant<storage::JobFilter, BadRequest> parse_stored_filter(const nlohmann::json& filter_json);
+std::string_view action_name(storage::JobStore::Action a);
+
 // When a reschedule asks the job to be delivered: POST /jobs/{id}/reschedule's body, exactly one
 // of {"deliver_at": epoch ms or RFC 3339} and {"delay_ms": N} (from now_ms).
 std::variant<std::int64_t, BadRequest> parse_reschedule_body(std::string_view body, std::int64_t now_ms);

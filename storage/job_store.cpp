@@ -501,6 +501,21 @@ std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<c
   return mark_ready(shard, std::span<const Delivered>(jobs), now_ms);
 }
 
+std::vector<Transition> JobStore::act(Action action, std::string_view shard, std::span<const std::string> job_ids,
+                                      std::int64_t now_ms) {
+  const Script script = action == Action::cancel    ? Script::cancel
+                        : action == Action::run_now ? Script::reschedule
+                                                    : Script::retry;
+  std::vector<redis::Command> per_job;
+  for (const std::string& id : job_ids) {
+    per_job.push_back(action == Action::run_now ? redis::Command{id, std::to_string(now_ms)} : redis::Command{id});
+  }
+  const Replies replies = run(script, shard, per_job, now_ms);
+  std::vector<Transition> out;
+  for (std::size_t i = 0; i < job_ids.size(); ++i) out.push_back(parse_transition(job_ids[i], shard, replies[i]));
+  return out;
+}
+
 Transition JobStore::one(Script script, std::string_view shard, redis::Command args, std::int64_t now_ms,
                          std::int64_t extra) {
   const Replies replies = run(script, shard, {args}, now_ms, extra);

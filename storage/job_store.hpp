@@ -361,6 +361,14 @@ class JobStore {
   // at once, a new attempt; the shard's owner is woken. changed false with state failed: it
   // has no payload to deliver again (its business keeps none).
   Transition retry_anywhere(const std::string& job_id, std::int64_t now_ms);
+  // An operator's action on many jobs of one shard (a bulk operation), each applied only if the
+  // job is in the state the action is for, so that applying it again changes nothing: cancel
+  // (cancel.lua: delay and not in flight), run_now (reschedule.lua to now_ms: delay, not in
+  // flight), retry (retry.lua: failed with its payload). Result i is job_ids[i]'s. One round
+  // trip per 500 jobs.
+  enum class Action { cancel, run_now, retry };
+  std::vector<Transition> act(Action action, std::string_view shard, std::span<const std::string> job_ids,
+                              std::int64_t now_ms);
   // One page of each shard's walk (browse.lua), in one round trip. Reads only.
   std::vector<BrowsePage> browse(std::span<const std::pair<std::string, BrowseQuery>> walks, std::int64_t now_ms);
   // Moves a job that is delay and not in flight to a new deliver_at (reschedule.lua), wherever it

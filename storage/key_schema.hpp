@@ -24,6 +24,8 @@
 //                                            the shard moved (a report, a reschedule); the owner
 //                                            pops them and moves their timers
 //   <prefix>:shards                  set     every shard that ever held a job (tools, stats)
+//   <prefix>:ops, <prefix>:op:<id>, <prefix>:op:<id>:lease: the console's bulk operations
+//                                            (operation_store.hpp)
 //
 // A shard is one partition of the ingest topic, named "<topic>:<partition>". Every key of a
 // shard carries the shard in a hash tag, so under Redis Cluster they share a slot and one
@@ -93,6 +95,9 @@ class KeySchema {
     return tagged(shard) + ":state:" + std::string(state);
   }
   std::string shards() const { return prefix_ + ":shards"; }
+  std::string operations() const { return prefix_ + ":ops"; }
+  std::string operation(std::string_view id) const { return prefix_ + ":op:" + std::string(id); }
+  std::string operation_lease(std::string_view id) const { return operation(id) + ":lease"; }
 
  private:
   std::string tagged(std::string_view shard) const { return prefix_ + ":{" + std::string(shard) + "}"; }

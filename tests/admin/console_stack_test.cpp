@@ -4,6 +4,7 @@
 // (what the ready topic receives, and when) and Redis (the job's record), not through the API.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -209,4 +210,148 @@ TEST_CASE("the console lists, filters and acts on jobs; every bad input names it
     CHECK(call(port, "POST", "/jobs/w-3/retry").status == 409);  // waiting
   }
   CHECK(delayd.stop() == 0);
+}
+
+TEST_CASE("a bulk cancel counts first, then runs at its rate, survives kill -9 and acts on each job once",
+          "[e2e][admin][console]") {
+  World w("console-bulk");
+  const std::uint16_t port = free_port();
+  w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(port);
+  w.settings["DELAYD_ADMIN_TOKEN"] = kToken;
+  w.create_topics({"orders", "mail"}, 2);
+  Publisher pub(w);
+  JobReader redis(w);
+  // 600 waiting jobs of orders (the filter) and 100 of mail (outside it), an hour on.
+  constexpr int kOrders = 600;
+  const std::int64_t later = now_ms() + 3'600'000;
+  std::vector<std::string> orders, mail;
+  for (int i = 0; i < kOrders; ++i) {
+    orders.push_back("o-" + std::to_string(i));
+    pub.send(job_at(orders.back(), later + i, "v", orders.back()));
+  }
+  for (int i = 0; i < 100; ++i) {
+    mail.push_back("m-" + std::to_string(i));
+    pub.send(job_at(mail.back(), later + i, "v", mail.back(), "mail"));
+  }
+  pub.flush();
+
+  std::string id;
+  {
+    DelaydProcess first(w);
+    first.set_die_with_test(true);
+    first.start();
+    REQUIRE_THAT(http_get_until_ok(port, "/readyz"), Catch::Contains(" 200 "));
+    REQUIRE(wait_states(redis, orders, std::vector<std::string>(orders.size(), "delay")));
+    REQUIRE(wait_states(redis, mail, std::vector<std::string>(mail.size(), "delay")));
+
+    // Bad requests change nothing and name their field.
+    const std::pair<std::string, std::string> bad[] = {
+        {R"({"action": "cancel", "filter": {}})", "dry_run"},
+        {R"({"action": "explode", "filter": {}, "dry_run": true})", "action"},
+        {R"({"action": "cancel", "filter": {"state": "failed"}, "dry_run": true})", "filter.state"},
+        {R"({"action": "retry", "filter": {"state": "delay"}, "dry_run": true})", "filter.state"},
+        {R"({"action": "cancel", "filter": {"business": "a b"}, "dry_run": true})", "filter.business"},
+        {R"({"action": "cancel", "filter": {"limit": "5"}, "dry_run": true})", "filter.limit"},
+        {R"({"action": "cancel", "filter": {}, "dry_run": false, "rate_per_s": 0})", "rate_per_s"},
+        {R"({"action": "cancel", "dry_run": true})", "filter"},
+        {R"({"action": "cancel", "filter": {}, "dry_run": true, "force": true})", "force"},
+    };
+    for (const auto& [body, field] : bad) {
+      const Answer a = call(port, "POST", "/jobs/bulk", body);
+      INFO(body << " -> " << a.body.dump());
+      CHECK(a.status == 400);
+      CHECK(a.body["field"] == field);
+    }
+    CHECK(call(port, "GET", "/operations/not-an-id").status == 400);
+    CHECK(call(port, "GET", "/operations/0123456789abcdef").status == 404);
+
+    // The dry run counts and changes nothing.
+    const Answer dry =
+        call(port, "POST", "/jobs/bulk", R"({"action": "cancel", "filter": {"business": "orders"}, "dry_run": true})");
+    INFO(dry.body.dump());
+    REQUIRE(dry.status == 200);
+    CHECK(dry.body["matched"] == kOrders);
+    CHECK(dry.body["complete"] == true);
+    CHECK(redis.states(orders) == std::vector<std::string>(orders.size(), "delay"));
+
+    // The real run, 100 jobs a second: killed once it is under way.
+    const Answer run =
+        call(port, "POST", "/jobs/bulk",
+             R"({"action": "cancel", "filter": {"business": "orders"}, "dry_run": false, "rate_per_s": 100})");
+    INFO(run.body.dump());
+    REQUIRE(run.status == 202);
+    id = run.body["operation"];
+    Answer progress;
+    for (int i = 0; i < 100; ++i) {
+      progress = call(port, "GET", "/operations/" + id);
+      if (progress.body.value("done", 0) >= 150) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    INFO(progress.body.dump());
+    CHECK(progress.body["status"] == "running");
+    CHECK(progress.body["action"] == "cancel");
+    CHECK(progress.body["filter"]["business"] == "orders");
+    CHECK(progress.body["done"].get<int>() >= 150);
+    CHECK(progress.body["done"].get<int>() < kOrders);
+    first.kill9();
+  }
+  const auto cancelled = [&] {
+    const auto states = redis.states(orders);
+    return std::count(states.begin(), states.end(), "cancelled");
+  };
+  const auto half = cancelled();
+  CHECK(half > 0);
+  CHECK(half < kOrders);
+
+  // Another instance takes the operation over once its lease has run out, and finishes it.
+  DelaydProcess second(w);
+  second.set_die_with_test(true);
+  second.start();
+  REQUIRE_THAT(http_get_until_ok(port, "/readyz"), Catch::Contains(" 200 "));
+  Answer end;
+  for (int i = 0; i < 600; ++i) {
+    end = call(port, "GET", "/operations/" + id);
+    if (end.body.value("status", "") == "done") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(end.body.dump());
+  REQUIRE(end.body["status"] == "done");
+  CHECK(cancelled() == kOrders);
+  const auto mail_after = redis.states(mail);
+  CHECK(mail_after == std::vector<std::string>(mail.size(), "delay"));  // outside the filter
+  // Each job cancelled once: one cancelled_at each, and the counts add up (a batch cut short by
+  // the kill may be missing from them, never counted twice).
+  const auto done = end.body["done"].get<int>();
+  CHECK(done <= kOrders);
+  CHECK(done >= kOrders - 200);
+  CHECK(end.body["matched"].get<int>() == done + end.body["failed"].get<int>());
+  CHECK(end.body["skipped"].empty());
+  std::cout << "console: bulk cancel of " << kOrders << " jobs at 100/s, killed with " << half
+            << " cancelled, resumed by another instance: " << cancelled() << " cancelled (counted " << done
+            << "), mail jobs outside the filter still waiting: "
+            << std::count(mail_after.begin(), mail_after.end(), "delay") << "\n";
+
+  // A second operation, stopped: it ends stopped, and what it did not reach stays waiting.
+  const Answer run =
+      call(port, "POST", "/jobs/bulk",
+           R"({"action": "cancel", "filter": {"business": "mail"}, "dry_run": false, "rate_per_s": 10})");
+  REQUIRE(run.status == 202);
+  const std::string second_id = run.body["operation"];
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const Answer stop = call(port, "DELETE", "/operations/" + second_id);
+  CHECK(stop.status == 202);
+  Answer stopped;
+  for (int i = 0; i < 100; ++i) {
+    stopped = call(port, "GET", "/operations/" + second_id);
+    if (stopped.body.value("status", "") == "stopped") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO(stopped.body.dump());
+  CHECK(stopped.body["status"] == "stopped");
+  const auto mail_states = redis.states(mail);
+  CHECK(std::count(mail_states.begin(), mail_states.end(), "delay") >= 80);
+  CHECK(call(port, "DELETE", "/operations/" + second_id).status == 409);
+  const Answer list = call(port, "GET", "/operations");
+  CHECK(list.body["operations"].size() == 2);
+  CHECK(second.stop() == 0);
 }

@@ -1,0 +1,73 @@
+// OperationRunner: runs the console's bulk operations (POST /jobs/bulk) on a thread of its own,
+// with a Redis connection of its own, a batch at a time, at the rate each asks for. An operation
+// lives in Redis (storage/operation_store.hpp), so any instance with the admin endpoint on can run
+// it: this one takes the operation's lease (renewed every batch, kLease long), and when an
+// instance dies, the next to look (every kLookEvery) resumes from the last batch it wrote.
+//
+// One batch: the next page of the operation's walk (storage/job_browse.hpp; the walk starts when
+// the operation was created, so jobs that change after that are left out), then the action on
+// each job of the page, shard by shard (JobStore::act(): applied only to a job still in the
+// action's state), then one HSET of the counts and the cursor. A job is never acted on twice:
+// a batch applied again after a crash finds its jobs moved on (skipped, not counted again).
+//
+// The operation's hash (Field names are the API's): action, filter (JSON), rate_per_s, status
+// (running, stopping, stopped, done, failed), matched, done, failed, skipped (JSON {reason: n}),
+// cursor, created_at, updated_at, ended_at, runner (who runs it now), last_error.
+// Errors: Redis failing costs a retry with backoff (the operation waits, last_error says why);
+// an operation whose stored filter no longer reads (a newer delayd wrote it) ends failed.
+// Threading: its own thread; wake() and the destructor from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "config/config.hpp"
+#include "storage/job_store.hpp"
+#include "storage/operation_store.hpp"
+
+namespace delayd::admin {
+
+class OperationRunner {
+ public:
+  static constexpr std::chrono::seconds kLease{10};
+  static constexpr std::chrono::seconds kLookEvery{2};
+  // Jobs per batch, at most (fewer when the rate is lower than this per second).
+  static constexpr std::size_t kBatch = 200;
+
+  // What a batch or an ending reports, for the audit log and the metrics (admin/audit.hpp).
+  using OnEnd = std::function<void(const std::string& id, const storage::OperationStore::Fields& fields)>;
+
+  OperationRunner(config::Config config, std::string member, OnEnd on_end);
+  ~OperationRunner();
+  OperationRunner(const OperationRunner&) = delete;
+  OperationRunner& operator=(const OperationRunner&) = delete;
+
+  // Look at the operations now (one was created or asked to stop).
+  void wake();
+
+ private:
+  void run();
+  // Runs one operation this runner holds the lease of, until it ends, is stopped, the lease is
+  // lost or the runner stops. Throws on Redis errors (the caller backs off).
+  void execute(storage::OperationStore& ops, storage::JobStore& jobs, const std::string& id,
+               storage::OperationStore::Fields fields);
+  // Waits up to `d`, or less if woken or stopping.
+  void wait_for(std::chrono::milliseconds d);
+
+  config::Config config_;
+  std::string member_;
+  OnEnd on_end_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool woken_ = false;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace delayd::admin
