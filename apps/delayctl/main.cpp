@@ -9,23 +9,31 @@
 //   delayctl report ID running|finished|failed [--error E] [--retry-after-ms N]
 //                                                            publish a consumer's report
 //   delayctl stats                                           pending count, next due, counters
+//   delayctl jobs [--state S] [--business B] [--due-from T] [--due-to T] [--id-prefix P]
+//                 [--error E] [--limit N] [--cursor C] [--all]
+//                                                            a page of jobs as GET /jobs gives it;
+//                                                            --all: every job, one JSON per line
 //
 // Exit status: 0 done; 1 the request was answered "no" (no such job, already delivered, ...);
 // 2 bad usage or configuration; 3 the cancel or reschedule was published but delayd did not act
 // on it in time; 4 Kafka or Redis could not be reached.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <thread>
 
 #include "admin/cancel_flow.hpp"
 #include "admin/job_json.hpp"
+#include "admin/job_query.hpp"
 #include "config/config.hpp"
 #include "config/redis_options.hpp"
 #include "connectors/kafka_producer.hpp"
 #include "contract/ingest_parse.hpp"
 #include "contract/time_format.hpp"
+#include "storage/job_browse.hpp"
 #include "storage/job_store.hpp"
 
 namespace {
@@ -109,6 +117,36 @@ int cmd_get(delayd::storage::JobStore& store, const std::string& id) {
   }
   std::cout << delayd::admin::to_text(delayd::admin::job_to_json(id, *fields)) << "\n";
   return 0;
+}
+
+// GET /jobs's parameters, from the flags given (admin/job_query.hpp checks them all).
+using JobsArgs = std::map<std::string, std::string, std::less<>>;
+
+int cmd_jobs(delayd::storage::JobStore& store, const JobsArgs& args, bool all) {
+  using namespace delayd::admin;
+  auto parsed = parse_list_request(args);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    std::cerr << "delayctl jobs: --" << bad->field << ": " << bad->reason << "\n";
+    return 2;
+  }
+  const ListRequest& request = std::get<ListRequest>(parsed);
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  delayd::storage::WalkCursor cursor = request.cursor.value_or(delayd::storage::WalkCursor{now, 0, {}, {}});
+  while (true) {
+    const delayd::storage::WalkPage page =
+        delayd::storage::walk_jobs(store, request.filter, cursor, request.limit, now);
+    const nlohmann::json j = page_json(request.filter, page);
+    if (!all) {
+      std::cout << to_text(j) << "\n";
+      return 0;
+    }
+    for (const auto& job : j["jobs"])
+      std::cout << job.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    if (!page.next) return 0;
+    cursor = *page.next;
+  }
 }
 
 int cmd_cancel(const Config& config, delayd::storage::JobStore& store, const std::string& id, int timeout_ms) {
@@ -248,6 +286,17 @@ int main(int argc, char** argv) {
 
   auto* stats_cmd = app.add_subcommand("stats", "pending jobs, next due time, counts per business and state");
 
+  JobsArgs jobs_args;
+  bool jobs_all = false;
+  auto* jobs_cmd = app.add_subcommand("jobs", "a page of jobs, filtered, as GET /jobs gives it");
+  for (const char* name : {"state", "business", "due_from", "due_to", "id_prefix", "error", "limit", "cursor"}) {
+    std::string flag = std::string("--") + name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    jobs_cmd->add_option_function<std::string>(
+        flag, [&jobs_args, name](const std::string& v) { jobs_args[name] = v; }, std::string("GET /jobs's ") + name);
+  }
+  jobs_cmd->add_flag("--all", jobs_all, "every job of the walk, one JSON object per line");
+
   ReportArgs report;
   auto* report_cmd = app.add_subcommand("report", "report on a delivered job, as a consumer does (status topic)");
   report_cmd->add_option("job-id", report.job_id, "the job's id")->required();
@@ -286,6 +335,7 @@ int main(int argc, char** argv) {
     delayd::storage::JobStore store(*redis, delayd::storage::KeySchema(config.redis.prefix),
                                     config.redis.job_retention_s);
     if (*get_cmd) return cmd_get(store, job_id);
+    if (*jobs_cmd) return cmd_jobs(store, jobs_args, jobs_all);
     if (*cancel_cmd) return cmd_cancel(config, store, job_id, timeout_ms);
     if (*resched_cmd) {
       if (!resched.deliver_at && !resched.delay_ms) {

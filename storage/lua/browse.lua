@@ -23,6 +23,14 @@ local biz, prefix, text = ARGV[14], ARGV[15], ARGV[16]
 local at_from, at_to = tonumber(ARGV[17]), tonumber(ARGV[18])
 local key = st == 'delay' and KEYS[1] or state_key(st)
 local desc = st ~= 'delay'
+-- a < b in byte order, as Redis orders members (Lua's own < follows the locale's collation).
+local function bytes_less(a, b)
+  for k = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, k), string.byte(b, k)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
 local function dec(s) return (string.gsub(s, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end)) end
 -- The rank (in walk order) of the first entry to look at.
 local function first_rank()
@@ -35,14 +43,22 @@ local function first_rank()
     local r = desc and redis.call('ZREVRANK', key, from_id) or redis.call('ZRANK', key, from_id)
     return inclusive and r or r + 1
   end
-  -- The entry moved or went: count what comes before (score, id) in walk order. Ties of one
-  -- score are ordered by id (Redis's order; reversed when walking newest first).
-  local before = desc and redis.call('ZCOUNT', key, '(' .. from_score, '+inf')
-                      or redis.call('ZCOUNT', key, '-inf', '(' .. from_score)
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', key, from_score, from_score)) do
-    if (desc and id > from_id) or (not desc and id < from_id) then before = before + 1 end
+  -- Not here at that score (the position is another shard's, or the entry moved): the ranks of
+  -- the entries tied at from_score are lo..hi-1, ordered by id (Redis's byte order, reversed
+  -- when walking newest first); a binary search finds the first that comes after from_id, in
+  -- O(log ties) reads, however many jobs share one millisecond.
+  local lo, hi
+  if desc then
+    lo, hi = redis.call('ZCOUNT', key, '(' .. from_score, '+inf'), redis.call('ZCOUNT', key, from_score, '+inf')
+  else
+    lo, hi = redis.call('ZCOUNT', key, '-inf', '(' .. from_score), redis.call('ZCOUNT', key, '-inf', from_score)
   end
-  return before
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local m = (desc and redis.call('ZREVRANGE', key, mid, mid) or redis.call('ZRANGE', key, mid, mid))[1]
+    if (desc and bytes_less(from_id, m)) or (not desc and bytes_less(m, from_id)) then lo = mid + 1 else hi = mid end
+  end
+  return lo
 end
 local matches, last, examined, done = {}, {}, 0, 0
 local rank = first_rank()

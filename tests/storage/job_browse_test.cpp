@@ -277,3 +277,27 @@ TEST_CASE_METHOD(Walk, "a rare match returns short pages within the page budget 
   for (int i = 7; i < n; i += 10000) expected.insert("r" + std::to_string(i));
   CHECK(found == expected);
 }
+
+TEST_CASE_METHOD(Walk, "a walk through many jobs of one instant keeps Redis's byte order of ids across shards",
+                 "[store][walk]") {
+  // 150 jobs delivered at the same millisecond, ids in mixed case (byte order: 'B' < 'a'), over
+  // three shards: the newest-first walk of the ready index orders them by id, descending.
+  std::vector<std::string> expected;
+  for (int i = 0; i < 150; ++i) {
+    const std::string& s = shards[static_cast<std::size_t>(i % 3)];
+    const std::string id = std::string(1, "aBcD"[i % 4]) + std::to_string(i * 7919 % 1000);
+    store.accept(std::vector<NewJob>{job(id, 10, s)}, 0);
+    deliver(s, id, 500);
+    expected.push_back(s + "/" + id);
+  }
+  std::sort(expected.begin(), expected.end(), [](const std::string& a, const std::string& b) {
+    const auto split = [](const std::string& x) {
+      const auto slash = x.find('/');
+      return std::pair{x.substr(slash + 1), x.substr(0, slash)};
+    };
+    return split(b) < split(a);  // (id, shard) descending: the newest-first order at one score
+  });
+  JobFilter ready;
+  ready.states = {JobState::ready};
+  for (std::size_t limit : {1u, 7u, 500u}) CHECK(walk_all(ready, limit, 1000) == expected);
+}
