@@ -4,6 +4,7 @@
 // (what the ready topic receives, and when) and Redis (the job's record), not through the API.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -121,6 +122,18 @@ TEST_CASE("the console lists, filters and acts on jobs; every bad input names it
     CHECK(first["attempt"] == 0);
     CHECK(first["shard"].get<std::string>().starts_with(w.ingest_topic + ":"));
     CHECK(page.body["next"].is_string());
+
+    // delayctl jobs walks the same way: one JSON object per line with --all.
+    std::string command = "env";
+    for (const auto& [k, v] : w.environment()) command += " " + k + "='" + v + "'";
+    command += " " DELAYCTL_BIN " jobs --state delay --business orders --limit 2 --all";
+    FILE* out = ::popen(command.c_str(), "r");
+    REQUIRE(out != nullptr);
+    std::vector<std::string> lines;
+    char line[4096];
+    while (std::fgets(line, sizeof line, out) != nullptr) lines.push_back(Json::parse(line)["job_id"]);
+    CHECK(::pclose(out) == 0);
+    CHECK(lines == orders);
   }
 
   {  // bad input
