@@ -16,6 +16,7 @@
 #include "admin/request_target.hpp"
 #include "admin/status_page.hpp"
 #include "broker/loop_counters.hpp"
+#include "broker/wall_clock.hpp"
 #include "contract/time_format.hpp"
 
 namespace delayd::admin {
@@ -59,11 +60,7 @@ bool same_secret(std::string_view given, std::string_view expected) {
   return diff == 0;
 }
 
-// The wall clock, epoch ms.
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+using broker::system_now_ms;
 
 HttpResponse json_response(unsigned status, const nlohmann::json& j) {
   return make_response(status, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
@@ -234,7 +231,7 @@ void overview(const std::shared_ptr<State>& state, const Reply& reply) {
   if (state->overview_running) return;
   state->overview_running = true;
   asio::post(*state->worker, [state] {
-    const std::int64_t now_ms = wall_ms();
+    const std::int64_t now_ms = system_now_ms();
     HttpResponse answer;
     try {
       answer = json_response(200, overview_json(state->jobs->overview(now_ms), now_ms));
@@ -315,7 +312,7 @@ void list_jobs(const std::shared_ptr<State>& state, const HttpRequest& req, cons
   auto parsed = parse_list_request(params.values);
   if (auto* bad = std::get_if<BadRequest>(&parsed)) return reply(json_response(400, bad->json()));
   on_worker(state, reply, [request = std::get<ListRequest>(std::move(parsed))](JobBackend& jobs) {
-    return jobs.list(request, wall_ms());
+    return jobs.list(request, system_now_ms());
   });
 }
 
@@ -324,7 +321,7 @@ void bulk(const std::shared_ptr<State>& state, const HttpRequest& req, const Rep
   auto parsed = parse_bulk_request(req.body());
   if (auto* bad = std::get_if<BadRequest>(&parsed)) return reply(json_response(400, bad->json()));
   on_worker(state, reply, [request = std::get<BulkRequest>(std::move(parsed))](JobBackend& jobs) {
-    return jobs.bulk(request, wall_ms());
+    return jobs.bulk(request, system_now_ms());
   });
 }
 
@@ -369,15 +366,15 @@ void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::stri
   }
   if (req.method() != http::verb::post) return reply(json_response(405, {{"error", "POST"}}));
   if (route->action == JobAction::retry) {
-    return on_worker(state, reply, [id](JobBackend& jobs) { return jobs.retry(id, wall_ms()); });
+    return on_worker(state, reply, [id](JobBackend& jobs) { return jobs.retry(id, system_now_ms()); });
   }
   if (route->action == JobAction::run_now) {
     return on_worker(state, reply, [id](JobBackend& jobs) {
-      const std::int64_t now = wall_ms();
+      const std::int64_t now = system_now_ms();
       return jobs.reschedule(id, now, now);
     });
   }
-  const std::int64_t now = wall_ms();
+  const std::int64_t now = system_now_ms();
   auto at = parse_reschedule_body(req.body(), now);
   if (auto* bad = std::get_if<BadRequest>(&at)) return reply(json_response(400, bad->json()));
   on_worker(state, reply,
@@ -417,14 +414,14 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
 
 }  // namespace
 
-JobAnswer JobBackend::list(const ListRequest&, std::int64_t) { return {503, R"({"error": "not supported here"})"}; }
-JobAnswer JobBackend::reschedule(const std::string&, std::int64_t, std::int64_t) {
-  return {503, R"({"error": "not supported here"})"};
-}
-JobAnswer JobBackend::retry(const std::string&, std::int64_t) { return {503, R"({"error": "not supported here"})"}; }
-JobAnswer JobBackend::bulk(const BulkRequest&, std::int64_t) { return {503, R"({"error": "not supported here"})"}; }
-JobAnswer JobBackend::operation(const std::string&) { return {503, R"({"error": "not supported here"})"}; }
-JobAnswer JobBackend::stop_operation(const std::string&) { return {503, R"({"error": "not supported here"})"}; }
+// What a backend without the console's calls answers.
+const JobAnswer kNotSupported{503, R"({"error": "not supported here"})"};
+JobAnswer JobBackend::list(const ListRequest&, std::int64_t) { return kNotSupported; }
+JobAnswer JobBackend::reschedule(const std::string&, std::int64_t, std::int64_t) { return kNotSupported; }
+JobAnswer JobBackend::retry(const std::string&, std::int64_t) { return kNotSupported; }
+JobAnswer JobBackend::bulk(const BulkRequest&, std::int64_t) { return kNotSupported; }
+JobAnswer JobBackend::operation(const std::string&) { return kNotSupported; }
+JobAnswer JobBackend::stop_operation(const std::string&) { return kNotSupported; }
 
 AdminOptions admin_options(const config::Config& config) {
   AdminOptions o;

@@ -7,6 +7,7 @@
 
 #include "admin/job_query.hpp"
 #include "base/backoff.hpp"
+#include "broker/wall_clock.hpp"
 #include "config/redis_options.hpp"
 #include "storage/job_browse.hpp"
 
@@ -17,10 +18,7 @@ namespace {
 using Fields = storage::OperationStore::Fields;
 using SteadyClock = std::chrono::steady_clock;
 
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+using broker::system_now_ms;
 
 std::int64_t number(const Fields& f, const std::string& name) {
   const auto it = f.find(name);
@@ -117,7 +115,7 @@ void OperationRunner::execute(storage::OperationStore& ops, storage::JobStore& j
   }
   const auto end = [&](const std::string& status, const std::string& error) {
     fields["status"] = status;
-    fields["ended_at"] = std::to_string(wall_ms());
+    fields["ended_at"] = std::to_string(system_now_ms());
     fields["updated_at"] = fields["ended_at"];
     if (!error.empty()) fields["last_error"] = error;
     ops.save(id, {{"status", status},
@@ -152,7 +150,7 @@ void OperationRunner::execute(storage::OperationStore& ops, storage::JobStore& j
     if (!status) return;  // expired or deleted by hand
     if (status->count("status") && status->at("status") == "stopping") return end("stopped", "");
     if (!ops.lease(id, member_, kLease)) return;  // another instance took it over
-    const std::int64_t now = wall_ms();
+    const std::int64_t now = system_now_ms();
     const storage::WalkPage page = storage::walk_jobs(jobs, f, *cursor, batch, now);
     std::map<std::string, std::vector<std::string>> by_shard;
     for (const storage::BrowsedJob& j : page.jobs) by_shard[j.shard].push_back(j.job_id);
@@ -175,7 +173,7 @@ void OperationRunner::execute(storage::OperationStore& ops, storage::JobStore& j
                     {"failed", std::to_string(failed)},
                     {"skipped", skipped.dump()},
                     {"cursor", page.next ? encode_cursor(f, *page.next) : fields["cursor"]},
-                    {"updated_at", std::to_string(wall_ms())},
+                    {"updated_at", std::to_string(system_now_ms())},
                     {"last_error", ""}};
     ops.save(id, progress);
     for (auto& [k, v] : progress) fields[k] = v;

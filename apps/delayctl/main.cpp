@@ -28,6 +28,7 @@
 #include "admin/cancel_flow.hpp"
 #include "admin/job_json.hpp"
 #include "admin/job_query.hpp"
+#include "broker/wall_clock.hpp"
 #include "config/config.hpp"
 #include "config/redis_options.hpp"
 #include "connectors/kafka_producer.hpp"
@@ -130,9 +131,7 @@ int cmd_jobs(delayd::storage::JobStore& store, const JobsArgs& args, bool all) {
     return 2;
   }
   const ListRequest& request = std::get<ListRequest>(parsed);
-  const std::int64_t now =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
+  const std::int64_t now = delayd::broker::system_now_ms();
   delayd::storage::WalkCursor cursor = request.cursor.value_or(delayd::storage::WalkCursor{now, 0, {}, {}});
   while (true) {
     const delayd::storage::WalkPage page =
