@@ -2,7 +2,6 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
@@ -12,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "admin/access.hpp"
 #include "admin/metrics.hpp"
 #include "admin/request_target.hpp"
 #include "admin/status_page.hpp"
@@ -46,16 +46,6 @@ tcp::endpoint parse_listen(const std::string& listen) {
   }
   if (port < 0 || port > 65535) throw std::runtime_error("admin.listen '" + listen + "': bad port");
   return {address, static_cast<std::uint16_t>(port)};
-}
-
-// Constant-time equality (in the length of `expected`), so the token cannot be guessed byte by
-// byte from response times.
-bool same_secret(std::string_view given, std::string_view expected) {
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-  }
-  return diff == 0;
 }
 
 HttpResponse json_response(unsigned status, const nlohmann::json& j) {
@@ -305,6 +295,18 @@ void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::stri
   });
 }
 
+// 401, asking for a bearer token.
+HttpResponse unauthorized() {
+  HttpResponse r = make_response(401, "a bearer token is required (admin.token or admin.read_token)\n");
+  r.set(http::field::www_authenticate, "Bearer realm=\"delayd\"");
+  return r;
+}
+
+// 403 for a write with a token that may only read.
+HttpResponse refuse_write() {
+  return json_response(403, {{"error", "the read token cannot change anything (admin.read_token); use admin.token"}});
+}
+
 void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const Reply& reply) {
   const std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = target_path(target);
@@ -313,23 +315,16 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (path == "/healthz") return get ? reply(healthz(*state)) : only_get();
   if (path == "/readyz") return get ? reply(readyz(*state)) : only_get();
   if (path == "/") return get ? reply(status_page()) : only_get();
-  const bool known = path == "/metrics" || path == "/stats" || path == "/overview" || path.starts_with(kJobsPrefix);
+  const bool known = path == "/metrics" || path == "/stats" || path == "/overview" || path == "/whoami" ||
+                     path.starts_with(kJobsPrefix);
   if (!known) return reply(make_response(404, "not found\n"));
-  if (!state->options.token.empty()) {
-    const auto it = req.find(http::field::authorization);
-    const std::string_view given =
-        it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
-    const bool bearer = given.size() > 7 && boost::beast::iequals(boost::beast::string_view(given.data(), 7),
-                                                                  "Bearer ");  // scheme: any case
-    if (!bearer || !same_secret(given.substr(7), state->options.token)) {
-      HttpResponse r = make_response(401, "a bearer token is required (admin.token)\n");
-      r.set(http::field::www_authenticate, "Bearer realm=\"delayd\"");
-      return reply(std::move(r));
-    }
-  }
+  const std::optional<Access> access = access_of(req, state->options.token, state->options.read_token);
+  if (!access) return reply(unauthorized());
+  if (!allows(*access, req.method())) return reply(refuse_write());
   if (path == "/metrics") return get ? reply(metrics(state)) : only_get();
   if (path == "/stats") return get ? reply(stats(*state)) : only_get();
   if (path == "/overview") return get ? overview(state, reply) : only_get();
+  if (path == "/whoami") return get ? reply(json_response(200, {{"access", to_string(*access)}})) : only_get();
   return jobs(state, req, path, reply);
 }
 
@@ -339,6 +334,7 @@ AdminOptions admin_options(const config::Config& config) {
   AdminOptions o;
   o.listen = config.admin.listen;
   o.token = config.admin.token;
+  o.read_token = config.admin.read_token;
   o.limits.max_connections = static_cast<std::size_t>(config.admin.max_connections);
   o.limits.read_timeout = std::chrono::milliseconds(config.admin.read_timeout_ms);
   o.limits.max_header_bytes = static_cast<std::size_t>(config.admin.max_header_bytes);

@@ -18,9 +18,11 @@
 //                    window of kDueWindowsS (the due timeline).
 //   GET /jobs/{id}   the job as `delayctl get` prints it; 404 when there is none.
 //   DELETE /jobs/{id} cancel, with `delayctl cancel`'s verdicts (admin/job_backend.hpp).
+//   GET /whoami      JSON {"access": "admin" | "read" | "open"}: what the request's token grants.
 //   anything else    404 (unknown path) or 405 (method not allowed there).
 // With a token set, every path but /, /healthz and /readyz asks for "Authorization: Bearer <token>"
-// (401 without it, compared in constant time).
+// (401 without it, compared in constant time); the read token may only read (GET, HEAD), its
+// writes get 403 (admin/access.hpp).
 //
 // Threading: the HTTP server runs on the io_context's thread (run by one thread). The scheduling
 // loop calls publish() from its own thread; the snapshot is the only state shared with it,
@@ -49,7 +51,8 @@ namespace delayd::admin {
 
 struct AdminOptions {
   std::string listen;  // host:port; port 0 picks a free one
-  std::string token;   // empty: no token asked
+  std::string token;   // may read and write; empty: none (no token asked unless read_token is set)
+  std::string read_token;  // may only read; empty: none
   HttpLimits limits;
 };
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "admin/access.hpp"
 #include "admin/request_target.hpp"
 #include "support/requires.hpp"
 
@@ -84,7 +85,11 @@ struct FakeJobs final : delayd::admin::JobBackend {
     if (id == "nope") return {404, R"({"error": "no job nope"})"};
     return {200, nlohmann::json{{"job_id", id}, {"state", "delay"}}.dump()};
   }
+  // "live" is cancelled (200), "nope" does not exist (404), any other id was delivered (409).
   JobAnswer cancel(const std::string& id) override {
+    ++cancel_calls;
+    if (id == "live") return {200, nlohmann::json{{"job_id", id}, {"cancelled", true}, {"state", "cancelled"}}.dump()};
+    if (id == "nope") return {404, R"({"error": "no job nope"})"};
     return {409, nlohmann::json{{"job_id", id}, {"cancelled", false}, {"state", "delivered"}}.dump()};
   }
   delayd::storage::StoreStats store_stats() override {
@@ -107,6 +112,7 @@ struct FakeJobs final : delayd::admin::JobBackend {
   }
   std::atomic<int> overview_calls{0};
   std::atomic<bool> overview_fails{false};
+  std::atomic<int> cancel_calls{0};
 };
 
 AdminOptions options(std::string token = "", std::size_t max_connections = 64,
@@ -117,6 +123,20 @@ AdminOptions options(std::string token = "", std::size_t max_connections = 64,
   o.limits.max_connections = max_connections;
   o.limits.read_timeout = read_timeout;
   return o;
+}
+
+// options() with both tokens.
+AdminOptions with_tokens(std::string admin, std::string read) {
+  AdminOptions o = options(std::move(admin));
+  o.read_token = std::move(read);
+  return o;
+}
+
+// The whole response to `method path`, with "Authorization: Bearer <token>" unless token is empty.
+std::string call(std::uint16_t port, const std::string& method, const std::string& path,
+                 const std::string& token = "") {
+  return request(port, method + " " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" +
+                           (token.empty() ? "" : "Authorization: Bearer " + token + "\r\n") + "\r\n");
 }
 
 struct Running {
@@ -315,9 +335,10 @@ TEST_CASE("the status page at / is one self-contained document, served without t
     CHECK(rest.compare(at, 26, "http://www.w3.org/2000/svg") == 0);
   }
   // The ids the stack test reads, and the endpoints it polls.
-  for (const std::string id : {"id=\"held\"", "id=\"in_wheel\"", "id=\"in_flight\"", "id=\"next_due\"",
-                               "id=\"pending\"", "id=\"delivered\"", "id=\"accepted\"", "id=\"problem\"",
-                               "id=\"polls\"", "\"/stats\"", "\"/overview\"", "\"/jobs/\"", "#token=", "Bearer "}) {
+  for (const std::string id :
+       {"id=\"held\"", "id=\"in_wheel\"", "id=\"in_flight\"", "id=\"next_due\"", "id=\"pending\"", "id=\"delivered\"",
+        "id=\"accepted\"", "id=\"problem\"", "id=\"polls\"", "\"/stats\"", "\"/overview\"", "\"/jobs/\"",
+        "#token=", "Bearer ", "\"/whoami\"", "read-only", "id=\"access\""}) {
     INFO(id);
     CHECK(html.find(id) != std::string::npos);
   }
@@ -360,7 +381,7 @@ TEST_CASE("with admin.token, all but healthz and readyz ask for the bearer token
   r.server.publish(sample_snapshot());
   CHECK_THAT(get(r.port(), "/healthz"), Catch::StartsWith("HTTP/1.1 200"));
   CHECK_THAT(get(r.port(), "/readyz"), Catch::StartsWith("HTTP/1.1 200"));
-  for (const std::string path : {"/metrics", "/stats", "/overview", "/jobs/a"}) {
+  for (const std::string path : {"/metrics", "/stats", "/overview", "/jobs/a", "/whoami"}) {
     INFO(path);
     const std::string none = get(r.port(), path);
     CHECK_THAT(none, Catch::StartsWith("HTTP/1.1 401") && Catch::Contains("WWW-Authenticate: Bearer"));
@@ -373,6 +394,73 @@ TEST_CASE("with admin.token, all but healthz and readyz ask for the bearer token
     CHECK_THAT(get(r.port(), path, "Authorization: Bearer \r\n"), Catch::StartsWith("HTTP/1.1 401"));
   }
   CHECK_THAT(get(r.port(), "/nothing"), Catch::StartsWith("HTTP/1.1 404"));  // no hint of what exists
+}
+
+TEST_CASE("the read token reads everything and changes nothing, the admin token does both", "[admin][access]") {
+  auto fake = std::make_unique<FakeJobs>();
+  FakeJobs& jobs = *fake;
+  Running r(with_tokens("admin-secret", "read-secret"), std::move(fake));
+  r.server.publish(sample_snapshot());
+
+  for (const std::string path : {"/stats", "/metrics", "/overview", "/jobs/x", "/whoami"}) {
+    INFO(path);
+    CHECK_THAT(call(r.port(), "GET", path, "read-secret"), Catch::StartsWith("HTTP/1.1 200"));
+    CHECK_THAT(call(r.port(), "GET", path, "admin-secret"), Catch::StartsWith("HTTP/1.1 200"));
+    CHECK_THAT(call(r.port(), "GET", path, "wrong"), Catch::StartsWith("HTTP/1.1 401"));
+    CHECK_THAT(call(r.port(), "GET", path), Catch::StartsWith("HTTP/1.1 401"));
+  }
+  CHECK(nlohmann::json::parse(body(call(r.port(), "GET", "/whoami", "read-secret"))) ==
+        nlohmann::json{{"access", "read"}});
+  CHECK(nlohmann::json::parse(body(call(r.port(), "GET", "/whoami", "admin-secret"))) ==
+        nlohmann::json{{"access", "admin"}});
+  // HEAD reads: the read token passes, and /stats answers it as it always has.
+  CHECK_THAT(call(r.port(), "HEAD", "/stats", "read-secret"), Catch::StartsWith("HTTP/1.1 405"));
+
+  // A write with the read token: 403, the backend never asked.
+  const std::string refused = call(r.port(), "DELETE", "/jobs/x", "read-secret");
+  REQUIRE_THAT(refused, Catch::StartsWith("HTTP/1.1 403") && Catch::Contains("application/json"));
+  CHECK(nlohmann::json::parse(body(refused)) ==
+        nlohmann::json{{"error", "the read token cannot change anything (admin.read_token); use admin.token"}});
+  CHECK_THAT(call(r.port(), "POST", "/stats", "read-secret"), Catch::StartsWith("HTTP/1.1 403"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/x", "wrong"), Catch::StartsWith("HTTP/1.1 401"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/x"), Catch::StartsWith("HTTP/1.1 401"));
+  CHECK(jobs.cancel_calls == 0);
+
+  // The admin token writes.
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/x", "admin-secret"), Catch::StartsWith("HTTP/1.1 409"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/live", "admin-secret"), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK(jobs.cancel_calls == 2);
+}
+
+TEST_CASE("with only the read token set, nobody may write", "[admin][access]") {
+  auto fake = std::make_unique<FakeJobs>();
+  FakeJobs& jobs = *fake;
+  Running r(with_tokens("", "read-secret"), std::move(fake));
+  CHECK_THAT(call(r.port(), "GET", "/stats", "read-secret"), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(call(r.port(), "GET", "/stats"), Catch::StartsWith("HTTP/1.1 401"));
+  CHECK(nlohmann::json::parse(body(call(r.port(), "GET", "/whoami", "read-secret")))["access"] == "read");
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/x", "read-secret"), Catch::StartsWith("HTTP/1.1 403"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/x"), Catch::StartsWith("HTTP/1.1 401"));
+  CHECK(jobs.cancel_calls == 0);
+}
+
+TEST_CASE("without a token, access is open", "[admin][access]") {
+  Running r(options(), std::make_unique<FakeJobs>());
+  CHECK(nlohmann::json::parse(body(call(r.port(), "GET", "/whoami")))["access"] == "open");
+  CHECK_THAT(call(r.port(), "GET", "/whoami", "anything"), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(call(r.port(), "POST", "/whoami"), Catch::StartsWith("HTTP/1.1 405"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/nope"), Catch::StartsWith("HTTP/1.1 404"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/live"), Catch::StartsWith("HTTP/1.1 200"));
+}
+
+TEST_CASE("GET and HEAD read, every other method writes", "[admin][access]") {
+  using delayd::admin::is_write;
+  CHECK(is_write(boost::beast::http::verb::post));
+  CHECK(is_write(boost::beast::http::verb::put));
+  CHECK(is_write(boost::beast::http::verb::patch));
+  CHECK(is_write(boost::beast::http::verb::delete_));
+  CHECK_FALSE(is_write(boost::beast::http::verb::get));
+  CHECK_FALSE(is_write(boost::beast::http::verb::head));
 }
 
 TEST_CASE("jobs go to the backend on the worker, and its failures are 503s", "[admin]") {
