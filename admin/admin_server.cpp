@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "admin/access.hpp"
+#include "admin/audit.hpp"
 #include "admin/metrics.hpp"
 #include "admin/request_target.hpp"
 #include "admin/status_page.hpp"
@@ -70,7 +71,7 @@ struct AdminServer::State {
   std::optional<SteadyClock::time_point> last_publish;
 
   // The io thread's:
-  Metrics metrics;
+  Metrics metrics;  // but for count_admin_action(), which the worker calls too (audit.hpp)
   bool pending_running = false;
   SteadyClock::time_point pending_next{};
   std::optional<HttpResponse> overview;  // the last /overview answer (200 or 503)
@@ -276,7 +277,8 @@ HttpResponse metrics(const std::shared_ptr<State>& state) {
   return make_response(200, state->metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
 }
 
-void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, const Reply& reply) {
+void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, Access access,
+          const Reply& reply) {
   const auto id = job_id_of(path);
   if (!id) {
     return reply(json_response(400, {{"error", "the path must be /jobs/{id}"}}));
@@ -284,12 +286,15 @@ void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::stri
   const bool cancel = req.method() == http::verb::delete_;
   if (!cancel && req.method() != http::verb::get) return reply(json_response(405, {{"error", "GET or DELETE"}}));
   if (!state->jobs || !state->worker) return reply(json_response(503, {{"error", "no job store on this endpoint"}}));
-  asio::post(*state->worker, [state, cancel, id = *id, reply] {
+  asio::post(*state->worker, [state, cancel, access, id = *id, reply] {
     JobAnswer answer{503, ""};
     try {
       answer = cancel ? state->jobs->cancel(id) : state->jobs->get(id);
     } catch (const std::exception& e) {
       answer = {503, nlohmann::json{{"error", e.what()}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)};
+    }
+    if (cancel) {
+      audit(state->metrics, {access, AuditAction::cancel, id, std::nullopt, outcome_of_status(answer.status)});
     }
     reply(make_response(answer.status, answer.json + "\n", "application/json"));
   });
@@ -302,8 +307,12 @@ HttpResponse unauthorized() {
   return r;
 }
 
-// 403 for a write with a token that may only read.
-HttpResponse refuse_write() {
+// 403 for a write with a token that may only read, audited as refused.
+HttpResponse refuse_write(State& state, const HttpRequest& req, std::string_view path, Access access) {
+  AuditEntry entry = requested_action(req.method(), path);
+  entry.access = access;
+  entry.outcome = AuditOutcome::refused;
+  audit(state.metrics, entry);
   return json_response(403, {{"error", "the read token cannot change anything (admin.read_token); use admin.token"}});
 }
 
@@ -320,12 +329,12 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (!known) return reply(make_response(404, "not found\n"));
   const std::optional<Access> access = access_of(req, state->options.token, state->options.read_token);
   if (!access) return reply(unauthorized());
-  if (!allows(*access, req.method())) return reply(refuse_write());
+  if (!allows(*access, req.method())) return reply(refuse_write(*state, req, path, *access));
   if (path == "/metrics") return get ? reply(metrics(state)) : only_get();
   if (path == "/stats") return get ? reply(stats(*state)) : only_get();
   if (path == "/overview") return get ? overview(state, reply) : only_get();
   if (path == "/whoami") return get ? reply(json_response(200, {{"access", to_string(*access)}})) : only_get();
-  return jobs(state, req, path, reply);
+  return jobs(state, req, path, *access, reply);
 }
 
 }  // namespace

@@ -17,12 +17,13 @@
 //                    pending jobs per business and per shard, and how many fall due in each
 //                    window of kDueWindowsS (the due timeline).
 //   GET /jobs/{id}   the job as `delayctl get` prints it; 404 when there is none.
-//   DELETE /jobs/{id} cancel, with `delayctl cancel`'s verdicts (admin/job_backend.hpp).
+//   DELETE /jobs/{id} cancel, with `delayctl cancel`'s verdicts (admin/job_backend.hpp); audited
+//                    (admin/audit.hpp).
 //   GET /whoami      JSON {"access": "admin" | "read" | "open"}: what the request's token grants.
 //   anything else    404 (unknown path) or 405 (method not allowed there).
 // With a token set, every path but /, /healthz and /readyz asks for "Authorization: Bearer <token>"
 // (401 without it, compared in constant time); the read token may only read (GET, HEAD), its
-// writes get 403 (admin/access.hpp).
+// writes get 403 and an audit line (admin/access.hpp). Routes are given the Access granted.
 //
 // Threading: the HTTP server runs on the io_context's thread (run by one thread). The scheduling
 // loop calls publish() from its own thread; the snapshot is the only state shared with it,

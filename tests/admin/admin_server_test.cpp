@@ -3,6 +3,9 @@
 // connection cap) against idle and oversized clients.
 #include "admin/admin_server.hpp"
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
@@ -12,9 +15,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
-#include "admin/access.hpp"
+#include "admin/audit.hpp"
 #include "admin/request_target.hpp"
 #include "support/requires.hpp"
 
@@ -138,6 +142,27 @@ std::string call(std::uint16_t port, const std::string& method, const std::strin
   return request(port, method + " " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" +
                            (token.empty() ? "" : "Authorization: Bearer " + token + "\r\n") + "\r\n");
 }
+
+// What spdlog's default logger writes while this lives (the audit lines among it).
+class CapturedLog {
+ public:
+  CapturedLog() : previous_(spdlog::default_logger()) {
+    auto logger = std::make_shared<spdlog::logger>("captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_));
+    logger->set_pattern("%v");
+    spdlog::set_default_logger(std::move(logger));
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+  std::string text() {
+    spdlog::default_logger()->flush();
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
 
 struct Running {
   explicit Running(AdminOptions o = options(), std::unique_ptr<delayd::admin::JobBackend> jobs = nullptr)
@@ -401,6 +426,7 @@ TEST_CASE("the read token reads everything and changes nothing, the admin token 
   FakeJobs& jobs = *fake;
   Running r(with_tokens("admin-secret", "read-secret"), std::move(fake));
   r.server.publish(sample_snapshot());
+  CapturedLog log;
 
   for (const std::string path : {"/stats", "/metrics", "/overview", "/jobs/x", "/whoami"}) {
     INFO(path);
@@ -416,7 +442,7 @@ TEST_CASE("the read token reads everything and changes nothing, the admin token 
   // HEAD reads: the read token passes, and /stats answers it as it always has.
   CHECK_THAT(call(r.port(), "HEAD", "/stats", "read-secret"), Catch::StartsWith("HTTP/1.1 405"));
 
-  // A write with the read token: 403, the backend never asked.
+  // A write with the read token: 403, the backend never asked, an audit line.
   const std::string refused = call(r.port(), "DELETE", "/jobs/x", "read-secret");
   REQUIRE_THAT(refused, Catch::StartsWith("HTTP/1.1 403") && Catch::Contains("application/json"));
   CHECK(nlohmann::json::parse(body(refused)) ==
@@ -430,6 +456,31 @@ TEST_CASE("the read token reads everything and changes nothing, the admin token 
   CHECK_THAT(call(r.port(), "DELETE", "/jobs/x", "admin-secret"), Catch::StartsWith("HTTP/1.1 409"));
   CHECK_THAT(call(r.port(), "DELETE", "/jobs/live", "admin-secret"), Catch::StartsWith("HTTP/1.1 200"));
   CHECK(jobs.cancel_calls == 2);
+
+  // Each write counted once, by action and outcome; the refused ones too.
+  const std::string metrics = body(call(r.port(), "GET", "/metrics", "read-secret"));
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"cancel\",outcome=\"refused\"}") == 1);
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"other\",outcome=\"refused\"}") == 1);
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"cancel\",outcome=\"conflict\"}") == 1);
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"cancel\",outcome=\"ok\"}") == 1);
+
+  // One audit line each, naming the access level and never a token.
+  const std::string lines = log.text();
+  INFO(lines);
+  CHECK_THAT(lines,
+             Catch::Contains(R"(admin action: {"access":"read","action":"cancel","target":"x","outcome":"refused"})"
+                             "\n"));
+  CHECK_THAT(lines,
+             Catch::Contains(
+                 R"(admin action: {"access":"read","action":"other","target":"POST /stats","outcome":"refused"})"));
+  CHECK_THAT(lines, Catch::Contains(
+                        R"(admin action: {"access":"admin","action":"cancel","target":"x","outcome":"conflict"})"));
+  CHECK_THAT(lines,
+             Catch::Contains(R"(admin action: {"access":"admin","action":"cancel","target":"live","outcome":"ok"})"));
+  std::size_t count = 0;
+  for (std::size_t at = 0; (at = lines.find("admin action:", at)) != std::string::npos; ++at) ++count;
+  CHECK(count == 4);
+  CHECK(lines.find("secret") == std::string::npos);
 }
 
 TEST_CASE("with only the read token set, nobody may write", "[admin][access]") {
@@ -444,13 +495,55 @@ TEST_CASE("with only the read token set, nobody may write", "[admin][access]") {
   CHECK(jobs.cancel_calls == 0);
 }
 
-TEST_CASE("without a token, access is open", "[admin][access]") {
+TEST_CASE("without a token, access is open and cancels are audited as open", "[admin][access]") {
   Running r(options(), std::make_unique<FakeJobs>());
+  CapturedLog log;
   CHECK(nlohmann::json::parse(body(call(r.port(), "GET", "/whoami")))["access"] == "open");
   CHECK_THAT(call(r.port(), "GET", "/whoami", "anything"), Catch::StartsWith("HTTP/1.1 200"));
   CHECK_THAT(call(r.port(), "POST", "/whoami"), Catch::StartsWith("HTTP/1.1 405"));
   CHECK_THAT(call(r.port(), "DELETE", "/jobs/nope"), Catch::StartsWith("HTTP/1.1 404"));
   CHECK_THAT(call(r.port(), "DELETE", "/jobs/live"), Catch::StartsWith("HTTP/1.1 200"));
+  const std::string metrics = body(call(r.port(), "GET", "/metrics"));
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"cancel\",outcome=\"not_found\"}") == 1);
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"cancel\",outcome=\"ok\"}") == 1);
+  CHECK_THAT(
+      log.text(),
+      Catch::Contains(R"(admin action: {"access":"open","action":"cancel","target":"nope","outcome":"not_found"})"));
+}
+
+TEST_CASE("audit entries: their JSON, the outcome of each status, the action a request asks for", "[admin][audit]") {
+  using namespace delayd::admin;
+  AuditEntry bulk{
+      Access::admin, AuditAction::bulk_cancel, {{"business", "orders"}}, AuditCounts{12, 10, 2, 0}, AuditOutcome::ok};
+  CHECK(audit_json(bulk) == R"({"access":"admin","action":"bulk-cancel","target":{"business":"orders"},)"
+                            R"("counts":{"matched":12,"done":10,"skipped":2,"failed":0},"outcome":"ok"})");
+  // A job id of any bytes stays one line of valid JSON.
+  const std::string odd =
+      audit_json({Access::read, AuditAction::cancel, "a\n\"b\xff", std::nullopt, AuditOutcome::refused});
+  CHECK(odd.find('\n') == std::string::npos);
+  CHECK(nlohmann::json::parse(odd)["target"] == "a\n\"b\xef\xbf\xbd");
+
+  CHECK(outcome_of_status(200) == AuditOutcome::ok);
+  CHECK(outcome_of_status(204) == AuditOutcome::ok);
+  CHECK(outcome_of_status(202) == AuditOutcome::pending);
+  CHECK(outcome_of_status(400) == AuditOutcome::invalid);
+  CHECK(outcome_of_status(403) == AuditOutcome::refused);
+  CHECK(outcome_of_status(404) == AuditOutcome::not_found);
+  CHECK(outcome_of_status(409) == AuditOutcome::conflict);
+  CHECK(outcome_of_status(503) == AuditOutcome::error);
+  CHECK(outcome_of_status(500) == AuditOutcome::error);
+  for (auto a : {AuditAction::cancel, AuditAction::run_now, AuditAction::reschedule, AuditAction::retry,
+                 AuditAction::bulk_cancel, AuditAction::redrive, AuditAction::other}) {
+    CHECK_FALSE(to_string(a).empty());
+  }
+  CHECK(to_string(AuditAction::run_now) == "run-now");
+
+  const AuditEntry cancel = requested_action(boost::beast::http::verb::delete_, "/jobs/a%2Fb");
+  CHECK(cancel.action == AuditAction::cancel);
+  CHECK(cancel.target == "a/b");
+  const AuditEntry other = requested_action(boost::beast::http::verb::patch, "/jobs/a");
+  CHECK(other.action == AuditAction::other);
+  CHECK(other.target == "PATCH /jobs/a");
 }
 
 TEST_CASE("GET and HEAD read, every other method writes", "[admin][access]") {
@@ -576,10 +669,12 @@ TEST_CASE("promtool accepts the text of /metrics", "[admin][metrics]") {
       promtool_env ? promtool_env : "promtool", "Debian package prometheus; scripts/install-deps.sh installs it");
   Running r(options(), std::make_unique<FakeJobs>());
   r.server.publish(busy_snapshot());
+  call(r.port(), "DELETE", "/jobs/x");  // an audited action: delayd_admin_actions_total has a sample
   get(r.port(), "/metrics");  // asks the worker for the pending counts, which the next scrape shows
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const std::string text = body(get(r.port(), "/metrics"));
   REQUIRE(sample(text, "delayd_jobs_pending{shard=\"delay-ingest:0\"}") == 12);
+  REQUIRE(sample(text, "delayd_admin_actions_total{action=\"cancel\",outcome=\"conflict\"}") == 1);
   const std::string file = "/tmp/delayd-admin-metrics-" + std::to_string(r.port()) + ".txt";
   std::ofstream(file) << text;
   const std::string out_file = file + ".out";
