@@ -2,7 +2,6 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
@@ -12,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "admin/access.hpp"
+#include "admin/audit.hpp"
 #include "admin/metrics.hpp"
 #include "admin/request_target.hpp"
 #include "admin/status_page.hpp"
@@ -50,16 +51,6 @@ tcp::endpoint parse_listen(const std::string& listen) {
   return {address, static_cast<std::uint16_t>(port)};
 }
 
-// Constant-time equality (in the length of `expected`), so the token cannot be guessed byte by
-// byte from response times.
-bool same_secret(std::string_view given, std::string_view expected) {
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-  }
-  return diff == 0;
-}
-
 using broker::system_now_ms;
 
 HttpResponse json_response(unsigned status, const nlohmann::json& j) {
@@ -84,7 +75,7 @@ struct AdminServer::State {
   std::optional<SteadyClock::time_point> last_publish;
 
   // The io thread's:
-  Metrics metrics;
+  Metrics metrics;  // but for count_admin_action(), which the worker calls too (audit.hpp)
   bool pending_running = false;
   SteadyClock::time_point pending_next{};
   std::optional<HttpResponse> overview;  // the last /overview answer (200 or 503)
@@ -289,16 +280,28 @@ HttpResponse metrics(const std::shared_ptr<State>& state) {
 }
 
 // Runs `call` on the worker (the JobBackend's thread) and replies with its answer; 503 when it
-// throws (Redis or Kafka failing) or when this endpoint has no job store.
+// throws (Redis or Kafka failing) or when this endpoint has no job store. A write passes its
+// audit entry: audited once answered, its outcome from the answer's status.
 template <class Call>
-void on_worker(const std::shared_ptr<State>& state, const Reply& reply, Call call) {
-  if (!state->jobs || !state->worker) return reply(json_response(503, {{"error", "no job store on this endpoint"}}));
-  asio::post(*state->worker, [state, reply, call = std::move(call)] {
+void on_worker(const std::shared_ptr<State>& state, const Reply& reply, Call call,
+               std::optional<AuditEntry> audited = std::nullopt) {
+  if (!state->jobs || !state->worker) {
+    if (audited) {
+      audited->outcome = AuditOutcome::error;
+      audit(state->metrics, *audited);
+    }
+    return reply(json_response(503, {{"error", "no job store on this endpoint"}}));
+  }
+  asio::post(*state->worker, [state, reply, call = std::move(call), audited = std::move(audited)]() mutable {
     JobAnswer answer{503, ""};
     try {
       answer = call(*state->jobs);
     } catch (const std::exception& e) {
       answer = {503, nlohmann::json{{"error", e.what()}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)};
+    }
+    if (audited) {
+      audited->outcome = outcome_of_status(answer.status);
+      audit(state->metrics, *audited);
     }
     reply(make_response(answer.status, answer.json + "\n", "application/json"));
   });
@@ -316,17 +319,34 @@ void list_jobs(const std::shared_ptr<State>& state, const HttpRequest& req, cons
   });
 }
 
-// POST /jobs/bulk: the body is checked here, on the io thread.
-void bulk(const std::shared_ptr<State>& state, const HttpRequest& req, const Reply& reply) {
+// The audit action of a bulk request.
+AuditAction bulk_action(storage::JobStore::Action a) {
+  using A = storage::JobStore::Action;
+  return a == A::cancel    ? AuditAction::bulk_cancel
+         : a == A::run_now ? AuditAction::bulk_run_now
+                           : AuditAction::bulk_retry;
+}
+
+// POST /jobs/bulk: the body is checked here, on the io thread. A dry run changes nothing and is
+// not audited; a refused body is (invalid), and so is the operation started.
+void bulk(const std::shared_ptr<State>& state, const HttpRequest& req, Access access, const Reply& reply) {
   auto parsed = parse_bulk_request(req.body());
-  if (auto* bad = std::get_if<BadRequest>(&parsed)) return reply(json_response(400, bad->json()));
-  on_worker(state, reply, [request = std::get<BulkRequest>(std::move(parsed))](JobBackend& jobs) {
-    return jobs.bulk(request, system_now_ms());
-  });
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    audit(state->metrics, {access, AuditAction::other, "POST /jobs/bulk", std::nullopt, AuditOutcome::invalid});
+    return reply(json_response(400, bad->json()));
+  }
+  BulkRequest request = std::get<BulkRequest>(std::move(parsed));
+  request.access = std::string(to_string(access));
+  std::optional<AuditEntry> audited;
+  if (!request.dry_run)
+    audited = AuditEntry{access, bulk_action(request.action), request.filter_json, std::nullopt, {}};
+  on_worker(
+      state, reply, [request = std::move(request)](JobBackend& jobs) { return jobs.bulk(request, system_now_ms()); },
+      std::move(audited));
 }
 
 // GET /operations, GET and DELETE /operations/{id}.
-void operations(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path,
+void operations(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, Access access,
                 const Reply& reply) {
   std::string id;
   if (path != kOperations) {
@@ -338,14 +358,17 @@ void operations(const std::shared_ptr<State>& state, const HttpRequest& req, std
     return on_worker(state, reply, [id](JobBackend& jobs) { return jobs.operation(id); });
   }
   if (req.method() == http::verb::delete_ && !id.empty()) {
-    return on_worker(state, reply, [id](JobBackend& jobs) { return jobs.stop_operation(id); });
+    return on_worker(
+        state, reply, [id](JobBackend& jobs) { return jobs.stop_operation(id); },
+        AuditEntry{access, AuditAction::stop_operation, id, std::nullopt, {}});
   }
   reply(json_response(405, {{"error", id.empty() ? "GET" : "GET or DELETE"}}));
 }
 
-void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, const Reply& reply) {
+void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, Access access,
+          const Reply& reply) {
   if (path == "/jobs") return list_jobs(state, req, reply);
-  if (path == "/jobs/bulk" && req.method() == http::verb::post) return bulk(state, req, reply);
+  if (path == "/jobs/bulk" && req.method() == http::verb::post) return bulk(state, req, access, reply);
   auto route = job_route(path);
   if (!route) {
     return reply(json_response(
@@ -356,8 +379,11 @@ void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::stri
     case JobAction::none: {
       const bool cancel = req.method() == http::verb::delete_;
       if (!cancel && req.method() != http::verb::get) return reply(json_response(405, {{"error", "GET or DELETE"}}));
-      return on_worker(state, reply,
-                       [cancel, id](JobBackend& jobs) { return cancel ? jobs.cancel(id) : jobs.get(id); });
+      std::optional<AuditEntry> audited;
+      if (cancel) audited = AuditEntry{access, AuditAction::cancel, id, std::nullopt, {}};
+      return on_worker(
+          state, reply, [cancel, id](JobBackend& jobs) { return cancel ? jobs.cancel(id) : jobs.get(id); },
+          std::move(audited));
     }
     case JobAction::run_now:
     case JobAction::retry:
@@ -365,20 +391,48 @@ void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::stri
       break;
   }
   if (req.method() != http::verb::post) return reply(json_response(405, {{"error", "POST"}}));
+  AuditEntry audited{access, AuditAction::reschedule, id, std::nullopt, {}};
   if (route->action == JobAction::retry) {
-    return on_worker(state, reply, [id](JobBackend& jobs) { return jobs.retry(id, system_now_ms()); });
+    audited.action = AuditAction::retry;
+    return on_worker(
+        state, reply, [id](JobBackend& jobs) { return jobs.retry(id, system_now_ms()); }, audited);
   }
   if (route->action == JobAction::run_now) {
-    return on_worker(state, reply, [id](JobBackend& jobs) {
-      const std::int64_t now = system_now_ms();
-      return jobs.reschedule(id, now, now);
-    });
+    audited.action = AuditAction::run_now;
+    return on_worker(
+        state, reply,
+        [id](JobBackend& jobs) {
+          const std::int64_t now = system_now_ms();
+          return jobs.reschedule(id, now, now);
+        },
+        audited);
   }
   const std::int64_t now = system_now_ms();
   auto at = parse_reschedule_body(req.body(), now);
-  if (auto* bad = std::get_if<BadRequest>(&at)) return reply(json_response(400, bad->json()));
-  on_worker(state, reply,
-            [id, at = std::get<std::int64_t>(at), now](JobBackend& jobs) { return jobs.reschedule(id, at, now); });
+  if (auto* bad = std::get_if<BadRequest>(&at)) {
+    audited.outcome = AuditOutcome::invalid;
+    audit(state->metrics, audited);
+    return reply(json_response(400, bad->json()));
+  }
+  on_worker(
+      state, reply,
+      [id, at = std::get<std::int64_t>(at), now](JobBackend& jobs) { return jobs.reschedule(id, at, now); }, audited);
+}
+
+// 401, asking for a bearer token.
+HttpResponse unauthorized() {
+  HttpResponse r = make_response(401, "a bearer token is required (admin.token or admin.read_token)\n");
+  r.set(http::field::www_authenticate, "Bearer realm=\"delayd\"");
+  return r;
+}
+
+// 403 for a write with a token that may only read, audited as refused.
+HttpResponse refuse_write(State& state, const HttpRequest& req, std::string_view path, Access access) {
+  AuditEntry entry = requested_action(req.method(), path);
+  entry.access = access;
+  entry.outcome = AuditOutcome::refused;
+  audit(state.metrics, entry);
+  return json_response(403, {{"error", "the read token cannot change anything (admin.read_token); use admin.token"}});
 }
 
 void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const Reply& reply) {
@@ -389,27 +443,19 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (path == "/healthz") return get ? reply(healthz(*state)) : only_get();
   if (path == "/readyz") return get ? reply(readyz(*state)) : only_get();
   if (path == "/") return get ? reply(status_page()) : only_get();
-  const bool known = path == "/metrics" || path == "/stats" || path == "/overview" || path == "/jobs" ||
-                     path.starts_with(kJobsPrefix) || path == kOperations ||
+  const bool known = path == "/metrics" || path == "/stats" || path == "/overview" || path == "/whoami" ||
+                     path == "/jobs" || path.starts_with(kJobsPrefix) || path == kOperations ||
                      (path.starts_with(kOperations) && path[kOperations.size()] == '/');
   if (!known) return reply(make_response(404, "not found\n"));
-  if (!state->options.token.empty()) {
-    const auto it = req.find(http::field::authorization);
-    const std::string_view given =
-        it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
-    const bool bearer = given.size() > 7 && boost::beast::iequals(boost::beast::string_view(given.data(), 7),
-                                                                  "Bearer ");  // scheme: any case
-    if (!bearer || !same_secret(given.substr(7), state->options.token)) {
-      HttpResponse r = make_response(401, "a bearer token is required (admin.token)\n");
-      r.set(http::field::www_authenticate, "Bearer realm=\"delayd\"");
-      return reply(std::move(r));
-    }
-  }
+  const std::optional<Access> access = access_of(req, state->options.token, state->options.read_token);
+  if (!access) return reply(unauthorized());
+  if (!allows(*access, req.method())) return reply(refuse_write(*state, req, path, *access));
   if (path == "/metrics") return get ? reply(metrics(state)) : only_get();
   if (path == "/stats") return get ? reply(stats(*state)) : only_get();
   if (path == "/overview") return get ? overview(state, reply) : only_get();
-  if (path.starts_with(kOperations)) return operations(state, req, path, reply);
-  return jobs(state, req, path, reply);
+  if (path == "/whoami") return get ? reply(json_response(200, {{"access", to_string(*access)}})) : only_get();
+  if (path.starts_with(kOperations)) return operations(state, req, path, *access, reply);
+  return jobs(state, req, path, *access, reply);
 }
 
 }  // namespace
@@ -427,6 +473,7 @@ AdminOptions admin_options(const config::Config& config) {
   AdminOptions o;
   o.listen = config.admin.listen;
   o.token = config.admin.token;
+  o.read_token = config.admin.read_token;
   o.limits.max_connections = static_cast<std::size_t>(config.admin.max_connections);
   o.limits.read_timeout = std::chrono::milliseconds(config.admin.read_timeout_ms);
   o.limits.max_header_bytes = static_cast<std::size_t>(config.admin.max_header_bytes);
@@ -447,6 +494,11 @@ AdminServer::AdminServer(asio::io_context& io, AdminOptions options, std::unique
   state_->http = http_.get();
   worker_ = std::make_unique<asio::thread_pool>(1);
   state_->worker = worker_.get();
+  if (state_->jobs) {
+    state_->jobs->set_audit_sink([weak = std::weak_ptr<State>(state_)](const AuditEntry& e) {
+      if (auto s = weak.lock()) audit(s->metrics, e);
+    });
+  }
 }
 
 AdminServer::~AdminServer() {

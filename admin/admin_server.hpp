@@ -24,9 +24,12 @@
 //   POST /jobs/bulk  an action on every job of a filter: a dry run's count, or an operation
 //                    (admin/operation_runner.hpp); GET /operations[/{id}] its progress, DELETE
 //                    /operations/{id} stops it.
+//                    Every write is audited (admin/audit.hpp).
+//   GET /whoami      JSON {"access": "admin" | "read" | "open"}: what the request's token grants.
 //   anything else    404 (unknown path) or 405 (method not allowed there).
 // With a token set, every path but /, /healthz and /readyz asks for "Authorization: Bearer <token>"
-// (401 without it, compared in constant time).
+// (401 without it, compared in constant time); the read token may only read (GET, HEAD), its
+// writes get 403 and an audit line (admin/access.hpp). Routes are given the Access granted.
 //
 // Threading: the HTTP server runs on the io_context's thread (run by one thread). The scheduling
 // loop calls publish() from its own thread; the snapshot is the only state shared with it,
@@ -40,12 +43,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "admin/audit.hpp"
 #include "admin/http_server.hpp"
 #include "admin/job_query.hpp"
 #include "broker/snapshot.hpp"
@@ -56,7 +61,8 @@ namespace delayd::admin {
 
 struct AdminOptions {
   std::string listen;  // host:port; port 0 picks a free one
-  std::string token;   // empty: no token asked
+  std::string token;   // may read and write; empty: none (no token asked unless read_token is set)
+  std::string read_token;  // may only read; empty: none
   HttpLimits limits;
 };
 
@@ -97,6 +103,10 @@ class JobBackend {
   virtual JobAnswer bulk(const BulkRequest& request, std::int64_t now_ms);
   virtual JobAnswer operation(const std::string& id);  // "" lists the newest
   virtual JobAnswer stop_operation(const std::string& id);
+  // Where the backend reports writes that end later (a bulk operation's end, with its counts);
+  // the AdminServer sets it once, before any call. Any thread may call it.
+  using AuditSink = std::function<void(const AuditEntry&)>;
+  virtual void set_audit_sink(AuditSink) {}
   virtual storage::StoreStats store_stats() = 0;
   // The overview as of now_ms (epoch ms).
   virtual Overview overview(std::int64_t now_ms) = 0;

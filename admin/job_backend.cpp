@@ -27,7 +27,42 @@ JobAnswer answer(unsigned status, const nlohmann::json& j) { return {status, to_
 StoreJobBackend::StoreJobBackend(config::Config config, std::chrono::milliseconds cancel_wait)
     : config_(std::move(config)),
       cancel_wait_(cancel_wait),
-      runner_(std::make_unique<OperationRunner>(config_, broker::Ownership::member_name(), OperationRunner::OnEnd{})) {}
+      runner_(std::make_unique<OperationRunner>(
+          config_, broker::Ownership::member_name(),
+          [this](const std::string& id, const storage::OperationStore::Fields& f) { audit_end(id, f); })) {}
+
+void StoreJobBackend::set_audit_sink(AuditSink sink) {
+  std::lock_guard lock(sink_mutex_);
+  sink_ = std::move(sink);
+}
+
+void StoreJobBackend::audit_end(const std::string& id, const storage::OperationStore::Fields& f) {
+  const auto text = [&](const char* name) { return f.count(name) ? f.at(name) : std::string(); };
+  const auto number = [&](const char* name) {
+    try {
+      return static_cast<std::int64_t>(std::stoll(text(name)));
+    } catch (const std::exception&) {
+      return std::int64_t{0};
+    }
+  };
+  AuditEntry e;
+  e.access = text("access") == "read" ? Access::read : text("access") == "open" ? Access::open : Access::admin;
+  e.action = text("action") == "cancel"    ? AuditAction::bulk_cancel
+             : text("action") == "run-now" ? AuditAction::bulk_run_now
+                                           : AuditAction::bulk_retry;
+  e.target = {{"operation", id}, {"filter", nlohmann::json::parse(text("filter"), nullptr, false)}};
+  std::int64_t skipped = 0;
+  const nlohmann::json s = nlohmann::json::parse(text("skipped"), nullptr, false);
+  if (s.is_object()) {
+    for (const auto& [why, n] : s.items()) skipped += n.is_number() ? n.get<std::int64_t>() : 0;
+  }
+  e.counts = AuditCounts{number("matched"), number("done"), skipped, number("failed")};
+  e.outcome = text("status") == "done"      ? AuditOutcome::ok
+              : text("status") == "stopped" ? AuditOutcome::stopped
+                                            : AuditOutcome::error;
+  std::lock_guard lock(sink_mutex_);
+  if (sink_) sink_(e);
+}
 
 StoreJobBackend::~StoreJobBackend() = default;
 
@@ -185,6 +220,7 @@ JobAnswer StoreJobBackend::bulk(const BulkRequest& request, std::int64_t now_ms)
                        {"failed", "0"},
                        {"skipped", "{}"},
                        {"created_at", std::to_string(now_ms)},
+                       {"access", request.access},
                        {"updated_at", std::to_string(now_ms)}},
                       now_ms);
   });

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "admin/admin_server.hpp"
@@ -54,6 +55,7 @@ class StoreJobBackend final : public JobBackend {
   JobAnswer operation(const std::string& id) override;
   // 202 {"status": "stopping"} (the runner stops it after its batch); 409 when it has ended; 404.
   JobAnswer stop_operation(const std::string& id) override;
+  void set_audit_sink(AuditSink sink) override;
   // How long a dry run counts, at most.
   static constexpr std::chrono::seconds kDryRunFor{10};
   // JobStore::stats().pending_by_shard.
@@ -62,6 +64,8 @@ class StoreJobBackend final : public JobBackend {
   Overview overview(std::int64_t now_ms) override;
 
  private:
+  // The audit line of an operation that ended (the runner's thread).
+  void audit_end(const std::string& id, const storage::OperationStore::Fields& fields);
   // The store, connected now if it is not; the Redis connection is dropped if `f` throws.
   template <class F>
   auto with_store(F f);
@@ -74,6 +78,8 @@ class StoreJobBackend final : public JobBackend {
   std::unique_ptr<storage::JobStore> store_;
   std::unique_ptr<connectors::KafkaProducer> producer_;
   std::optional<connectors::DeliveryReport> report_;
+  std::mutex sink_mutex_;  // guards sink_ (the runner's thread reads it)
+  AuditSink sink_;
   std::unique_ptr<OperationRunner> runner_;  // runs the bulk operations, on a thread of its own
 };
 

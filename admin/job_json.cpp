@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "base/text_encoding.hpp"
 #include "contract/time_format.hpp"
 #include "storage/header_codec.hpp"
 
@@ -50,6 +51,24 @@ nlohmann::json history_to_json(const std::string& text) {
   return out;
 }
 
+// Sets j[name] to the preview of `bytes`, with its companions (job_json.hpp).
+void put_preview(nlohmann::json& j, const std::string& name, std::string_view bytes) {
+  const std::string_view text = base::utf8_prefix(bytes, kPreviewBytes);
+  std::string_view shown = text;
+  if (base::is_printable_utf8(text)) {
+    j[name] = std::string(text);
+    j[name + "_encoding"] = "text";
+  } else {
+    shown = bytes.substr(0, kPreviewBytes);
+    j[name] = base::base64(shown);
+    j[name + "_encoding"] = "base64";
+  }
+  if (shown.size() < bytes.size()) {
+    j[name + "_truncated"] = true;
+    j[name + "_bytes"] = bytes.size();
+  }
+}
+
 }  // namespace
 
 nlohmann::json job_to_json(const std::string& job_id, const std::map<std::string, std::string>& fields) {
@@ -60,7 +79,9 @@ nlohmann::json job_to_json(const std::string& job_id, const std::map<std::string
       nlohmann::json hs = nlohmann::json::array();
       try {
         for (const auto& [hn, hv] : storage::decode_headers(value)) {
-          hs.push_back({{"name", hn}, {"value", hv ? nlohmann::json(*hv) : nlohmann::json(nullptr)}});
+          nlohmann::json h{{"name", hn}, {"value", nullptr}};
+          if (hv) put_preview(h, "value", *hv);
+          hs.push_back(std::move(h));
         }
       } catch (const std::invalid_argument&) {
         hs = "<undecodable>";
@@ -71,6 +92,8 @@ nlohmann::json job_to_json(const std::string& job_id, const std::map<std::string
       j[name] = as_int(value).value_or(0);
     } else if (name == "history") {
       j[name] = history_to_json(value);
+    } else if (name == "key" || name == "value") {
+      put_preview(j, name, value);
     } else {
       j[name] = value;
     }

@@ -70,6 +70,7 @@ struct BulkRequest {
   nlohmann::json filter_json;  // the filter as parameters (strings), to store and read again
   bool dry_run = true;
   std::int64_t rate_per_s = kDefaultRate;
+  std::string access;  // who asked (admin/access.hpp's name), kept with the operation for its audit
 };
 std::variant<BulkRequest, BadRequest> parse_bulk_request(std::string_view body);
 // The filter stored with an operation, read again (parse_bulk_request()'s filter_json).

@@ -158,6 +158,9 @@ struct Metrics::Impl {
   pm::Counter& http_accepted =
       counters("delayd_admin_connections_accepted_total", "Admin endpoint connections accepted").Add({});
   pm::Gauge& http_open = gauges("delayd_admin_connections_open", "Admin endpoint connections open").Add({});
+  pm::Family<pm::Counter>& admin_actions =
+      counters("delayd_admin_actions_total",
+               "Write actions asked of the admin endpoint, by action and outcome (refused: the read token asked)");
   HttpServerCounters http_last;
 
   pm::Counter& cpu = counters("process_cpu_seconds_total", "Total user and system CPU time spent in seconds").Add({});
@@ -310,6 +313,10 @@ void Metrics::set_job_counts(const std::map<std::string, std::map<std::string, s
       it->second->Set(static_cast<double>(n));
     }
   }
+}
+
+void Metrics::count_admin_action(std::string_view action, std::string_view outcome) {
+  impl_->admin_actions.Add({{"action", std::string(action)}, {"outcome", std::string(outcome)}}).Increment();
 }
 
 void Metrics::set_http(const HttpServerCounters& c, std::size_t open_connections) {

@@ -11,13 +11,17 @@
 // Label sets are bounded: outage{dependency} has the loop's four dependencies, dead-letter
 // reasons and shards are capped (kMaxLabelValues each; beyond it, new values are not added).
 //
-// Threading: not thread-safe; one caller at a time (the admin endpoint's thread).
+// Threading: not thread-safe; one caller at a time (the admin endpoint's thread), except
+// count_admin_action(), which any thread may call at any time (it only adds to one family of
+// prometheus-cpp, whose Family::Add and Counter::Increment are thread-safe, as is the
+// Registry::Collect of render()).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "admin/http_server.hpp"
 #include "broker/snapshot.hpp"
@@ -43,6 +47,9 @@ class Metrics {
   // lifecycle's running, finished, failed and redelivered included); capped at
   // kMaxLabelValues series, like the other labels.
   void set_job_counts(const std::map<std::string, std::map<std::string, std::int64_t>>& by_business_state);
+  // Adds one to delayd_admin_actions_total{action,outcome} (admin/audit.hpp: both come from
+  // enums, so the label set is bounded). Any thread.
+  void count_admin_action(std::string_view action, std::string_view outcome);
   // Sets the admin endpoint's own connection counters.
   void set_http(const HttpServerCounters& counters, std::size_t open_connections);
   // The whole registry in the Prometheus text format, with process metrics read now.

@@ -1,7 +1,8 @@
 // The status page served at GET / by the admin endpoint: one self-contained HTML document
 // (inline CSS and JavaScript, inline SVG charts, nothing fetched from anywhere but this endpoint's
-// own /stats, /overview and /jobs/{id}). Its Content-Security-Policy (status_page_csp()) lets the
-// browser enforce that: no other origin, no external script, style, image or font.
+// own /stats, /overview, /whoami and /jobs/{id}). Its Content-Security-Policy
+// (status_page_csp()) lets the browser enforce that: no other origin, no external script, style,
+// image or font.
 //
 // Its sources are admin/ui/status.html, status.css and status.js, compiled in (cmake/EmbedText.cmake);
 // the page is status.html with the other two inline in place of the tags that load them.
@@ -21,6 +22,9 @@
 // Token: with admin.token set, open the page as http://host:port/#token=<token>. The page reads
 // the token from the URL fragment (never sent to the server in the URL) and sends it as
 // "Authorization: Bearer <token>" with its requests. The page itself is served without one.
+// It asks /whoami what the token grants, keeps the answer in its variable `access`, shows it
+// (element access) and, for the read token, sets the class read-only on <body>, which hides
+// every element of class "write".
 //
 // Threading: constant data; any thread.
 #pragma once

@@ -216,20 +216,16 @@ void set_from_text(Config& c, const Target& t, std::string_view text, const std:
 
 // ---- the TOML file ----------------------------------------------------------------------
 
-std::string read_file(const std::string& path, const std::string& path_origin) {
+// The whole content of the file at `path`; fails with `subject` and `origin` when it cannot be
+// opened or read.
+std::string read_file(const std::string& path, std::string_view subject, std::string_view origin) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) {
-    fail("config file " + quote_for_message(path, 500), path_origin,
-         std::string("cannot open: ") + std::strerror(errno));
-  }
+  if (!f) fail(subject, origin, std::string("cannot open: ") + std::strerror(errno));
   std::string data;
   char buf[8192];
   std::size_t n = 0;
   while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) data.append(buf, n);
-  if (std::ferror(f.get())) {
-    fail("config file " + quote_for_message(path, 500), path_origin,
-         std::string("cannot read: ") + std::strerror(errno));
-  }
+  if (std::ferror(f.get())) fail(subject, origin, std::string("cannot read: ") + std::strerror(errno));
   return data;
 }
 
@@ -274,7 +270,7 @@ class FileLoader {
   FileLoader(Config& c, std::string path) : c_(c), path_(std::move(path)) {}
 
   void load(const std::string& path_origin) {
-    const std::string text = read_file(path_, path_origin);
+    const std::string text = read_file(path_, "config file " + quote_for_message(path_, 500), path_origin);
     toml::value root;
     try {
       std::istringstream in(text);
@@ -405,6 +401,52 @@ void apply_set(Config& c, std::string_view assignment) {
   set_from_text(c, t, assignment.substr(eq + 1), "--set");
 }
 
+// ---- secrets given as files --------------------------------------------------------------
+
+// Secret settings that may be given as a file instead (a Kubernetes secret mounted as a file):
+// the secret, and the setting that names its file.
+struct SecretFile {
+  std::string_view secret;
+  std::string_view file;
+};
+constexpr SecretFile kSecretFiles[] = {{"admin.token", "admin.token_file"},
+                                       {"admin.read_token", "admin.read_token_file"}};
+
+// " (from <origin>)" of a setting, or "" for a default.
+std::string from_origin(const Config& c, std::string_view name) {
+  const auto it = c.origins.find(std::string(name));
+  return it == c.origins.end() ? "" : " (from " + it->second + ")";
+}
+
+// The content of the file `path` names, without its trailing newline (LF or CRLF, however many).
+// Fails naming `file` (the setting) and the path when it cannot be read or holds nothing else.
+std::string read_secret_file(const Config& c, std::string_view file, const std::string& path) {
+  const std::string subject = std::string(file) + " = " + quote_for_message(path, 500);
+  const auto it = c.origins.find(std::string(file));
+  const std::string origin = it == c.origins.end() ? "" : it->second;
+  std::string data = read_file(path, subject, origin);
+  while (!data.empty() && (data.back() == '\n' || data.back() == '\r')) data.pop_back();
+  if (data.empty()) fail(subject, origin, "the file is empty");
+  return data;
+}
+
+// Reads each secret given as a file into its setting, whose origin then names the file.
+void read_secret_files(Config& c) {
+  for (const auto& [secret_name, file_name] : kSecretFiles) {
+    const Setting& secret = *detail::find_setting(secret_name);
+    const std::string path = std::get<Field<std::string>>(detail::find_setting(file_name)->field).get(c);
+    if (path.empty()) continue;
+    std::string& value = std::get<Field<std::string>>(secret.field).mut(c);
+    if (!value.empty()) {
+      fail(std::string(secret_name) + from_origin(c, secret_name) + " and " + std::string(file_name) + " = " +
+               quote_for_message(path, 500) + from_origin(c, file_name),
+           "", "both are set; give the secret or the file that holds it, not both");
+    }
+    value = read_secret_file(c, file_name, path);
+    c.origins[std::string(secret_name)] = std::string(file_name) + " " + path;
+  }
+}
+
 // ---- validation -------------------------------------------------------------------------
 
 [[noreturn]] void invalid(const Config& c, const Setting& s, std::string_view problem) {
@@ -526,6 +568,9 @@ void validate_config(const Config& c) {
     invalid(c, *detail::find_setting("scheduler.process_retry_max_ms"),
             "must not be less than scheduler.process_retry_base_ms (" +
                 std::to_string(c.scheduler.process_retry_base_ms) + ")");
+  }
+  if (!c.admin.read_token.empty() && c.admin.read_token == c.admin.token) {
+    invalid(c, *detail::find_setting("admin.read_token"), "must differ from admin.token");
   }
   if (c.scheduler.retry_backoff_max_ms < c.scheduler.retry_backoff_ms) {
     invalid(c, *detail::find_setting("scheduler.retry_backoff_max_ms"),
@@ -650,6 +695,7 @@ Config load_config(const ConfigFlags& flags, const Environment& env) {
   shortcut(flags.kafka_bootstrap, "kafka.bootstrap", "--kafka-bootstrap");
   shortcut(flags.redis_url, "redis.url", "--redis-url");
   shortcut(flags.log_level, "log.level", "--log-level");
+  read_secret_files(c);
   validate_config(c);
   return c;
 }

@@ -142,8 +142,17 @@ struct AdminConfig {
   // a free port (tests). Off by default so that instances sharing a host never collide.
   std::string listen;
   // Bearer token asked of every request but /healthz and /readyz (Authorization: Bearer <token>);
-  // empty: no token asked. Secret: masked when the configuration is printed.
+  // it may read and change everything. Empty: no token asked (unless read_token is set).
+  // Secret: masked when the configuration is printed.
   std::string token;
+  // A file that holds admin.token, read once by load_config() (Kubernetes secrets), a trailing
+  // newline trimmed: load_config() leaves its content in `token`. Not with admin.token itself.
+  std::string token_file;
+  // Bearer token that may read every token-protected path (GET, HEAD) but change nothing: any
+  // other method gets 403. Must differ from admin.token. Secret, like it.
+  std::string read_token;
+  // A file that holds admin.read_token, as token_file holds admin.token.
+  std::string read_token_file;
   std::int64_t max_connections = 64;     // open connections; beyond it the oldest idle one is closed
   std::int64_t read_timeout_ms = 5000;   // to receive one whole request (and to send its answer)
   std::int64_t max_header_bytes = 8192;  // request line and headers; larger gets 431
@@ -215,7 +224,9 @@ struct ConfigFlags {
 void add_config_flags(CLI::App& app, ConfigFlags& flags);
 
 // Defaults, then the file (flags.config_file, else env DELAYD_CONFIG), then env, then flags;
-// then validate_config(). Throws ConfigError.
+// then the secrets given as files (admin.token_file, admin.read_token_file) are read into their
+// settings; then validate_config(). Throws ConfigError, also when a secret and its file are both
+// set, or the file cannot be read or is empty.
 Config load_config(const ConfigFlags& flags, const Environment& env);
 
 enum class ConfigFormat { toml, json };

@@ -158,6 +158,9 @@ constexpr std::array kSettings = {
 
   Setting{"admin.listen", field<Str>([](auto& c) -> auto& { return c.admin.listen; }), 0, 0, check_listen},
   Setting{"admin.token", field<Str>([](auto& c) -> auto& { return c.admin.token; }), 0, 0, nullptr, true},
+  Setting{"admin.token_file", field<Str>([](auto& c) -> auto& { return c.admin.token_file; })},
+  Setting{"admin.read_token", field<Str>([](auto& c) -> auto& { return c.admin.read_token; }), 0, 0, nullptr, true},
+  Setting{"admin.read_token_file", field<Str>([](auto& c) -> auto& { return c.admin.read_token_file; })},
   Setting{"admin.max_connections", field<Int>([](auto& c) -> auto& { return c.admin.max_connections; }), 1, 100'000},
   Setting{"admin.read_timeout_ms", field<Int>([](auto& c) -> auto& { return c.admin.read_timeout_ms; }), 1, 3'600'000},
   Setting{"admin.max_header_bytes", field<Int>([](auto& c) -> auto& { return c.admin.max_header_bytes; }), 512, 1'048'576},

@@ -9,6 +9,9 @@ const token = new URLSearchParams(location.hash.slice(1)).get("token");
 const headers = token ? { "Authorization": "Bearer " + token } : {};
 const samples = [];  // {t, delivered, accepted}: the rates' history, this page's memory only
 let polls = 0;
+// What the token grants, from /whoami: "admin", "read" or "open"; null until known. With "read",
+// <body> has the class read-only, which hides every element of class "write" (status.css).
+let access = null;
 
 const $ = (id) => document.getElementById(id);
 const fmt = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "-");
@@ -149,7 +152,18 @@ async function refresh() {
   setText("updated", new Date().toLocaleTimeString("en-GB"));
 }
 
+async function whoami() {
+  try {
+    access = (await getJson('/whoami')).access;
+  } catch (e) {
+    access = null;
+  }
+  document.body.classList.toggle('read-only', access === 'read');
+  setText('access', access ? 'access: ' + access : '');
+}
+
 async function loop() {
+  if (access === null) await whoami();
   try { await refresh(); } catch (e) { setText("fetch-error", String(e)); }
   setTimeout(loop, REFRESH_MS);
 }

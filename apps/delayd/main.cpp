@@ -80,7 +80,9 @@ int main(int argc, char** argv) {
                     std::make_unique<delayd::admin::StoreJobBackend>(config, std::chrono::seconds(5)));
       spdlog::info("admin endpoint on {}:{} (/healthz, /readyz, /metrics, /stats, /jobs/{{id}}){}",
                    config.admin.listen.substr(0, config.admin.listen.rfind(':')), admin->port(),
-                   config.admin.token.empty() ? "" : "; bearer token required but for /healthz and /readyz");
+                   config.admin.token.empty() && config.admin.read_token.empty()
+                       ? ""
+                       : "; bearer token required but for /healthz and /readyz");
     } catch (const std::exception& e) {
       std::cerr << "delayd: " << e.what() << "\n";
       return 2;

@@ -3,6 +3,9 @@
 // connection cap) against idle and oversized clients.
 #include "admin/admin_server.hpp"
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
@@ -12,8 +15,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
+#include "admin/audit.hpp"
 #include "admin/request_target.hpp"
 #include "support/requires.hpp"
 
@@ -84,7 +89,11 @@ struct FakeJobs final : delayd::admin::JobBackend {
     if (id == "nope") return {404, R"({"error": "no job nope"})"};
     return {200, nlohmann::json{{"job_id", id}, {"state", "delay"}}.dump()};
   }
+  // "live" is cancelled (200), "nope" does not exist (404), any other id was delivered (409).
   JobAnswer cancel(const std::string& id) override {
+    ++cancel_calls;
+    if (id == "live") return {200, nlohmann::json{{"job_id", id}, {"cancelled", true}, {"state", "cancelled"}}.dump()};
+    if (id == "nope") return {404, R"({"error": "no job nope"})"};
     return {409, nlohmann::json{{"job_id", id}, {"cancelled", false}, {"state", "delivered"}}.dump()};
   }
   delayd::storage::StoreStats store_stats() override {
@@ -107,6 +116,7 @@ struct FakeJobs final : delayd::admin::JobBackend {
   }
   std::atomic<int> overview_calls{0};
   std::atomic<bool> overview_fails{false};
+  std::atomic<int> cancel_calls{0};
 };
 
 AdminOptions options(std::string token = "", std::size_t max_connections = 64,
@@ -118,6 +128,41 @@ AdminOptions options(std::string token = "", std::size_t max_connections = 64,
   o.limits.read_timeout = read_timeout;
   return o;
 }
+
+// options() with both tokens.
+AdminOptions with_tokens(std::string admin, std::string read) {
+  AdminOptions o = options(std::move(admin));
+  o.read_token = std::move(read);
+  return o;
+}
+
+// The whole response to `method path`, with "Authorization: Bearer <token>" unless token is empty.
+std::string call(std::uint16_t port, const std::string& method, const std::string& path,
+                 const std::string& token = "") {
+  return request(port, method + " " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" +
+                           (token.empty() ? "" : "Authorization: Bearer " + token + "\r\n") + "\r\n");
+}
+
+// What spdlog's default logger writes while this lives (the audit lines among it).
+class CapturedLog {
+ public:
+  CapturedLog() : previous_(spdlog::default_logger()) {
+    auto logger = std::make_shared<spdlog::logger>("captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_));
+    logger->set_pattern("%v");
+    spdlog::set_default_logger(std::move(logger));
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+  std::string text() {
+    spdlog::default_logger()->flush();
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
 
 struct Running {
   explicit Running(AdminOptions o = options(), std::unique_ptr<delayd::admin::JobBackend> jobs = nullptr)
@@ -315,9 +360,10 @@ TEST_CASE("the status page at / is one self-contained document, served without t
     CHECK(rest.compare(at, 26, "http://www.w3.org/2000/svg") == 0);
   }
   // The ids the stack test reads, and the endpoints it polls.
-  for (const std::string id : {"id=\"held\"", "id=\"in_wheel\"", "id=\"in_flight\"", "id=\"next_due\"",
-                               "id=\"pending\"", "id=\"delivered\"", "id=\"accepted\"", "id=\"problem\"",
-                               "id=\"polls\"", "\"/stats\"", "\"/overview\"", "\"/jobs/\"", "#token=", "Bearer "}) {
+  for (const std::string id :
+       {"id=\"held\"", "id=\"in_wheel\"", "id=\"in_flight\"", "id=\"next_due\"", "id=\"pending\"", "id=\"delivered\"",
+        "id=\"accepted\"", "id=\"problem\"", "id=\"polls\"", "\"/stats\"", "\"/overview\"", "\"/jobs/\"",
+        "#token=", "Bearer ", "\"/whoami\"", "read-only", "id=\"access\""}) {
     INFO(id);
     CHECK(html.find(id) != std::string::npos);
   }
@@ -360,7 +406,7 @@ TEST_CASE("with admin.token, all but healthz and readyz ask for the bearer token
   r.server.publish(sample_snapshot());
   CHECK_THAT(get(r.port(), "/healthz"), Catch::StartsWith("HTTP/1.1 200"));
   CHECK_THAT(get(r.port(), "/readyz"), Catch::StartsWith("HTTP/1.1 200"));
-  for (const std::string path : {"/metrics", "/stats", "/overview", "/jobs/a"}) {
+  for (const std::string path : {"/metrics", "/stats", "/overview", "/jobs/a", "/whoami"}) {
     INFO(path);
     const std::string none = get(r.port(), path);
     CHECK_THAT(none, Catch::StartsWith("HTTP/1.1 401") && Catch::Contains("WWW-Authenticate: Bearer"));
@@ -373,6 +419,141 @@ TEST_CASE("with admin.token, all but healthz and readyz ask for the bearer token
     CHECK_THAT(get(r.port(), path, "Authorization: Bearer \r\n"), Catch::StartsWith("HTTP/1.1 401"));
   }
   CHECK_THAT(get(r.port(), "/nothing"), Catch::StartsWith("HTTP/1.1 404"));  // no hint of what exists
+}
+
+TEST_CASE("the read token reads everything and changes nothing, the admin token does both", "[admin][access]") {
+  auto fake = std::make_unique<FakeJobs>();
+  FakeJobs& jobs = *fake;
+  Running r(with_tokens("admin-secret", "read-secret"), std::move(fake));
+  r.server.publish(sample_snapshot());
+  CapturedLog log;
+
+  for (const std::string path : {"/stats", "/metrics", "/overview", "/jobs/x", "/whoami"}) {
+    INFO(path);
+    CHECK_THAT(call(r.port(), "GET", path, "read-secret"), Catch::StartsWith("HTTP/1.1 200"));
+    CHECK_THAT(call(r.port(), "GET", path, "admin-secret"), Catch::StartsWith("HTTP/1.1 200"));
+    CHECK_THAT(call(r.port(), "GET", path, "wrong"), Catch::StartsWith("HTTP/1.1 401"));
+    CHECK_THAT(call(r.port(), "GET", path), Catch::StartsWith("HTTP/1.1 401"));
+  }
+  CHECK(nlohmann::json::parse(body(call(r.port(), "GET", "/whoami", "read-secret"))) ==
+        nlohmann::json{{"access", "read"}});
+  CHECK(nlohmann::json::parse(body(call(r.port(), "GET", "/whoami", "admin-secret"))) ==
+        nlohmann::json{{"access", "admin"}});
+  // HEAD reads: the read token passes, and /stats answers it as it always has.
+  CHECK_THAT(call(r.port(), "HEAD", "/stats", "read-secret"), Catch::StartsWith("HTTP/1.1 405"));
+
+  // A write with the read token: 403, the backend never asked, an audit line.
+  const std::string refused = call(r.port(), "DELETE", "/jobs/x", "read-secret");
+  REQUIRE_THAT(refused, Catch::StartsWith("HTTP/1.1 403") && Catch::Contains("application/json"));
+  CHECK(nlohmann::json::parse(body(refused)) ==
+        nlohmann::json{{"error", "the read token cannot change anything (admin.read_token); use admin.token"}});
+  CHECK_THAT(call(r.port(), "POST", "/stats", "read-secret"), Catch::StartsWith("HTTP/1.1 403"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/x", "wrong"), Catch::StartsWith("HTTP/1.1 401"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/x"), Catch::StartsWith("HTTP/1.1 401"));
+  CHECK(jobs.cancel_calls == 0);
+
+  // The admin token writes.
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/x", "admin-secret"), Catch::StartsWith("HTTP/1.1 409"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/live", "admin-secret"), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK(jobs.cancel_calls == 2);
+
+  // Each write counted once, by action and outcome; the refused ones too.
+  const std::string metrics = body(call(r.port(), "GET", "/metrics", "read-secret"));
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"cancel\",outcome=\"refused\"}") == 1);
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"other\",outcome=\"refused\"}") == 1);
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"cancel\",outcome=\"conflict\"}") == 1);
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"cancel\",outcome=\"ok\"}") == 1);
+
+  // One audit line each, naming the access level and never a token.
+  const std::string lines = log.text();
+  INFO(lines);
+  CHECK_THAT(lines,
+             Catch::Contains(R"(admin action: {"access":"read","action":"cancel","target":"x","outcome":"refused"})"
+                             "\n"));
+  CHECK_THAT(lines,
+             Catch::Contains(
+                 R"(admin action: {"access":"read","action":"other","target":"POST /stats","outcome":"refused"})"));
+  CHECK_THAT(lines, Catch::Contains(
+                        R"(admin action: {"access":"admin","action":"cancel","target":"x","outcome":"conflict"})"));
+  CHECK_THAT(lines,
+             Catch::Contains(R"(admin action: {"access":"admin","action":"cancel","target":"live","outcome":"ok"})"));
+  std::size_t count = 0;
+  for (std::size_t at = 0; (at = lines.find("admin action:", at)) != std::string::npos; ++at) ++count;
+  CHECK(count == 4);
+  CHECK(lines.find("secret") == std::string::npos);
+}
+
+TEST_CASE("with only the read token set, nobody may write", "[admin][access]") {
+  auto fake = std::make_unique<FakeJobs>();
+  FakeJobs& jobs = *fake;
+  Running r(with_tokens("", "read-secret"), std::move(fake));
+  CHECK_THAT(call(r.port(), "GET", "/stats", "read-secret"), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(call(r.port(), "GET", "/stats"), Catch::StartsWith("HTTP/1.1 401"));
+  CHECK(nlohmann::json::parse(body(call(r.port(), "GET", "/whoami", "read-secret")))["access"] == "read");
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/x", "read-secret"), Catch::StartsWith("HTTP/1.1 403"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/x"), Catch::StartsWith("HTTP/1.1 401"));
+  CHECK(jobs.cancel_calls == 0);
+}
+
+TEST_CASE("without a token, access is open and cancels are audited as open", "[admin][access]") {
+  Running r(options(), std::make_unique<FakeJobs>());
+  CapturedLog log;
+  CHECK(nlohmann::json::parse(body(call(r.port(), "GET", "/whoami")))["access"] == "open");
+  CHECK_THAT(call(r.port(), "GET", "/whoami", "anything"), Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(call(r.port(), "POST", "/whoami"), Catch::StartsWith("HTTP/1.1 405"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/nope"), Catch::StartsWith("HTTP/1.1 404"));
+  CHECK_THAT(call(r.port(), "DELETE", "/jobs/live"), Catch::StartsWith("HTTP/1.1 200"));
+  const std::string metrics = body(call(r.port(), "GET", "/metrics"));
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"cancel\",outcome=\"not_found\"}") == 1);
+  CHECK(sample(metrics, "delayd_admin_actions_total{action=\"cancel\",outcome=\"ok\"}") == 1);
+  CHECK_THAT(
+      log.text(),
+      Catch::Contains(R"(admin action: {"access":"open","action":"cancel","target":"nope","outcome":"not_found"})"));
+}
+
+TEST_CASE("audit entries: their JSON, the outcome of each status, the action a request asks for", "[admin][audit]") {
+  using namespace delayd::admin;
+  AuditEntry bulk{
+      Access::admin, AuditAction::bulk_cancel, {{"business", "orders"}}, AuditCounts{12, 10, 2, 0}, AuditOutcome::ok};
+  CHECK(audit_json(bulk) == R"({"access":"admin","action":"bulk-cancel","target":{"business":"orders"},)"
+                            R"("counts":{"matched":12,"done":10,"skipped":2,"failed":0},"outcome":"ok"})");
+  // A job id of any bytes stays one line of valid JSON.
+  const std::string odd =
+      audit_json({Access::read, AuditAction::cancel, "a\n\"b\xff", std::nullopt, AuditOutcome::refused});
+  CHECK(odd.find('\n') == std::string::npos);
+  CHECK(nlohmann::json::parse(odd)["target"] == "a\n\"b\xef\xbf\xbd");
+
+  CHECK(outcome_of_status(200) == AuditOutcome::ok);
+  CHECK(outcome_of_status(204) == AuditOutcome::ok);
+  CHECK(outcome_of_status(202) == AuditOutcome::pending);
+  CHECK(outcome_of_status(400) == AuditOutcome::invalid);
+  CHECK(outcome_of_status(403) == AuditOutcome::refused);
+  CHECK(outcome_of_status(404) == AuditOutcome::not_found);
+  CHECK(outcome_of_status(409) == AuditOutcome::conflict);
+  CHECK(outcome_of_status(503) == AuditOutcome::error);
+  CHECK(outcome_of_status(500) == AuditOutcome::error);
+  for (auto a : {AuditAction::cancel, AuditAction::run_now, AuditAction::reschedule, AuditAction::retry,
+                 AuditAction::bulk_cancel, AuditAction::redrive, AuditAction::other}) {
+    CHECK_FALSE(to_string(a).empty());
+  }
+  CHECK(to_string(AuditAction::run_now) == "run-now");
+
+  const AuditEntry cancel = requested_action(boost::beast::http::verb::delete_, "/jobs/a%2Fb");
+  CHECK(cancel.action == AuditAction::cancel);
+  CHECK(cancel.target == "a/b");
+  const AuditEntry other = requested_action(boost::beast::http::verb::patch, "/jobs/a");
+  CHECK(other.action == AuditAction::other);
+  CHECK(other.target == "PATCH /jobs/a");
+}
+
+TEST_CASE("GET and HEAD read, every other method writes", "[admin][access]") {
+  using delayd::admin::is_write;
+  CHECK(is_write(boost::beast::http::verb::post));
+  CHECK(is_write(boost::beast::http::verb::put));
+  CHECK(is_write(boost::beast::http::verb::patch));
+  CHECK(is_write(boost::beast::http::verb::delete_));
+  CHECK_FALSE(is_write(boost::beast::http::verb::get));
+  CHECK_FALSE(is_write(boost::beast::http::verb::head));
 }
 
 TEST_CASE("jobs go to the backend on the worker, and its failures are 503s", "[admin]") {
@@ -488,10 +669,12 @@ TEST_CASE("promtool accepts the text of /metrics", "[admin][metrics]") {
       promtool_env ? promtool_env : "promtool", "Debian package prometheus; scripts/install-deps.sh installs it");
   Running r(options(), std::make_unique<FakeJobs>());
   r.server.publish(busy_snapshot());
+  call(r.port(), "DELETE", "/jobs/x");  // an audited action: delayd_admin_actions_total has a sample
   get(r.port(), "/metrics");  // asks the worker for the pending counts, which the next scrape shows
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const std::string text = body(get(r.port(), "/metrics"));
   REQUIRE(sample(text, "delayd_jobs_pending{shard=\"delay-ingest:0\"}") == 12);
+  REQUIRE(sample(text, "delayd_admin_actions_total{action=\"cancel\",outcome=\"conflict\"}") == 1);
   const std::string file = "/tmp/delayd-admin-metrics-" + std::to_string(r.port()) + ".txt";
   std::ofstream(file) << text;
   const std::string out_file = file + ".out";

@@ -20,14 +20,16 @@ using Json = nlohmann::json;
 namespace {
 
 const std::string kToken = "console-test-token";
+const std::string kReadToken = "console-read-token";
 
 struct Answer {
   unsigned status = 0;
   Json body;
 };
 
-Answer call(std::uint16_t port, const std::string& method, const std::string& path, const std::string& body = "") {
-  const std::string r = http_request(port, method, path, "Authorization: Bearer " + kToken + "\r\n", body);
+Answer call(std::uint16_t port, const std::string& method, const std::string& path, const std::string& body = "",
+            const std::string& token = kToken) {
+  const std::string r = http_request(port, method, path, "Authorization: Bearer " + token + "\r\n", body);
   Answer a;
   if (r.size() > 12) a.status = static_cast<unsigned>(std::stoi(r.substr(9, 3)));
   const auto at = r.find("\r\n\r\n");
@@ -70,11 +72,12 @@ bool wait_states(JobReader& redis, const std::vector<std::string>& ids, const st
 
 }  // namespace
 
-TEST_CASE("the console lists, filters and acts on jobs; every bad input names its field", "[e2e][admin][console]") {
+TEST_CASE("the console lists, filters and acts on jobs, and every bad input names its field", "[e2e][admin][console]") {
   World w("console");
   const std::uint16_t port = free_port();
   w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(port);
   w.settings["DELAYD_ADMIN_TOKEN"] = kToken;
+  w.settings["DELAYD_ADMIN_READ_TOKEN"] = kReadToken;
   w.settings["DELAYD_SCHEDULER_BUSINESS"] = "orders.keep_payload=true,orders.max_process_attempts=1";
   w.create_topics({"orders", "mail"}, 2);
   DelaydProcess delayd(w);
@@ -134,6 +137,29 @@ TEST_CASE("the console lists, filters and acts on jobs; every bad input names it
     while (std::fgets(line, sizeof line, out) != nullptr) lines.push_back(Json::parse(line)["job_id"]);
     CHECK(::pclose(out) == 0);
     CHECK(lines == orders);
+  }
+
+  {  // the read token reads everything and changes nothing
+    const Answer page = call(port, "GET", "/jobs?state=delay&limit=3", "", kReadToken);
+    CHECK(page.status == 200);
+    CHECK(page.body["jobs"].size() == 3);
+    CHECK(call(port, "GET", "/operations", "", kReadToken).status == 200);
+    const std::pair<std::string, std::string> writes[] = {
+        {"/jobs/w-1/run-now", ""},
+        {"/jobs/w-1/reschedule", R"({"delay_ms": 5})"},
+        {"/jobs/f-1/retry", ""},
+        {"/jobs/bulk", R"({"action": "cancel", "filter": {}, "dry_run": false})"},
+    };
+    for (const auto& [path, body] : writes) {
+      const Answer a = call(port, "POST", path, body, kReadToken);
+      INFO(path << " -> " << a.body.dump());
+      CHECK(a.status == 403);
+    }
+    CHECK(call(port, "DELETE", "/jobs/w-1", "", kReadToken).status == 403);
+    CHECK(call(port, "DELETE", "/operations/0123456789abcdef", "", kReadToken).status == 403);
+    CHECK(call(port, "GET", "/whoami", "", kReadToken).body["access"] == "read");
+    CHECK(redis.states(all) == std::vector<std::string>(all.size(), "delay"));  // nothing changed
+    CHECK(call(port, "GET", "/operations").body["operations"].empty());
   }
 
   {  // bad input
@@ -335,6 +361,10 @@ TEST_CASE("a bulk cancel counts first, then runs at its rate, survives kill -9 a
   // Each job cancelled once: one cancelled_at each, and the counts add up (a batch cut short by
   // the kill may be missing from them, never counted twice).
   const auto done = end.body["done"].get<int>();
+  // The operation's end is audited once, by the instance that ended it, with its counts.
+  const std::string log = log_text(w);
+  CHECK_THAT(log, Catch::Contains("admin action: {\"access\":\"admin\",\"action\":\"bulk-cancel\"") &&
+                      Catch::Contains("\"outcome\":\"ok\"") && Catch::Contains("\"done\":" + std::to_string(done)));
   CHECK(done <= kOrders);
   CHECK(done >= kOrders - 200);
   CHECK(end.body["matched"].get<int>() == done + end.body["failed"].get<int>());

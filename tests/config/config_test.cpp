@@ -604,6 +604,65 @@ TEST_CASE("admin settings: defaults, bounds, and the token is a secret", "[unit]
   CHECK_THAT(error_of(with_sets({"admin.max_body_bytes=-1"})), Catch::Contains("admin.max_body_bytes"));
 }
 
+TEST_CASE("admin tokens from files: read at start-up, the trailing newline trimmed, masked", "[unit][config]") {
+  TempFile admin_file("tok-admin-topsecret\n");
+  TempFile read_file("tok-read-topsecret\r\n");
+  const Config c = load_config(with_sets({"admin.token_file=" + admin_file.path()}),
+                               {{"DELAYD_ADMIN_READ_TOKEN_FILE", read_file.path()}});
+  CHECK(c.admin.token == "tok-admin-topsecret");
+  CHECK(c.admin.read_token == "tok-read-topsecret");
+  CHECK(c.admin.token_file == admin_file.path());
+  CHECK(c.origins.at("admin.token") == "admin.token_file " + admin_file.path());
+  CHECK(c.origins.at("admin.read_token_file") == "env DELAYD_ADMIN_READ_TOKEN_FILE");
+  for (auto format : {ConfigFormat::toml, ConfigFormat::json}) {
+    const std::string out = render_config(c, format);
+    INFO(out);
+    CHECK_THAT(out, !Catch::Contains("topsecret"));
+    CHECK_THAT(out, Catch::Contains(admin_file.path()) && Catch::Contains(read_file.path()));
+  }
+  CHECK_THAT(render_config(c, ConfigFormat::toml),
+             Catch::Contains("token = \"***\"  # admin.token_file " + admin_file.path()));
+
+  // Only the newline goes: other whitespace is part of the token.
+  TempFile spaced(" tok \n\n");
+  CHECK(load_config(with_sets({"admin.token_file=" + spaced.path()}), {}).admin.token == " tok ");
+  // The read token from the environment, masked like the admin token.
+  const Config e = load_config({}, {{"DELAYD_ADMIN_READ_TOKEN", "tok-env-topsecret"}});
+  CHECK(e.admin.read_token == "tok-env-topsecret");
+  CHECK_THAT(render_config(e, ConfigFormat::json), !Catch::Contains("topsecret"));
+  CHECK_THAT(render_config(e, ConfigFormat::toml),
+             Catch::Contains("read_token = \"***\"  # env DELAYD_ADMIN_READ_TOKEN"));
+}
+
+TEST_CASE("admin tokens from files: both a token and its file, a missing or empty file, are errors", "[unit][config]") {
+  TempFile file("tok-file\n");
+  const std::string both =
+      error_of(with_sets({"admin.token_file=" + file.path()}), {{"DELAYD_ADMIN_TOKEN", "tok-env-topsecret"}});
+  CHECK_THAT(both, Catch::Contains("admin.token (from env DELAYD_ADMIN_TOKEN) and admin.token_file = \"" + file.path() +
+                                   "\" (from --set)") &&
+                       Catch::Contains("both are set"));
+  CHECK_THAT(both, !Catch::Contains("topsecret"));
+  CHECK_THAT(error_of(with_sets({"admin.read_token=x", "admin.read_token_file=" + file.path()})),
+             Catch::Contains("admin.read_token (from --set) and admin.read_token_file"));
+
+  const std::string missing = "/nonexistent/delayd-token-" + std::to_string(::getpid());
+  CHECK_THAT(error_of(with_sets({"admin.token_file=" + missing})),
+             Catch::Contains("admin.token_file = \"" + missing + "\" (from --set): cannot open: No such file"));
+  CHECK_THAT(error_of({}, {{"DELAYD_ADMIN_READ_TOKEN_FILE", missing}}),
+             Catch::Contains("admin.read_token_file = \"" + missing + "\" (from env DELAYD_ADMIN_READ_TOKEN_FILE)"));
+  TempFile empty("\n");
+  CHECK_THAT(error_of(with_sets({"admin.token_file=" + empty.path()})),
+             Catch::Contains("admin.token_file = \"" + empty.path() + "\"") && Catch::Contains("the file is empty"));
+  CHECK_THAT(error_of(with_sets({"admin.token_file=" + std::filesystem::temp_directory_path().string()})),
+             Catch::Contains("admin.token_file") && Catch::Contains("cannot read"));
+
+  // The read token must not be the admin token (it would grant everything).
+  const std::string same =
+      error_of(with_sets({"admin.token=tok-same-topsecret", "admin.read_token=tok-same-topsecret"}));
+  CHECK_THAT(same, Catch::Contains("admin.read_token") && Catch::Contains("must differ from admin.token"));
+  CHECK_THAT(same, !Catch::Contains("topsecret"));
+}
+
 TEST_CASE("log.format is text or json", "[config]") {
   CHECK(load_config({}, {}).log.format == "text");
   CHECK(load_config(with_sets({"log.format=json"}), {}).log.format == "json");
