@@ -33,11 +33,6 @@ std::string lower(std::string s) {
 
 }  // namespace
 
-std::vector<JobState> all_walk_states() {
-  return {JobState::delay,  JobState::ready,     JobState::running,
-          JobState::failed, JobState::cancelled, JobState::finished};
-}
-
 WalkPage walk_jobs(JobStore& store, const JobFilter& filter, const WalkCursor& cursor, std::size_t limit,
                    std::int64_t now_ms) {
   DELAYD_ASSERT(limit >= 1, "a page holds at least one job", limit);

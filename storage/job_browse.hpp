@@ -63,7 +63,10 @@ struct WalkPage {
 };
 
 // Every stored state in the order a walk of "all states" takes.
-std::vector<JobState> all_walk_states();
+inline std::vector<JobState> all_walk_states() {
+  return {JobState::delay,  JobState::ready,     JobState::running,
+          JobState::failed, JobState::cancelled, JobState::finished};
+}
 
 // The next page of up to `limit` jobs after `cursor` (a fresh walk: WalkCursor{now, 0, {}, {}}).
 // Precondition: limit >= 1; the filter's states are stored states.
