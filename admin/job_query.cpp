@@ -83,6 +83,7 @@ std::variant<ListRequest, BadRequest> parse_list_request(
     const std::map<std::string, std::string, std::less<>>& params) {
   ListRequest r;
   for (const auto& [name, value] : params) {
+    if (name.empty()) return BadRequest{"query", "a parameter without a name"};
     if (std::find(std::begin(kParams), std::end(kParams), name) == std::end(kParams)) {
       return BadRequest{name,
                         "unknown parameter (GET /jobs takes business, state, due_from, due_to, id_prefix, "
