@@ -185,72 +185,21 @@ JobAnswer StoreJobBackend::retry(const std::string& job_id, std::int64_t now_ms)
 
 JobAnswer StoreJobBackend::bulk(const BulkRequest& request, std::int64_t now_ms) {
   if (request.dry_run) {
-    const auto until = std::chrono::steady_clock::now() + kDryRunFor;
-    std::int64_t matched = 0;
-    std::size_t examined = 0;
-    bool complete = false;
-    with_store([&](storage::JobStore& s) {
-      storage::WalkCursor c{now_ms, 0, {}, {}};
-      while (std::chrono::steady_clock::now() < until) {
-        const storage::WalkPage p = storage::walk_jobs(s, request.filter, c, kMaxLimit, now_ms);
-        matched += static_cast<std::int64_t>(p.jobs.size());
-        examined += p.examined;
-        if (!p.next) {
-          complete = true;
-          break;
-        }
-        c = *p.next;
-      }
-      return 0;
-    });
+    const storage::JobCount n =
+        with_store([&](storage::JobStore& s) { return storage::count_jobs(s, request.filter, now_ms, kDryRunFor); });
     return answer(200, {{"dry_run", true},
                         {"action", action_name(request.action)},
-                        {"matched", matched},
-                        {"complete", complete},
-                        {"examined", examined}});
+                        {"matched", n.matched},
+                        {"complete", n.complete},
+                        {"examined", n.examined}});
   }
   const std::string id = with_store([&](storage::JobStore& s) {
     storage::OperationStore ops(*redis_, s.keys());
-    return ops.create({{"action", std::string(action_name(request.action))},
-                       {"filter", request.filter_json.dump()},
-                       {"rate_per_s", std::to_string(request.rate_per_s)},
-                       {"status", "running"},
-                       {"matched", "0"},
-                       {"done", "0"},
-                       {"failed", "0"},
-                       {"skipped", "{}"},
-                       {"created_at", std::to_string(now_ms)},
-                       {"access", request.access},
-                       {"updated_at", std::to_string(now_ms)}},
-                      now_ms);
+    return create_operation(ops, request, now_ms);
   });
   runner_->wake();
   return answer(202, {{"operation", id}, {"status", "running"}});
 }
-
-namespace {
-
-nlohmann::json operation_json(const std::string& id, const storage::OperationStore::Fields& f) {
-  nlohmann::json j{{"operation", id}};
-  for (const auto& [k, v] : f) {
-    if (k == "cursor") continue;
-    if (k == "filter" || k == "skipped") {
-      j[k] = nlohmann::json::parse(v, nullptr, false);
-    } else if (k == "matched" || k == "done" || k == "failed" || k == "rate_per_s" || k.ends_with("_at")) {
-      try {
-        j[k] = std::stoll(v);
-        if (k.ends_with("_at")) j[k + "_iso"] = contract::format_rfc3339_ms(std::stoll(v));
-      } catch (const std::exception&) {
-        j[k] = v;
-      }
-    } else {
-      j[k] = v;
-    }
-  }
-  return j;
-}
-
-}  // namespace
 
 JobAnswer StoreJobBackend::operation(const std::string& id) {
   return with_store([&](storage::JobStore& s) {
@@ -258,13 +207,13 @@ JobAnswer StoreJobBackend::operation(const std::string& id) {
     if (id.empty()) {
       nlohmann::json list = nlohmann::json::array();
       for (const std::string& one : ops.list()) {
-        if (auto f = ops.load(one)) list.push_back(operation_json(one, *f));
+        if (auto f = ops.load(one)) list.push_back(operation_to_json(one, *f));
       }
       return answer(200, {{"operations", list}});
     }
     const auto f = ops.load(id);
     if (!f) return answer(404, {{"error", "no operation " + id}});
-    return answer(200, operation_json(id, *f));
+    return answer(200, operation_to_json(id, *f));
   });
 }
 

@@ -129,6 +129,26 @@ nlohmann::json stats_to_json(const storage::StoreStats& s) {
   return j;
 }
 
+nlohmann::json operation_to_json(const std::string& id, const std::map<std::string, std::string>& f) {
+  nlohmann::json j{{"operation", id}};
+  for (const auto& [k, v] : f) {
+    if (k == "cursor") continue;
+    if (k == "filter" || k == "skipped") {
+      j[k] = nlohmann::json::parse(v, nullptr, false);
+    } else if (k == "matched" || k == "done" || k == "failed" || k == "rate_per_s" || k.ends_with("_at")) {
+      try {
+        j[k] = std::stoll(v);
+        if (k.ends_with("_at")) j[k + "_iso"] = contract::format_rfc3339_ms(std::stoll(v));
+      } catch (const std::exception&) {
+        j[k] = v;
+      }
+    } else {
+      j[k] = v;
+    }
+  }
+  return j;
+}
+
 std::string to_text(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 }  // namespace delayd::admin

@@ -25,6 +25,10 @@ inline constexpr std::size_t kPreviewBytes = 4096;
 nlohmann::json job_to_json(const std::string& job_id, const std::map<std::string, std::string>& fields);
 // The store's statistics (delayctl stats).
 nlohmann::json stats_to_json(const storage::StoreStats& stats);
+// A bulk operation's stored fields (storage/operation_store.hpp) as GET /operations/{id} shows
+// them: counts and times as numbers (times also in RFC 3339), filter and skipped as JSON, the
+// cursor left out.
+nlohmann::json operation_to_json(const std::string& id, const std::map<std::string, std::string>& fields);
 // dump() that never throws on invalid UTF-8.
 std::string to_text(const nlohmann::json& j);
 

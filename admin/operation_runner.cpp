@@ -46,8 +46,23 @@ bool running(const Fields& f) {
 
 }  // namespace
 
-OperationRunner::OperationRunner(config::Config config, std::string member, OnEnd on_end)
-    : config_(std::move(config)), member_(std::move(member)), on_end_(std::move(on_end)) {
+std::string create_operation(storage::OperationStore& ops, const BulkRequest& request, std::int64_t now_ms) {
+  return ops.create({{"action", std::string(action_name(request.action))},
+                     {"filter", request.filter_json.dump()},
+                     {"rate_per_s", std::to_string(request.rate_per_s)},
+                     {"status", "running"},
+                     {"matched", "0"},
+                     {"done", "0"},
+                     {"failed", "0"},
+                     {"skipped", "{}"},
+                     {"created_at", std::to_string(now_ms)},
+                     {"access", request.access},
+                     {"updated_at", std::to_string(now_ms)}},
+                    now_ms);
+}
+
+OperationRunner::OperationRunner(config::Config config, std::string member, OnEnd on_end, std::string only)
+    : config_(std::move(config)), member_(std::move(member)), on_end_(std::move(on_end)), only_(std::move(only)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -83,6 +98,7 @@ void OperationRunner::run() {
       while (!stopping_) {
         for (const std::string& id : ops.list()) {
           if (stopping_) break;
+          if (!only_.empty() && id != only_) continue;
           auto fields = ops.load(id);
           if (!fields || !running(*fields) || !ops.lease(id, member_, kLease)) continue;
           execute(ops, jobs, id, std::move(*fields));

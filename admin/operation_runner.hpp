@@ -33,6 +33,12 @@
 
 namespace delayd::admin {
 
+struct BulkRequest;  // admin/job_query.hpp
+
+// A new operation in Redis for `request` (not a dry run), status running; its id. Any runner
+// (of any instance) may take it from here.
+std::string create_operation(storage::OperationStore& ops, const BulkRequest& request, std::int64_t now_ms);
+
 class OperationRunner {
  public:
   static constexpr std::chrono::seconds kLease{10};
@@ -43,7 +49,8 @@ class OperationRunner {
   // What a batch or an ending reports, for the audit log and the metrics (admin/audit.hpp).
   using OnEnd = std::function<void(const std::string& id, const storage::OperationStore::Fields& fields)>;
 
-  OperationRunner(config::Config config, std::string member, OnEnd on_end);
+  // only: run that operation alone (delayctl bulk runs its own); empty: every one.
+  OperationRunner(config::Config config, std::string member, OnEnd on_end, std::string only = {});
   ~OperationRunner();
   OperationRunner(const OperationRunner&) = delete;
   OperationRunner& operator=(const OperationRunner&) = delete;
@@ -63,6 +70,7 @@ class OperationRunner {
   config::Config config_;
   std::string member_;
   OnEnd on_end_;
+  std::string only_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool woken_ = false;

@@ -112,4 +112,23 @@ WalkPage walk_jobs(JobStore& store, const JobFilter& filter, const WalkCursor& c
   return page;  // the walk is over
 }
 
+JobCount count_jobs(JobStore& store, const JobFilter& filter, std::int64_t now_ms,
+                    std::chrono::milliseconds for_at_most) {
+  constexpr std::size_t kCountPage = 500;
+  const auto until = std::chrono::steady_clock::now() + for_at_most;
+  JobCount count;
+  WalkCursor c{now_ms, 0, {}, {}};
+  while (std::chrono::steady_clock::now() < until) {
+    const WalkPage p = walk_jobs(store, filter, c, kCountPage, now_ms);
+    count.matched += static_cast<std::int64_t>(p.jobs.size());
+    count.examined += p.examined;
+    if (!p.next) {
+      count.complete = true;
+      break;
+    }
+    c = *p.next;
+  }
+  return count;
+}
+
 }  // namespace delayd::storage

@@ -20,6 +20,7 @@
 // Threading: as the JobStore it is given.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -72,5 +73,15 @@ inline std::vector<JobState> all_walk_states() {
 // Precondition: limit >= 1; the filter's states are stored states.
 WalkPage walk_jobs(JobStore& store, const JobFilter& filter, const WalkCursor& cursor, std::size_t limit,
                    std::int64_t now_ms);
+
+// How many jobs a whole walk of `filter` lists (a bulk action's dry run), counted page by page
+// until the walk ends or `for_at_most` has passed (complete false then).
+struct JobCount {
+  std::int64_t matched = 0;
+  std::size_t examined = 0;
+  bool complete = false;
+};
+JobCount count_jobs(JobStore& store, const JobFilter& filter, std::int64_t now_ms,
+                    std::chrono::milliseconds for_at_most);
 
 }  // namespace delayd::storage

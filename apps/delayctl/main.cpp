@@ -13,10 +13,15 @@
 //                 [--error E] [--limit N] [--cursor C] [--all]
 //                                                            a page of jobs as GET /jobs gives it;
 //                                                            --all: every job, one JSON per line
+//   delayctl bulk --action cancel|run-now|retry [filter as for jobs] (--dry-run | --run) [--rate N]
+//                                                            a dry run's count, or a bulk operation
+//                                                            run here (progress on a terminal)
 //
 // Exit status: 0 done; 1 the request was answered "no" (no such job, already delivered, ...);
 // 2 bad usage or configuration; 3 the cancel or reschedule was published but delayd did not act
 // on it in time; 4 Kafka or Redis could not be reached.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -28,6 +33,8 @@
 #include "admin/cancel_flow.hpp"
 #include "admin/job_json.hpp"
 #include "admin/job_query.hpp"
+#include "admin/operation_runner.hpp"
+#include "broker/ownership.hpp"
 #include "broker/wall_clock.hpp"
 #include "config/config.hpp"
 #include "config/redis_options.hpp"
@@ -36,6 +43,7 @@
 #include "contract/time_format.hpp"
 #include "storage/job_browse.hpp"
 #include "storage/job_store.hpp"
+#include "storage/operation_store.hpp"
 
 namespace {
 
@@ -146,6 +154,72 @@ int cmd_jobs(delayd::storage::JobStore& store, const JobsArgs& args, bool all) {
     if (!page.next) return 0;
     cursor = *page.next;
   }
+}
+
+struct BulkArgs {
+  std::string action;
+  bool dry_run = false;
+  bool run = false;
+  std::optional<std::int64_t> rate;
+};
+
+// The same request POST /jobs/bulk takes, read by the same code (admin/job_query.hpp). A run
+// creates the operation in Redis and runs it on a runner of its own: if delayctl dies, an
+// instance with the admin endpoint on takes it over (admin/operation_runner.hpp).
+int cmd_bulk(const Config& config, delayd::redis::RedisClient& redis, delayd::storage::JobStore& store,
+             const JobsArgs& filter, const BulkArgs& args) {
+  using namespace delayd::admin;
+  if (args.dry_run == args.run) {
+    std::cerr << "delayctl bulk: give --dry-run or --run\n";
+    return 2;
+  }
+  nlohmann::json body{{"action", args.action}, {"filter", nlohmann::json::object()}, {"dry_run", args.dry_run}};
+  for (const auto& [k, v] : filter) body["filter"][k] = v;
+  if (args.rate) body["rate_per_s"] = *args.rate;
+  auto parsed = parse_bulk_request(body.dump());
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    std::string flag = bad->field.starts_with("filter.") ? bad->field.substr(7) : bad->field;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    std::cerr << "delayctl bulk: --" << flag << ": " << bad->reason << "\n";
+    return 2;
+  }
+  BulkRequest request = std::get<BulkRequest>(std::move(parsed));
+  request.access = "admin";
+  const std::int64_t now = delayd::broker::system_now_ms();
+  const delayd::storage::JobCount count =
+      delayd::storage::count_jobs(store, request.filter, now, std::chrono::seconds(10));
+  if (args.dry_run) {
+    std::cout << to_text({{"dry_run", true},
+                          {"action", action_name(request.action)},
+                          {"matched", count.matched},
+                          {"complete", count.complete}})
+              << "\n";
+    return 0;
+  }
+  delayd::storage::OperationStore ops(redis, store.keys());
+  const std::string id = create_operation(ops, request, now);
+  std::cerr << "delayctl bulk: operation " << id << ", about " << count.matched << " jobs\n";
+  OperationRunner runner(config, delayd::broker::Ownership::member_name(), {}, id);
+  runner.wake();
+  const bool tty = ::isatty(2) == 1;
+  std::map<std::string, std::string> fields;
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    fields = ops.load(id).value_or(std::map<std::string, std::string>{});
+    const std::int64_t done = fields.count("matched") ? std::stoll(fields["matched"]) : 0;
+    if (tty) {
+      const std::int64_t total = std::max<std::int64_t>(count.matched, done);
+      const int width = 40, filled = total > 0 ? static_cast<int>(done * width / total) : width;
+      std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
+                << std::string(static_cast<std::size_t>(width - filled), ' ') << "] " << done << "/" << total
+                << std::flush;
+    }
+    const std::string status = fields.count("status") ? fields["status"] : "";
+    if (status != "running" && status != "stopping") break;
+  }
+  if (tty) std::cerr << "\n";
+  std::cout << to_text(operation_to_json(id, fields)) << "\n";
+  return fields["status"] == "done" ? 0 : 1;
 }
 
 int cmd_cancel(const Config& config, delayd::storage::JobStore& store, const std::string& id, int timeout_ms) {
@@ -296,6 +370,20 @@ int main(int argc, char** argv) {
   }
   jobs_cmd->add_flag("--all", jobs_all, "every job of the walk, one JSON object per line");
 
+  JobsArgs bulk_filter;
+  BulkArgs bulk_args;
+  auto* bulk_cmd = app.add_subcommand("bulk", "an action on every job of a filter: a dry run, or a bulk operation");
+  bulk_cmd->add_option("--action", bulk_args.action, "cancel, run-now or retry")->required();
+  for (const char* name : {"state", "business", "due_from", "due_to", "id_prefix", "error"}) {
+    std::string flag = std::string("--") + name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    bulk_cmd->add_option_function<std::string>(
+        flag, [&bulk_filter, name](const std::string& v) { bulk_filter[name] = v; }, std::string("filter: ") + name);
+  }
+  bulk_cmd->add_flag("--dry-run", bulk_args.dry_run, "count the jobs it would act on, change nothing");
+  bulk_cmd->add_flag("--run", bulk_args.run, "act on them, as an operation (resumable)");
+  bulk_cmd->add_option("--rate", bulk_args.rate, "jobs per second at most (default 500)");
+
   ReportArgs report;
   auto* report_cmd = app.add_subcommand("report", "report on a delivered job, as a consumer does (status topic)");
   report_cmd->add_option("job-id", report.job_id, "the job's id")->required();
@@ -335,6 +423,7 @@ int main(int argc, char** argv) {
                                     config.redis.job_retention_s);
     if (*get_cmd) return cmd_get(store, job_id);
     if (*jobs_cmd) return cmd_jobs(store, jobs_args, jobs_all);
+    if (*bulk_cmd) return cmd_bulk(config, *redis, store, bulk_filter, bulk_args);
     if (*cancel_cmd) return cmd_cancel(config, store, job_id, timeout_ms);
     if (*resched_cmd) {
       if (!resched.deliver_at && !resched.delay_ms) {

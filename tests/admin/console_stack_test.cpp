@@ -2,12 +2,15 @@
 // KAFKA_BOOTSTRAP and REDIS_URL): GET /jobs walks and filters, every bad input refused with the
 // field named, and the actions on one job (run-now, reschedule, retry) checked through Kafka
 // (what the ready topic receives, and when) and Redis (the job's record), not through the API.
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -59,6 +62,20 @@ std::vector<const Record*> ready_of(const Collector& c, const std::string& topic
     if (r.topic == topic && header(r, "job-id") == id) out.push_back(&r);
   }
   return out;
+}
+
+// Runs delayctl with the world's settings; its exit status and standard output.
+std::pair<int, std::string> delayctl(const World& w, const std::string& args) {
+  std::string command = "env";
+  for (const auto& [k, v] : w.environment()) command += " " + k + "='" + v + "'";
+  command += " " DELAYCTL_BIN " " + args;
+  FILE* out = ::popen(command.c_str(), "r");
+  REQUIRE(out != nullptr);
+  std::string text;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, out) != nullptr) text += buf;
+  const int status = ::pclose(out);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
 }
 
 // Polls Redis until the jobs are in these states (a ready record can reach a consumer before
@@ -127,16 +144,13 @@ TEST_CASE("the console lists, filters and acts on jobs, and every bad input name
     CHECK(page.body["next"].is_string());
 
     // delayctl jobs walks the same way: one JSON object per line with --all.
-    std::string command = "env";
-    for (const auto& [k, v] : w.environment()) command += " " + k + "='" + v + "'";
-    command += " " DELAYCTL_BIN " jobs --state delay --business orders --limit 2 --all";
-    FILE* out = ::popen(command.c_str(), "r");
-    REQUIRE(out != nullptr);
+    const auto [status, text] = delayctl(w, "jobs --state delay --business orders --limit 2 --all");
+    CHECK(status == 0);
     std::vector<std::string> lines;
-    char line[4096];
-    while (std::fgets(line, sizeof line, out) != nullptr) lines.push_back(Json::parse(line)["job_id"]);
-    CHECK(::pclose(out) == 0);
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line)["job_id"]);
     CHECK(lines == orders);
+    CHECK(delayctl(w, "jobs --state waiting").first == 2);
   }
 
   {  // the read token reads everything and changes nothing
@@ -396,5 +410,18 @@ TEST_CASE("a bulk cancel counts first, then runs at its rate, survives kill -9 a
   CHECK(call(port, "DELETE", "/operations/" + second_id).status == 409);
   const Answer list = call(port, "GET", "/operations");
   CHECK(list.body["operations"].size() == 2);
+
+  // delayctl bulk: the same request from a terminal, run by delayctl itself.
+  const auto waiting = std::count(mail_states.begin(), mail_states.end(), "delay");
+  const auto [dry_status, dry] = delayctl(w, "bulk --action cancel --business mail --dry-run");
+  CHECK(dry_status == 0);
+  CHECK(Json::parse(dry)["matched"] == waiting);
+  CHECK(delayctl(w, "bulk --action cancel --state failed --dry-run").first == 2);  // names --state
+  const auto [run_status, ran] = delayctl(w, "bulk --action cancel --business mail --run --rate 1000");
+  INFO(ran);
+  CHECK(run_status == 0);
+  CHECK(Json::parse(ran)["status"] == "done");
+  CHECK(Json::parse(ran)["done"] == waiting);
+  CHECK(redis.states(mail) == std::vector<std::string>(mail.size(), "cancelled"));
   CHECK(second.stop() == 0);
 }
