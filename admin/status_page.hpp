@@ -1,6 +1,6 @@
 // The status page served at GET / by the admin endpoint: one self-contained HTML document
 // (inline CSS and JavaScript, inline SVG charts, nothing fetched from anywhere but this endpoint's
-// own /stats, /overview, /whoami and /jobs/{id}). Its Content-Security-Policy
+// own /stats, /overview, /whoami, /jobs, /jobs/{id}, /jobs/bulk and /operations). Its Content-Security-Policy
 // (status_page_csp()) lets the browser enforce that: no other origin, no external script, style,
 // image or font.
 //
@@ -11,13 +11,23 @@
 // flight / next due, pending jobs per business and per shard, the due timeline (/overview's
 // windows, as bars), the lateness histogram, delivered and accepted per second over the last
 // 10 minutes (computed in the browser from successive counters; kept in the page's memory only),
-// the counters since start, and a form that looks a job up by id.
+// the counters since start, and a form that looks a job up by id. Below, the Jobs view: a search
+// box (job-id or prefix) and filters (state, business, due range, error text) over GET /jobs, a
+// paged table, a drawer with the job's record (payload preview, history) and its lateness, the
+// actions on it (cancel, run now, reschedule, retry, each after a confirm()), and a bulk action on
+// the current filter: the dry run's count first, then the operation's progress.
 //
 // Element ids the tests read (each element's text is the number, en-US digit grouping):
 //   held, in_wheel, in_flight, next_due (RFC 3339 or "none"), pending (from /overview),
 //   accepted, delivered, counter-<name> (every counter of /stats), business-<name>,
 //   shard-<name>, due-<i> (window i of /overview's "due"), lateness-<i> (bucket i of
 //   /stats' lateness.counts), lateness-count, polls (successful refreshes so far), problem.
+// The Jobs view's (tests/admin/console_page_test.py drives them): jobs-search, jobs-state,
+//   jobs-business, jobs-due-from, jobs-due-to, jobs-error, jobs-go, jobs-table (rows
+//   job-row-<id>, each with a button that opens the drawer), jobs-more, jobs-note; job-drawer,
+//   drawer-record, drawer-lateness, act-cancel, act-run-now, act-at, act-reschedule, act-retry,
+//   act-result; bulk-action, bulk-rate, bulk-dry, bulk-run, bulk-result (data-status: the
+//   operation's status).
 //
 // Token: with admin.token set, open the page as http://host:port/#token=<token>. The page reads
 // the token from the URL fragment (never sent to the server in the URL) and sends it as

@@ -5,7 +5,8 @@
 #                    Java 17 and Maven (for the Kafka server), docker-compose (config check only),
 #                    gnuplot (the plots of bench/run-e2e.sh), prometheus (for promtool, which
 #                    checks /metrics in the admin tests), chromium (headless, renders the admin
-#                    status page in its test; test-only, not in the image), python3-confluent-kafka
+#                    status page in its test; test-only, not in the image), chromium-driver and
+#                    python3-selenium (drive the console in its browser test; test-only), python3-confluent-kafka
 #                    (the example worker examples/lifecycle_consumer.py and its test; not in the image).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
@@ -23,7 +24,7 @@ PACKAGES=(
   procps iproute2 python3 python3-confluent-kafka
   gnuplot-nox
   prometheus
-  chromium
+  chromium chromium-driver python3-selenium
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""The console page driven by a real headless Chromium through Selenium (Debian chromium-driver and
+python3-selenium), against the real delayd and the local stack: search jobs by prefix, open one,
+cancel it, bulk-retry a filter of failed jobs after a dry run, open a job whose value is markup.
+Every outcome is checked through Kafka (kcat reads the ready topic) and Redis (delayctl get),
+never through the page. Also: the read token's page hides every action; screenshots are PNGs.
+
+    console_page_test.py <delayd> <delayctl> <output dir>     (needs KAFKA_BOOTSTRAP, REDIS_URL)
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from requires import missing_tool  # noqa: E402
+
+TOKEN, READ_TOKEN = "page-test-token", "page-test-read-token"
+
+
+def main():
+    delayd, delayctl, out_dir = sys.argv[1:4]
+    try:
+        from selenium import webdriver
+        from selenium.common.exceptions import NoAlertPresentException
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import Select, WebDriverWait
+    except ImportError:
+        # Debian's python3-selenium is installed for /usr/bin/python3; a python3 of its own earlier
+        # on PATH (pyenv, a venv) cannot import it: run under Debian's then.
+        if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and os.path.exists("/usr/bin/python3"):
+            os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__), *sys.argv[1:]])
+        return missing_tool("python3-selenium is not installed (Debian package python3-selenium)")
+    for tool, package in (("chromedriver", "chromium-driver"), ("chromium", "chromium"), ("kcat", "kcat")):
+        if not shutil.which(tool):
+            return missing_tool(f"{tool} not found (Debian package {package})")
+    bootstrap, redis_url = os.environ.get("KAFKA_BOOTSTRAP"), os.environ.get("REDIS_URL")
+    if not bootstrap or not redis_url:
+        print("FAIL: KAFKA_BOOTSTRAP and REDIS_URL must be set (scripts/stack.sh up; its env)")
+        return 1
+
+    run = f"page-{os.getpid()}-{int(time.time())}"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ)
+    env.update({
+        "DELAYD_KAFKA_BOOTSTRAP": bootstrap, "DELAYD_REDIS_URL": redis_url,
+        "DELAYD_KAFKA_INGEST_TOPIC": run + ".ingest", "DELAYD_KAFKA_DLQ_TOPIC": run + ".dlq",
+        "DELAYD_KAFKA_STATUS_TOPIC": run + ".status", "DELAYD_KAFKA_READY_TOPIC_TEMPLATE": run + ".ready.{business}",
+        "DELAYD_KAFKA_GROUP_ID": run, "DELAYD_REDIS_PREFIX": run, "DELAYD_KAFKA_CREATE_TOPICS": "true",
+        "DELAYD_ADMIN_LISTEN": f"127.0.0.1:{port}", "DELAYD_ADMIN_TOKEN": TOKEN, "DELAYD_ADMIN_READ_TOKEN": READ_TOKEN,
+        "DELAYD_SCHEDULER_BUSINESS": "orders.keep_payload=true,orders.max_process_attempts=1",
+    })
+    ready_topic = run + ".ready.orders"
+
+    def ctl(*args):
+        return subprocess.run([delayctl, *args], env=env, capture_output=True, text=True, timeout=60)
+
+    def state(job):
+        r = ctl("get", job)
+        return json.loads(r.stdout)["state"] if r.returncode == 0 else "missing"
+
+    def wait(what, cond, seconds=60):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if cond():
+                return
+            time.sleep(0.2)
+        raise AssertionError("timed out waiting for " + what)
+
+    def ready_records():
+        """Every ready record's headers, as kcat reads them from the topic (Kafka, not the page)."""
+        r = subprocess.run(["kcat", "-C", "-b", bootstrap, "-t", ready_topic, "-e", "-o", "beginning", "-q",
+                            "-f", "%h\n"], capture_output=True, text=True, timeout=60)
+        recs = []
+        for line in r.stdout.splitlines():
+            if line:
+                recs.append(dict(kv.split("=", 1) for kv in line.split(",") if "=" in kv))
+        return recs
+
+    log = open(os.path.join(out_dir, run + ".log"), "w")
+    proc = subprocess.Popen([delayd], env=env, stdout=log, stderr=subprocess.STDOUT)
+    driver = None
+    try:
+        def readyz():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+                    return r.status == 200
+            except Exception:  # noqa: BLE001 - not up yet
+                return False
+        wait("/readyz", readyz)
+        for i in (1, 2, 3):
+            for job, delay in ((f"pg-a-{i}", str(3_600_000 + i)), (f"pg-f-{i}", "0")):
+                r = ctl("send", "--business", "orders", "--job-id", job, "--key", job, "--delay-ms", delay,
+                        "--value", "value of " + job)
+                assert r.returncode == 0, r.stderr
+        markup = "<script>alert(1)</script>"
+        assert ctl("send", "--business", "orders", "--job-id", "pg-x", "--key", "pg-x", "--delay-ms", "3600000",
+                   "--value", markup).returncode == 0
+        failed = [f"pg-f-{i}" for i in (1, 2, 3)]
+        wait("the pg-f jobs delivered", lambda: all(state(j) == "ready" for j in failed))
+        for job in failed:
+            assert ctl("report", job, "failed", "--error", "the consumer broke").returncode == 0
+        wait("the pg-f jobs failed", lambda: all(state(j) == "failed" for j in failed))
+
+        opts = webdriver.ChromeOptions()
+        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1800"):
+            opts.add_argument(a)
+        opts.binary_location = shutil.which("chromium")
+        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+        page = WebDriverWait(driver, 30)
+        by_id = lambda i: driver.find_element(By.ID, i)  # noqa: E731
+        driver.get(f"http://127.0.0.1:{port}/#token={TOKEN}")
+        page.until(lambda d: by_id("access").text == "access: admin")
+
+        # Search by prefix: the three waiting jobs, in due order.
+        by_id("jobs-search").send_keys("pg-a-")
+        by_id("jobs-go").click()
+        rows = lambda: [tr.get_attribute("id") for tr in driver.find_elements(By.CSS_SELECTOR, "#jobs-table tr")]  # noqa: E731
+        page.until(lambda d: len(rows()) == 3)
+        assert rows() == ["job-row-pg-a-1", "job-row-pg-a-2", "job-row-pg-a-3"], rows()
+
+        # Open one and cancel it (after the confirmation).
+        driver.find_element(By.CSS_SELECTOR, "#job-row-pg-a-2 button").click()
+        page.until(lambda d: '"job_id": "pg-a-2"' in by_id("drawer-record").text)
+        by_id("act-cancel").click()
+        page.until(lambda d: d.switch_to.alert).accept()
+        page.until(lambda d: by_id("act-result").text.startswith("cancel: 200"))
+        assert state("pg-a-2") == "cancelled", state("pg-a-2")
+        assert [state(j) for j in ("pg-a-1", "pg-a-3")] == ["delay", "delay"]
+
+        # A value that is markup shows as text and runs nothing.
+        by_id("jobs-search").clear()
+        by_id("jobs-search").send_keys("pg-x")
+        by_id("jobs-go").click()
+        page.until(lambda d: rows() == ["job-row-pg-x"])
+        driver.find_element(By.CSS_SELECTOR, "#job-row-pg-x button").click()
+        page.until(lambda d: '"job_id": "pg-x"' in by_id("drawer-record").text)
+        assert markup in by_id("drawer-record").text
+        try:
+            driver.switch_to.alert
+            raise AssertionError("the job's value ran as a script")
+        except NoAlertPresentException:
+            pass
+        driver.save_screenshot(os.path.join(out_dir, "console-jobs.png"))
+
+        # Bulk retry of the failed jobs: the dry run's count first, then the operation to its end.
+        by_id("jobs-search").clear()
+        by_id("jobs-search").send_keys("pg-f-")
+        Select(by_id("jobs-state")).select_by_visible_text("failed")
+        by_id("jobs-go").click()
+        page.until(lambda d: len(rows()) == 3)
+        Select(by_id("bulk-action")).select_by_visible_text("retry")
+        by_id("bulk-dry").click()
+        page.until(lambda d: "3 jobs would be acted on" in by_id("bulk-result").text)
+        by_id("bulk-run").click()
+        page.until(lambda d: d.switch_to.alert).accept()
+        page.until(lambda d: by_id("bulk-result").get_attribute("data-status") == "done")
+        assert "done 3" in by_id("bulk-result").text, by_id("bulk-result").text
+
+        def second_delivery():
+            recs = ready_records()
+            return all(sorted(r.get("attempt") for r in recs if r.get("job-id") == j) == ["1", "2"] for j in failed)
+        wait("each retried job's second ready record (Kafka)", second_delivery)
+        assert not [r for r in ready_records() if r.get("job-id") in ("pg-a-2", "pg-x")]
+        wait("the retried jobs ready again (Redis)", lambda: all(state(j) == "ready" for j in failed))
+
+        # The read token: the page hides every action.
+        driver.get("about:blank")
+        driver.get(f"http://127.0.0.1:{port}/#token={READ_TOKEN}")
+        page.until(lambda d: by_id("access").text == "access: read")
+        assert "read-only" in driver.find_element(By.TAG_NAME, "body").get_attribute("class")
+        assert not by_id("bulk-dry").is_displayed()
+        assert not by_id("act-cancel").is_displayed()
+        driver.save_screenshot(os.path.join(out_dir, "console-read-only.png"))
+        for shot in ("console-jobs.png", "console-read-only.png"):
+            with open(os.path.join(out_dir, shot), "rb") as f:
+                assert f.read(8) == b"\x89PNG\r\n\x1a\n", shot
+        print(f"console page: prefix search 3 rows, cancel verified in Redis, markup shown as text, "
+              f"bulk retry of 3 failed jobs verified in Kafka (attempt 2 each) and Redis; read token: no actions")
+        return 0
+    finally:
+        if driver is not None:
+            driver.quit()
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
