@@ -3,11 +3,13 @@
 //
 // Values reach the page through textContent and SVG attributes only (never innerHTML), so a
 // business name, a problem text or a job's payload cannot inject markup.
+// The script keeps its own style (double quotes), which clang-format would change:
+// clang-format off
 "use strict";
 const REFRESH_MS = 2000, KEEP_MS = 10 * 60 * 1000, SVG = "http://www.w3.org/2000/svg";
 const token = new URLSearchParams(location.hash.slice(1)).get("token");
 const headers = token ? { "Authorization": "Bearer " + token } : {};
-const samples = [];  // {t, delivered, accepted}: the rates' history, this page's memory only
+const samples = [];  // {t, delivered, accepted}: the rates" history, this page"s memory only
 let polls = 0;
 // What the token grants, from /whoami: "admin", "read" or "open"; null until known. With "read",
 // <body> has the class read-only, which hides every element of class "write" (status.css).
@@ -154,12 +156,12 @@ async function refresh() {
 
 async function whoami() {
   try {
-    access = (await getJson('/whoami')).access;
+    access = (await getJson("/whoami")).access;
   } catch (e) {
     access = null;
   }
-  document.body.classList.toggle('read-only', access === 'read');
-  setText('access', access ? 'access: ' + access : '');
+  document.body.classList.toggle("read-only", access === "read");
+  setText("access", access ? "access: " + access : "");
 }
 
 async function loop() {
@@ -199,20 +201,20 @@ function jobsFilter() {
     const v = $(id).value.trim();
     if (v) f[name] = v;
   };
-  put('id_prefix', 'jobs-search');
-  put('state', 'jobs-state');
-  put('business', 'jobs-business');
-  put('due_from', 'jobs-due-from');
-  put('due_to', 'jobs-due-to');
-  put('error', 'jobs-error');
+  put("id_prefix", "jobs-search");
+  put("state", "jobs-state");
+  put("business", "jobs-business");
+  put("due_from", "jobs-due-from");
+  put("due_to", "jobs-due-to");
+  put("error", "jobs-error");
   return f;
 }
 
 async function send(method, path, body) {
-  const init = {method, headers: Object.assign({}, headers), cache: 'no-store'};
+  const init = {method, headers: Object.assign({}, headers), cache: "no-store"};
   if (body !== undefined) {
     init.body = JSON.stringify(body);
-    init.headers['Content-Type'] = 'application/json';
+    init.headers["Content-Type"] = "application/json";
   }
   const r = await fetch(path, init);
   let json = null;
@@ -225,20 +227,20 @@ async function send(method, path, body) {
 }
 
 function jobRow(j) {
-  const tr = document.createElement('tr');
-  tr.id = 'job-row-' + j.job_id;
-  const open = document.createElement('button');
-  open.type = 'button';
-  open.className = 'link';
+  const tr = document.createElement("tr");
+  tr.id = "job-row-" + j.job_id;
+  const open = document.createElement("button");
+  open.type = "button";
+  open.className = "link";
   open.textContent = j.job_id;
-  open.addEventListener('click', () => openJob(j.job_id));
-  const first = document.createElement('td');
+  open.addEventListener("click", () => openJob(j.job_id));
+  const first = document.createElement("td");
   first.appendChild(open);
   tr.appendChild(first);
   for (const [text, cls] of [
-           [j.business, ''], [j.state, 'state'], [j.deliver_at_iso, ''], [fmt(j.attempt), 'n'],
-           [j.error || '', 'muted']]) {
-    const td = document.createElement('td');
+           [j.business, ""], [j.state, "state"], [j.deliver_at_iso, ""], [fmt(j.attempt), "n"],
+           [j.error || "", "muted"]]) {
+    const td = document.createElement("td");
     td.textContent = text;
     if (cls) td.className = cls;
     tr.appendChild(td);
@@ -248,110 +250,110 @@ function jobRow(j) {
 
 async function loadJobs(more) {
   const q = new URLSearchParams(jobsFilter());
-  q.set('limit', '50');
-  if (more && jobsCursor) q.set('cursor', jobsCursor);
+  q.set("limit", "50");
+  if (more && jobsCursor) q.set("cursor", jobsCursor);
   if (!more) {
-    $('jobs-table').replaceChildren();
+    $("jobs-table").replaceChildren();
     bulkMatched = null;
-    $('bulk-run').disabled = true;
-    setText('bulk-result', '');
+    $("bulk-run").disabled = true;
+    setText("bulk-result", "");
   }
-  const r = await send('GET', '/jobs?' + q.toString());
+  const r = await send("GET", "/jobs?" + q.toString());
   if (r.status !== 200) {
-    setText('jobs-note', 'GET /jobs: ' + r.status + ' ' + (r.body && r.body.error ? r.body.error : ''));
+    setText("jobs-note", "GET /jobs: " + r.status + " " + (r.body && r.body.error ? r.body.error : ""));
     return;
   }
-  for (const j of r.body.jobs) $('jobs-table').appendChild(jobRow(j));
+  for (const j of r.body.jobs) $("jobs-table").appendChild(jobRow(j));
   jobsCursor = r.body.next;
-  $('jobs-more').hidden = !jobsCursor;
-  const shown = $('jobs-table').children.length;
+  $("jobs-more").hidden = !jobsCursor;
+  const shown = $("jobs-table").children.length;
   setText(
-      'jobs-note',
-      shown + ' shown' + (jobsCursor ? ', more to page through' : ', the end of the walk') +
-          (r.body.partial ? ' (a rare match: pages come short)' : '') + '; not a snapshot');
+      "jobs-note",
+      shown + " shown" + (jobsCursor ? ", more to page through" : ", the end of the walk") +
+          (r.body.partial ? " (a rare match: pages come short)" : "") + "; not a snapshot");
 }
 
 async function openJob(id) {
   drawerId = id;
-  $('job-drawer').hidden = false;
-  setText('drawer-id', id);
-  setText('act-result', '');
-  const r = await send('GET', '/jobs/' + encodeURIComponent(id));
-  $('drawer-record').textContent = r.status + '\n' + JSON.stringify(r.body, null, 2);
+  $("job-drawer").hidden = false;
+  setText("drawer-id", id);
+  setText("act-result", "");
+  const r = await send("GET", "/jobs/" + encodeURIComponent(id));
+  $("drawer-record").textContent = r.status + "\n" + JSON.stringify(r.body, null, 2);
   const b = r.body || {};
   setText(
-      'drawer-lateness',
-      b.ready_at && b.deliver_at ? 'delivered ' + (b.ready_at - b.deliver_at) + ' ms after its time' : '');
+      "drawer-lateness",
+      b.ready_at && b.deliver_at ? "delivered " + (b.ready_at - b.deliver_at) + " ms after its time" : "");
 }
 
 // An action on the open job, after the operator confirmed it; the verdict, then the job again.
 async function act(name, method, path, body) {
-  if (!drawerId || !confirm(name + ' job ' + drawerId + '?')) return;
+  if (!drawerId || !confirm(name + " job " + drawerId + "?")) return;
   const r = await send(method, path, body);
-  setText('act-result', name + ': ' + r.status + ' ' + JSON.stringify(r.body));
+  setText("act-result", name + ": " + r.status + " " + JSON.stringify(r.body));
   await openJob(drawerId).catch(() => {});
-  setText('act-result', name + ': ' + r.status + ' ' + JSON.stringify(r.body));
+  setText("act-result", name + ": " + r.status + " " + JSON.stringify(r.body));
 }
 
-const jobPath = (suffix) => '/jobs/' + encodeURIComponent(drawerId) + suffix;
-$('act-cancel').addEventListener('click', () => act('cancel', 'DELETE', jobPath('')));
-$('act-run-now').addEventListener('click', () => act('run now', 'POST', jobPath('/run-now')));
-$('act-retry').addEventListener('click', () => act('retry', 'POST', jobPath('/retry')));
-$('act-reschedule').addEventListener('click', () => {
-  const v = $('act-at').value.trim();
-  act('reschedule', 'POST', jobPath('/reschedule'), {deliver_at: /^[0-9]+$/.test(v) ? Number(v) : v});
+const jobPath = (suffix) => "/jobs/" + encodeURIComponent(drawerId) + suffix;
+$("act-cancel").addEventListener("click", () => act("cancel", "DELETE", jobPath("")));
+$("act-run-now").addEventListener("click", () => act("run now", "POST", jobPath("/run-now")));
+$("act-retry").addEventListener("click", () => act("retry", "POST", jobPath("/retry")));
+$("act-reschedule").addEventListener("click", () => {
+  const v = $("act-at").value.trim();
+  act("reschedule", "POST", jobPath("/reschedule"), {deliver_at: /^[0-9]+$/.test(v) ? Number(v) : v});
 });
 
 function bulkBody(dryRun) {
   return {
-    action: $('bulk-action').value,
+    action: $("bulk-action").value,
     filter: jobsFilter(),
     dry_run: dryRun,
-    rate_per_s: Number($('bulk-rate').value) || 500
+    rate_per_s: Number($("bulk-rate").value) || 500
   };
 }
 
-$('bulk-dry').addEventListener('click', async () => {
-  const r = await send('POST', '/jobs/bulk', bulkBody(true));
+$("bulk-dry").addEventListener("click", async () => {
+  const r = await send("POST", "/jobs/bulk", bulkBody(true));
   if (r.status !== 200) {
-    setText('bulk-result', 'dry run: ' + r.status + ' ' + (r.body && r.body.error ? r.body.error : ''));
+    setText("bulk-result", "dry run: " + r.status + " " + (r.body && r.body.error ? r.body.error : ""));
     return;
   }
   bulkMatched = r.body.matched;
   setText(
-      'bulk-result',
-      'dry run: ' + fmt(bulkMatched) + ' jobs would be acted on' +
-          (r.body.complete ? '' : ' (at least: the count stopped)'));
-  $('bulk-run').disabled = false;
+      "bulk-result",
+      "dry run: " + fmt(bulkMatched) + " jobs would be acted on" +
+          (r.body.complete ? "" : " (at least: the count stopped)"));
+  $("bulk-run").disabled = false;
 });
 
-$('bulk-run').addEventListener('click', async () => {
+$("bulk-run").addEventListener("click", async () => {
   const body = bulkBody(false);
-  if (bulkMatched === null || !confirm(body.action + ' ' + bulkMatched + ' jobs?')) return;
-  $('bulk-run').disabled = true;
-  const r = await send('POST', '/jobs/bulk', body);
+  if (bulkMatched === null || !confirm(body.action + " " + bulkMatched + " jobs?")) return;
+  $("bulk-run").disabled = true;
+  const r = await send("POST", "/jobs/bulk", body);
   if (r.status !== 202) {
-    setText('bulk-result', 'run: ' + r.status + ' ' + (r.body && r.body.error ? r.body.error : ''));
+    setText("bulk-result", "run: " + r.status + " " + (r.body && r.body.error ? r.body.error : ""));
     return;
   }
   const id = r.body.operation;
   const follow = async () => {
-    const o = await send('GET', '/operations/' + id);
+    const o = await send("GET", "/operations/" + id);
     const b = o.body || {};
     setText(
-        'bulk-result',
-        'operation ' + id + ': ' + b.status + ', done ' + fmt(b.done) + ' of about ' + fmt(bulkMatched) + ', skipped ' +
-            JSON.stringify(b.skipped || {}) + ', failed ' + fmt(b.failed));
-    $('bulk-result').dataset.status = b.status || '';
-    if (b.status === 'running' || b.status === 'stopping') setTimeout(follow, 1000);
+        "bulk-result",
+        "operation " + id + ": " + b.status + ", done " + fmt(b.done) + " of about " + fmt(bulkMatched) + ", skipped " +
+            JSON.stringify(b.skipped || {}) + ", failed " + fmt(b.failed));
+    $("bulk-result").dataset.status = b.status || "";
+    if (b.status === "running" || b.status === "stopping") setTimeout(follow, 1000);
   };
   follow();
 });
 
-$('jobs-form').addEventListener('submit', (ev) => {
+$("jobs-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   loadJobs(false);
 });
-$('jobs-more').addEventListener('click', () => loadJobs(true));
+$("jobs-more").addEventListener("click", () => loadJobs(true));
 
 loop();

@@ -81,6 +81,14 @@ end
 -- The owner of the shard re-reads the pending entries of these ids (their time moved, maybe
 -- earlier than what it has loaded).
 local function wake(id) redis.call('RPUSH', SHARD .. ':wake', id) end
+-- repend(key, id, j, at): the job j (delay now) written, due at `at`, its pending entry moved
+-- there and the shard's owner woken; mv marks the move for the console's walks.
+local function repend(key, id, j, at)
+  j.f.mv = stamp
+  write(key, j, 0)
+  redis.call('ZADD', KEYS[1], at, id)
+  wake(id)
+end
 local counts = {}
 local function bump(biz, st, n)
   if biz == '-' then return end

@@ -58,11 +58,8 @@ local function report(key, id, j, status, err, retry_at, max_att, ack)
   end
   j.st = 'delay'
   j.f.nb = string.format('%.0f', at)
-  j.f.mv = stamp
   bump(j.biz, 'delay', 1)
-  write(key, j, 0)
-  redis.call('ZADD', KEYS[1], at, id)
-  wake(id)
+  repend(key, id, j, at)
   return {'applied', j.f.dead and 'dead' or 'delay', string.format('%.0f', at)}
 end
 for i = FIRST, #KEYS do

@@ -21,10 +21,7 @@ for i = FIRST, #KEYS do
     hist(KEYS[i], j, 'rescheduled', 'from ' .. string.format('%.0f', j.at) .. ' to ' .. at)
     j.at = tonumber(at)
     j.f.nb = nil
-    j.f.mv = stamp
-    write(KEYS[i], j, 0)
-    redis.call('ZADD', KEYS[1], at, id)
-    wake(id)
+    repend(KEYS[i], id, j, at)
     out[#out + 1] = {1, 'delay'}
   end
 end

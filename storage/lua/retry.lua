@@ -23,10 +23,7 @@ for i = FIRST, #KEYS do
     j.st = 'delay'
     j.f.last_error = j.f.error
     j.f.error, j.f.failed_at, j.f.dead, j.f.nb, j.f.dl = nil, nil, nil, nil, nil
-    j.f.mv = stamp
-    write(KEYS[i], j, 0)
-    redis.call('ZADD', KEYS[1], now, id)
-    wake(id)
+    repend(KEYS[i], id, j, now)
     out[#out + 1] = {1, 'delay'}
   end
 end

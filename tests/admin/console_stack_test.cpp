@@ -64,6 +64,19 @@ std::vector<const Record*> ready_of(const Collector& c, const std::string& topic
   return out;
 }
 
+// Polls GET /operations/{id} every 100 ms until its status is `status` or `timeout` passed; the
+// last answer.
+Answer wait_operation(std::uint16_t port, const std::string& id, const std::string& status,
+                      std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Answer a = call(port, "GET", "/operations/" + id);
+  while (a.body.value("status", "") != status && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    a = call(port, "GET", "/operations/" + id);
+  }
+  return a;
+}
+
 // Runs delayctl with the world's settings; its exit status and standard output.
 std::pair<int, std::string> delayctl(const World& w, const std::string& args) {
   std::string command = "env";
@@ -361,12 +374,7 @@ TEST_CASE("a bulk cancel counts first, then runs at its rate, survives kill -9 a
   second.set_die_with_test(true);
   second.start();
   REQUIRE_THAT(http_get_until_ok(port, "/readyz"), Catch::Contains(" 200 "));
-  Answer end;
-  for (int i = 0; i < 600; ++i) {
-    end = call(port, "GET", "/operations/" + id);
-    if (end.body.value("status", "") == "done") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const Answer end = wait_operation(port, id, "done", std::chrono::seconds(60));
   INFO(end.body.dump());
   REQUIRE(end.body["status"] == "done");
   CHECK(cancelled() == kOrders);
@@ -394,15 +402,9 @@ TEST_CASE("a bulk cancel counts first, then runs at its rate, survives kill -9 a
            R"({"action": "cancel", "filter": {"business": "mail"}, "dry_run": false, "rate_per_s": 10})");
   REQUIRE(run.status == 202);
   const std::string second_id = run.body["operation"];
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const Answer stop = call(port, "DELETE", "/operations/" + second_id);
   CHECK(stop.status == 202);
-  Answer stopped;
-  for (int i = 0; i < 100; ++i) {
-    stopped = call(port, "GET", "/operations/" + second_id);
-    if (stopped.body.value("status", "") == "stopped") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const Answer stopped = wait_operation(port, second_id, "stopped", std::chrono::seconds(10));
   INFO(stopped.body.dump());
   CHECK(stopped.body["status"] == "stopped");
   const auto mail_states = redis.states(mail);

@@ -7,11 +7,14 @@
 #include <string>
 
 #include "storage/header_codec.hpp"
+#include "support/unbase64.hpp"
 
 using delayd::admin::job_to_json;
 using delayd::admin::kPreviewBytes;
 using delayd::admin::to_text;
 using Fields = std::map<std::string, std::string>;
+
+using delayd::testing::unbase64;
 
 namespace {
 
@@ -24,24 +27,6 @@ Fields job_with(const std::string& key, const std::string& value, const delayd::
           {"key", key},
           {"value", value},
           {"headers", delayd::storage::encode_headers(headers)}};
-}
-
-// RFC 4648 base64 back to bytes (the test's own inverse).
-std::string unbase64(const std::string& text) {
-  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    if (c == '=') break;
-    acc = acc << 6 | static_cast<std::uint32_t>(alphabet.find(c));
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>(acc >> bits & 0xff));
-    }
-  }
-  return out;
 }
 
 }  // namespace

@@ -5,33 +5,13 @@
 #include <random>
 #include <string>
 
+#include "support/unbase64.hpp"
+
 using delayd::base::base64;
 using delayd::base::is_printable_utf8;
 using delayd::base::utf8_prefix;
 
-namespace {
-
-// RFC 4648 base64 back to bytes; the test's own inverse, to show that nothing is lost.
-std::string unbase64(const std::string& text) {
-  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    if (c == '=') break;
-    const auto v = alphabet.find(c);
-    REQUIRE(v != std::string::npos);
-    acc = acc << 6 | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>(acc >> bits & 0xff));
-    }
-  }
-  return out;
-}
-
-}  // namespace
+using delayd::testing::unbase64;
 
 TEST_CASE("base64: the test vectors of RFC 4648", "[unit][text]") {
   CHECK(base64("") == "");
