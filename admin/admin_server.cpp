@@ -18,6 +18,7 @@
 #include "admin/status_page.hpp"
 #include "broker/loop_counters.hpp"
 #include "broker/wall_clock.hpp"
+#include "contract/ingest_parse.hpp"
 #include "contract/time_format.hpp"
 
 namespace delayd::admin {
@@ -375,6 +376,11 @@ void jobs(const std::shared_ptr<State>& state, const HttpRequest& req, std::stri
         400, {{"error", "the path must be /jobs/{id} or /jobs/{id}/run-now|reschedule|retry, with a valid id"}}));
   }
   std::string id = std::move(route->job_id);
+  if (!contract::is_valid_job_id(id)) {
+    return reply(json_response(400, {{"error", "id: a job-id is 1-" + std::to_string(contract::kMaxJobIdChars) +
+                                                   " printable ASCII characters without spaces"},
+                                     {"field", "id"}}));
+  }
   switch (route->action) {
     case JobAction::none: {
       const bool cancel = req.method() == http::verb::delete_;

@@ -219,6 +219,12 @@ TEST_CASE("the console lists, filters and acts on jobs, and every bad input name
     CHECK(call(port, "POST", "/jobs/w-1/reschedule", "{\"delay_ms\": 5, \"deliver_at\": 5}").status == 400);
     CHECK(call(port, "POST", "/jobs/w-1/reschedule", "not json").body["field"] == "body");
     CHECK(call(port, "GET", "/jobs/w-1/run-now").status == 405);
+    for (const std::string bad_id : {"/jobs/a%20b", "/jobs/a%00b/retry", "/jobs/%C3%A9/run-now"}) {
+      const Answer a = call(port, bad_id.ends_with("b") ? "GET" : "POST", bad_id);
+      INFO(bad_id << " -> " << a.body.dump());
+      CHECK(a.status == 400);
+      CHECK(a.body["field"] == "id");
+    }
     CHECK(call(port, "POST", "/jobs/nobody/run-now").status == 404);
     CHECK(redis.states({"w-1"}) == std::vector<std::string>{"delay"});  // nothing moved
   }
