@@ -90,6 +90,21 @@ JobAnswer StoreJobBackend::get(const std::string& job_id) {
   return answer(200, job_to_json(job_id, *fields));
 }
 
+template <class F>
+auto StoreJobBackend::with_reader(F f) {
+  try {
+    if (!reader_) {
+      reader_ =
+          std::make_unique<connectors::TopicReader>(config::kafka_properties(config_, config::KafkaClient::consumer));
+    }
+    DeadLetterTopic source(*reader_, config_.kafka.dlq_topic);
+    return f(static_cast<DeadLetterSource&>(source));
+  } catch (...) {
+    reader_.reset();
+    throw;
+  }
+}
+
 std::string StoreJobBackend::state_of(const std::string& job_id) {
   const auto fields = with_store([&](storage::JobStore& s) { return s.get(job_id); });
   if (!fields) return "missing";
@@ -97,27 +112,30 @@ std::string StoreJobBackend::state_of(const std::string& job_id) {
   return it == fields->end() ? "unknown" : it->second;
 }
 
-void StoreJobBackend::publish_cancel(const std::string& job_id) {
+void StoreJobBackend::publish(const connectors::OutRecord& record, std::string_view what) {
   if (!producer_) {
     producer_ =
         std::make_unique<connectors::KafkaProducer>(config::kafka_properties(config_, config::KafkaClient::producer),
                                                     [this](const connectors::DeliveryReport& r) { report_ = r; });
   }
   report_.reset();
-  producer_->produce(contract::cancel_record(config_.kafka.ingest_topic, job_id));
+  producer_->produce(record);
   // Bounded below kafka.message_timeout_ms so that a Kafka outage costs a 503, not a stuck
   // worker (and a slow shutdown).
   producer_->flush(static_cast<int>(std::min<std::int64_t>(config_.kafka.message_timeout_ms, kPublishWaitMs)));
   if (!report_) {
-    throw connectors::KafkaError("Kafka did not acknowledge the cancel record within " +
+    throw connectors::KafkaError("Kafka did not acknowledge the " + std::string(what) + " within " +
                                  std::to_string(kPublishWaitMs) + " ms; it may still be delivered");
   }
-  if (!report_->ok) throw connectors::KafkaError("the cancel record was not delivered: " + report_->error);
+  if (!report_->ok) {
+    throw connectors::KafkaError("the " + std::string(what) + " was not delivered: " + report_->error);
+  }
 }
 
 JobAnswer StoreJobBackend::cancel(const std::string& job_id) {
-  const CancelOutcome o =
-      cancel_and_wait([&] { return state_of(job_id); }, [&] { publish_cancel(job_id); }, cancel_wait_);
+  const CancelOutcome o = cancel_and_wait(
+      [&] { return state_of(job_id); },
+      [&] { publish(contract::cancel_record(config_.kafka.ingest_topic, job_id), "cancel record"); }, cancel_wait_);
   switch (o.verdict) {
     case CancelVerdict::no_job:
       return answer(404, {{"error", "no job " + job_id}});
@@ -170,19 +188,56 @@ JobAnswer StoreJobBackend::retry(const std::string& job_id, std::int64_t now_ms)
   if (t.changed) {
     return answer(200, {{"job_id", job_id}, {"retried", true}, {"state", "delay"}, {"source", "payload"}});
   }
-  if (t.state == storage::JobState::failed) {
-    return answer(409, {{"job_id", job_id},
-                        {"retried", false},
-                        {"state", "failed"},
-                        {"source", nullptr},
-                        {"error",
-                         "its payload is gone (its business keeps none: scheduler.keep_payload); its "
-                         "dead letter is the way back"}});
-  }
+  if (t.state == storage::JobState::failed) return retry_from_dead_letter(job_id);
   return answer(409, {{"job_id", job_id},
                       {"retried", false},
                       {"state", to_string(t.state)},
                       {"error", "only a failed job can be retried"}});
+}
+
+JobAnswer StoreJobBackend::retry_from_dead_letter(const std::string& job_id) {
+  const auto refuse = [&](const std::string& why) {
+    return answer(409,
+                  {{"job_id", job_id}, {"retried", false}, {"state", "failed"}, {"source", nullptr}, {"error", why}});
+  };
+  const auto fields = with_store([&](storage::JobStore& s) { return s.get(job_id); });
+  const auto dl = fields ? fields->find("dl") : decltype(fields->find("dl")){};
+  if (!fields || dl == fields->end()) {
+    return refuse(
+        "its payload is gone (its business keeps none: scheduler.keep_payload) and its record does not say "
+        "where its dead letter is");
+  }
+  const auto colon = dl->second.find(':');
+  const auto partition = parse_count(dl->second.substr(0, colon));
+  const auto offset = colon == std::string::npos ? std::nullopt : parse_count(dl->second.substr(colon + 1));
+  if (!partition || !offset) return refuse("its record's dead-letter place '" + dl->second + "' does not read");
+  const std::vector<connectors::Record> found = with_reader([&](DeadLetterSource& source) {
+    return source.read(static_cast<std::int32_t>(*partition), *offset, *offset + 1, 1);
+  });
+  if (found.empty() || found.front().offset != *offset) {
+    return refuse("its payload is gone and its dead letter " + dl->second +
+                  " is no longer in the dead-letter topic (its retention)");
+  }
+  auto redriven = redrive_record(found.front(), config::kMaxRedrives, config_.kafka.ingest_topic, "retry");
+  if (auto* why = std::get_if<std::string>(&redriven)) return refuse("its dead letter " + dl->second + ": " + *why);
+  connectors::OutRecord& record = std::get<Redriven>(redriven).record;
+  const auto shard = fields->find("shard");
+  if (shard != fields->end()) {
+    record.partition = storage::partition_of(shard->second, config_.kafka.ingest_topic).value_or(-1);
+  }
+  publish(record, "dead letter");
+  // The shard's owner revives the job when it reads the record (accept.lua): watched here as a
+  // cancel is.
+  std::string state = "failed";
+  const auto until = std::chrono::steady_clock::now() + cancel_wait_;
+  while ((state = state_of(job_id)) == "failed" && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return answer(state == "failed" ? 202 : 200, {{"job_id", job_id},
+                                                {"retried", state != "failed"},
+                                                {"state", state},
+                                                {"source", "dead_letter"},
+                                                {"dead_letter", dl->second}});
 }
 
 JobAnswer StoreJobBackend::bulk(const BulkRequest& request, std::int64_t now_ms) {
@@ -201,21 +256,6 @@ JobAnswer StoreJobBackend::bulk(const BulkRequest& request, std::int64_t now_ms)
   });
   runner_->wake();
   return answer(202, {{"operation", id}, {"status", "running"}});
-}
-
-template <class F>
-auto StoreJobBackend::with_reader(F f) {
-  try {
-    if (!reader_) {
-      reader_ =
-          std::make_unique<connectors::TopicReader>(config::kafka_properties(config_, config::KafkaClient::consumer));
-    }
-    DeadLetterTopic source(*reader_, config_.kafka.dlq_topic);
-    return f(static_cast<DeadLetterSource&>(source));
-  } catch (...) {
-    reader_.reset();
-    throw;
-  }
 }
 
 JobAnswer StoreJobBackend::dead_letters(const DeadLetterListRequest& request) {

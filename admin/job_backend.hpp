@@ -46,8 +46,11 @@ class StoreJobBackend final : public JobBackend {
   // 404 no such job; 409 {"rescheduled": false, "state"} when it is not waiting, or in flight.
   JobAnswer reschedule(const std::string& job_id, std::int64_t deliver_at, std::int64_t now_ms) override;
   // A failed job delivered again (JobStore::retry_anywhere): 200 {"retried": true, "state":
-  // "delay", "source": "payload"}; 409 {"retried": false, "state": "failed"} when its payload is
-  // gone (its dead letter is the way back); 409 when it is not failed; 404 no such job.
+  // "delay", "source": "payload"}. When its payload is gone, from its dead letter (the record's
+  // dl): 200 {"retried": true, "state", "source": "dead_letter", "dead_letter"} once delayd has
+  // revived it, 202 with "retried": false if not within cancel_wait (it will); 409 {"retried":
+  // false, "state": "failed"} when the dead letter is gone too; 409 when it is not failed; 404
+  // no such job.
   JobAnswer retry(const std::string& job_id, std::int64_t now_ms) override;
   // A dry run: 200 {"dry_run": true, "matched": N, "complete": bool} (complete false when the
   // count stopped at kDryRunFor); otherwise 202 {"operation": id} and the runner is woken.
@@ -77,7 +80,12 @@ class StoreJobBackend final : public JobBackend {
   template <class F>
   auto with_store(F f);
   std::string state_of(const std::string& job_id);  // "missing" when there is no such job
-  void publish_cancel(const std::string& job_id);
+  // Publishes one record to the ingest topic and waits for Kafka's acknowledgement (throws
+  // KafkaError, naming `what`, without it).
+  void publish(const connectors::OutRecord& record, std::string_view what);
+  // A failed job whose payload is gone: its dead letter (the record's dl) published back to the
+  // job's shard of the ingest topic as a redrive, then its state watched for cancel_wait.
+  JobAnswer retry_from_dead_letter(const std::string& job_id);
   // The dead-letter topic's reader, made now if there is none; dropped if `f` throws.
   template <class F>
   auto with_reader(F f);

@@ -98,7 +98,11 @@ TEST_CASE("the console lists dead letters, refuses bad input, and a redrive brin
   w.settings["DELAYD_ADMIN_READ_TOKEN"] = kReadToken;
   w.settings["DELAYD_ADMIN_MAX_REDRIVES"] = "1";
   w.settings["DELAYD_SCHEDULER_BUSINESS"] = "refunds.keep_payload=true,refunds.max_process_attempts=1";
-  w.create_topics({"refunds"}, 2);
+  w.settings["DELAYD_KAFKA_MISSING_TOPIC_TIMEOUT_MS"] = "1000";
+  w.settings["DELAYD_KAFKA_MESSAGE_TIMEOUT_MS"] = "1500";
+  // librdkafka calls a topic unknown after this (30 s by default).
+  w.settings["DELAYD_KAFKA_PRODUCER_PROPERTIES"] = "topic.metadata.propagation.max.ms=1000";
+  w.create_topics({"refunds"}, 2);  // not parcels: its job is dead-lettered for the missing topic
   DelaydProcess delayd(w);
   delayd.set_die_with_test(true);
   delayd.start();
@@ -119,18 +123,23 @@ TEST_CASE("the console lists dead letters, refuses bad input, and a redrive brin
   for (const auto& id : jobs) pub.send_report(id, "failed", "refund service down");
   pub.send_raw(invalid_record("x-1"));
   pub.send_raw(invalid_record("x-2"));
+  // A job of a business that keeps no payload, failed for want of its ready topic: only its
+  // dead letter holds its value.
+  pub.send(job_at("p-1", now_ms(), "value of p-1", "p-1", "parcels"));
   pub.flush();
   REQUIRE(wait_states(redis, jobs, std::vector<std::string>(jobs.size(), "failed")));
+  REQUIRE(wait_states(redis, {"p-1"}, {"failed"}));  // (wait_states gives it 30 s)
   REQUIRE(out.collect_until(
-      [&](const auto&) { return count_where(out, w.dlq_topic, [](const Record&) { return true; }) == 6; },
+      [&](const auto&) { return count_where(out, w.dlq_topic, [](const Record&) { return true; }) == 7; },
       std::chrono::seconds(30)));
   const std::int64_t before_redrive = now_ms();
 
   {  // the list
     const std::vector<std::string> all = walk(port, "", 50);
-    CHECK(all.size() == 6);
+    CHECK(all.size() == 7);
     for (int limit : {1, 4}) CHECK(walk(port, "", limit) == all);  // each once, whatever the page
     CHECK(walk(port, "business=refunds", 50).size() == 6);         // the invalid ones name it too
+    CHECK(walk(port, "reason=topic_missing", 50).size() == 1);
     CHECK(walk(port, "reason=reported_failed", 50).size() == 4);
     CHECK(walk(port, "reason=invalid_record", 50).size() == 2);
     CHECK(walk(port, "reason=DELIVER-AT", 2).size() == 2);  // a piece of the error text, any case
@@ -207,6 +216,28 @@ TEST_CASE("the console lists dead letters, refuses bad input, and a redrive brin
     const Answer a = call(port, "POST", "/dead-letters/redrive", R"({"filter": {}, "dry_run": false})", kReadToken);
     CHECK(a.status == 403);
     CHECK(call(port, "GET", "/operations").body["operations"].empty());
+  }
+
+  {  // retry of a failed job whose payload is gone: from its dead letter, once its topic exists
+    const std::optional<std::string> dl = redis.field("p-1", "dl");  // where its dead letter is
+    REQUIRE(dl.has_value());
+    w.create_topics({"parcels"}, 2);
+    Collector parcels(w, {w.ready_topic("parcels")});
+    const Answer a = call(port, "POST", "/jobs/p-1/retry");
+    INFO(a.body.dump());
+    CHECK(a.status == 200);
+    CHECK(a.body["source"] == "dead_letter");
+    CHECK(a.body["retried"] == true);
+    CHECK(a.body["dead_letter"] == *dl);
+    REQUIRE(parcels.collect_until(
+        [&](const auto& recs) {
+          return std::any_of(recs.begin(), recs.end(), [](const Record& r) {
+            return header(r, "job-id") == "p-1" && header(r, "redrive-count") == "1" && r.value == "value of p-1";
+          });
+        },
+        std::chrono::seconds(30)));
+    CHECK(wait_states(redis, {"p-1"}, {"ready"}));
+    CHECK(call(port, "POST", "/jobs/p-1/retry").status == 409);  // not failed any more
   }
 
   // The dry run counts the four; the redrive publishes them back and the jobs live again.
