@@ -188,8 +188,8 @@ $("job-form").addEventListener("submit", async (ev) => {
   }
 });
 
-// --- What a view of a list shares: a filter read from a form, a paged table over a GET list,
-// and an action on a whole filter (dry run, confirm, the operation's progress).
+// --- What the Jobs and the Dead letters views share: a filter read from a form, a paged table
+// over a GET list, and an action on a whole filter (dry run, confirm, the operation's progress).
 
 // The non-empty fields of a form, trimmed, under their parameter names: fields is [name, id] pairs.
 function formFilter(fields) {
@@ -237,13 +237,16 @@ function row(id, cells) {
   return tr;
 }
 
-// A job-id that opens the job's drawer.
+// A job-id that opens the job's drawer (and brings it into view, from the Dead letters view).
 function jobLink(id) {
   const open = document.createElement("button");
   open.type = "button";
   open.className = "link";
   open.textContent = id;
-  open.addEventListener("click", () => openJob(id));
+  open.addEventListener("click", () => {
+    openJob(id);
+    $("job-drawer").scrollIntoView({block: "nearest"});
+  });
   return open;
 }
 
@@ -397,5 +400,43 @@ $("jobs-form").addEventListener("submit", (ev) => {
   loadJobs(false);
 });
 $("jobs-more").addEventListener("click", () => loadJobs(true));
+
+// --- The Dead letters view: GET /dead-letters with the form's filter, a page at a time; a
+// redrive of the filter's dead letters (POST /dead-letters/redrive), dry run first.
+
+// The filter of the form, as GET /dead-letters's parameters (and a redrive's filter).
+const deadLettersFilter = () => formFilter([
+  ["reason", "dl-reason"], ["business", "dl-business"], ["since", "dl-since"], ["until", "dl-until"]]);
+
+function deadLetterRow(d) {
+  const s = d.source;
+  return row("dl-row-" + d.partition + "-" + d.offset, [
+    [typeof d.at === "number" ? new Date(d.at).toISOString() : "", ""], [d.reason || "", "reason"],
+    [d.error || "", "error"], d.job_id ? jobLink(d.job_id) : ["", ""], [d.business || "", ""],
+    [s ? s.topic + " [" + s.partition + "] @" + s.offset : "", "muted"],
+    [fmt(d.size) + " B" + (d.value_kept === false ? ", value not kept" : ""), "n"], [fmt(d.redrive_count), "n"]]);
+}
+
+const resetRedrive = operationFlow({
+  path: "/dead-letters/redrive", dry: "dl-dry", run: "dl-run", result: "dl-result",
+  body: (dryRun) => ({
+    filter: deadLettersFilter(),
+    dry_run: dryRun,
+    rate_per_s: Number($("dl-rate").value) || 500
+  }),
+  would: (n) => (n === 1 ? "dead letter would be redriven" : "dead letters would be redriven"),
+  question: (n) => "redrive " + n + " dead letters?"
+});
+
+const loadDeadLetters = pagedTable({
+  path: "/dead-letters", list: "dead_letters", filter: deadLettersFilter, row: deadLetterRow,
+  table: "dl-table", more: "dl-more", note: "dl-note", onReset: resetRedrive
+});
+
+$("dl-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  loadDeadLetters(false);
+});
+$("dl-more").addEventListener("click", () => loadDeadLetters(true));
 
 loop();
