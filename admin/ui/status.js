@@ -9,7 +9,7 @@
 const REFRESH_MS = 2000, KEEP_MS = 10 * 60 * 1000, SVG = "http://www.w3.org/2000/svg";
 const token = new URLSearchParams(location.hash.slice(1)).get("token");
 const headers = token ? { "Authorization": "Bearer " + token } : {};
-const samples = [];  // {t, delivered, accepted}: the rates" history, this page"s memory only
+const samples = [];  // {t, delivered, accepted}: the rates' history, this page's memory only
 let polls = 0;
 // What the token grants, from /whoami: "admin", "read" or "open"; null until known. With "read",
 // <body> has the class read-only, which hides every element of class "write" (status.css).
