@@ -34,6 +34,8 @@ constexpr auto kStaleAfter = std::chrono::seconds(15);
 constexpr auto kPendingEvery = std::chrono::seconds(5);
 constexpr auto kOverviewEvery = std::chrono::seconds(2);
 constexpr std::string_view kOperations = "/operations";
+constexpr std::string_view kDeadLetters = "/dead-letters";
+constexpr std::string_view kRedrive = "/dead-letters/redrive";
 
 tcp::endpoint parse_listen(const std::string& listen) {
   const auto colon = listen.rfind(':');
@@ -346,6 +348,36 @@ void bulk(const std::shared_ptr<State>& state, const HttpRequest& req, Access ac
       std::move(audited));
 }
 
+// GET /dead-letters and POST /dead-letters/redrive: checked here, on the io thread; the walk and
+// the redrive's dry run read Kafka on the worker. As for a bulk action, a dry run is not audited.
+void dead_letters(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, Access access,
+                  const Reply& reply) {
+  if (path == kDeadLetters) {
+    if (req.method() != http::verb::get) return reply(json_response(405, {{"error", "GET"}}));
+    const QueryParams params = query_params(std::string_view(req.target().data(), req.target().size()));
+    if (!params.error.empty()) return reply(json_response(400, {{"error", params.error}}));
+    auto parsed = parse_dead_letter_request(params.values);
+    if (auto* bad = std::get_if<BadRequest>(&parsed)) return reply(json_response(400, bad->json()));
+    return on_worker(state, reply, [request = std::get<DeadLetterListRequest>(std::move(parsed))](JobBackend& jobs) {
+      return jobs.dead_letters(request);
+    });
+  }
+  if (path != kRedrive) return reply(make_response(404, "not found\n"));
+  if (req.method() != http::verb::post) return reply(json_response(405, {{"error", "POST"}}));
+  auto parsed = parse_redrive_request(req.body());
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    audit(state->metrics, {access, AuditAction::redrive, std::string(kRedrive), std::nullopt, AuditOutcome::invalid});
+    return reply(json_response(400, bad->json()));
+  }
+  RedriveRequest request = std::get<RedriveRequest>(std::move(parsed));
+  request.access = std::string(to_string(access));
+  std::optional<AuditEntry> audited;
+  if (!request.dry_run) audited = AuditEntry{access, AuditAction::redrive, request.filter_json, std::nullopt, {}};
+  on_worker(
+      state, reply, [request = std::move(request)](JobBackend& jobs) { return jobs.redrive(request, system_now_ms()); },
+      std::move(audited));
+}
+
 // GET /operations, GET and DELETE /operations/{id}.
 void operations(const std::shared_ptr<State>& state, const HttpRequest& req, std::string_view path, Access access,
                 const Reply& reply) {
@@ -450,8 +482,8 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (path == "/readyz") return get ? reply(readyz(*state)) : only_get();
   if (path == "/") return get ? reply(status_page()) : only_get();
   const bool known = path == "/metrics" || path == "/stats" || path == "/overview" || path == "/whoami" ||
-                     path == "/jobs" || path.starts_with(kJobsPrefix) || path == kOperations ||
-                     (path.starts_with(kOperations) && path[kOperations.size()] == '/');
+                     path == "/jobs" || path.starts_with(kJobsPrefix) || path == kOperations || path == kDeadLetters ||
+                     path == kRedrive || (path.starts_with(kOperations) && path[kOperations.size()] == '/');
   if (!known) return reply(make_response(404, "not found\n"));
   const std::optional<Access> access = access_of(req, state->options.token, state->options.read_token);
   if (!access) return reply(unauthorized());
@@ -461,6 +493,7 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (path == "/overview") return get ? overview(state, reply) : only_get();
   if (path == "/whoami") return get ? reply(json_response(200, {{"access", to_string(*access)}})) : only_get();
   if (path.starts_with(kOperations)) return operations(state, req, path, *access, reply);
+  if (path.starts_with(kDeadLetters)) return dead_letters(state, req, path, *access, reply);
   return jobs(state, req, path, *access, reply);
 }
 
@@ -474,6 +507,8 @@ JobAnswer JobBackend::retry(const std::string&, std::int64_t) { return kNotSuppo
 JobAnswer JobBackend::bulk(const BulkRequest&, std::int64_t) { return kNotSupported; }
 JobAnswer JobBackend::operation(const std::string&) { return kNotSupported; }
 JobAnswer JobBackend::stop_operation(const std::string&) { return kNotSupported; }
+JobAnswer JobBackend::dead_letters(const DeadLetterListRequest&) { return kNotSupported; }
+JobAnswer JobBackend::redrive(const RedriveRequest&, std::int64_t) { return kNotSupported; }
 
 AdminOptions admin_options(const config::Config& config) {
   AdminOptions o;

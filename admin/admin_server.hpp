@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "admin/audit.hpp"
+#include "admin/dead_letter_query.hpp"
 #include "admin/http_server.hpp"
 #include "admin/job_query.hpp"
 #include "broker/snapshot.hpp"
@@ -103,6 +104,8 @@ class JobBackend {
   virtual JobAnswer bulk(const BulkRequest& request, std::int64_t now_ms);
   virtual JobAnswer operation(const std::string& id);  // "" lists the newest
   virtual JobAnswer stop_operation(const std::string& id);
+  virtual JobAnswer dead_letters(const DeadLetterListRequest& request);
+  virtual JobAnswer redrive(const RedriveRequest& request, std::int64_t now_ms);
   // Where the backend reports writes that end later (a bulk operation's end, with its counts);
   // the AdminServer sets it once, before any call. Any thread may call it.
   using AuditSink = std::function<void(const AuditEntry&)>;

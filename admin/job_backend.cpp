@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "admin/cancel_flow.hpp"
+#include "admin/dead_letter_topic.hpp"
 #include "admin/job_json.hpp"
 #include "broker/ownership.hpp"
 #include "config/redis_options.hpp"
@@ -47,9 +48,10 @@ void StoreJobBackend::audit_end(const std::string& id, const storage::OperationS
   };
   AuditEntry e;
   e.access = text("access") == "read" ? Access::read : text("access") == "open" ? Access::open : Access::admin;
-  e.action = text("action") == "cancel"    ? AuditAction::bulk_cancel
-             : text("action") == "run-now" ? AuditAction::bulk_run_now
-                                           : AuditAction::bulk_retry;
+  e.action = text("action") == "cancel"         ? AuditAction::bulk_cancel
+             : text("action") == "run-now"      ? AuditAction::bulk_run_now
+             : text("action") == kRedriveAction ? AuditAction::redrive
+                                                : AuditAction::bulk_retry;
   e.target = {{"operation", id}, {"filter", nlohmann::json::parse(text("filter"), nullptr, false)}};
   std::int64_t skipped = 0;
   const nlohmann::json s = nlohmann::json::parse(text("skipped"), nullptr, false);
@@ -196,6 +198,60 @@ JobAnswer StoreJobBackend::bulk(const BulkRequest& request, std::int64_t now_ms)
   const std::string id = with_store([&](storage::JobStore& s) {
     storage::OperationStore ops(*redis_, s.keys());
     return create_operation(ops, request, now_ms);
+  });
+  runner_->wake();
+  return answer(202, {{"operation", id}, {"status", "running"}});
+}
+
+template <class F>
+auto StoreJobBackend::with_reader(F f) {
+  try {
+    if (!reader_) {
+      reader_ =
+          std::make_unique<connectors::TopicReader>(config::kafka_properties(config_, config::KafkaClient::consumer));
+    }
+    DeadLetterTopic source(*reader_, config_.kafka.dlq_topic);
+    return f(static_cast<DeadLetterSource&>(source));
+  } catch (...) {
+    reader_.reset();
+    throw;
+  }
+}
+
+JobAnswer StoreJobBackend::dead_letters(const DeadLetterListRequest& request) {
+  return with_reader([&](DeadLetterSource& source) {
+    const DeadLetterPage page = walk_dead_letters(source, request.filter, request.cursor, request.limit);
+    return answer(200, dead_letter_page_json(request.filter, page));
+  });
+}
+
+JobAnswer StoreJobBackend::redrive(const RedriveRequest& request, std::int64_t now_ms) {
+  if (request.dry_run) {
+    return with_reader([&](DeadLetterSource& source) {
+      const auto until = std::chrono::steady_clock::now() + kDryRunFor;
+      std::int64_t matched = 0;
+      nlohmann::json would_skip = nlohmann::json::object();
+      std::optional<DeadLetterCursor> cursor;
+      bool complete = false;
+      while (std::chrono::steady_clock::now() < until) {
+        const DeadLetterPage page = walk_dead_letters(source, request.filter, cursor, kMaxLimit);
+        for (const connectors::Record& rec : page.records) {
+          ++matched;
+          auto r = redrive_record(rec, config_.admin.max_redrives, config_.kafka.ingest_topic, "");
+          if (auto* why = std::get_if<std::string>(&r)) would_skip[*why] = would_skip.value(*why, 0) + 1;
+        }
+        cursor = page.next;
+        if (!cursor) {
+          complete = true;
+          break;
+        }
+      }
+      return answer(200, {{"dry_run", true}, {"matched", matched}, {"would_skip", would_skip}, {"complete", complete}});
+    });
+  }
+  const std::string id = with_store([&](storage::JobStore& s) {
+    storage::OperationStore ops(*redis_, s.keys());
+    return create_redrive_operation(ops, request, now_ms);
   });
   runner_->wake();
   return answer(202, {{"operation", id}, {"status", "running"}});

@@ -3,7 +3,8 @@
 // cancels as `delayctl cancel` does (a cancel record on the ingest topic, so the instance owning
 // the job drops it from its wheel, then Redis watched for the outcome), and the pending counts
 // per shard come from JobStore::stats(); the overview from stats() and due_counts() (two round
-// trips, plus one each for the list of shards).
+// trips, plus one each for the list of shards). The dead letters are read from their topic by a
+// TopicReader of its own (no consumer group).
 //
 // Verdicts of cancel, as delayctl's: 404 no such job; 409 {"cancelled": false, "state"} when the
 // job is no longer waiting (delivered, failed, cancelled already, in flight); 200 {"cancelled":
@@ -24,6 +25,7 @@
 #include "admin/operation_runner.hpp"
 #include "config/config.hpp"
 #include "connectors/kafka_producer.hpp"
+#include "connectors/topic_reader.hpp"
 #include "storage/job_store.hpp"
 
 namespace delayd::admin {
@@ -55,6 +57,11 @@ class StoreJobBackend final : public JobBackend {
   JobAnswer operation(const std::string& id) override;
   // 202 {"status": "stopping"} (the runner stops it after its batch); 409 when it has ended; 404.
   JobAnswer stop_operation(const std::string& id) override;
+  // 200 with a page of the dead-letter topic's walk (admin/dead_letter_query.hpp).
+  JobAnswer dead_letters(const DeadLetterListRequest& request) override;
+  // A dry run: 200 {"dry_run": true, "matched": N, "would_skip": {reason: n}, "complete": bool}
+  // (complete false when the count stopped at kDryRunFor); otherwise 202 {"operation": id}.
+  JobAnswer redrive(const RedriveRequest& request, std::int64_t now_ms) override;
   void set_audit_sink(AuditSink sink) override;
   // How long a dry run counts, at most.
   static constexpr std::chrono::seconds kDryRunFor{10};
@@ -71,6 +78,9 @@ class StoreJobBackend final : public JobBackend {
   auto with_store(F f);
   std::string state_of(const std::string& job_id);  // "missing" when there is no such job
   void publish_cancel(const std::string& job_id);
+  // The dead-letter topic's reader, made now if there is none; dropped if `f` throws.
+  template <class F>
+  auto with_reader(F f);
 
   config::Config config_;
   std::chrono::milliseconds cancel_wait_;
@@ -78,6 +88,7 @@ class StoreJobBackend final : public JobBackend {
   std::unique_ptr<storage::JobStore> store_;
   std::unique_ptr<connectors::KafkaProducer> producer_;
   std::optional<connectors::DeliveryReport> report_;
+  std::unique_ptr<connectors::TopicReader> reader_;
   std::mutex sink_mutex_;  // guards sink_ (the runner's thread reads it)
   AuditSink sink_;
   std::unique_ptr<OperationRunner> runner_;  // runs the bulk operations, on a thread of its own

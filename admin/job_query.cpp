@@ -15,44 +15,22 @@ using storage::JobState;
 constexpr std::string_view kParams[] = {"business",  "state", "due_from", "due_to",
                                         "id_prefix", "error", "limit",    "cursor"};
 
-std::optional<std::int64_t> parse_count(std::string_view s) {
-  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
-  std::int64_t v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
-}
-
 std::string states_list() {
   std::string out;
   for (JobState s : storage::job_record::kStates) out += (out.empty() ? "" : ", ") + std::string(to_string(s));
   return out;
 }
 
-std::variant<std::int64_t, BadRequest> parse_time(const std::string& field, std::string_view text) {
-  const contract::ParsedTime t = contract::parse_timestamp_ms(text);
-  if (!t) {
-    return BadRequest{field, "'" + std::string(text.substr(0, 64)) + "' is not epoch ms or RFC 3339 in 1970..9999"};
-  }
-  return t.epoch_ms;
-}
-
-// FNV-1a (64 bits) of the filter's fields, each ended by a 0x1f: ties a cursor to its filter.
 std::string fingerprint(const storage::JobFilter& f) {
-  std::uint64_t h = 14695981039346656037ull;
-  const auto add = [&](std::string_view s) {
-    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    h = (h ^ 0x1fu) * 1099511628211ull;
-  };
-  for (JobState s : f.states) add(to_string(s));
-  add("|");
-  add(f.business);
-  add(f.id_prefix);
-  add(f.error_text);
-  add(f.due_from ? std::to_string(*f.due_from) : "-");
-  add(f.due_to ? std::to_string(*f.due_to) : "-");
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-  return out;
+  std::vector<std::string> parts;
+  for (JobState s : f.states) parts.emplace_back(to_string(s));
+  parts.emplace_back("|");
+  parts.push_back(f.business);
+  parts.push_back(f.id_prefix);
+  parts.push_back(f.error_text);
+  parts.push_back(f.due_from ? std::to_string(*f.due_from) : "-");
+  parts.push_back(f.due_to ? std::to_string(*f.due_to) : "-");
+  return fingerprint_of(parts);
 }
 
 std::string hex(std::string_view s) {
@@ -78,6 +56,42 @@ std::optional<std::string> unhex(std::string_view s) {
 }
 
 }  // namespace
+
+std::optional<std::int64_t> parse_count(std::string_view s) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  std::int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+std::variant<std::int64_t, BadRequest> parse_time(const std::string& field, std::string_view text) {
+  const contract::ParsedTime t = contract::parse_timestamp_ms(text);
+  if (!t) {
+    return BadRequest{field, "'" + std::string(text.substr(0, 64)) + "' is not epoch ms or RFC 3339 in 1970..9999"};
+  }
+  return t.epoch_ms;
+}
+
+std::string fingerprint_of(const std::vector<std::string>& fields) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const std::string& s : fields) {
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    h = (h ^ 0x1fu) * 1099511628211ull;
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+std::variant<std::int64_t, BadRequest> parse_rate(const nlohmann::json& body) {
+  const auto rate = body.find("rate_per_s");
+  if (rate == body.end()) return kDefaultRate;
+  if (!rate->is_number_unsigned() || rate->get<std::uint64_t>() < 1 ||
+      rate->get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxRate)) {
+    return BadRequest{"rate_per_s", "must be a whole number from 1 to " + std::to_string(kMaxRate)};
+  }
+  return rate->get<std::int64_t>();
+}
 
 std::variant<ListRequest, BadRequest> parse_list_request(
     const std::map<std::string, std::string, std::less<>>& params) {
@@ -275,13 +289,9 @@ std::variant<BulkRequest, BadRequest> parse_bulk_request(std::string_view body) 
   const auto dry = j.find("dry_run");
   if (dry == j.end() || !dry->is_boolean()) return BadRequest{"dry_run", "must be true or false (there is no default)"};
   r.dry_run = dry->get<bool>();
-  if (const auto rate = j.find("rate_per_s"); rate != j.end()) {
-    if (!rate->is_number_unsigned() || rate->get<std::uint64_t>() < 1 ||
-        rate->get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxRate)) {
-      return BadRequest{"rate_per_s", "must be a whole number from 1 to " + std::to_string(kMaxRate)};
-    }
-    r.rate_per_s = rate->get<std::int64_t>();
-  }
+  auto rate = parse_rate(j);
+  if (auto* bad = std::get_if<BadRequest>(&rate)) return *bad;
+  r.rate_per_s = std::get<std::int64_t>(rate);
   const auto filter = j.find("filter");
   if (filter == j.end()) return BadRequest{"filter", "is required ({} for every job the action applies to)"};
   auto parsed = parse_stored_filter(*filter);

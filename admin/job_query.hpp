@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "storage/job_browse.hpp"
 
@@ -47,6 +48,14 @@ struct BadRequest {
   nlohmann::json json() const { return {{"error", field + ": " + reason}, {"field", field}}; }
 };
 
+// Shared by the console's queries (this file's and dead_letter_query.hpp's):
+// A whole number of at most 18 digits; nullopt for anything else.
+std::optional<std::int64_t> parse_count(std::string_view s);
+// A time parameter: epoch ms or RFC 3339 (contract/time_format.hpp).
+std::variant<std::int64_t, BadRequest> parse_time(const std::string& field, std::string_view text);
+// FNV-1a (64 bits, 16 hex digits) of the fields, each ended by a 0x1f: ties a cursor to its filter.
+std::string fingerprint_of(const std::vector<std::string>& fields);
+
 // GET /jobs's parameters (request_target.hpp's query_params()).
 std::variant<ListRequest, BadRequest> parse_list_request(const std::map<std::string, std::string, std::less<>>& params);
 
@@ -64,6 +73,8 @@ nlohmann::json page_json(const storage::JobFilter& filter, const storage::WalkPa
 // dry_run is required (no default either way); rate_per_s 1..kMaxRate, default kDefaultRate.
 inline constexpr std::int64_t kDefaultRate = 500;
 inline constexpr std::int64_t kMaxRate = 100'000;
+// A body's rate_per_s: 1..kMaxRate, kDefaultRate when absent.
+std::variant<std::int64_t, BadRequest> parse_rate(const nlohmann::json& body);
 struct BulkRequest {
   storage::JobStore::Action action = storage::JobStore::Action::cancel;
   storage::JobFilter filter;

@@ -4,11 +4,18 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "admin/dead_letter_query.hpp"
+#include "admin/dead_letter_topic.hpp"
 #include "admin/job_query.hpp"
 #include "base/backoff.hpp"
+#include "broker/loop_settings.hpp"
 #include "broker/wall_clock.hpp"
 #include "config/redis_options.hpp"
+#include "connectors/kafka_producer.hpp"
+#include "connectors/topic_reader.hpp"
+#include "contract/ingest_parse.hpp"
 #include "storage/job_browse.hpp"
 
 namespace delayd::admin {
@@ -45,6 +52,24 @@ bool running(const Fields& f) {
 }
 
 }  // namespace
+
+std::string create_redrive_operation(storage::OperationStore& ops, const RedriveRequest& request, std::int64_t now_ms) {
+  // The dead letters there are now: not those a failing redrive writes again meanwhile.
+  nlohmann::json filter = request.filter_json;
+  if (!request.filter.until || *request.filter.until > now_ms) filter["until"] = std::to_string(now_ms);
+  return ops.create({{"action", std::string(kRedriveAction)},
+                     {"filter", filter.dump()},
+                     {"rate_per_s", std::to_string(request.rate_per_s)},
+                     {"status", "running"},
+                     {"matched", "0"},
+                     {"done", "0"},
+                     {"failed", "0"},
+                     {"skipped", "{}"},
+                     {"created_at", std::to_string(now_ms)},
+                     {"access", request.access},
+                     {"updated_at", std::to_string(now_ms)}},
+                    now_ms);
+}
 
 std::string create_operation(storage::OperationStore& ops, const BulkRequest& request, std::int64_t now_ms) {
   return ops.create({{"action", std::string(action_name(request.action))},
@@ -103,13 +128,14 @@ void OperationRunner::run() {
           if (!fields || !running(*fields) || !ops.lease(id, member_, kLease)) continue;
           execute(ops, jobs, id, std::move(*fields));
         }
-        if (failing) spdlog::info("bulk operations: Redis answers again");
+        if (failing) spdlog::info("bulk operations: going on again");
         failing = false;
         backoff.reset();
         wait_for(kLookEvery);
       }
     } catch (const std::exception& e) {
-      if (!failing) spdlog::warn("bulk operations: waiting for Redis: {}", e.what());  // one line per outage
+      // One line per outage (Redis, or Kafka for a redrive).
+      if (!failing) spdlog::warn("bulk operations: waiting: {}", e.what());
       failing = true;
       wait_for(backoff.next());
     }
@@ -129,19 +155,8 @@ void OperationRunner::execute(storage::OperationStore& ops, storage::JobStore& j
       known_action = true;
     }
   }
-  const auto end = [&](const std::string& status, const std::string& error) {
-    fields["status"] = status;
-    fields["ended_at"] = std::to_string(system_now_ms());
-    fields["updated_at"] = fields["ended_at"];
-    if (!error.empty()) fields["last_error"] = error;
-    ops.save(id, {{"status", status},
-                  {"ended_at", fields["ended_at"]},
-                  {"updated_at", fields["updated_at"]},
-                  {"last_error", fields["last_error"]}});
-    ops.ended(id);
-    ops.lease(id, member_, kLease, true);
-    if (on_end_) on_end_(id, fields);
-  };
+  const auto end = [&](const std::string& status, const std::string& error) { finish(ops, id, fields, status, error); };
+  if (fields["action"] == kRedriveAction) return execute_redrive(ops, jobs, id, std::move(fields));
   if (std::holds_alternative<BadRequest>(filter) || !known_action) {
     return end("failed",
                "the stored operation does not read: " +
@@ -194,13 +209,180 @@ void OperationRunner::execute(storage::OperationStore& ops, storage::JobStore& j
     ops.save(id, progress);
     for (auto& [k, v] : progress) fields[k] = v;
     if (!page.next) return end("done", "");
-    // The rate: the jobs acted on here so far may not be ahead of rate_per_s.
-    const auto due = started + std::chrono::milliseconds(acted_here * 1000 / rate);
-    for (auto left = due - SteadyClock::now(); left.count() > 0 && !stopping_; left = due - SteadyClock::now()) {
-      wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(left) + std::chrono::milliseconds(1));
-    }
+    pace(started, acted_here, rate);
   }
   ops.lease(id, member_, kLease, true);  // shutting down: another instance may take it at once
+}
+
+void OperationRunner::finish(storage::OperationStore& ops, const std::string& id, Fields& fields,
+                             const std::string& status, const std::string& error) {
+  fields["status"] = status;
+  fields["ended_at"] = std::to_string(system_now_ms());
+  fields["updated_at"] = fields["ended_at"];
+  if (!error.empty()) fields["last_error"] = error;
+  ops.save(id, {{"status", status},
+                {"ended_at", fields["ended_at"]},
+                {"updated_at", fields["updated_at"]},
+                {"last_error", fields["last_error"]}});
+  ops.ended(id);
+  ops.lease(id, member_, kLease, true);
+  if (on_end_) on_end_(id, fields);
+}
+
+void OperationRunner::pace(SteadyClock::time_point started, std::int64_t acted, std::int64_t rate) {
+  // The items acted on here so far may not be ahead of rate_per_s.
+  const auto due = started + std::chrono::milliseconds(acted * 1000 / rate);
+  for (auto left = due - SteadyClock::now(); left.count() > 0 && !stopping_; left = due - SteadyClock::now()) {
+    wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(left) + std::chrono::milliseconds(1));
+  }
+}
+
+namespace {
+
+// Each ingest partition's end offset, as JSON (the operation's ingest_marks).
+nlohmann::json ingest_ends(connectors::TopicReader& reader, const std::string& topic) {
+  nlohmann::json out = nlohmann::json::array();
+  const int n = reader.partitions(topic).value_or(0);
+  for (int p = 0; p < n; ++p) out.push_back(reader.watermarks(topic, p).high);
+  return out;
+}
+
+// The dead letters (their ids) this operation published to the ingest topic after `marks`: what
+// a crash between a batch's publishing and its progress being saved left unsaid.
+std::set<std::string> published_since(connectors::TopicReader& reader, const std::string& topic,
+                                      const nlohmann::json& marks, const std::string& operation) {
+  std::set<std::string> out;
+  const int n = reader.partitions(topic).value_or(0);
+  for (int p = 0; p < n; ++p) {
+    std::int64_t from = static_cast<std::size_t>(p) < marks.size() && marks[p].is_number_integer()
+                            ? marks[p].get<std::int64_t>()
+                            : reader.watermarks(topic, p).low;
+    const std::int64_t end = reader.watermarks(topic, p).high;
+    while (from < end) {
+      const std::vector<connectors::Record> chunk = reader.read(topic, p, from, end, 5000);
+      if (chunk.empty()) throw connectors::KafkaError("reading " + topic + " for a resumed redrive: nothing arrived");
+      for (const connectors::Record& rec : chunk) {
+        from = rec.offset + 1;
+        const auto* op = connectors::find_header(rec.headers, contract::kHeaderRedriveOperation);
+        const auto* of = connectors::find_header(rec.headers, contract::kHeaderRedrivenFrom);
+        if (op && *op == operation && of && of->has_value()) out.insert(**of);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void OperationRunner::execute_redrive(storage::OperationStore& ops, storage::JobStore& jobs, const std::string& id,
+                                      Fields fields) {
+  const auto end = [&](const std::string& status, const std::string& error) { finish(ops, id, fields, status, error); };
+  auto filter = parse_stored_dead_letter_filter(nlohmann::json::parse(fields["filter"], nullptr, false));
+  if (auto* bad = std::get_if<BadRequest>(&filter)) {
+    return end("failed", "the stored operation does not read: " + bad->json().dump());
+  }
+  const DeadLetterFilter& f = std::get<DeadLetterFilter>(filter);
+  std::optional<DeadLetterCursor> cursor;
+  if (!fields["cursor"].empty()) {
+    cursor = decode_dead_letter_cursor(f, fields["cursor"]);
+    if (!cursor) return end("failed", "the stored cursor does not read");
+  }
+  const std::string& ingest = config_.kafka.ingest_topic;
+  connectors::TopicReader reader(config::kafka_properties(config_, config::KafkaClient::consumer));
+  std::vector<connectors::DeliveryReport> reports;
+  connectors::KafkaProducer producer(broker::producer_properties(config_),
+                                     [&](const connectors::DeliveryReport& r) { reports.push_back(r); });
+  DeadLetterTopic source(reader, config_.kafka.dlq_topic);
+  // Crash safety (never one dead letter redriven twice by one operation): the ingest topic's
+  // end offsets are saved before a batch is published (ingest_marks), so a runner taking the
+  // operation over reads what was published after them and skips those dead letters.
+  //   crash point                           what the next runner does
+  //   before a batch is published           publishes it (nothing of it is in Kafka)
+  //   part of the batch published           skips the part it finds after ingest_marks
+  //   batch published, progress not saved   skips all of it, counts it done
+  //   progress saved                        goes on from the saved cursor and marks
+  nlohmann::json marks = nlohmann::json::parse(fields["ingest_marks"], nullptr, false);
+  std::set<std::string> already;
+  if (marks.is_array()) {
+    already = published_since(reader, ingest, marks, id);
+  } else {
+    marks = ingest_ends(reader, ingest);
+    ops.save(id, {{"ingest_marks", marks.dump()}});
+  }
+  std::int64_t matched = number(fields, "matched"), done = number(fields, "done"), failed = number(fields, "failed");
+  nlohmann::json skipped = nlohmann::json::parse(fields["skipped"], nullptr, false);
+  if (!skipped.is_object()) skipped = nlohmann::json::object();
+  const std::int64_t rate = std::max<std::int64_t>(1, number(fields, "rate_per_s"));
+  const std::size_t batch = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(kBatch), rate));
+  ops.save(id, {{"runner", member_}});
+  const auto started = SteadyClock::now();
+  std::int64_t acted_here = 0;
+  while (!stopping_) {
+    const auto status = ops.load(id);
+    if (!status) return;
+    if (status->count("status") && status->at("status") == "stopping") return end("stopped", "");
+    if (!ops.lease(id, member_, kLease)) return;
+    const DeadLetterPage page = walk_dead_letters(source, f, cursor, batch);
+    std::vector<connectors::OutRecord> out;
+    std::vector<std::string> to_locate;
+    for (const connectors::Record& rec : page.records) {
+      ++matched;
+      if (already.count(dead_letter_id(rec.partition, rec.offset))) {
+        ++done;  // published before a crash cut its batch short
+        continue;
+      }
+      auto r = redrive_record(rec, config_.admin.max_redrives, ingest, id);
+      if (auto* why = std::get_if<std::string>(&r)) {
+        skipped[*why] = skipped.value(*why, 0) + 1;
+        continue;
+      }
+      out.push_back(std::move(std::get<Redriven>(r).record));
+    }
+    // A job's dead letter goes back to the partition (the shard) that holds the job, so that
+    // the shard that failed it revives it.
+    std::vector<std::size_t> at;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const auto* job = connectors::find_header(out[i].headers, contract::kHeaderJobId);
+      if (out[i].partition < 0 && job && job->has_value()) {
+        at.push_back(i);
+        to_locate.push_back(**job);
+      }
+    }
+    if (!to_locate.empty()) {
+      const auto where = jobs.locate(to_locate);
+      for (std::size_t k = 0; k < at.size(); ++k) {
+        if (where[k]) out[at[k]].partition = storage::partition_of(where[k]->shard, ingest).value_or(-1);
+      }
+    }
+    reports.clear();
+    for (const connectors::OutRecord& rec : out) producer.produce(rec);
+    if (!producer.flush(30'000)) throw connectors::KafkaError("redrive: the ingest topic did not take a batch in 30 s");
+    std::string last_error;
+    for (const connectors::DeliveryReport& r : reports) {
+      if (r.ok) {
+        ++done;
+      } else {
+        ++failed;
+        last_error = r.error;
+      }
+    }
+    acted_here += static_cast<std::int64_t>(page.records.size());
+    marks = ingest_ends(reader, ingest);
+    Fields progress{{"matched", std::to_string(matched)},
+                    {"done", std::to_string(done)},
+                    {"failed", std::to_string(failed)},
+                    {"skipped", skipped.dump()},
+                    {"cursor", page.next ? encode_dead_letter_cursor(f, *page.next) : fields["cursor"]},
+                    {"ingest_marks", marks.dump()},
+                    {"updated_at", std::to_string(system_now_ms())},
+                    {"last_error", last_error}};
+    ops.save(id, progress);
+    for (auto& [k, v] : progress) fields[k] = v;
+    cursor = page.next;
+    if (!page.next) return end("done", "");
+    pace(started, acted_here, rate);
+  }
+  ops.lease(id, member_, kLease, true);
 }
 
 }  // namespace delayd::admin

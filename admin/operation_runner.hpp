@@ -1,4 +1,5 @@
-// OperationRunner: runs the console's bulk operations (POST /jobs/bulk) on a thread of its own,
+// OperationRunner: runs the console's bulk operations (POST /jobs/bulk, POST
+// /dead-letters/redrive) on a thread of its own,
 // with a Redis connection of its own, a batch at a time, at the rate each asks for. An operation
 // lives in Redis (storage/operation_store.hpp), so any instance with the admin endpoint on can run
 // it: this one takes the operation's lease (renewed every batch, kLease long), and when an
@@ -33,11 +34,19 @@
 
 namespace delayd::admin {
 
-struct BulkRequest;  // admin/job_query.hpp
+struct BulkRequest;     // admin/job_query.hpp
+struct RedriveRequest;  // admin/dead_letter_query.hpp
+
+// A redrive operation's action name (its hash's `action`).
+inline constexpr std::string_view kRedriveAction = "redrive";
 
 // A new operation in Redis for `request` (not a dry run), status running; its id. Any runner
 // (of any instance) may take it from here.
 std::string create_operation(storage::OperationStore& ops, const BulkRequest& request, std::int64_t now_ms);
+// The same for a redrive (POST /dead-letters/redrive): its filter's `until` becomes now at the
+// latest, so that dead letters written while it runs (a redriven record failing again) are not
+// redriven by it.
+std::string create_redrive_operation(storage::OperationStore& ops, const RedriveRequest& request, std::int64_t now_ms);
 
 class OperationRunner {
  public:
@@ -64,6 +73,17 @@ class OperationRunner {
   // lost or the runner stops. Throws on Redis errors (the caller backs off).
   void execute(storage::OperationStore& ops, storage::JobStore& jobs, const std::string& id,
                storage::OperationStore::Fields fields);
+  // A redrive (action kRedriveAction): a batch is the next page of the dead-letter walk
+  // (admin/dead_letter_query.hpp), published to the ingest topic and flushed; then the counts,
+  // the cursor and the ingest topic's end offsets in one HSET (the crash table is beside it).
+  // Throws on Redis or Kafka errors (the caller backs off).
+  void execute_redrive(storage::OperationStore& ops, storage::JobStore& jobs, const std::string& id,
+                       storage::OperationStore::Fields fields);
+  // Ends the operation with this status (and error): saved, expiring, lease given up, reported.
+  void finish(storage::OperationStore& ops, const std::string& id, storage::OperationStore::Fields& fields,
+              const std::string& status, const std::string& error);
+  // Waits until `acted` items since `started` are no longer ahead of `rate` per second.
+  void pace(std::chrono::steady_clock::time_point started, std::int64_t acted, std::int64_t rate);
   // Waits up to `d`, or less if woken or stopping.
   void wait_for(std::chrono::milliseconds d);
 

@@ -11,8 +11,10 @@ namespace delayd::broker {
 namespace {
 
 bool is_kept_header(const std::string& name) {
-  constexpr std::array<std::string_view, 6> kKept = {contract::kHeaderError, "source-topic",         "source-partition",
-                                                     "source-offset",        contract::kHeaderJobId, kHeaderValueBytes};
+  constexpr std::array<std::string_view, 9> kKept = {
+      contract::kHeaderError,           contract::kHeaderReason,       contract::kHeaderSourceTopic,
+      contract::kHeaderSourcePartition, contract::kHeaderSourceOffset, contract::kHeaderJobId,
+      contract::kHeaderBusiness,        contract::kHeaderRedriveCount, kHeaderValueBytes};
   return std::find(kKept.begin(), kKept.end(), name) != kKept.end();
 }
 

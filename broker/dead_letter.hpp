@@ -2,10 +2,10 @@
 //
 // A record that cannot be dead-lettered whole is dead-lettered without its value (a header
 // `value-bytes` says how large the value was), and if even that is refused, without its key and
-// every header but the ones a person needs to find the original (error, source-*, job-id,
-// value-bytes). Both the ingest path (invalid records) and the fire path (jobs out of attempts)
-// use it, so a dead-letter write can never be refused forever for its size.
-// Threading: pure functions.
+// every header but the ones a person (and the console's list) needs to find the original (error,
+// reason, source-*, job-id, business, redrive-count, value-bytes). Both the ingest path (invalid records) and the fire
+// path (jobs out of attempts) use it, so a dead-letter write can never be refused forever for its size. Threading: pure
+// functions.
 #pragma once
 
 #include <array>

@@ -577,6 +577,7 @@ void FirePath::dead_letter(InFlight entry, std::string reason, bool strip_value,
   ++counters_.dead_lettered_by[why];
   entry.reason = std::move(reason);
   entry.record.headers.push_back({std::string(contract::kHeaderError), entry.reason});
+  entry.record.headers.push_back({std::string(contract::kHeaderReason), std::string(to_string(why))});
   entry.record.topic = options_.dlq_topic;
   entry.record.partition = -1;
   if (strip_value) shrink_dead_letter(entry.record);

@@ -93,6 +93,7 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       j.headers = to_stored(job->carried);
       j.repeat_every = std::chrono::milliseconds(job->repeat_every_ms);
       j.repeat_count = job->repeat_count;
+      j.redrive_count = job->redrive_count;
       accepts_.push_back(std::move(j));
     } else if (auto* c = std::get_if<contract::CancelJob>(&parsed)) {
       flush_accepts(b, i, now_ms);  // a cancel applies to what came before it in the partition
@@ -320,9 +321,10 @@ void IngestPath::dead_letter(Batch& b, const connectors::Record& rec, const std:
   d.record.value = rec.value;
   d.record.headers = rec.headers;
   d.record.headers.push_back({std::string(contract::kHeaderError), reason});
-  d.record.headers.push_back({"source-topic", rec.topic});
-  d.record.headers.push_back({"source-partition", std::to_string(rec.partition)});
-  d.record.headers.push_back({"source-offset", std::to_string(rec.offset)});
+  d.record.headers.push_back({std::string(contract::kHeaderReason), std::string(to_string(why))});
+  d.record.headers.push_back({std::string(contract::kHeaderSourceTopic), rec.topic});
+  d.record.headers.push_back({std::string(contract::kHeaderSourcePartition), std::to_string(rec.partition)});
+  d.record.headers.push_back({std::string(contract::kHeaderSourceOffset), std::to_string(rec.offset)});
   ++b.outstanding;
   ++counters_.dead_lettered;
   ++counters_.dead_lettered_by[why];

@@ -137,6 +137,9 @@ struct LogConfig {
   std::string format = "text";  // text: "<time> <level> <message>"; json: one JSON object per line
 };
 
+// The highest admin.max_redrives.
+inline constexpr std::int64_t kMaxRedrives = 1'000'000;
+
 struct AdminConfig {
   // host:port of the HTTP admin endpoint (/healthz, /readyz, /metrics, /stats, /jobs); empty: no endpoint. Port 0 picks
   // a free port (tests). Off by default so that instances sharing a host never collide.
@@ -157,6 +160,8 @@ struct AdminConfig {
   std::int64_t read_timeout_ms = 5000;   // to receive one whole request (and to send its answer)
   std::int64_t max_header_bytes = 8192;  // request line and headers; larger gets 431
   std::int64_t max_body_bytes = 4096;    // request body; larger gets 413
+  // A dead letter redriven this many times already is left where it is (POST /dead-letters/redrive).
+  std::int64_t max_redrives = 3;  // 1..kMaxRedrives
 };
 
 // The url with its password, if any, replaced by "***"; for logs and --print-config. The Redis

@@ -165,6 +165,7 @@ constexpr std::array kSettings = {
   Setting{"admin.read_timeout_ms", field<Int>([](auto& c) -> auto& { return c.admin.read_timeout_ms; }), 1, 3'600'000},
   Setting{"admin.max_header_bytes", field<Int>([](auto& c) -> auto& { return c.admin.max_header_bytes; }), 512, 1'048'576},
   Setting{"admin.max_body_bytes", field<Int>([](auto& c) -> auto& { return c.admin.max_body_bytes; }), 0, 1'048'576},
+  Setting{"admin.max_redrives", field<Int>([](auto& c) -> auto& { return c.admin.max_redrives; }), 1, kMaxRedrives},
 };
 // clang-format on
 

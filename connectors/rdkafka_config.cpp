@@ -131,4 +131,31 @@ void LogEventBridge::event_cb(RdKafka::Event& event) {
   }
 }
 
+namespace {
+
+std::optional<std::string> bytes(const void* data, std::size_t size) {
+  if (data == nullptr) return std::nullopt;
+  return std::string(static_cast<const char*>(data), size);
+}
+
+}  // namespace
+
+Record to_record(RdKafka::Message& m) {
+  Record r;
+  r.topic = m.topic_name();
+  r.partition = m.partition();
+  r.offset = m.offset();
+  const RdKafka::MessageTimestamp ts = m.timestamp();
+  r.timestamp_ms = ts.type == RdKafka::MessageTimestamp::MSG_TIMESTAMP_NOT_AVAILABLE ? -1 : ts.timestamp;
+  r.key = bytes(m.key_pointer(), m.key_len());
+  r.value = bytes(m.payload(), m.len());
+  // The Headers object belongs to the message; get_all() copies them out.
+  if (RdKafka::Headers* headers = m.headers()) {
+    for (const auto& h : headers->get_all()) {
+      r.headers.push_back({h.key(), bytes(h.value(), h.value_size())});
+    }
+  }
+  return r;
+}
+
 }  // namespace delayd::connectors

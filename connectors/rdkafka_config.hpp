@@ -1,6 +1,7 @@
-// Internal to the connectors: turning Properties into librdkafka configuration objects, and the
-// bridge from librdkafka's log and error events to the log hook. Not for the broker's use; it
-// includes librdkafka's headers, which the public headers keep out of the broker's way.
+// Internal to the connectors: turning Properties into librdkafka configuration objects, a
+// librdkafka message into a Record, and the bridge from librdkafka's log and error events to the
+// log hook. Not for the broker's use; it includes librdkafka's headers, which the public headers keep out of the
+// broker's way.
 //
 // Invariants: a Conf returned here has had every property accepted; a refused one has thrown
 // KafkaConfigError naming it. Secrets (passwords, private keys) never appear in an error message
@@ -20,6 +21,7 @@
 #include <utility>
 
 #include "connectors/kafka_error.hpp"
+#include "connectors/record.hpp"
 
 namespace delayd::connectors {
 
@@ -41,6 +43,9 @@ Properties with_forced(Properties props, const Properties& forced, std::string_v
 void require_property(const Properties& props, std::initializer_list<std::string_view> names);
 
 std::unique_ptr<RdKafka::Conf> make_conf(const Properties& props);
+
+// The message as a Record (its key, value and headers copied out).
+Record to_record(RdKafka::Message& m);
 
 struct CConfDeleter {
   void operator()(rd_kafka_conf_t* conf) const noexcept { rd_kafka_conf_destroy(conf); }

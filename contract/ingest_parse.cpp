@@ -274,9 +274,12 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
 
   auto repeat_or = repeat_of(rec);
   if (auto* bad = std::get_if<Invalid>(&repeat_or)) return std::move(*bad);
+  auto redrive_or = number_header(rec, kHeaderRedriveCount, 0, kMaxRedriveCount);
+  if (auto* bad = std::get_if<Invalid>(&redrive_or)) return std::move(*bad);
 
   ScheduleJob job;
   std::tie(job.repeat_every_ms, job.repeat_count) = std::get<std::pair<std::int64_t, std::int64_t>>(repeat_or);
+  job.redrive_count = std::get<std::optional<std::int64_t>>(redrive_or).value_or(0);
   job.job_id_derived = !explicit_id.has_value();
   job.job_id = explicit_id ? std::move(*explicit_id) : derived_job_id(rec);
   job.deliver_at_ms = std::get<std::int64_t>(at_or);

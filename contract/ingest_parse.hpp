@@ -48,13 +48,10 @@
 #include <string_view>
 #include <variant>
 
+#include "config/config.hpp"
 #include "connectors/record.hpp"
 #include "contract/time_format.hpp"
 #include "storage/job_state.hpp"
-
-namespace delayd::config {
-struct Config;
-}
 
 namespace delayd::contract {
 
@@ -72,8 +69,23 @@ inline constexpr std::string_view kHeaderRepeat = "repeat";
 inline constexpr std::string_view kHeaderStatus = "status";
 inline constexpr std::string_view kHeaderRetryAfter = "retry-after-ms";
 inline constexpr std::size_t kMaxReportErrorBytes = 1000;
-// The dead-letter record carries the reason in this header.
+// The dead-letter record carries the reason in this header (in full), and in a word
+// (broker/dead_letter.hpp's DeadLetterReason) in the next; an ingest record's dead letter also
+// says where the record was read.
 inline constexpr std::string_view kHeaderError = "error";
+inline constexpr std::string_view kHeaderReason = "reason";
+inline constexpr std::string_view kHeaderSourceTopic = "source-topic";
+inline constexpr std::string_view kHeaderSourcePartition = "source-partition";
+inline constexpr std::string_view kHeaderSourceOffset = "source-offset";
+// A dead letter published again to the ingest topic (POST /dead-letters/redrive) says how many
+// times it has been, which dead letter it was ("<partition>:<offset>" of the dead-letter topic)
+// and which operation published it. A job whose record is failed is revived by an ingest record
+// of its job-id with a higher redrive-count than the one it was created with (accept.lua).
+inline constexpr std::string_view kHeaderRedriveCount = "redrive-count";
+inline constexpr std::string_view kHeaderRedrivenFrom = "redriven-from";
+inline constexpr std::string_view kHeaderRedriveOperation = "redrive-operation";
+// A redrive-count header counts up to one past the highest admin.max_redrives.
+inline constexpr std::int64_t kMaxRedriveCount = config::kMaxRedrives + 1;
 
 inline constexpr std::size_t kMaxBusinessChars = 100;
 // Derived job-ids start with this; a job-id header may not.
@@ -110,6 +122,7 @@ struct ScheduleJob {
   connectors::Headers carried;
   std::int64_t repeat_every_ms = 0;  // 0: not repeating
   std::int64_t repeat_count = 0;     // 0: no limit
+  std::int64_t redrive_count = 0;    // the redrive-count header (0: not a redriven dead letter)
   bool operator==(const ScheduleJob&) const = default;
 };
 

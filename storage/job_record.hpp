@@ -45,7 +45,7 @@ inline constexpr JobState kStates[] = {JobState::delay,    JobState::ready,     
 inline constexpr std::string_view kFields[] = {
     "last_error", "ready_at", "running_at", "finished_at", "cancelled_at", "failed_at", "error", "cancelled_early",
     "every",      "count",    "rep",        "rd",          "nb",           "dead",      "ma",    "stop",
-    "h",          "mv",       "dl"};
+    "h",          "mv",       "dl",         "rv"};
 
 // Lua's numbers are doubles: every integer of 15 digits is exact in one, not every one of 16.
 inline constexpr std::size_t kMaxDeliverAtDigits = 15;

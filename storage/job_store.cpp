@@ -69,9 +69,9 @@ std::string percent_decode(std::string_view s) {
 // The record's short field names (key_schema.hpp) as tools show them.
 std::string_view display_name(std::string_view stored) {
   constexpr std::pair<std::string_view, std::string_view> kNames[] = {
-      {"every", "repeat_every_ms"},  {"count", "repeat_count"}, {"rep", "repeat"},
-      {"rd", "redelivered"},         {"nb", "not_before"},      {"dead", "dead_reason"},
-      {"ma", "max_process_attempts"}};
+      {"every", "repeat_every_ms"},   {"count", "repeat_count"}, {"rep", "repeat"},
+      {"rd", "redelivered"},          {"nb", "not_before"},      {"dead", "dead_reason"},
+      {"ma", "max_process_attempts"}, {"rv", "redrive_count"}};
   for (const auto& [from, to] : kNames) {
     if (from == stored) return to;
   }
@@ -399,6 +399,7 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
         if (j.repeat_count > 0) fields["count"] = std::to_string(j.repeat_count);
         fields["rep"] = "1";
       }
+      if (j.redrive_count > 0) fields["rv"] = std::to_string(j.redrive_count);
       const std::string line = format_header_line(JobState::delay, j.deliver_at, 0, j.business, fields);
       per_job.push_back({j.job_id, at, j.business, line + "\n" + encode_payload({j.key, j.value, j.headers})});
     }

@@ -52,6 +52,9 @@
 //   retry     an operator's: failed -> delay with its kept  the operator's answer is lost; the
 //             payload, ZADD now + wake list                 job is delivered; asking again
 //                                                           answers 409 (not failed)
+//   revive    accept of a redriven dead letter of a failed  as accept above: read again, its
+//             job (redrive-count above the record's rv):    redrive-count is no longer above
+//             the new record (delay, history kept) + ZADD   the record's, so it revives once
 // The console's state indexes (key_schema.hpp) change inside the same calls as the records
 // they list (prelude.lua's write(), and mark_ready.lua's fast way): at every crash point a
 // record and its index entry agree. What can disagree is harmless and bounded: an entry whose
@@ -136,6 +139,9 @@ struct NewJob {
   // k = 0, 1, ...; repeat_count occurrences at most (0: no limit). 0 every: not repeating.
   std::chrono::milliseconds repeat_every{0};
   std::int64_t repeat_count = 0;
+  // A redriven dead letter's redrive-count (0: not one). One higher than the record of a failed
+  // job of the same id revives that job (accept.lua).
+  std::int64_t redrive_count = 0;
 };
 
 struct AcceptOutcome {

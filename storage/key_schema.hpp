@@ -48,7 +48,8 @@
 //              job has a history list), mv (when a script last moved the waiting job's pending
 //              entry to a new time: reschedule, retry, repeat; a walk of the waiting jobs that
 //              started before it leaves the job out, so that it never lists a job twice), dl
-//              ("<partition>:<offset>" of a failed job's record in the dead-letter topic)
+//              ("<partition>:<offset>" of a failed job's record in the dead-letter topic), rv
+//              (the redrive-count of the dead letter the job was created or revived from)
 //              (times in epoch ms; free text percent-encoded: %20 space, %0A newline, %25 %)
 //   payload    header_codec.hpp's encoding of the record's key, value and headers; present
 //              while the job is delay, dropped when it finishes (it is on its topic by then),
@@ -63,7 +64,9 @@
 // Threading: immutable after construction.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -71,6 +74,17 @@ namespace delayd::storage {
 
 inline std::string shard_id(std::string_view topic, std::int32_t partition) {
   return std::string(topic) + ":" + std::to_string(partition);
+}
+// The partition of `topic` that shard_id() named `shard`; nullopt for a shard of another topic.
+inline std::optional<std::int32_t> partition_of(std::string_view shard, std::string_view topic) {
+  if (shard.size() <= topic.size() + 1 || shard.substr(0, topic.size()) != topic || shard[topic.size()] != ':') {
+    return std::nullopt;
+  }
+  const std::string_view digits = shard.substr(topic.size() + 1);
+  std::int32_t p = 0;
+  const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), p);
+  if (r.ec != std::errc() || r.ptr != digits.data() + digits.size() || p < 0) return std::nullopt;
+  return p;
 }
 
 class KeySchema {
