@@ -280,10 +280,11 @@ function pagedTable(o) {
   };
 }
 
-// An action on a whole filter: o.dry POSTs o.body(true) to o.path and shows how many it would
-// act on (o.would(count)); then o.run, after a confirm() (o.question(n)), POSTs o.body(false)
-// and follows GET /operations/{id} every second to its end, the operation's status in o.result's
-// data-status. Returns reset(), for a new filter: no count, the run disabled, no result.
+// An action on a whole filter: o.dry POSTs o.body(true) to o.path and shows what it would do
+// (o.would(the dry run's answer)); then o.run, after a confirm() (o.question(matched)), POSTs
+// o.body(false) and follows GET /operations/{id} every second to its end, the operation's status
+// in o.result's data-status. Returns reset(), for a new filter: no count, the run disabled, no
+// result.
 function operationFlow(o) {
   let matched = null;
   const result = $(o.result);
@@ -296,7 +297,7 @@ function operationFlow(o) {
     matched = r.body.matched;
     setText(
         o.result,
-        "dry run: " + fmt(matched) + " " + o.would(matched) +
+        "dry run: " + o.would(r.body) +
             (r.body.complete === false ? " (at least: the count stopped)" : ""));
     $(o.run).disabled = false;
   });
@@ -386,7 +387,7 @@ const resetBulk = operationFlow({
     dry_run: dryRun,
     rate_per_s: Number($("bulk-rate").value) || 500
   }),
-  would: () => "jobs would be acted on",
+  would: (b) => fmt(b.matched) + " jobs would be acted on",
   question: (n) => $("bulk-action").value + " " + n + " jobs?"
 });
 
@@ -411,7 +412,7 @@ const deadLettersFilter = () => formFilter([
 function deadLetterRow(d) {
   const s = d.source;
   return row("dl-row-" + d.partition + "-" + d.offset, [
-    [typeof d.at === "number" ? new Date(d.at).toISOString() : "", ""], [d.reason || "", "reason"],
+    [typeof d.at === "number" && d.at >= 0 ? new Date(d.at).toISOString() : "", ""], [d.reason || "", "reason"],
     [d.error || "", "error"], d.job_id ? jobLink(d.job_id) : ["", ""], [d.business || "", ""],
     [s ? s.topic + " [" + s.partition + "] @" + s.offset : "", "muted"],
     [fmt(d.size) + " B" + (d.value_kept === false ? ", value not kept" : ""), "n"], [fmt(d.redrive_count), "n"]]);
@@ -424,7 +425,14 @@ const resetRedrive = operationFlow({
     dry_run: dryRun,
     rate_per_s: Number($("dl-rate").value) || 500
   }),
-  would: (n) => (n === 1 ? "dead letter would be redriven" : "dead letters would be redriven"),
+  would: (b) => {
+    // matched counts the dead letters a redrive would skip (would_skip, by reason) too.
+    const skip = b.would_skip || {};
+    const skipped = Object.values(skip).reduce((a, n) => a + n, 0);
+    const n = b.matched - skipped;
+    return fmt(n) + (n === 1 ? " dead letter would be redriven" : " dead letters would be redriven") +
+        (skipped ? ", " + fmt(skipped) + " would be skipped " + JSON.stringify(skip) : "");
+  },
   question: (n) => "redrive " + n + " dead letters?"
 });
 
