@@ -1,8 +1,8 @@
 // The status page served at GET / by the admin endpoint: one self-contained HTML document
 // (inline CSS and JavaScript, inline SVG charts, nothing fetched from anywhere but this endpoint's
-// own /stats, /overview, /whoami, /jobs, /jobs/{id}, /jobs/bulk and /operations). Its Content-Security-Policy
-// (status_page_csp()) lets the browser enforce that: no other origin, no external script, style,
-// image or font.
+// own /stats, /overview, /whoami, /jobs, /jobs/{id}, /jobs/bulk, /dead-letters,
+// /dead-letters/redrive and /operations). Its Content-Security-Policy (status_page_csp()) lets the
+// browser enforce that: no other origin, no external script, style, image or font.
 //
 // Its sources are admin/ui/status.html, status.css and status.js, compiled in (cmake/EmbedText.cmake);
 // the page is status.html with the other two inline in place of the tags that load them.
@@ -15,7 +15,11 @@
 // box (job-id or prefix) and filters (state, business, due range, error text) over GET /jobs, a
 // paged table, a drawer with the job's record (payload preview, history) and its lateness, the
 // actions on it (cancel, run now, reschedule, retry, each after a confirm()), and a bulk action on
-// the current filter: the dry run's count first, then the operation's progress.
+// the current filter: the dry run's count first, then the operation's progress. Below that, the
+// Dead letters view: filters (reason word or error text, business, since, until) over
+// GET /dead-letters, a paged table of the dead-letter topic's records (when, reason, error, job,
+// business, source record, size, redrive count), and a redrive of the filter's dead letters
+// (POST /dead-letters/redrive) in the same two steps as the bulk action.
 //
 // Element ids the tests read (each element's text is the number, en-US digit grouping):
 //   held, in_wheel, in_flight, next_due (RFC 3339 or "none"), pending (from /overview),

@@ -9,7 +9,7 @@
 const REFRESH_MS = 2000, KEEP_MS = 10 * 60 * 1000, SVG = "http://www.w3.org/2000/svg";
 const token = new URLSearchParams(location.hash.slice(1)).get("token");
 const headers = token ? { "Authorization": "Bearer " + token } : {};
-const samples = [];  // {t, delivered, accepted}: the rates" history, this page"s memory only
+const samples = [];  // {t, delivered, accepted}: the rates' history, this page's memory only
 let polls = 0;
 // What the token grants, from /whoami: "admin", "read" or "open"; null until known. With "read",
 // <body> has the class read-only, which hides every element of class "write" (status.css).
@@ -188,25 +188,16 @@ $("job-form").addEventListener("submit", async (ev) => {
   }
 });
 
-// --- The Jobs view: GET /jobs with the form's filter, a page at a time; a job's drawer with its
-// record (GET /jobs/{id}) and the actions on it; a bulk action on the filter, dry run first.
-let jobsCursor = null;
-let bulkMatched = null;
-let drawerId = null;
+// --- What the Jobs and the Dead letters views share: a filter read from a form, a paged table
+// over a GET list, and an action on a whole filter (dry run, confirm, the operation's progress).
 
-// The filter of the form, as GET /jobs's parameters (and a bulk action's filter).
-function jobsFilter() {
+// The non-empty fields of a form, trimmed, under their parameter names: fields is [name, id] pairs.
+function formFilter(fields) {
   const f = {};
-  const put = (name, id) => {
+  for (const [name, id] of fields) {
     const v = $(id).value.trim();
     if (v) f[name] = v;
-  };
-  put("id_prefix", "jobs-search");
-  put("state", "jobs-state");
-  put("business", "jobs-business");
-  put("due_from", "jobs-due-from");
-  put("due_to", "jobs-due-to");
-  put("error", "jobs-error");
+  }
   return f;
 }
 
@@ -226,52 +217,136 @@ async function send(method, path, body) {
   return {status: r.status, body: json};
 }
 
-function jobRow(j) {
+const answered = (r) => r.status >= 200 && r.status < 300 && r.body !== null;
+const refusal = (r) => r.status + " " + (r.body && r.body.error ? r.body.error : "");
+
+// A table row: each cell is a node (put in the cell as it is) or [text, class].
+function row(id, cells) {
   const tr = document.createElement("tr");
-  tr.id = "job-row-" + j.job_id;
-  const open = document.createElement("button");
-  open.type = "button";
-  open.className = "link";
-  open.textContent = j.job_id;
-  open.addEventListener("click", () => openJob(j.job_id));
-  const first = document.createElement("td");
-  first.appendChild(open);
-  tr.appendChild(first);
-  for (const [text, cls] of [
-           [j.business, ""], [j.state, "state"], [j.deliver_at_iso, ""], [fmt(j.attempt), "n"],
-           [j.error || "", "muted"]]) {
+  tr.id = id;
+  for (const cell of cells) {
     const td = document.createElement("td");
-    td.textContent = text;
-    if (cls) td.className = cls;
+    if (cell instanceof Node) {
+      td.appendChild(cell);
+    } else {
+      td.textContent = cell[0];
+      if (cell[1]) td.className = cell[1];
+    }
     tr.appendChild(td);
   }
   return tr;
 }
 
-async function loadJobs(more) {
-  const q = new URLSearchParams(jobsFilter());
-  q.set("limit", "50");
-  if (more && jobsCursor) q.set("cursor", jobsCursor);
-  if (!more) {
-    $("jobs-table").replaceChildren();
-    bulkMatched = null;
-    $("bulk-run").disabled = true;
-    setText("bulk-result", "");
-  }
-  const r = await send("GET", "/jobs?" + q.toString());
-  if (r.status !== 200) {
-    setText("jobs-note", "GET /jobs: " + r.status + " " + (r.body && r.body.error ? r.body.error : ""));
-    return;
-  }
-  for (const j of r.body.jobs) $("jobs-table").appendChild(jobRow(j));
-  jobsCursor = r.body.next;
-  $("jobs-more").hidden = !jobsCursor;
-  const shown = $("jobs-table").children.length;
-  setText(
-      "jobs-note",
-      shown + " shown" + (jobsCursor ? ", more to page through" : ", the end of the walk") +
-          (r.body.partial ? " (a rare match: pages come short)" : "") + "; not a snapshot");
+// A job-id that opens the job's drawer (and brings it into view, from the Dead letters view).
+function jobLink(id) {
+  const open = document.createElement("button");
+  open.type = "button";
+  open.className = "link";
+  open.textContent = id;
+  open.addEventListener("click", () => {
+    openJob(id);
+    $("job-drawer").scrollIntoView({block: "nearest"});
+  });
+  return open;
 }
+
+// A paged table over GET o.path with the filter o.filter() as its parameters, 50 rows a page:
+// o.list names the answer's array, o.row makes an element's row, the answer's "next" is the
+// cursor of the page after. Returns load(more): load(false) starts again (after o.onReset()),
+// load(true) appends the next page. o.table, o.more and o.note are element ids.
+function pagedTable(o) {
+  let cursor = null;
+  return async (more) => {
+    const q = new URLSearchParams(o.filter());
+    q.set("limit", "50");
+    if (more && cursor) q.set("cursor", cursor);
+    if (!more) {
+      $(o.table).replaceChildren();
+      o.onReset();
+    }
+    const r = await send("GET", o.path + "?" + q.toString());
+    if (r.status !== 200 || !r.body) {
+      setText(o.note, "GET " + o.path + ": " + refusal(r));
+      return;
+    }
+    for (const item of r.body[o.list] || []) $(o.table).appendChild(o.row(item));
+    cursor = r.body.next || null;
+    $(o.more).hidden = !cursor;
+    const shown = $(o.table).children.length;
+    setText(
+        o.note,
+        shown + " shown" + (cursor ? ", more to page through" : ", the end of the walk") +
+            (r.body.partial ? " (a rare match: pages come short)" : "") + "; not a snapshot");
+  };
+}
+
+// An action on a whole filter: o.dry POSTs o.body(true) to o.path and shows what it would do
+// (o.would(the dry run's answer)); then o.run, after a confirm() (o.question(matched)), POSTs
+// o.body(false) and follows GET /operations/{id} every second to its end, the operation's status
+// in o.result's data-status. Returns reset(), for a new filter: no count, the run disabled, no
+// result.
+function operationFlow(o) {
+  let matched = null;
+  const result = $(o.result);
+  $(o.dry).addEventListener("click", async () => {
+    const r = await send("POST", o.path, o.body(true));
+    if (!answered(r)) {
+      setText(o.result, "dry run: " + refusal(r));
+      return;
+    }
+    matched = r.body.matched;
+    setText(
+        o.result,
+        "dry run: " + o.would(r.body) +
+            (r.body.complete === false ? " (at least: the count stopped)" : ""));
+    $(o.run).disabled = false;
+  });
+  $(o.run).addEventListener("click", async () => {
+    if (matched === null || !confirm(o.question(matched))) return;
+    const about = matched;
+    $(o.run).disabled = true;
+    const r = await send("POST", o.path, o.body(false));
+    if (!answered(r) || r.body.operation === undefined) {
+      setText(o.result, "run: " + refusal(r));
+      return;
+    }
+    const id = r.body.operation;
+    const follow = async () => {
+      const op = await send("GET", "/operations/" + encodeURIComponent(id));
+      if (op.status !== 200 || !op.body) {
+        setText(o.result, "operation " + id + ": GET /operations: " + refusal(op));
+        return;
+      }
+      const b = op.body;
+      setText(
+          o.result,
+          "operation " + id + ": " + b.status + ", done " + fmt(b.done) + " of about " + fmt(about) + ", skipped " +
+              JSON.stringify(b.skipped || {}) + ", failed " + fmt(b.failed));
+      result.dataset.status = b.status || "";
+      if (b.status === "running" || b.status === "stopping") setTimeout(follow, 1000);
+    };
+    follow();
+  });
+  return () => {
+    matched = null;
+    $(o.run).disabled = true;
+    setText(o.result, "");
+    delete result.dataset.status;
+  };
+}
+
+// --- The Jobs view: GET /jobs with the form's filter, a page at a time; a job's drawer with its
+// record (GET /jobs/{id}) and the actions on it; a bulk action on the filter, dry run first.
+let drawerId = null;
+
+// The filter of the form, as GET /jobs's parameters (and a bulk action's filter).
+const jobsFilter = () => formFilter([
+  ["id_prefix", "jobs-search"], ["state", "jobs-state"], ["business", "jobs-business"],
+  ["due_from", "jobs-due-from"], ["due_to", "jobs-due-to"], ["error", "jobs-error"]]);
+
+const jobRow = (j) => row("job-row-" + j.job_id, [
+  jobLink(j.job_id), [j.business, ""], [j.state, "state"], [j.deliver_at_iso, ""], [fmt(j.attempt), "n"],
+  [j.error || "", "muted"]]);
 
 async function openJob(id) {
   drawerId = id;
@@ -304,50 +379,21 @@ $("act-reschedule").addEventListener("click", () => {
   act("reschedule", "POST", jobPath("/reschedule"), {deliver_at: /^[0-9]+$/.test(v) ? Number(v) : v});
 });
 
-function bulkBody(dryRun) {
-  return {
+const resetBulk = operationFlow({
+  path: "/jobs/bulk", dry: "bulk-dry", run: "bulk-run", result: "bulk-result",
+  body: (dryRun) => ({
     action: $("bulk-action").value,
     filter: jobsFilter(),
     dry_run: dryRun,
     rate_per_s: Number($("bulk-rate").value) || 500
-  };
-}
-
-$("bulk-dry").addEventListener("click", async () => {
-  const r = await send("POST", "/jobs/bulk", bulkBody(true));
-  if (r.status !== 200) {
-    setText("bulk-result", "dry run: " + r.status + " " + (r.body && r.body.error ? r.body.error : ""));
-    return;
-  }
-  bulkMatched = r.body.matched;
-  setText(
-      "bulk-result",
-      "dry run: " + fmt(bulkMatched) + " jobs would be acted on" +
-          (r.body.complete ? "" : " (at least: the count stopped)"));
-  $("bulk-run").disabled = false;
+  }),
+  would: (b) => fmt(b.matched) + " jobs would be acted on",
+  question: (n) => $("bulk-action").value + " " + n + " jobs?"
 });
 
-$("bulk-run").addEventListener("click", async () => {
-  const body = bulkBody(false);
-  if (bulkMatched === null || !confirm(body.action + " " + bulkMatched + " jobs?")) return;
-  $("bulk-run").disabled = true;
-  const r = await send("POST", "/jobs/bulk", body);
-  if (r.status !== 202) {
-    setText("bulk-result", "run: " + r.status + " " + (r.body && r.body.error ? r.body.error : ""));
-    return;
-  }
-  const id = r.body.operation;
-  const follow = async () => {
-    const o = await send("GET", "/operations/" + id);
-    const b = o.body || {};
-    setText(
-        "bulk-result",
-        "operation " + id + ": " + b.status + ", done " + fmt(b.done) + " of about " + fmt(bulkMatched) + ", skipped " +
-            JSON.stringify(b.skipped || {}) + ", failed " + fmt(b.failed));
-    $("bulk-result").dataset.status = b.status || "";
-    if (b.status === "running" || b.status === "stopping") setTimeout(follow, 1000);
-  };
-  follow();
+const loadJobs = pagedTable({
+  path: "/jobs", list: "jobs", filter: jobsFilter, row: jobRow,
+  table: "jobs-table", more: "jobs-more", note: "jobs-note", onReset: resetBulk
 });
 
 $("jobs-form").addEventListener("submit", (ev) => {
@@ -355,5 +401,50 @@ $("jobs-form").addEventListener("submit", (ev) => {
   loadJobs(false);
 });
 $("jobs-more").addEventListener("click", () => loadJobs(true));
+
+// --- The Dead letters view: GET /dead-letters with the form's filter, a page at a time; a
+// redrive of the filter's dead letters (POST /dead-letters/redrive), dry run first.
+
+// The filter of the form, as GET /dead-letters's parameters (and a redrive's filter).
+const deadLettersFilter = () => formFilter([
+  ["reason", "dl-reason"], ["business", "dl-business"], ["since", "dl-since"], ["until", "dl-until"]]);
+
+function deadLetterRow(d) {
+  const s = d.source;
+  return row("dl-row-" + d.partition + "-" + d.offset, [
+    [typeof d.at === "number" && d.at >= 0 ? new Date(d.at).toISOString() : "", ""], [d.reason || "", "reason"],
+    [d.error || "", "error"], d.job_id ? jobLink(d.job_id) : ["", ""], [d.business || "", ""],
+    [s ? s.topic + " [" + s.partition + "] @" + s.offset : "", "muted"],
+    [fmt(d.size) + " B" + (d.value_kept === false ? ", value not kept" : ""), "n"], [fmt(d.redrive_count), "n"]]);
+}
+
+const resetRedrive = operationFlow({
+  path: "/dead-letters/redrive", dry: "dl-dry", run: "dl-run", result: "dl-result",
+  body: (dryRun) => ({
+    filter: deadLettersFilter(),
+    dry_run: dryRun,
+    rate_per_s: Number($("dl-rate").value) || 500
+  }),
+  would: (b) => {
+    // matched counts the dead letters a redrive would skip (would_skip, by reason) too.
+    const skip = b.would_skip || {};
+    const skipped = Object.values(skip).reduce((a, n) => a + n, 0);
+    const n = b.matched - skipped;
+    return fmt(n) + (n === 1 ? " dead letter would be redriven" : " dead letters would be redriven") +
+        (skipped ? ", " + fmt(skipped) + " would be skipped " + JSON.stringify(skip) : "");
+  },
+  question: (n) => "redrive " + n + " dead letters?"
+});
+
+const loadDeadLetters = pagedTable({
+  path: "/dead-letters", list: "dead_letters", filter: deadLettersFilter, row: deadLetterRow,
+  table: "dl-table", more: "dl-more", note: "dl-note", onReset: resetRedrive
+});
+
+$("dl-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  loadDeadLetters(false);
+});
+$("dl-more").addEventListener("click", () => loadDeadLetters(true));
 
 loop();

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The console page driven by a real headless Chromium through Selenium (Debian chromium-driver and
 python3-selenium), against the real delayd and the local stack: search jobs by prefix, open one,
-cancel it, bulk-retry a filter of failed jobs after a dry run, open a job whose value is markup.
-Every outcome is checked through Kafka (kcat reads the ready topic) and Redis (delayctl get),
-never through the page. Also: the read token's page hides every action; screenshots are PNGs.
+cancel it, bulk-retry a filter of failed jobs after a dry run, open a job whose value is markup;
+find the dead letters of a business and redrive them after a dry run. Every outcome is checked
+through Kafka (kcat reads the ready and dead-letter topics) and Redis (delayctl get), never
+through the page. Also: the read token's page hides every action; screenshots are PNGs.
 
     console_page_test.py <delayd> <delayctl> <output dir>     (needs KAFKA_BOOTSTRAP, REDIS_URL)
 """
@@ -55,9 +56,12 @@ def main():
         "DELAYD_KAFKA_STATUS_TOPIC": run + ".status", "DELAYD_KAFKA_READY_TOPIC_TEMPLATE": run + ".ready.{business}",
         "DELAYD_KAFKA_GROUP_ID": run, "DELAYD_REDIS_PREFIX": run, "DELAYD_KAFKA_CREATE_TOPICS": "true",
         "DELAYD_ADMIN_LISTEN": f"127.0.0.1:{port}", "DELAYD_ADMIN_TOKEN": TOKEN, "DELAYD_ADMIN_READ_TOKEN": READ_TOKEN,
-        "DELAYD_SCHEDULER_BUSINESS": "orders.keep_payload=true,orders.max_process_attempts=1",
+        # refunds keeps payloads too: a failed report for a business that keeps none fails the job at
+        # once, without a dead letter (README, "Job lifecycle").
+        "DELAYD_SCHEDULER_BUSINESS": "orders.keep_payload=true,orders.max_process_attempts=1,"
+                                     "refunds.keep_payload=true,refunds.max_process_attempts=1",
     })
-    ready_topic = run + ".ready.orders"
+    ready_topic, refunds_topic, dlq_topic = run + ".ready.orders", run + ".ready.refunds", run + ".dlq"
 
     def ctl(*args):
         return subprocess.run([delayctl, *args], env=env, capture_output=True, text=True, timeout=60)
@@ -74,15 +78,21 @@ def main():
             time.sleep(0.2)
         raise AssertionError("timed out waiting for " + what)
 
-    def ready_records():
-        """Every ready record's headers, as kcat reads them from the topic (Kafka, not the page)."""
-        r = subprocess.run(["kcat", "-C", "-b", bootstrap, "-t", ready_topic, "-e", "-o", "beginning", "-q",
-                            "-f", "%h\n"], capture_output=True, text=True, timeout=60)
+    def records(topic):
+        """Every record of the topic as (partition, offset, headers), as kcat reads them (Kafka, not
+        the page). A topic not created yet has none."""
+        r = subprocess.run(["kcat", "-C", "-b", bootstrap, "-t", topic, "-e", "-o", "beginning", "-q",
+                            "-f", "%p %o %h\n"], capture_output=True, text=True, timeout=60)
         recs = []
         for line in r.stdout.splitlines():
             if line:
-                recs.append(dict(kv.split("=", 1) for kv in line.split(",") if "=" in kv))
+                partition, offset, heads = (line.split(" ", 2) + [""])[:3]
+                recs.append((int(partition), int(offset),
+                             dict(kv.split("=", 1) for kv in heads.split(",") if "=" in kv)))
         return recs
+
+    def headers(topic):
+        return [h for _, _, h in records(topic)]
 
     log = open(os.path.join(out_dir, run + ".log"), "w")
     proc = subprocess.Popen([delayd], env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -100,6 +110,11 @@ def main():
                 r = ctl("send", "--business", "orders", "--job-id", job, "--key", job, "--delay-ms", delay,
                         "--value", "value of " + job)
                 assert r.returncode == 0, r.stderr
+        refunds = [f"pg-d-{i}" for i in (1, 2, 3)]
+        for job in refunds:
+            r = ctl("send", "--business", "refunds", "--job-id", job, "--key", job, "--delay-ms", "300",
+                    "--value", "value of " + job)
+            assert r.returncode == 0, r.stderr
         markup = "<script>alert(1)</script>"
         assert ctl("send", "--business", "orders", "--job-id", "pg-x", "--key", "pg-x", "--delay-ms", "3600000",
                    "--value", markup).returncode == 0
@@ -108,6 +123,17 @@ def main():
         for job in failed:
             assert ctl("report", job, "failed", "--error", "the consumer broke").returncode == 0
         wait("the pg-f jobs failed", lambda: all(state(j) == "failed" for j in failed))
+        # The refunds jobs out of attempts: each reported failed goes to the dead-letter topic.
+        wait("the pg-d jobs delivered", lambda: all(state(j) == "ready" for j in refunds))
+        for job in refunds:
+            assert ctl("report", job, "failed", "--error", "refund service down").returncode == 0
+        wait("the pg-d jobs failed", lambda: all(state(j) == "failed" for j in refunds))
+
+        def dead_letter_rows():
+            """The row id the page gives each refunds job's dead letter, from its place in the topic."""
+            return {h["job-id"]: f"dl-row-{p}-{o}" for p, o, h in records(dlq_topic) if h.get("job-id") in refunds}
+        wait("the pg-d jobs' dead letters (Kafka)", lambda: len(dead_letter_rows()) == 3)
+        expected_dl_rows = sorted(dead_letter_rows().values())
 
         opts = webdriver.ChromeOptions()
         for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1800"):
@@ -165,11 +191,40 @@ def main():
         assert "done 3" in by_id("bulk-result").text, by_id("bulk-result").text
 
         def second_delivery():
-            recs = ready_records()
+            recs = headers(ready_topic)
             return all(sorted(r.get("attempt") for r in recs if r.get("job-id") == j) == ["1", "2"] for j in failed)
         wait("each retried job's second ready record (Kafka)", second_delivery)
-        assert not [r for r in ready_records() if r.get("job-id") in ("pg-a-2", "pg-x")]
+        assert not [r for r in headers(ready_topic) if r.get("job-id") in ("pg-a-2", "pg-x")]
         wait("the retried jobs ready again (Redis)", lambda: all(state(j) == "ready" for j in failed))
+
+        # Dead letters: those of business refunds (not the orders jobs' ones), then their redrive
+        # after a dry run, to its end.
+        by_id("dl-business").send_keys("refunds")
+        by_id("dl-go").click()
+        dl_rows = lambda: sorted(tr.get_attribute("id")  # noqa: E731
+                                 for tr in driver.find_elements(By.CSS_SELECTOR, "#dl-table tr"))
+        page.until(lambda d: len(dl_rows()) == 3 or by_id("dl-note").text.startswith("GET "))  # or refused
+        assert dl_rows() == expected_dl_rows, (dl_rows(), expected_dl_rows, by_id("dl-note").text)
+        table = by_id("dl-table").text
+        assert all(job in table for job in refunds) and "refund service down" in table, table
+        driver.execute_script("arguments[0].scrollIntoView()", by_id("dl-panel"))
+        driver.save_screenshot(os.path.join(out_dir, "console-dead-letters.png"))
+        by_id("dl-dry").click()
+        page.until(lambda d: by_id("dl-result").text.startswith("dry run: "))
+        assert "3 dead letters would be redriven" in by_id("dl-result").text, by_id("dl-result").text
+        by_id("dl-run").click()
+        page.until(lambda d: d.switch_to.alert).accept()
+        page.until(lambda d: by_id("dl-result").get_attribute("data-status") not in (None, "", "running", "stopping")
+                   or not by_id("dl-result").text.startswith(("dry run: ", "operation ")))  # ended, or refused
+        result = by_id("dl-result")
+        assert result.get_attribute("data-status") == "done" and "done 3" in result.text, result.text
+
+        def redriven():
+            recs = headers(refunds_topic)
+            return all(sorted(r.get("redrive-count", "") for r in recs if r.get("job-id") == j) == ["", "1"]
+                       for j in refunds)
+        wait("each redriven job's second ready record, with redrive-count 1 (Kafka)", redriven)
+        wait("the redriven jobs ready again (Redis)", lambda: all(state(j) == "ready" for j in refunds))
 
         # The read token: the page hides every action.
         driver.get("about:blank")
@@ -178,12 +233,16 @@ def main():
         assert "read-only" in driver.find_element(By.TAG_NAME, "body").get_attribute("class")
         assert not by_id("bulk-dry").is_displayed()
         assert not by_id("act-cancel").is_displayed()
+        assert by_id("dl-go").is_displayed()
+        assert not by_id("dl-dry").is_displayed() and not by_id("dl-run").is_displayed()
         driver.save_screenshot(os.path.join(out_dir, "console-read-only.png"))
-        for shot in ("console-jobs.png", "console-read-only.png"):
+        for shot in ("console-jobs.png", "console-dead-letters.png", "console-read-only.png"):
             with open(os.path.join(out_dir, shot), "rb") as f:
                 assert f.read(8) == b"\x89PNG\r\n\x1a\n", shot
         print(f"console page: prefix search 3 rows, cancel verified in Redis, markup shown as text, "
-              f"bulk retry of 3 failed jobs verified in Kafka (attempt 2 each) and Redis; read token: no actions")
+              "bulk retry of 3 failed jobs verified in Kafka (attempt 2 each) and Redis; 3 dead letters of "
+              "refunds found, redriven after a dry run of 3, verified in Kafka (redrive-count 1 each) and Redis; "
+              "read token: no actions")
         return 0
     finally:
         if driver is not None:
