@@ -308,6 +308,17 @@ TEST_CASE("the value size limit", "[unit][ingest]") {
   CHECK_FALSE(schedule_of(rec).key.has_value());
 }
 
+TEST_CASE("redrive-count: a redriven dead letter's count, carried on to its ready record", "[unit][ingest]") {
+  CHECK(schedule_of(valid_with("trace", "t")).redrive_count == 0);
+  const ScheduleJob job = schedule_of(valid_with("redrive-count", "2"));
+  CHECK(job.redrive_count == 2);
+  CHECK(std::count_if(job.carried.begin(), job.carried.end(),
+                      [](const auto& h) { return h.name == "redrive-count"; }) == 1);
+  CHECK(reason_of(valid_with("redrive-count", "-1")) ==
+        "header 'redrive-count' must be a decimal number from 0 to 1000001: \"-1\"");
+  CHECK_THAT(reason_of(valid_with("redrive-count", std::optional<std::string>{})), Catch::Contains("redrive-count"));
+}
+
 TEST_CASE("carried headers keep their order, minus deliver-at, job-id, attempt and business", "[unit][ingest]") {
   const Record rec = record({{"z-first", "1"},
                              {"attempt", "3"},
