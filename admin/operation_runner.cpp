@@ -51,39 +51,35 @@ bool running(const Fields& f) {
   return it != f.end() && (it->second == "running" || it->second == "stopping");
 }
 
+// A new operation's fields: running, nothing done yet.
+Fields new_operation(std::string_view action, const nlohmann::json& filter, std::int64_t rate_per_s,
+                     const std::string& access, std::int64_t now_ms) {
+  return {{"action", std::string(action)},
+          {"filter", filter.dump()},
+          {"rate_per_s", std::to_string(rate_per_s)},
+          {"status", "running"},
+          {"matched", "0"},
+          {"done", "0"},
+          {"failed", "0"},
+          {"skipped", "{}"},
+          {"created_at", std::to_string(now_ms)},
+          {"access", access},
+          {"updated_at", std::to_string(now_ms)}};
+}
+
 }  // namespace
 
 std::string create_redrive_operation(storage::OperationStore& ops, const RedriveRequest& request, std::int64_t now_ms) {
   // The dead letters there are now: not those a failing redrive writes again meanwhile.
   nlohmann::json filter = request.filter_json;
   if (!request.filter.until || *request.filter.until > now_ms) filter["until"] = std::to_string(now_ms);
-  return ops.create({{"action", std::string(kRedriveAction)},
-                     {"filter", filter.dump()},
-                     {"rate_per_s", std::to_string(request.rate_per_s)},
-                     {"status", "running"},
-                     {"matched", "0"},
-                     {"done", "0"},
-                     {"failed", "0"},
-                     {"skipped", "{}"},
-                     {"created_at", std::to_string(now_ms)},
-                     {"access", request.access},
-                     {"updated_at", std::to_string(now_ms)}},
-                    now_ms);
+  return ops.create(new_operation(kRedriveAction, filter, request.rate_per_s, request.access, now_ms), now_ms);
 }
 
 std::string create_operation(storage::OperationStore& ops, const BulkRequest& request, std::int64_t now_ms) {
-  return ops.create({{"action", std::string(action_name(request.action))},
-                     {"filter", request.filter_json.dump()},
-                     {"rate_per_s", std::to_string(request.rate_per_s)},
-                     {"status", "running"},
-                     {"matched", "0"},
-                     {"done", "0"},
-                     {"failed", "0"},
-                     {"skipped", "{}"},
-                     {"created_at", std::to_string(now_ms)},
-                     {"access", request.access},
-                     {"updated_at", std::to_string(now_ms)}},
-                    now_ms);
+  return ops.create(
+      new_operation(action_name(request.action), request.filter_json, request.rate_per_s, request.access, now_ms),
+      now_ms);
 }
 
 OperationRunner::OperationRunner(config::Config config, std::string member, OnEnd on_end, std::string only)
