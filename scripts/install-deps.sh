@@ -9,19 +9,27 @@
 #                    python3-selenium (drive the console in its browser test; test-only), python3-confluent-kafka
 #                    (the example worker examples/lifecycle_consumer.py and its test; not in the image).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
+#   --run            only what building and running need (scripts/run.sh): none of the test-only
+#                    tools (docker-compose, python3-confluent-kafka, gnuplot, prometheus, chromium,
+#                    chromium-driver, python3-selenium).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+# What building delayd and running it on the local stack need.
 PACKAGES=(
   g++ cmake ninja-build pkg-config make
   librdkafka-dev libhiredis-dev libboost-dev nlohmann-json3-dev catch2
   libtoml11-dev libcli11-dev libspdlog-dev prometheus-cpp-dev
   redis-server redis-tools kcat
   openjdk-17-jre-headless maven
+  procps iproute2 python3
+)
+# What the tests and benchmarks add.
+TEST_PACKAGES=(
   docker-compose
-  procps iproute2 python3 python3-confluent-kafka
+  python3-confluent-kafka
   gnuplot-nox
   prometheus
   chromium chromium-driver python3-selenium
@@ -30,12 +38,15 @@ PACKAGES=(
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.
 FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev llvm-14)
 
+run_only=0
 for arg in "$@"; do
   case "$arg" in
     --fuzz) PACKAGES+=("${FUZZ_PACKAGES[@]}") ;;
-    *) echo "usage: scripts/install-deps.sh [--fuzz]" >&2; exit 2 ;;
+    --run) run_only=1 ;;
+    *) echo "usage: scripts/install-deps.sh [--run] [--fuzz]" >&2; exit 2 ;;
   esac
 done
+((run_only)) || PACKAGES+=("${TEST_PACKAGES[@]}")
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -60,7 +60,7 @@ case "${1:-start}" in
   *) echo "usage: scripts/run.sh [start|stop|status]" >&2; exit 2 ;;
 esac
 
-scripts/install-deps.sh
+scripts/install-deps.sh --run  # not the test-only tools
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=OFF >/dev/null
 cmake --build "$BUILD" --target delayd delayctl -j "$(nproc)"
 scripts/stack.sh up
