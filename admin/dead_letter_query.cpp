@@ -141,19 +141,9 @@ std::optional<DeadLetterCursor> decode_dead_letter_cursor(const DeadLetterFilter
 }
 
 std::variant<DeadLetterFilter, BadRequest> parse_stored_dead_letter_filter(const nlohmann::json& filter_json) {
-  std::map<std::string, std::string, std::less<>> params;
-  if (!filter_json.is_object()) return BadRequest{"filter", "must be an object of GET /dead-letters's parameters"};
-  for (const auto& [name, value] : filter_json.items()) {
-    if (name == "limit" || name == "cursor") return BadRequest{"filter." + name, "has no place in a redrive filter"};
-    if (value.is_string()) {
-      params[name] = value.get<std::string>();
-    } else if (value.is_number_unsigned() && (name == "since" || name == "until")) {
-      params[name] = std::to_string(value.get<std::uint64_t>());
-    } else {
-      return BadRequest{"filter." + name, "must be a string"};
-    }
-  }
-  auto parsed = parse_dead_letter_request(params);
+  auto params = filter_params(filter_json, "GET /dead-letters", {"since", "until"});
+  if (auto* bad = std::get_if<BadRequest>(&params)) return *bad;
+  auto parsed = parse_dead_letter_request(std::get<QueryMap>(params));
   if (auto* bad = std::get_if<BadRequest>(&parsed)) return BadRequest{"filter." + bad->field, bad->reason};
   return std::get<DeadLetterListRequest>(std::move(parsed)).filter;
 }

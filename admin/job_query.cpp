@@ -1,5 +1,6 @@
 #include "admin/job_query.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "contract/ingest_parse.hpp"
@@ -245,20 +246,28 @@ std::string_view action_name(storage::JobStore::Action a) {
   return a == A::cancel ? "cancel" : a == A::run_now ? "run-now" : "retry";
 }
 
-std::variant<storage::JobFilter, BadRequest> parse_stored_filter(const nlohmann::json& filter_json) {
-  std::map<std::string, std::string, std::less<>> params;
-  if (!filter_json.is_object()) return BadRequest{"filter", "must be an object of GET /jobs's parameters"};
+std::variant<QueryMap, BadRequest> filter_params(const nlohmann::json& filter_json, std::string_view endpoint,
+                                                 std::initializer_list<std::string_view> times) {
+  QueryMap params;
+  if (!filter_json.is_object())
+    return BadRequest{"filter", "must be an object of " + std::string(endpoint) + "'s parameters"};
   for (const auto& [name, value] : filter_json.items()) {
-    if (name == "limit" || name == "cursor") return BadRequest{"filter." + name, "has no place in a bulk filter"};
+    if (name == "limit" || name == "cursor") return BadRequest{"filter." + name, "has no place in a filter"};
     if (value.is_string()) {
       params[name] = value.get<std::string>();
-    } else if (value.is_number_unsigned() && (name == "due_from" || name == "due_to")) {
+    } else if (value.is_number_unsigned() && std::find(times.begin(), times.end(), name) != times.end()) {
       params[name] = std::to_string(value.get<std::uint64_t>());
     } else {
       return BadRequest{"filter." + name, "must be a string"};
     }
   }
-  auto parsed = parse_list_request(params);
+  return params;
+}
+
+std::variant<storage::JobFilter, BadRequest> parse_stored_filter(const nlohmann::json& filter_json) {
+  auto params = filter_params(filter_json, "GET /jobs", {"due_from", "due_to"});
+  if (auto* bad = std::get_if<BadRequest>(&params)) return *bad;
+  auto parsed = parse_list_request(std::get<QueryMap>(params));
   if (auto* bad = std::get_if<BadRequest>(&parsed)) return BadRequest{"filter." + bad->field, bad->reason};
   return std::get<ListRequest>(std::move(parsed)).filter;
 }

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -55,6 +56,12 @@ std::optional<std::int64_t> parse_count(std::string_view s);
 std::variant<std::int64_t, BadRequest> parse_time(const std::string& field, std::string_view text);
 // FNV-1a (64 bits, 16 hex digits) of the fields, each ended by a 0x1f: ties a cursor to its filter.
 std::string fingerprint_of(const std::vector<std::string>& fields);
+using QueryMap = std::map<std::string, std::string, std::less<>>;
+// A filter given as a JSON object (a bulk action's or a redrive's) as the endpoint's query
+// parameters: every value a string, or a whole number for the names in `times`; no limit or
+// cursor. Refusals name "filter.<name>".
+std::variant<QueryMap, BadRequest> filter_params(const nlohmann::json& filter_json, std::string_view endpoint,
+                                                 std::initializer_list<std::string_view> times);
 
 // GET /jobs's parameters (request_target.hpp's query_params()).
 std::variant<ListRequest, BadRequest> parse_list_request(const std::map<std::string, std::string, std::less<>>& params);

@@ -46,6 +46,33 @@ std::string skip_reason(storage::JobStore::Action action, storage::JobState stat
   return "now " + std::string(to_string(state));
 }
 
+// An operation's counts as its hash keeps them: read when a runner takes it, saved every batch.
+struct Progress {
+  std::int64_t matched = 0, done = 0, failed = 0;
+  nlohmann::json skipped = nlohmann::json::object();  // {reason: count}
+
+  static Progress of(const Fields& f) {
+    Progress p{number(f, "matched"), number(f, "done"), number(f, "failed"),
+               nlohmann::json::parse(f.count("skipped") ? f.at("skipped") : "{}", nullptr, false)};
+    if (!p.skipped.is_object()) p.skipped = nlohmann::json::object();
+    return p;
+  }
+  void skip(const std::string& why) { skipped[why] = skipped.value(why, 0) + 1; }
+  // The counts, with the cursor and the time, as one batch's HSET (plus `extra`).
+  Fields save(const std::string& cursor, Fields extra) const {
+    extra.insert({{"matched", std::to_string(matched)},
+                  {"done", std::to_string(done)},
+                  {"failed", std::to_string(failed)},
+                  {"skipped", skipped.dump()},
+                  {"cursor", cursor},
+                  {"updated_at", std::to_string(system_now_ms())}});
+    return extra;
+  }
+};
+
+// The operation's rate_per_s (at least 1).
+std::int64_t rate_of(const Fields& f) { return std::max<std::int64_t>(1, number(f, "rate_per_s")); }
+
 bool running(const Fields& f) {
   const auto it = f.find("status");
   return it != f.end() && (it->second == "running" || it->second == "stopping");
@@ -164,19 +191,14 @@ void OperationRunner::execute(storage::OperationStore& ops, storage::JobStore& j
           ? std::optional<storage::WalkCursor>(storage::WalkCursor{number(fields, "created_at"), 0, {}, {}})
           : decode_cursor(f, fields["cursor"]);
   if (!cursor) return end("failed", "the stored cursor does not read");
-  std::int64_t matched = number(fields, "matched"), done = number(fields, "done"), failed = number(fields, "failed");
-  nlohmann::json skipped = nlohmann::json::parse(fields["skipped"], nullptr, false);
-  if (!skipped.is_object()) skipped = nlohmann::json::object();
-  const std::int64_t rate = std::max<std::int64_t>(1, number(fields, "rate_per_s"));
-  const std::size_t batch = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(kBatch), rate));
+  Progress progress = Progress::of(fields);
+  const std::int64_t rate = rate_of(fields);
+  const std::size_t batch = batch_for(rate);
   ops.save(id, {{"runner", member_}});
   const auto started = SteadyClock::now();
   std::int64_t acted_here = 0;
   while (!stopping_) {
-    const auto status = ops.load(id);
-    if (!status) return;  // expired or deleted by hand
-    if (status->count("status") && status->at("status") == "stopping") return end("stopped", "");
-    if (!ops.lease(id, member_, kLease)) return;  // another instance took it over
+    if (!may_go_on(ops, id, fields)) return;
     const std::int64_t now = system_now_ms();
     const storage::WalkPage page = storage::walk_jobs(jobs, f, *cursor, batch, now);
     std::map<std::string, std::vector<std::string>> by_shard;
@@ -184,30 +206,38 @@ void OperationRunner::execute(storage::OperationStore& ops, storage::JobStore& j
     for (const auto& [shard, ids] : by_shard) {
       for (const storage::Transition& t : jobs.act(action, shard, ids, now)) {
         if (t.changed) {
-          ++done;
+          ++progress.done;
         } else if (t.state == storage::JobState::corrupt) {
-          ++failed;
+          ++progress.failed;
         } else {
-          const std::string why = skip_reason(action, t.state);
-          skipped[why] = skipped.value(why, 0) + 1;
+          progress.skip(skip_reason(action, t.state));
         }
       }
     }
-    matched += static_cast<std::int64_t>(page.jobs.size());
+    progress.matched += static_cast<std::int64_t>(page.jobs.size());
     acted_here += static_cast<std::int64_t>(page.jobs.size());
-    Fields progress{{"matched", std::to_string(matched)},
-                    {"done", std::to_string(done)},
-                    {"failed", std::to_string(failed)},
-                    {"skipped", skipped.dump()},
-                    {"cursor", page.next ? encode_cursor(f, *page.next) : fields["cursor"]},
-                    {"updated_at", std::to_string(system_now_ms())},
-                    {"last_error", ""}};
-    ops.save(id, progress);
-    for (auto& [k, v] : progress) fields[k] = v;
+    const Fields saved =
+        progress.save(page.next ? encode_cursor(f, *page.next) : fields["cursor"], {{"last_error", ""}});
+    ops.save(id, saved);
+    for (auto& [k, v] : saved) fields[k] = v;
     if (!page.next) return end("done", "");
     pace(started, acted_here, rate);
   }
   ops.lease(id, member_, kLease, true);  // shutting down: another instance may take it at once
+}
+
+bool OperationRunner::may_go_on(storage::OperationStore& ops, const std::string& id, Fields& fields) {
+  const auto status = ops.load(id);
+  if (!status) return false;  // expired or deleted by hand
+  if (status->count("status") && status->at("status") == "stopping") {
+    finish(ops, id, fields, "stopped", "");
+    return false;
+  }
+  return ops.lease(id, member_, kLease);  // false: another instance took it over
+}
+
+std::size_t OperationRunner::batch_for(std::int64_t rate) {
+  return static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(kBatch), rate));
 }
 
 void OperationRunner::finish(storage::OperationStore& ops, const std::string& id, Fields& fields,
@@ -305,31 +335,26 @@ void OperationRunner::execute_redrive(storage::OperationStore& ops, storage::Job
     marks = ingest_ends(reader, ingest);
     ops.save(id, {{"ingest_marks", marks.dump()}});
   }
-  std::int64_t matched = number(fields, "matched"), done = number(fields, "done"), failed = number(fields, "failed");
-  nlohmann::json skipped = nlohmann::json::parse(fields["skipped"], nullptr, false);
-  if (!skipped.is_object()) skipped = nlohmann::json::object();
-  const std::int64_t rate = std::max<std::int64_t>(1, number(fields, "rate_per_s"));
-  const std::size_t batch = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(kBatch), rate));
+  Progress progress = Progress::of(fields);
+  const std::int64_t rate = rate_of(fields);
+  const std::size_t batch = batch_for(rate);
   ops.save(id, {{"runner", member_}});
   const auto started = SteadyClock::now();
   std::int64_t acted_here = 0;
   while (!stopping_) {
-    const auto status = ops.load(id);
-    if (!status) return;
-    if (status->count("status") && status->at("status") == "stopping") return end("stopped", "");
-    if (!ops.lease(id, member_, kLease)) return;
+    if (!may_go_on(ops, id, fields)) return;
     const DeadLetterPage page = walk_dead_letters(source, f, cursor, batch);
     std::vector<connectors::OutRecord> out;
     std::vector<std::string> to_locate;
     for (const connectors::Record& rec : page.records) {
-      ++matched;
+      ++progress.matched;
       if (already.count(dead_letter_id(rec.partition, rec.offset))) {
-        ++done;  // published before a crash cut its batch short
+        ++progress.done;  // published before a crash cut its batch short
         continue;
       }
       auto r = redrive_record(rec, config_.admin.max_redrives, ingest, id);
       if (auto* why = std::get_if<std::string>(&r)) {
-        skipped[*why] = skipped.value(*why, 0) + 1;
+        progress.skip(*why);
         continue;
       }
       out.push_back(std::move(std::get<Redriven>(r).record));
@@ -356,24 +381,18 @@ void OperationRunner::execute_redrive(storage::OperationStore& ops, storage::Job
     std::string last_error;
     for (const connectors::DeliveryReport& r : reports) {
       if (r.ok) {
-        ++done;
+        ++progress.done;
       } else {
-        ++failed;
+        ++progress.failed;
         last_error = r.error;
       }
     }
     acted_here += static_cast<std::int64_t>(page.records.size());
     marks = ingest_ends(reader, ingest);
-    Fields progress{{"matched", std::to_string(matched)},
-                    {"done", std::to_string(done)},
-                    {"failed", std::to_string(failed)},
-                    {"skipped", skipped.dump()},
-                    {"cursor", page.next ? encode_dead_letter_cursor(f, *page.next) : fields["cursor"]},
-                    {"ingest_marks", marks.dump()},
-                    {"updated_at", std::to_string(system_now_ms())},
-                    {"last_error", last_error}};
-    ops.save(id, progress);
-    for (auto& [k, v] : progress) fields[k] = v;
+    const Fields saved = progress.save(page.next ? encode_dead_letter_cursor(f, *page.next) : fields["cursor"],
+                                       {{"ingest_marks", marks.dump()}, {"last_error", last_error}});
+    ops.save(id, saved);
+    for (auto& [k, v] : saved) fields[k] = v;
     cursor = page.next;
     if (!page.next) return end("done", "");
     pace(started, acted_here, rate);

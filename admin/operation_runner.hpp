@@ -79,6 +79,11 @@ class OperationRunner {
   // Throws on Redis or Kafka errors (the caller backs off).
   void execute_redrive(storage::OperationStore& ops, storage::JobStore& jobs, const std::string& id,
                        storage::OperationStore::Fields fields);
+  // Items per batch: kBatch, or fewer when the rate is lower than that per second.
+  static std::size_t batch_for(std::int64_t rate);
+  // Before a batch: whether the operation is still this runner's to go on with (false: it is
+  // gone, was stopped, which ends it here, or another instance holds its lease now).
+  bool may_go_on(storage::OperationStore& ops, const std::string& id, storage::OperationStore::Fields& fields);
   // Ends the operation with this status (and error): saved, expiring, lease given up, reported.
   void finish(storage::OperationStore& ops, const std::string& id, storage::OperationStore::Fields& fields,
               const std::string& status, const std::string& error);

@@ -174,7 +174,7 @@ TEST_CASE("a dead-letter cursor is tied to its filter and refused when damaged",
   DeadLetterFilter other;
   other.business = "mail";
   CHECK_FALSE(decode_dead_letter_cursor(other, text));
-  for (const std::string bad : {std::string(""), text + "-", text + "x", std::string("d1..1"), "1." + text}) {
+  for (const std::string& bad : {std::string(""), text + "-", text + "x", std::string("d1..1"), "1." + text}) {
     INFO(bad);
     CHECK_FALSE(decode_dead_letter_cursor(f, bad));
   }
