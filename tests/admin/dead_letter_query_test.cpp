@@ -143,7 +143,8 @@ TEST_CASE("a dead-letter filter matches the reason word or a piece of the error 
   CHECK(walk_all(src, f, 10).empty());
 }
 
-TEST_CASE("a dead-letter page stops at its scan budget and says so; the cursor goes on from there", "[admin][dlq]") {
+TEST_CASE("a dead-letter page stops at its scan budget and says so, and the cursor goes on from there",
+          "[admin][dlq]") {
   MemorySource src;
   for (int i = 0; i < 50; ++i) src.add(0, i, fired("x" + std::to_string(i), "orders", "reported_failed", "boom"));
   src.add(0, 60, fired("needle", "rare", "reported_failed", "boom"));
