@@ -16,6 +16,13 @@
 //   delayctl bulk --action cancel|run-now|retry [filter as for jobs] (--dry-run | --run) [--rate N]
 //                                                            a dry run's count, or a bulk operation
 //                                                            run here (progress on a terminal)
+//   delayctl dlq list [--reason R] [--business B] [--since T] [--until T] [--limit N] [--cursor C] [--all]
+//                                                            a page of the dead-letter topic as
+//                                                            GET /dead-letters gives it;
+//                                                            --all: every dead letter, one JSON per line
+//   delayctl dlq redrive [filter as for dlq list] (--dry-run | --run) [--rate N]
+//                                                            a dry run's count, or a redrive
+//                                                            operation run here (as bulk)
 //
 // Exit status: 0 done; 1 the request was answered "no" (no such job, already delivered, ...);
 // 2 bad usage or configuration; 3 the cancel or reschedule was published but delayd did not act
@@ -31,6 +38,8 @@
 #include <thread>
 
 #include "admin/cancel_flow.hpp"
+#include "admin/dead_letter_query.hpp"
+#include "admin/dead_letter_topic.hpp"
 #include "admin/job_json.hpp"
 #include "admin/job_query.hpp"
 #include "admin/operation_runner.hpp"
@@ -39,6 +48,7 @@
 #include "config/config.hpp"
 #include "config/redis_options.hpp"
 #include "connectors/kafka_producer.hpp"
+#include "connectors/topic_reader.hpp"
 #include "contract/ingest_parse.hpp"
 #include "contract/time_format.hpp"
 #include "storage/job_browse.hpp"
@@ -128,8 +138,9 @@ int cmd_get(delayd::storage::JobStore& store, const std::string& id) {
   return 0;
 }
 
-// A request's parameters (GET /jobs's, a bulk filter), from the flags given: the library reads
-// and checks them as it does the HTTP request's (admin/job_query.hpp).
+// A request's parameters (GET /jobs's, GET /dead-letters's, a filter), from the flags given: the
+// library reads and checks them as it does the HTTP request's (admin/job_query.hpp,
+// admin/dead_letter_query.hpp).
 using Params = std::map<std::string, std::string, std::less<>>;
 
 // A flag --<name> (underscores as dashes) for each parameter, that sets it in `params`.
@@ -150,7 +161,7 @@ std::string flag_of(const std::string& field) {
   return flag;
 }
 
-// How a bulk operation is asked for.
+// How a bulk operation or a redrive is asked for.
 struct RunArgs {
   bool dry_run = false;
   bool run = false;
@@ -256,6 +267,64 @@ int cmd_bulk(const Config& config, delayd::redis::RedisClient& redis, delayd::st
   delayd::storage::OperationStore ops(redis, store.keys());
   const std::string id = create_operation(ops, request, now);
   std::cerr << "delayctl bulk: operation " << id << ", about " << count.matched << " jobs\n";
+  return run_operation(config, ops, id, count.matched);
+}
+
+int cmd_dlq_list(const Config& config, const Params& params, bool all) {
+  using namespace delayd::admin;
+  auto parsed = parse_dead_letter_request(params);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    std::cerr << "delayctl dlq list: --" << flag_of(bad->field) << ": " << bad->reason << "\n";
+    return 2;
+  }
+  const DeadLetterListRequest& request = std::get<DeadLetterListRequest>(parsed);
+  delayd::connectors::TopicReader reader(
+      delayd::config::kafka_properties(config, delayd::config::KafkaClient::consumer));
+  DeadLetterTopic source(reader, config.kafka.dlq_topic);
+  std::optional<DeadLetterCursor> cursor = request.cursor;
+  while (true) {
+    const DeadLetterPage page = walk_dead_letters(source, request.filter, cursor, request.limit);
+    if (!all) {
+      std::cout << to_text(dead_letter_page_json(request.filter, page)) << "\n";
+      return 0;
+    }
+    for (const auto& rec : page.records) std::cout << one_line(to_json(summarize(rec))) << "\n";
+    if (!page.next) return 0;
+    cursor = page.next;
+  }
+}
+
+// The same request POST /dead-letters/redrive takes, read by the same code
+// (admin/dead_letter_query.hpp); a run is an operation run here, as cmd_bulk's.
+int cmd_dlq_redrive(const Config& config, delayd::redis::RedisClient& redis, delayd::storage::JobStore& store,
+                    const Params& filter, const RunArgs& args) {
+  using namespace delayd::admin;
+  if (args.dry_run == args.run) {
+    std::cerr << "delayctl dlq redrive: give --dry-run or --run\n";
+    return 2;
+  }
+  nlohmann::json body{{"filter", nlohmann::json::object()}, {"dry_run", args.dry_run}};
+  for (const auto& [k, v] : filter) body["filter"][k] = v;
+  if (args.rate) body["rate_per_s"] = *args.rate;
+  auto parsed = parse_redrive_request(body.dump());
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    std::cerr << "delayctl dlq redrive: --" << flag_of(bad->field) << ": " << bad->reason << "\n";
+    return 2;
+  }
+  RedriveRequest request = std::get<RedriveRequest>(std::move(parsed));
+  request.access = "admin";
+  delayd::connectors::TopicReader reader(
+      delayd::config::kafka_properties(config, delayd::config::KafkaClient::consumer));
+  DeadLetterTopic source(reader, config.kafka.dlq_topic);
+  const RedriveCount count = count_redrivable(source, request.filter, config.admin.max_redrives,
+                                              config.kafka.ingest_topic, std::chrono::seconds(10));
+  if (args.dry_run) {
+    std::cout << to_text(to_json(count)) << "\n";
+    return 0;
+  }
+  delayd::storage::OperationStore ops(redis, store.keys());
+  const std::string id = create_redrive_operation(ops, request, delayd::broker::system_now_ms());
+  std::cerr << "delayctl dlq redrive: operation " << id << ", about " << count.matched << " dead letters\n";
   return run_operation(config, ops, id, count.matched);
 }
 
@@ -411,6 +480,22 @@ int main(int argc, char** argv) {
   add_param_flags(bulk_cmd, bulk_filter, {"state", "business", "due_from", "due_to", "id_prefix", "error"}, "filter: ");
   add_run_flags(bulk_cmd, bulk_args, "jobs");
 
+  auto* dlq_cmd = app.add_subcommand("dlq", "the dead-letter topic: list it, redrive it");
+  dlq_cmd->require_subcommand(1);
+  Params dlq_list_args;
+  bool dlq_all = false;
+  auto* dlq_list_cmd =
+      dlq_cmd->add_subcommand("list", "a page of dead letters, filtered, as GET /dead-letters gives it");
+  add_param_flags(dlq_list_cmd, dlq_list_args, {"reason", "business", "since", "until", "limit", "cursor"},
+                  "GET /dead-letters's ");
+  dlq_list_cmd->add_flag("--all", dlq_all, "every dead letter of the walk, one JSON object per line");
+  Params dlq_filter;
+  RunArgs dlq_args;
+  auto* dlq_redrive_cmd =
+      dlq_cmd->add_subcommand("redrive", "publish the dead letters of a filter back to the ingest topic");
+  add_param_flags(dlq_redrive_cmd, dlq_filter, {"reason", "business", "since", "until"}, "filter: ");
+  add_run_flags(dlq_redrive_cmd, dlq_args, "dead letters");
+
   ReportArgs report;
   auto* report_cmd = app.add_subcommand("report", "report on a delivered job, as a consumer does (status topic)");
   report_cmd->add_option("job-id", report.job_id, "the job's id")->required();
@@ -445,12 +530,14 @@ int main(int argc, char** argv) {
   try {
     if (*send_cmd) return cmd_send(config, send);
     if (*report_cmd) return cmd_report(config, report);
+    if (*dlq_list_cmd) return cmd_dlq_list(config, dlq_list_args, dlq_all);
     const auto redis = delayd::config::make_redis_client(config);
     delayd::storage::JobStore store(*redis, delayd::storage::KeySchema(config.redis.prefix),
                                     config.redis.job_retention_s);
     if (*get_cmd) return cmd_get(store, job_id);
     if (*jobs_cmd) return cmd_jobs(store, jobs_args, jobs_all);
     if (*bulk_cmd) return cmd_bulk(config, *redis, store, bulk_filter, bulk_action, bulk_args);
+    if (*dlq_redrive_cmd) return cmd_dlq_redrive(config, *redis, store, dlq_filter, dlq_args);
     if (*cancel_cmd) return cmd_cancel(config, store, job_id, timeout_ms);
     if (*resched_cmd) {
       if (!resched.deliver_at && !resched.delay_ms) {
