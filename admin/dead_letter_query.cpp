@@ -310,6 +310,34 @@ nlohmann::json dead_letter_page_json(const DeadLetterFilter& filter, const DeadL
           {"examined", page.examined}};
 }
 
+RedriveCount count_redrivable(DeadLetterSource& source, const DeadLetterFilter& filter, std::int64_t max_redrives,
+                              const std::string& ingest_topic, std::chrono::steady_clock::duration time_limit) {
+  const auto until = std::chrono::steady_clock::now() + time_limit;
+  RedriveCount count;
+  std::optional<DeadLetterCursor> cursor;
+  while (std::chrono::steady_clock::now() < until) {
+    const DeadLetterPage page = walk_dead_letters(source, filter, cursor, kMaxLimit);
+    for (const Record& rec : page.records) {
+      ++count.matched;
+      auto r = redrive_record(rec, max_redrives, ingest_topic, "");
+      if (auto* why = std::get_if<std::string>(&r)) ++count.would_skip[*why];
+    }
+    cursor = page.next;
+    if (!cursor) {
+      count.complete = true;
+      break;
+    }
+  }
+  return count;
+}
+
+nlohmann::json to_json(const RedriveCount& count) {
+  return {{"dry_run", true},
+          {"matched", count.matched},
+          {"would_skip", count.would_skip.empty() ? nlohmann::json::object() : nlohmann::json(count.would_skip)},
+          {"complete", count.complete}};
+}
+
 std::string dead_letter_id(std::int32_t partition, std::int64_t offset) {
   return std::to_string(partition) + ":" + std::to_string(offset);
 }

@@ -23,9 +23,11 @@
 // dead-lettered it, plus redrive-count (one more than the record's), redriven-from (its place in
 // the dead-letter topic) and redrive-operation. A record redriven max_redrives times already, or
 // whose value was dropped to fit the dead-letter topic, is skipped with the reason.
-// Threading: pure functions, except walk_dead_letters() (it reads Kafka through its source).
+// Threading: pure functions, except walk_dead_letters() and count_redrivable() (they read Kafka
+// through their source).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -135,6 +137,19 @@ struct Redriven {
 };
 std::variant<Redriven, std::string> redrive_record(const connectors::Record& rec, std::int64_t max_redrives,
                                                    const std::string& ingest_topic, const std::string& operation);
+// A redrive's dry run: the dead letters of the filter's walk, and of those, how many a redrive
+// would skip and why (redrive_record()'s reason). complete: false when time_limit ended the count
+// before the walk did (matched is then a lower bound).
+struct RedriveCount {
+  std::int64_t matched = 0;
+  std::map<std::string, std::int64_t> would_skip;
+  bool complete = false;
+};
+RedriveCount count_redrivable(DeadLetterSource& source, const DeadLetterFilter& filter, std::int64_t max_redrives,
+                              const std::string& ingest_topic, std::chrono::steady_clock::duration time_limit);
+// {"dry_run": true, "matched", "would_skip": {reason: n}, "complete"}.
+nlohmann::json to_json(const RedriveCount& count);
+
 // "<partition>:<offset>": a dead letter's id (and its redriven-from header).
 std::string dead_letter_id(std::int32_t partition, std::int64_t offset);
 

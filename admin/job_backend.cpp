@@ -268,25 +268,8 @@ JobAnswer StoreJobBackend::dead_letters(const DeadLetterListRequest& request) {
 JobAnswer StoreJobBackend::redrive(const RedriveRequest& request, std::int64_t now_ms) {
   if (request.dry_run) {
     return with_reader([&](DeadLetterSource& source) {
-      const auto until = std::chrono::steady_clock::now() + kDryRunFor;
-      std::int64_t matched = 0;
-      nlohmann::json would_skip = nlohmann::json::object();
-      std::optional<DeadLetterCursor> cursor;
-      bool complete = false;
-      while (std::chrono::steady_clock::now() < until) {
-        const DeadLetterPage page = walk_dead_letters(source, request.filter, cursor, kMaxLimit);
-        for (const connectors::Record& rec : page.records) {
-          ++matched;
-          auto r = redrive_record(rec, config_.admin.max_redrives, config_.kafka.ingest_topic, "");
-          if (auto* why = std::get_if<std::string>(&r)) would_skip[*why] = would_skip.value(*why, 0) + 1;
-        }
-        cursor = page.next;
-        if (!cursor) {
-          complete = true;
-          break;
-        }
-      }
-      return answer(200, {{"dry_run", true}, {"matched", matched}, {"would_skip", would_skip}, {"complete", complete}});
+      return answer(200, to_json(count_redrivable(source, request.filter, config_.admin.max_redrives,
+                                                  config_.kafka.ingest_topic, kDryRunFor)));
     });
   }
   const std::string id = with_store([&](storage::JobStore& s) {

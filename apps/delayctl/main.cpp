@@ -16,6 +16,13 @@
 //   delayctl bulk --action cancel|run-now|retry [filter as for jobs] (--dry-run | --run) [--rate N]
 //                                                            a dry run's count, or a bulk operation
 //                                                            run here (progress on a terminal)
+//   delayctl dlq list [--reason R] [--business B] [--since T] [--until T] [--limit N] [--cursor C] [--all]
+//                                                            a page of the dead-letter topic as
+//                                                            GET /dead-letters gives it;
+//                                                            --all: every dead letter, one JSON per line
+//   delayctl dlq redrive [filter as for dlq list] (--dry-run | --run) [--rate N]
+//                                                            a dry run's count, or a redrive
+//                                                            operation run here (as bulk)
 //
 // Exit status: 0 done; 1 the request was answered "no" (no such job, already delivered, ...);
 // 2 bad usage or configuration; 3 the cancel or reschedule was published but delayd did not act
@@ -31,6 +38,8 @@
 #include <thread>
 
 #include "admin/cancel_flow.hpp"
+#include "admin/dead_letter_query.hpp"
+#include "admin/dead_letter_topic.hpp"
 #include "admin/job_json.hpp"
 #include "admin/job_query.hpp"
 #include "admin/operation_runner.hpp"
@@ -39,6 +48,7 @@
 #include "config/config.hpp"
 #include "config/redis_options.hpp"
 #include "connectors/kafka_producer.hpp"
+#include "connectors/topic_reader.hpp"
 #include "contract/ingest_parse.hpp"
 #include "contract/time_format.hpp"
 #include "storage/job_browse.hpp"
@@ -128,14 +138,82 @@ int cmd_get(delayd::storage::JobStore& store, const std::string& id) {
   return 0;
 }
 
-// GET /jobs's parameters, from the flags given (admin/job_query.hpp checks them all).
-using JobsArgs = std::map<std::string, std::string, std::less<>>;
+// A request's parameters (GET /jobs's, GET /dead-letters's, a filter), from the flags given: the
+// library reads and checks them as it does the HTTP request's (admin/job_query.hpp,
+// admin/dead_letter_query.hpp).
+using Params = std::map<std::string, std::string, std::less<>>;
 
-int cmd_jobs(delayd::storage::JobStore& store, const JobsArgs& args, bool all) {
+// A flag --<name> (underscores as dashes) for each parameter, that sets it in `params`.
+void add_param_flags(CLI::App* cmd, Params& params, std::initializer_list<const char*> names, const std::string& help) {
+  for (const char* name : names) {
+    std::string flag = std::string("--") + name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    cmd->add_option_function<std::string>(
+        flag, [&params, name](const std::string& v) { params[name] = v; }, help + name);
+  }
+}
+
+// The flag that set a field a request refused: "filter.due_from" is --due-from, rate_per_s --rate.
+std::string flag_of(const std::string& field) {
+  std::string flag = field.starts_with("filter.") ? field.substr(7) : field;
+  if (flag == "rate_per_s") return "rate";
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+// How a bulk operation or a redrive is asked for.
+struct RunArgs {
+  bool dry_run = false;
+  bool run = false;
+  std::optional<std::int64_t> rate;
+};
+
+void add_run_flags(CLI::App* cmd, RunArgs& args, const std::string& what) {
+  cmd->add_flag("--dry-run", args.dry_run, "count the " + what + " it would act on, change nothing");
+  cmd->add_flag("--run", args.run, "act on them, as an operation (resumable)");
+  cmd->add_option("--rate", args.rate, what + " per second at most (default 500)");
+}
+
+// Runs operation `id` on a runner of delayctl's own until it ends (if delayctl dies, an instance
+// with the admin endpoint on takes it over: admin/operation_runner.hpp), with a progress bar on a
+// terminal (`expected`: about how many items it has); then prints it as GET /operations/{id}
+// does. The exit status: 0 done, 1 it ended otherwise.
+int run_operation(const Config& config, delayd::storage::OperationStore& ops, const std::string& id,
+                  std::int64_t expected) {
+  using namespace delayd::admin;
+  OperationRunner runner(config, delayd::broker::Ownership::member_name(), {}, id);
+  runner.wake();
+  const bool tty = ::isatty(2) == 1;
+  std::map<std::string, std::string> fields;
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    fields = ops.load(id).value_or(std::map<std::string, std::string>{});
+    const std::int64_t done = fields.count("matched") ? std::stoll(fields["matched"]) : 0;
+    if (tty) {
+      const std::int64_t total = std::max<std::int64_t>(expected, done);
+      const int width = 40, filled = total > 0 ? static_cast<int>(done * width / total) : width;
+      std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
+                << std::string(static_cast<std::size_t>(width - filled), ' ') << "] " << done << "/" << total
+                << std::flush;
+    }
+    const std::string status = fields.count("status") ? fields["status"] : "";
+    if (status != "running" && status != "stopping") break;
+  }
+  if (tty) std::cerr << "\n";
+  std::cout << to_text(operation_to_json(id, fields)) << "\n";
+  return fields["status"] == "done" ? 0 : 1;
+}
+
+// A JSON value on one line (--all's output), invalid UTF-8 replaced.
+std::string one_line(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+int cmd_jobs(delayd::storage::JobStore& store, const Params& args, bool all) {
   using namespace delayd::admin;
   auto parsed = parse_list_request(args);
   if (auto* bad = std::get_if<BadRequest>(&parsed)) {
-    std::cerr << "delayctl jobs: --" << bad->field << ": " << bad->reason << "\n";
+    std::cerr << "delayctl jobs: --" << flag_of(bad->field) << ": " << bad->reason << "\n";
     return 2;
   }
   const ListRequest& request = std::get<ListRequest>(parsed);
@@ -149,38 +227,28 @@ int cmd_jobs(delayd::storage::JobStore& store, const JobsArgs& args, bool all) {
       std::cout << to_text(j) << "\n";
       return 0;
     }
-    for (const auto& job : j["jobs"])
-      std::cout << job.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    for (const auto& job : j["jobs"]) std::cout << one_line(job) << "\n";
     if (!page.next) return 0;
     cursor = *page.next;
   }
 }
 
-struct BulkArgs {
-  std::string action;
-  bool dry_run = false;
-  bool run = false;
-  std::optional<std::int64_t> rate;
-};
-
 // The same request POST /jobs/bulk takes, read by the same code (admin/job_query.hpp). A run
 // creates the operation in Redis and runs it on a runner of its own: if delayctl dies, an
 // instance with the admin endpoint on takes it over (admin/operation_runner.hpp).
 int cmd_bulk(const Config& config, delayd::redis::RedisClient& redis, delayd::storage::JobStore& store,
-             const JobsArgs& filter, const BulkArgs& args) {
+             const Params& filter, const std::string& action, const RunArgs& args) {
   using namespace delayd::admin;
   if (args.dry_run == args.run) {
     std::cerr << "delayctl bulk: give --dry-run or --run\n";
     return 2;
   }
-  nlohmann::json body{{"action", args.action}, {"filter", nlohmann::json::object()}, {"dry_run", args.dry_run}};
+  nlohmann::json body{{"action", action}, {"filter", nlohmann::json::object()}, {"dry_run", args.dry_run}};
   for (const auto& [k, v] : filter) body["filter"][k] = v;
   if (args.rate) body["rate_per_s"] = *args.rate;
   auto parsed = parse_bulk_request(body.dump());
   if (auto* bad = std::get_if<BadRequest>(&parsed)) {
-    std::string flag = bad->field.starts_with("filter.") ? bad->field.substr(7) : bad->field;
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    std::cerr << "delayctl bulk: --" << flag << ": " << bad->reason << "\n";
+    std::cerr << "delayctl bulk: --" << flag_of(bad->field) << ": " << bad->reason << "\n";
     return 2;
   }
   BulkRequest request = std::get<BulkRequest>(std::move(parsed));
@@ -199,27 +267,65 @@ int cmd_bulk(const Config& config, delayd::redis::RedisClient& redis, delayd::st
   delayd::storage::OperationStore ops(redis, store.keys());
   const std::string id = create_operation(ops, request, now);
   std::cerr << "delayctl bulk: operation " << id << ", about " << count.matched << " jobs\n";
-  OperationRunner runner(config, delayd::broker::Ownership::member_name(), {}, id);
-  runner.wake();
-  const bool tty = ::isatty(2) == 1;
-  std::map<std::string, std::string> fields;
-  while (true) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    fields = ops.load(id).value_or(std::map<std::string, std::string>{});
-    const std::int64_t done = fields.count("matched") ? std::stoll(fields["matched"]) : 0;
-    if (tty) {
-      const std::int64_t total = std::max<std::int64_t>(count.matched, done);
-      const int width = 40, filled = total > 0 ? static_cast<int>(done * width / total) : width;
-      std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
-                << std::string(static_cast<std::size_t>(width - filled), ' ') << "] " << done << "/" << total
-                << std::flush;
-    }
-    const std::string status = fields.count("status") ? fields["status"] : "";
-    if (status != "running" && status != "stopping") break;
+  return run_operation(config, ops, id, count.matched);
+}
+
+int cmd_dlq_list(const Config& config, const Params& params, bool all) {
+  using namespace delayd::admin;
+  auto parsed = parse_dead_letter_request(params);
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    std::cerr << "delayctl dlq list: --" << flag_of(bad->field) << ": " << bad->reason << "\n";
+    return 2;
   }
-  if (tty) std::cerr << "\n";
-  std::cout << to_text(operation_to_json(id, fields)) << "\n";
-  return fields["status"] == "done" ? 0 : 1;
+  const DeadLetterListRequest& request = std::get<DeadLetterListRequest>(parsed);
+  delayd::connectors::TopicReader reader(
+      delayd::config::kafka_properties(config, delayd::config::KafkaClient::consumer));
+  DeadLetterTopic source(reader, config.kafka.dlq_topic);
+  std::optional<DeadLetterCursor> cursor = request.cursor;
+  while (true) {
+    const DeadLetterPage page = walk_dead_letters(source, request.filter, cursor, request.limit);
+    if (!all) {
+      std::cout << to_text(dead_letter_page_json(request.filter, page)) << "\n";
+      return 0;
+    }
+    for (const auto& rec : page.records) std::cout << one_line(to_json(summarize(rec))) << "\n";
+    if (!page.next) return 0;
+    cursor = page.next;
+  }
+}
+
+// The same request POST /dead-letters/redrive takes, read by the same code
+// (admin/dead_letter_query.hpp); a run is an operation run here, as cmd_bulk's.
+int cmd_dlq_redrive(const Config& config, delayd::redis::RedisClient& redis, delayd::storage::JobStore& store,
+                    const Params& filter, const RunArgs& args) {
+  using namespace delayd::admin;
+  if (args.dry_run == args.run) {
+    std::cerr << "delayctl dlq redrive: give --dry-run or --run\n";
+    return 2;
+  }
+  nlohmann::json body{{"filter", nlohmann::json::object()}, {"dry_run", args.dry_run}};
+  for (const auto& [k, v] : filter) body["filter"][k] = v;
+  if (args.rate) body["rate_per_s"] = *args.rate;
+  auto parsed = parse_redrive_request(body.dump());
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    std::cerr << "delayctl dlq redrive: --" << flag_of(bad->field) << ": " << bad->reason << "\n";
+    return 2;
+  }
+  RedriveRequest request = std::get<RedriveRequest>(std::move(parsed));
+  request.access = "admin";
+  delayd::connectors::TopicReader reader(
+      delayd::config::kafka_properties(config, delayd::config::KafkaClient::consumer));
+  DeadLetterTopic source(reader, config.kafka.dlq_topic);
+  const RedriveCount count = count_redrivable(source, request.filter, config.admin.max_redrives,
+                                              config.kafka.ingest_topic, std::chrono::seconds(10));
+  if (args.dry_run) {
+    std::cout << to_text(to_json(count)) << "\n";
+    return 0;
+  }
+  delayd::storage::OperationStore ops(redis, store.keys());
+  const std::string id = create_redrive_operation(ops, request, delayd::broker::system_now_ms());
+  std::cerr << "delayctl dlq redrive: operation " << id << ", about " << count.matched << " dead letters\n";
+  return run_operation(config, ops, id, count.matched);
 }
 
 int cmd_cancel(const Config& config, delayd::storage::JobStore& store, const std::string& id, int timeout_ms) {
@@ -359,30 +465,36 @@ int main(int argc, char** argv) {
 
   auto* stats_cmd = app.add_subcommand("stats", "pending jobs, next due time, counts per business and state");
 
-  JobsArgs jobs_args;
+  Params jobs_args;
   bool jobs_all = false;
   auto* jobs_cmd = app.add_subcommand("jobs", "a page of jobs, filtered, as GET /jobs gives it");
-  for (const char* name : {"state", "business", "due_from", "due_to", "id_prefix", "error", "limit", "cursor"}) {
-    std::string flag = std::string("--") + name;
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    jobs_cmd->add_option_function<std::string>(
-        flag, [&jobs_args, name](const std::string& v) { jobs_args[name] = v; }, std::string("GET /jobs's ") + name);
-  }
+  add_param_flags(jobs_cmd, jobs_args,
+                  {"state", "business", "due_from", "due_to", "id_prefix", "error", "limit", "cursor"}, "GET /jobs's ");
   jobs_cmd->add_flag("--all", jobs_all, "every job of the walk, one JSON object per line");
 
-  JobsArgs bulk_filter;
-  BulkArgs bulk_args;
+  Params bulk_filter;
+  std::string bulk_action;
+  RunArgs bulk_args;
   auto* bulk_cmd = app.add_subcommand("bulk", "an action on every job of a filter: a dry run, or a bulk operation");
-  bulk_cmd->add_option("--action", bulk_args.action, "cancel, run-now or retry")->required();
-  for (const char* name : {"state", "business", "due_from", "due_to", "id_prefix", "error"}) {
-    std::string flag = std::string("--") + name;
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    bulk_cmd->add_option_function<std::string>(
-        flag, [&bulk_filter, name](const std::string& v) { bulk_filter[name] = v; }, std::string("filter: ") + name);
-  }
-  bulk_cmd->add_flag("--dry-run", bulk_args.dry_run, "count the jobs it would act on, change nothing");
-  bulk_cmd->add_flag("--run", bulk_args.run, "act on them, as an operation (resumable)");
-  bulk_cmd->add_option("--rate", bulk_args.rate, "jobs per second at most (default 500)");
+  bulk_cmd->add_option("--action", bulk_action, "cancel, run-now or retry")->required();
+  add_param_flags(bulk_cmd, bulk_filter, {"state", "business", "due_from", "due_to", "id_prefix", "error"}, "filter: ");
+  add_run_flags(bulk_cmd, bulk_args, "jobs");
+
+  auto* dlq_cmd = app.add_subcommand("dlq", "the dead-letter topic: list it, redrive it");
+  dlq_cmd->require_subcommand(1);
+  Params dlq_list_args;
+  bool dlq_all = false;
+  auto* dlq_list_cmd =
+      dlq_cmd->add_subcommand("list", "a page of dead letters, filtered, as GET /dead-letters gives it");
+  add_param_flags(dlq_list_cmd, dlq_list_args, {"reason", "business", "since", "until", "limit", "cursor"},
+                  "GET /dead-letters's ");
+  dlq_list_cmd->add_flag("--all", dlq_all, "every dead letter of the walk, one JSON object per line");
+  Params dlq_filter;
+  RunArgs dlq_args;
+  auto* dlq_redrive_cmd =
+      dlq_cmd->add_subcommand("redrive", "publish the dead letters of a filter back to the ingest topic");
+  add_param_flags(dlq_redrive_cmd, dlq_filter, {"reason", "business", "since", "until"}, "filter: ");
+  add_run_flags(dlq_redrive_cmd, dlq_args, "dead letters");
 
   ReportArgs report;
   auto* report_cmd = app.add_subcommand("report", "report on a delivered job, as a consumer does (status topic)");
@@ -418,12 +530,14 @@ int main(int argc, char** argv) {
   try {
     if (*send_cmd) return cmd_send(config, send);
     if (*report_cmd) return cmd_report(config, report);
+    if (*dlq_list_cmd) return cmd_dlq_list(config, dlq_list_args, dlq_all);
     const auto redis = delayd::config::make_redis_client(config);
     delayd::storage::JobStore store(*redis, delayd::storage::KeySchema(config.redis.prefix),
                                     config.redis.job_retention_s);
     if (*get_cmd) return cmd_get(store, job_id);
     if (*jobs_cmd) return cmd_jobs(store, jobs_args, jobs_all);
-    if (*bulk_cmd) return cmd_bulk(config, *redis, store, bulk_filter, bulk_args);
+    if (*bulk_cmd) return cmd_bulk(config, *redis, store, bulk_filter, bulk_action, bulk_args);
+    if (*dlq_redrive_cmd) return cmd_dlq_redrive(config, *redis, store, dlq_filter, dlq_args);
     if (*cancel_cmd) return cmd_cancel(config, store, job_id, timeout_ms);
     if (*resched_cmd) {
       if (!resched.deliver_at && !resched.delay_ms) {

@@ -1,6 +1,7 @@
 // The console's dead-letter queries without Kafka: the walk over partitions held in memory (merge
 // order, every record once whatever the page size, filters, the scan budget), the cursor, the
-// parameters refused, and the ingest record a redrive makes of each kind of dead letter.
+// parameters refused, the ingest record a redrive makes of each kind of dead letter, and a
+// redrive's dry run count.
 #include "admin/dead_letter_query.hpp"
 
 #include <catch2/catch.hpp>
@@ -268,4 +269,30 @@ TEST_CASE("a redrive publishes the original record again, less what delayd added
     CHECK(std::holds_alternative<std::string>(redrive_record(stripped, 3, "ingest", "op")));
     CHECK_FALSE(summarize(stripped).value_kept);
   }
+}
+
+TEST_CASE("a redrive's dry run counts the dead letters of its filter and those it would skip, by reason",
+          "[admin][dlq]") {
+  MemorySource src;
+  for (int i = 0; i < 700; ++i) {  // more than a page
+    Headers h = fired("j" + std::to_string(i), "orders", "reported_failed", "boom");
+    if (i % 100 == 0) h.push_back({"redrive-count", "2"});
+    src.add(i % 2, 1000 + i, std::move(h));
+  }
+  src.add(0, 5000, refused("r", 0, 1));
+  src.add(1, 5001, {{"error", "too large"}, {"reason", "reported_failed"}, {"value-bytes", "2000000"}}, "");
+  DeadLetterFilter failed;
+  failed.reason = "reported_failed";
+  const RedriveCount n = count_redrivable(src, failed, 2, "ingest", std::chrono::seconds(10));
+  CHECK(n.complete);
+  CHECK(n.matched == 701);
+  CHECK(n.would_skip == std::map<std::string, std::int64_t>{{"redriven 2 times already (admin.max_redrives 2)", 7},
+                                                            {"its value was dropped to fit the dead-letter topic", 1}});
+  CHECK(to_json(n)["would_skip"].size() == 2);
+  DeadLetterFilter orders;  // the one with its value dropped names no business
+  orders.business = "orders";
+  const nlohmann::json all = to_json(count_redrivable(src, orders, 3, "ingest", std::chrono::seconds(10)));
+  CHECK(all["matched"] == 701);
+  CHECK(all["would_skip"] == nlohmann::json::object());
+  CHECK_FALSE(count_redrivable(src, {}, 3, "ingest", std::chrono::seconds(0)).complete);
 }

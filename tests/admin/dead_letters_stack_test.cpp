@@ -4,13 +4,17 @@
 // redrive brings failed jobs back to life (checked through Kafka: their new ready records; and
 // Redis: their state), leaves a record redriven admin.max_redrives times alone, and, killed
 // half-way, is resumed by another instance without publishing any dead letter twice (checked
-// on the ingest topic itself).
+// on the ingest topic itself). delayctl dlq lists and redrives the same way.
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -76,6 +80,20 @@ bool wait_states(JobReader& redis, const std::vector<std::string>& ids, const st
 std::size_t count_where(const Collector& c, const std::string& topic, const std::function<bool(const Record&)>& pred) {
   return static_cast<std::size_t>(std::count_if(c.records().begin(), c.records().end(),
                                                 [&](const Record& r) { return r.topic == topic && pred(r); }));
+}
+
+// Runs delayctl with the world's settings; its exit status and standard output.
+std::pair<int, std::string> delayctl(const World& w, const std::string& args) {
+  std::string command = "env";
+  for (const auto& [k, v] : w.environment()) command += " " + k + "='" + v + "'";
+  command += " " DELAYCTL_BIN " " + args;
+  FILE* out = ::popen(command.c_str(), "r");
+  REQUIRE(out != nullptr);
+  std::string text;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, out) != nullptr) text += buf;
+  const int status = ::pclose(out);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
 }
 
 // An ingest record the contract refuses (its deliver-at is no time), with a job-id.
@@ -336,6 +354,40 @@ TEST_CASE("the console lists dead letters, refuses bad input, and a redrive brin
     CHECK(count_where(out, ready, [&](const Record& r) { return header(r, "job-id") == id; }) == 2);
   }
   CHECK(redis.states(jobs) == std::vector<std::string>(jobs.size(), "failed"));
+
+  {  // delayctl dlq: the same list and redrive from a terminal
+    const auto [list_status, listed] = delayctl(w, "dlq list --reason invalid_record --all");
+    INFO(listed);
+    CHECK(list_status == 0);
+    std::istringstream lines(listed);
+    std::size_t n = 0;
+    for (std::string line; std::getline(lines, line); ++n) CHECK(Json::parse(line)["reason"] == "invalid_record");
+    CHECK(n == 2);
+    CHECK(delayctl(w, "dlq list --since yesterday").first == 2);  // names --since
+    const auto [dry_status, dry] = delayctl(w, "dlq redrive --reason invalid_record --dry-run");
+    INFO(dry);
+    CHECK(dry_status == 0);
+    CHECK(Json::parse(dry)["matched"] == 2);
+    Collector ingest(w, {w.ingest_topic});
+    REQUIRE(ingest.wait_assigned());
+    const auto [run_status, ran] = delayctl(w, "dlq redrive --reason invalid_record --run");
+    INFO(ran);
+    CHECK(run_status == 0);
+    CHECK(Json::parse(ran)["status"] == "done");
+    const auto redriven_invalid = [](const Record& r) {
+      return header(r, "job-id").value_or("").starts_with("x-") && header(r, "redrive-count") == "1";
+    };
+    // Published back once each, and, still invalid, dead-lettered again saying so.
+    CHECK(ingest.collect_until([&](const auto&) { return count_where(ingest, w.ingest_topic, redriven_invalid) == 2; },
+                               std::chrono::seconds(30)));
+    CHECK(out.collect_until(
+        [&](const auto&) {
+          return count_where(out, w.dlq_topic, [&](const Record& r) {
+                   return redriven_invalid(r) && header(r, "reason") == "invalid_record";
+                 }) == 2;
+        },
+        std::chrono::seconds(30)));
+  }
   std::cout << "dead letters: 6 listed (4 failed jobs, 2 invalid records) with every filter; 4 redriven and "
                "delivered again (redrive-count 1), a second redrive delivered nothing more, 4 over "
                "admin.max_redrives left alone\n";
