@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "console_client.hpp"
 #include "e2e/harness.hpp"
 
 using namespace delayd::e2e;
@@ -29,71 +30,30 @@ namespace {
 const std::string kToken = "dlq-test-token";
 const std::string kReadToken = "dlq-read-token";
 
-struct Answer {
-  unsigned status = 0;
-  Json body;
-};
+using console::Answer;
+using console::wait_states;
 
 Answer call(std::uint16_t port, const std::string& method, const std::string& path, const std::string& body = "",
             const std::string& token = kToken) {
-  const std::string r = http_request(port, method, path, "Authorization: Bearer " + token + "\r\n", body);
-  Answer a;
-  if (r.size() > 12) a.status = static_cast<unsigned>(std::stoi(r.substr(9, 3)));
-  const auto at = r.find("\r\n\r\n");
-  if (at != std::string::npos) a.body = Json::parse(r.substr(at + 4), nullptr, false);
-  return a;
+  return console::call(port, method, path, body, token);
 }
 
-// Every dead letter of a walk (its ids), following `next` with pages of `limit`.
 std::vector<std::string> walk(std::uint16_t port, const std::string& query, int limit) {
-  std::vector<std::string> ids;
-  std::string cursor;
-  for (int pages = 0; pages < 1000; ++pages) {
-    const Answer a = call(port, "GET", "/dead-letters?" + query + "&limit=" + std::to_string(limit) + cursor);
-    INFO(a.body.dump());
-    REQUIRE(a.status == 200);
-    for (const auto& d : a.body["dead_letters"]) ids.push_back(d["id"]);
-    if (a.body["next"].is_null()) break;
-    cursor = "&cursor=" + a.body["next"].get<std::string>();
-  }
-  return ids;
+  return console::walk(port, "/dead-letters", query, "dead_letters", "id", limit, kToken);
 }
 
 Answer wait_operation(std::uint16_t port, const std::string& id, const std::string& status,
                       std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  Answer a = call(port, "GET", "/operations/" + id);
-  while (a.body.value("status", "") != status && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    a = call(port, "GET", "/operations/" + id);
-  }
-  return a;
+  return console::wait_operation(port, id, status, timeout, kToken);
 }
 
-bool wait_states(JobReader& redis, const std::vector<std::string>& ids, const std::vector<std::string>& states) {
-  for (int tries = 0; tries < 300 && redis.states(ids) != states; ++tries) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return redis.states(ids) == states;
+std::pair<int, std::string> delayctl(const World& w, const std::string& args) {
+  return console::delayctl(DELAYCTL_BIN, w, args);
 }
 
 std::size_t count_where(const Collector& c, const std::string& topic, const std::function<bool(const Record&)>& pred) {
   return static_cast<std::size_t>(std::count_if(c.records().begin(), c.records().end(),
                                                 [&](const Record& r) { return r.topic == topic && pred(r); }));
-}
-
-// Runs delayctl with the world's settings; its exit status and standard output.
-std::pair<int, std::string> delayctl(const World& w, const std::string& args) {
-  std::string command = "env";
-  for (const auto& [k, v] : w.environment()) command += " " + k + "='" + v + "'";
-  command += " " DELAYCTL_BIN " " + args;
-  FILE* out = ::popen(command.c_str(), "r");
-  REQUIRE(out != nullptr);
-  std::string text;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, out) != nullptr) text += buf;
-  const int status = ::pclose(out);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
 }
 
 // An ingest record the contract refuses (its deliver-at is no time), with a job-id.
