@@ -84,10 +84,7 @@ std::variant<DeadLetterListRequest, BadRequest> parse_dead_letter_request(
     r.filter.reason = *v;
   }
   if (const auto* v = get("business")) {
-    if (!contract::is_valid_business(*v)) {
-      return BadRequest{
-          "business", "must be 1-" + std::to_string(contract::kMaxBusinessChars) + " characters of A-Z a-z 0-9 . _ -"};
-    }
+    if (auto bad = check_business(*v)) return *bad;
     r.filter.business = *v;
   }
   for (const char* name : {"since", "until"}) {
@@ -101,11 +98,9 @@ std::variant<DeadLetterListRequest, BadRequest> parse_dead_letter_request(
     return BadRequest{"since", "is after until"};
   }
   if (const auto* v = get("limit")) {
-    const auto n = parse_count(*v);
-    if (!n || *n < 1 || *n > static_cast<std::int64_t>(kMaxLimit)) {
-      return BadRequest{"limit", "must be a whole number from 1 to " + std::to_string(kMaxLimit)};
-    }
-    r.limit = static_cast<std::size_t>(*n);
+    auto n = parse_limit(*v);
+    if (auto* bad = std::get_if<BadRequest>(&n)) return *bad;
+    r.limit = std::get<std::size_t>(n);
   }
   if (const auto* v = get("cursor")) {
     r.cursor = decode_dead_letter_cursor(r.filter, *v);

@@ -73,6 +73,20 @@ std::variant<std::int64_t, BadRequest> parse_time(const std::string& field, std:
   return t.epoch_ms;
 }
 
+std::variant<std::size_t, BadRequest> parse_limit(std::string_view text) {
+  const auto n = parse_count(text);
+  if (!n || *n < 1 || *n > static_cast<std::int64_t>(kMaxLimit)) {
+    return BadRequest{"limit", "must be a whole number from 1 to " + std::to_string(kMaxLimit)};
+  }
+  return static_cast<std::size_t>(*n);
+}
+
+std::optional<BadRequest> check_business(std::string_view business) {
+  if (contract::is_valid_business(business)) return std::nullopt;
+  return BadRequest{"business",
+                    "must be 1-" + std::to_string(contract::kMaxBusinessChars) + " characters of A-Z a-z 0-9 . _ -"};
+}
+
 std::string fingerprint_of(const std::vector<std::string>& fields) {
   std::uint64_t h = 14695981039346656037ull;
   for (const std::string& s : fields) {
@@ -110,10 +124,7 @@ std::variant<ListRequest, BadRequest> parse_list_request(
     return it == params.end() ? nullptr : &it->second;
   };
   if (const auto* v = get("business")) {
-    if (!contract::is_valid_business(*v)) {
-      return BadRequest{
-          "business", "must be 1-" + std::to_string(contract::kMaxBusinessChars) + " characters of A-Z a-z 0-9 . _ -"};
-    }
+    if (auto bad = check_business(*v)) return *bad;
     r.filter.business = *v;
   }
   if (const auto* v = get("state")) {
@@ -158,11 +169,9 @@ std::variant<ListRequest, BadRequest> parse_list_request(
     r.filter.error_text = *v;
   }
   if (const auto* v = get("limit")) {
-    const auto n = parse_count(*v);
-    if (!n || *n < 1 || *n > static_cast<std::int64_t>(kMaxLimit)) {
-      return BadRequest{"limit", "must be a whole number from 1 to " + std::to_string(kMaxLimit)};
-    }
-    r.limit = static_cast<std::size_t>(*n);
+    auto n = parse_limit(*v);
+    if (auto* bad = std::get_if<BadRequest>(&n)) return *bad;
+    r.limit = std::get<std::size_t>(n);
   }
   if (const auto* v = get("cursor")) {
     r.cursor = decode_cursor(r.filter, *v);

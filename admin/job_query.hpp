@@ -54,6 +54,10 @@ struct BadRequest {
 std::optional<std::int64_t> parse_count(std::string_view s);
 // A time parameter: epoch ms or RFC 3339 (contract/time_format.hpp).
 std::variant<std::int64_t, BadRequest> parse_time(const std::string& field, std::string_view text);
+// A page's limit: 1..kMaxLimit.
+std::variant<std::size_t, BadRequest> parse_limit(std::string_view text);
+// nullopt when `business` is a valid business name (the ingest contract's rule), else the refusal.
+std::optional<BadRequest> check_business(std::string_view business);
 // FNV-1a (64 bits, 16 hex digits) of the fields, each ended by a 0x1f: ties a cursor to its filter.
 std::string fingerprint_of(const std::vector<std::string>& fields);
 using QueryMap = std::map<std::string, std::string, std::less<>>;

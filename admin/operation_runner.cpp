@@ -192,11 +192,9 @@ void OperationRunner::execute(storage::OperationStore& ops, storage::JobStore& j
           : decode_cursor(f, fields["cursor"]);
   if (!cursor) return end("failed", "the stored cursor does not read");
   Progress progress = Progress::of(fields);
-  const std::int64_t rate = rate_of(fields);
-  const std::size_t batch = batch_for(rate);
+  Pace pace{rate_of(fields), SteadyClock::now()};
+  const std::size_t batch = batch_for(pace.rate);
   ops.save(id, {{"runner", member_}});
-  const auto started = SteadyClock::now();
-  std::int64_t acted_here = 0;
   while (!stopping_) {
     if (!may_go_on(ops, id, fields)) return;
     const std::int64_t now = system_now_ms();
@@ -215,13 +213,13 @@ void OperationRunner::execute(storage::OperationStore& ops, storage::JobStore& j
       }
     }
     progress.matched += static_cast<std::int64_t>(page.jobs.size());
-    acted_here += static_cast<std::int64_t>(page.jobs.size());
+    pace.acted += static_cast<std::int64_t>(page.jobs.size());
     const Fields saved =
         progress.save(page.next ? encode_cursor(f, *page.next) : fields["cursor"], {{"last_error", ""}});
     ops.save(id, saved);
     for (auto& [k, v] : saved) fields[k] = v;
     if (!page.next) return end("done", "");
-    pace(started, acted_here, rate);
+    wait_for_pace(pace);
   }
   ops.lease(id, member_, kLease, true);  // shutting down: another instance may take it at once
 }
@@ -255,9 +253,9 @@ void OperationRunner::finish(storage::OperationStore& ops, const std::string& id
   if (on_end_) on_end_(id, fields);
 }
 
-void OperationRunner::pace(SteadyClock::time_point started, std::int64_t acted, std::int64_t rate) {
+void OperationRunner::wait_for_pace(const Pace& pace) {
   // The items acted on here so far may not be ahead of rate_per_s.
-  const auto due = started + std::chrono::milliseconds(acted * 1000 / rate);
+  const auto due = pace.started + std::chrono::milliseconds(pace.acted * 1000 / pace.rate);
   for (auto left = due - SteadyClock::now(); left.count() > 0 && !stopping_; left = due - SteadyClock::now()) {
     wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(left) + std::chrono::milliseconds(1));
   }
@@ -336,11 +334,9 @@ void OperationRunner::execute_redrive(storage::OperationStore& ops, storage::Job
     ops.save(id, {{"ingest_marks", marks.dump()}});
   }
   Progress progress = Progress::of(fields);
-  const std::int64_t rate = rate_of(fields);
-  const std::size_t batch = batch_for(rate);
+  Pace pace{rate_of(fields), SteadyClock::now()};
+  const std::size_t batch = batch_for(pace.rate);
   ops.save(id, {{"runner", member_}});
-  const auto started = SteadyClock::now();
-  std::int64_t acted_here = 0;
   while (!stopping_) {
     if (!may_go_on(ops, id, fields)) return;
     const DeadLetterPage page = walk_dead_letters(source, f, cursor, batch);
@@ -387,7 +383,7 @@ void OperationRunner::execute_redrive(storage::OperationStore& ops, storage::Job
         last_error = r.error;
       }
     }
-    acted_here += static_cast<std::int64_t>(page.records.size());
+    pace.acted += static_cast<std::int64_t>(page.records.size());
     marks = ingest_ends(reader, ingest);
     const Fields saved = progress.save(page.next ? encode_dead_letter_cursor(f, *page.next) : fields["cursor"],
                                        {{"ingest_marks", marks.dump()}, {"last_error", last_error}});
@@ -395,7 +391,7 @@ void OperationRunner::execute_redrive(storage::OperationStore& ops, storage::Job
     for (auto& [k, v] : saved) fields[k] = v;
     cursor = page.next;
     if (!page.next) return end("done", "");
-    pace(started, acted_here, rate);
+    wait_for_pace(pace);
   }
   ops.lease(id, member_, kLease, true);
 }

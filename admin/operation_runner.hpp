@@ -87,8 +87,14 @@ class OperationRunner {
   // Ends the operation with this status (and error): saved, expiring, lease given up, reported.
   void finish(storage::OperationStore& ops, const std::string& id, storage::OperationStore::Fields& fields,
               const std::string& status, const std::string& error);
-  // Waits until `acted` items since `started` are no longer ahead of `rate` per second.
-  void pace(std::chrono::steady_clock::time_point started, std::int64_t acted, std::int64_t rate);
+  // An operation's pace on this runner: `acted` items since `started`, at `rate` per second at most.
+  struct Pace {
+    std::int64_t rate = 1;
+    std::chrono::steady_clock::time_point started;
+    std::int64_t acted = 0;
+  };
+  // Waits until the items acted on are no longer ahead of the rate.
+  void wait_for_pace(const Pace& pace);
   // Waits up to `d`, or less if woken or stopping.
   void wait_for(std::chrono::milliseconds d);
 
