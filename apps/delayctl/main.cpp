@@ -171,7 +171,8 @@ struct RunArgs {
 void add_run_flags(CLI::App* cmd, RunArgs& args, const std::string& what) {
   cmd->add_flag("--dry-run", args.dry_run, "count the " + what + " it would act on, change nothing");
   cmd->add_flag("--run", args.run, "act on them, as an operation (resumable)");
-  cmd->add_option("--rate", args.rate, what + " per second at most (default 500)");
+  cmd->add_option("--rate", args.rate,
+                  what + " per second at most (default " + std::to_string(delayd::admin::kDefaultRate) + ")");
 }
 
 // Runs operation `id` on a runner of delayctl's own until it ends (if delayctl dies, an instance
