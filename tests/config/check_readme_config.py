@@ -58,10 +58,12 @@ def printed_defaults(delayd):
 
 def table_ranges(path):
     """{'kafka.topic_partitions': ('1', '100000'), ...}: the bounds of every integer row of the
-    settings table (config_registry.cpp), with its named constants resolved."""
+    settings table (config_registry.cpp), with its named constants resolved (those of the table's
+    own file and those config.hpp, beside it, declares for other modules to use)."""
     text = open(path, encoding="utf-8").read()
+    header = open(os.path.join(os.path.dirname(path), "config.hpp"), encoding="utf-8").read()
     consts = {m.group(1): m.group(2).replace("'", "")
-              for m in re.finditer(r"constexpr Int (k\w+) = ([\d']+);", text)}
+              for m in re.finditer(r"constexpr (?:Int|std::int64_t) (k\w+) = ([\d']+);", text + header)}
     ranges = {}
     for m in re.finditer(r'Setting\{"([\w.]+)", field<Int>\(.*?\),\s*([\w\']+),\s*([\w\']+)', text):
         lo, hi = (consts.get(v, v.replace("'", "")) for v in (m.group(2), m.group(3)))
