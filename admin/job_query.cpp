@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "config/config_names.hpp"
 #include "contract/ingest_parse.hpp"
 #include "contract/time_format.hpp"
 #include "storage/job_record.hpp"
@@ -83,8 +84,12 @@ std::variant<std::size_t, BadRequest> parse_limit(std::string_view text) {
 
 std::optional<BadRequest> check_business(std::string_view business) {
   if (contract::is_valid_business(business)) return std::nullopt;
-  return BadRequest{"business",
-                    "must be 1-" + std::to_string(contract::kMaxBusinessChars) + " characters of A-Z a-z 0-9 . _ -"};
+  if (business.starts_with(config::kTopicBusinessPrefix) &&
+      config::is_valid_topic_name(business.substr(config::kTopicBusinessPrefix.size()))) {
+    return std::nullopt;  // an etf1 or Chronos job's business: the topic it is delivered to
+  }
+  return BadRequest{"business", "must be 1-" + std::to_string(contract::kMaxBusinessChars) +
+                                    " characters of A-Z a-z 0-9 . _ -, or topic:<ready topic>"};
 }
 
 std::string fingerprint_of(const std::vector<std::string>& fields) {

@@ -9,6 +9,7 @@
 #include "broker/delivery_tags.hpp"
 #include "broker/header_convert.hpp"
 #include "connectors/kafka_error.hpp"
+#include "contract/peer_formats.hpp"
 
 namespace delayd::broker {
 
@@ -62,6 +63,7 @@ IngestPath::Batch& IngestPath::batch_for(std::span<const connectors::Record> bat
 void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t now_ms) {
   Batch& b = batch_for(batch);
   accepts_.clear();
+  accept_batches_.clear();
   reports_.clear();
   for (std::size_t i = b.resume; i < batch.size(); ++i) {
     const connectors::Record& rec = batch[i];
@@ -74,7 +76,7 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       }
       continue;
     }
-    contract::ParsedIngest parsed = contract::parse_ingest(rec, options_.rules);
+    contract::ParsedIngest parsed = parse(rec);
     DeadLetterReason why_dead = DeadLetterReason::invalid_record;
     if (auto* job = std::get_if<contract::ScheduleJob>(&parsed)) {
       if (auto why = refuse_topic(*job)) {
@@ -94,7 +96,9 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       j.repeat_every = std::chrono::milliseconds(job->repeat_every_ms);
       j.repeat_count = job->repeat_count;
       j.redrive_count = job->redrive_count;
+      if (job->upsert) j.version = rec.offset;
       accepts_.push_back(std::move(j));
+      accept_batches_.push_back(b.id);
     } else if (auto* c = std::get_if<contract::CancelJob>(&parsed)) {
       flush_accepts(b, i, now_ms);  // a cancel applies to what came before it in the partition
       cancel(storage::shard_id(rec.topic, rec.partition), c->job_id, now_ms);
@@ -103,8 +107,20 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       flush_accepts(b, i, now_ms);  // like a cancel: after what came before it
       reschedule(storage::shard_id(rec.topic, rec.partition), *r, now_ms);
       b.resume = i + 1;
+    } else if (auto* ignored = std::get_if<contract::Ignored>(&parsed)) {
+      ++counters_.ignored;
+      spdlog::debug("ingest record {} left alone: {}", position(rec), ignored->why);
+    } else if (auto* dropped = std::get_if<contract::Dropped>(&parsed)) {
+      if (b.dead_lettered.insert(i).second) {
+        ++counters_.dropped;
+        spdlog::info("schedule {} dropped: {}", dropped->job_id, dropped->reason);
+        tombstone(b, rec, "dropped");
+      }
     } else if (b.dead_lettered.insert(i).second) {
       dead_letter(b, rec, std::get<contract::Invalid>(parsed).reason, why_dead);
+      if (rec.key && !rec.key->empty() && format_of(rec.topic) == config::IngestFormat::etf1) {
+        tombstone(b, rec, "invalid");
+      }
     }
   }
   flush_accepts(b, batch.size(), now_ms);
@@ -125,6 +141,31 @@ void IngestPath::wait_for_replicas(Batch& b, std::size_t end) {
   b.replicated = end;
 }
 
+config::IngestFormat IngestPath::format_of(std::string_view topic) const {
+  const auto it = options_.formats.find(topic);
+  return it == options_.formats.end() ? config::IngestFormat::delayd : it->second;
+}
+
+contract::ParsedIngest IngestPath::parse(const connectors::Record& rec) const {
+  switch (format_of(rec.topic)) {
+    case config::IngestFormat::etf1:
+      return contract::parse_etf1(rec, options_.rules);
+    case config::IngestFormat::chronos:
+      return contract::parse_chronos(rec, options_.rules);
+    case config::IngestFormat::delayd:
+      break;
+  }
+  return contract::parse_ingest(rec, options_.rules);
+}
+
+void IngestPath::tombstone(Batch& b, const connectors::Record& rec, std::string_view why) {
+  DeadLetter d;
+  d.batch = b.id;
+  d.record = contract::etf1_tombstone(rec.topic, rec.partition, rec.key.value_or(""), why);
+  ++b.outstanding;
+  send(std::move(d));
+}
+
 std::optional<std::string> IngestPath::refuse_topic(const contract::ScheduleJob& job) {
   if (topics_ == nullptr || topics_->request(job.ready_topic)) return std::nullopt;
   return "business '" + job.business + "' needs ready topic " + job.ready_topic +
@@ -137,24 +178,51 @@ void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) 
   if (!accepts_.empty()) {
     const auto outcomes = store_.accept(accepts_, now_ms);
     for (size_t i = 0; i < outcomes.size(); ++i) {
-      const auto& o = outcomes[i];
-      if (o.created) {
-        ++counters_.accepted;
-      } else if (o.cancelled_early) {
-        ++counters_.cancelled;
-        spdlog::info("job {} arrived after its cancel: accepted as cancelled, never delivered", accepts_[i].job_id);
-      } else {
-        ++counters_.duplicates;
-      }
-      // Hold it if it is due within the horizon: the ingest half of the horizon invariant. An
-      // existing job is offered too (a replay after a crash may be the only way it gets held).
-      if (o.state == storage::JobState::delay) {
-        wheel_.offer(accepts_[i].shard, accepts_[i].job_id, o.deliver_at);
-      }
+      if (accepted(accepts_[i], outcomes[i], accept_batches_[i])) ++b.outstanding;  // its offset waits
     }
     accepts_.clear();
+    accept_batches_.clear();
   }
   b.resume = next;
+}
+
+bool IngestPath::accepted(const storage::NewJob& job, const storage::AcceptOutcome& o, std::uint64_t batch) {
+  using storage::AcceptKind;
+  switch (o.kind) {
+    case AcceptKind::created:
+      ++counters_.accepted;
+      break;
+    case AcceptKind::again:
+      ++counters_.accepted;
+      spdlog::info("job {} scheduled again: its earlier job was delivered or final", job.job_id);
+      break;
+    case AcceptKind::updated:
+      ++counters_.upserted;
+      spdlog::debug("job {} updated to {}", job.job_id, o.deliver_at);
+      break;
+    case AcceptKind::cancelled_early:
+      ++counters_.cancelled;
+      spdlog::info("job {} arrived after its cancel: accepted as cancelled, never delivered", job.job_id);
+      break;
+    case AcceptKind::in_flight:
+      // Its delivery is under way: applied once that settles (retry_waiting()), its offset held.
+      waiting_upserts_.push_back({job, batch});
+      return true;
+    case AcceptKind::existed:
+      ++counters_.duplicates;
+      break;
+  }
+  // Hold it if it is due within the horizon: the ingest half of the horizon invariant. An
+  // existing job is offered too (a replay after a crash may be the only way it gets held); a
+  // job that moved is moved (offer() holds it once, whatever time it had).
+  if (o.state == storage::JobState::delay) {
+    if (o.kind == AcceptKind::updated || o.kind == AcceptKind::again) {
+      wheel_.move(job.shard, job.job_id, o.deliver_at);
+    } else {
+      wheel_.offer(job.shard, job.job_id, o.deliver_at);
+    }
+  }
+  return false;
 }
 
 void IngestPath::cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms) {
@@ -201,9 +269,21 @@ void IngestPath::flush_reports(Batch& b, std::int64_t now_ms) {
   reports_.clear();
 }
 
-void IngestPath::retry_waiting_reports(std::int64_t now_ms) {
-  if (waiting_reports_.empty() || steady_ms() < next_report_retry_) return;
+void IngestPath::retry_waiting(std::int64_t now_ms) {
+  if ((waiting_reports_.empty() && waiting_upserts_.empty()) || steady_ms() < next_report_retry_) return;
   next_report_retry_ = steady_ms() + kReportRetryMs;
+  if (!waiting_upserts_.empty()) {
+    std::vector<storage::NewJob> again;
+    again.reserve(waiting_upserts_.size());
+    for (const auto& w : waiting_upserts_) again.push_back(w.job);
+    const auto outcomes = store_.accept(again, now_ms);  // may throw: all stay waiting
+    std::vector<WaitingUpsert> waiting = std::move(waiting_upserts_);
+    waiting_upserts_.clear();
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      if (!accepted(waiting[i].job, outcomes[i], waiting[i].batch)) settle_batch(waiting[i].batch);
+    }
+  }
+  if (waiting_reports_.empty()) return;
   std::vector<contract::StatusReport> again;
   again.reserve(waiting_reports_.size());
   for (const auto& w : waiting_reports_) again.push_back(w.report);
@@ -366,8 +446,7 @@ void IngestPath::on_report(const connectors::DeliveryReport& report) {
   }
   const std::chrono::milliseconds wait = d.backoff.next();
   d.retry_at = steady_ms() + wait.count();
-  spdlog::warn("dead-letter write to {} failed ({}); trying again in {} ms", options_.dlq_topic, report.error,
-               wait.count());
+  spdlog::warn("write to {} failed ({}); trying again in {} ms", d.record.topic, report.error, wait.count());
 }
 
 void IngestPath::retry_dead_letters() {

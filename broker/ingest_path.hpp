@@ -78,6 +78,8 @@ namespace delayd::broker {
 // The settings' defaults come from config/config.hpp (their one home).
 struct IngestOptions {
   contract::IngestRules rules;
+  // The format of each ingest topic (config::ingest_topics()); a topic not listed is delayd's.
+  std::map<std::string, config::IngestFormat, std::less<>> formats;
   std::string dlq_topic = config::KafkaConfig{}.dlq_topic;
   std::size_t max_waiting_batches = 64;  // backlogged() beyond this many uncommittable batches
   // how long a cancel for an unknown id is remembered
@@ -108,9 +110,11 @@ class IngestPath {
   // Sends again the dead-letter copies whose backoff has passed.
   void retry_dead_letters();
   // Tries again, every 20 ms, the reports that arrived while their job's delivery was not settled
-  // yet (a consumer faster than Kafka's acknowledgement to delayd). One that still waits after
-  // 2 minutes is counted ignored. May throw storage errors (they stay waiting).
-  void retry_waiting_reports(std::int64_t now_ms);
+  // yet (a consumer faster than Kafka's acknowledgement to delayd), and the upserts of jobs in
+  // flight. A report that still waits after 2 minutes is counted ignored; an upsert waits as
+  // long as it takes (a delivery settles or is retried). May throw storage errors (they stay
+  // waiting).
+  void retry_waiting(std::int64_t now_ms);
   // The offsets of the batches that are done, oldest first, in one list (later entries of a
   // partition supersede earlier ones); they are forgotten here once taken.
   Offsets take_committable();
@@ -157,6 +161,14 @@ class IngestPath {
                    DeadLetterReason why);  // b.outstanding + 1
   void send(DeadLetter letter);
   std::optional<std::string> refuse_topic(const contract::ScheduleJob& job);
+  // The record read in the format of its topic.
+  contract::ParsedIngest parse(const connectors::Record& rec) const;
+  // A tombstone of an etf1 schedule that delayd dropped or refused, sent like a dead letter.
+  void tombstone(Batch& b, const connectors::Record& rec, std::string_view why);
+  config::IngestFormat format_of(std::string_view topic) const;
+  // Counts and hands the wheel what one accept did. Returns true for an upsert of a job in
+  // flight: it is in waiting_upserts_ now, and the caller makes its batch wait for it.
+  bool accepted(const storage::NewJob& job, const storage::AcceptOutcome& o, std::uint64_t batch);
 
   WheelFeed& wheel_;
   storage::JobStore& store_;
@@ -171,6 +183,12 @@ class IngestPath {
     std::int64_t since_ms = 0;  // steady clock
   };
   std::vector<WaitingReport> waiting_reports_;  // for jobs in flight, oldest first
+  struct WaitingUpsert {
+    storage::NewJob job;
+    std::uint64_t batch = 0;
+  };
+  std::vector<WaitingUpsert> waiting_upserts_;  // for jobs in flight, oldest first
+  std::vector<std::uint64_t> accept_batches_;   // accepts_[i] came from this batch
   std::int64_t next_report_retry_ = 0;          // steady clock ms
   std::mt19937_64 jitter_{std::random_device{}()};
   std::uint64_t unknown_unlogged_ = 0;  // reports for unknown jobs since the last log line

@@ -42,11 +42,10 @@ IngestStage::IngestStage(const config::Config& c, storage::JobStore& store, redi
       consumer_(consumer_properties(c), relaying(handover, rebalances_)) {
   // The status topic's partitions come with the group's assignment like the ingest topic's,
   // but they are not shards: reports apply to jobs wherever they are (IngestPath).
-  if (c.kafka.status_topic.empty()) {
-    consumer_.subscribe({c.kafka.ingest_topic});
-  } else {
-    consumer_.subscribe({c.kafka.ingest_topic, c.kafka.status_topic});
-  }
+  std::vector<std::string> read;
+  for (const auto& t : config::ingest_topics(c)) read.push_back(t.topic);
+  if (!c.kafka.status_topic.empty()) read.push_back(c.kafka.status_topic);
+  consumer_.subscribe(read);
 }
 
 IngestStage::~IngestStage() {
@@ -88,7 +87,7 @@ void IngestStage::turn() {
     }
     producer_.poll(0);
     ingest_.retry_dead_letters();
-    ingest_.retry_waiting_reports(clock_.now_ms());
+    ingest_.retry_waiting(clock_.now_ms());
     pause_.apply(handover_.fire_stuck(), handover_.unsettled(), ingest_, rebalances_, consumer_);
     if (!batch_) {
       batch_ =

@@ -55,6 +55,9 @@ struct IngestCounters {
   std::uint64_t reports_failed = 0;
   std::uint64_t reports_ignored = 0;  // did not fit the job's state
   std::uint64_t reports_unknown = 0;  // no such job
+  std::uint64_t upserted = 0;         // upserts that replaced a waiting job's version
+  std::uint64_t dropped = 0;          // etf1 schedules past due when produced (etf1.past_due = drop)
+  std::uint64_t ignored = 0;          // records left alone on purpose (delayd's own etf1 tombstones)
 };
 
 // FirePath's totals (broker/fire_path.hpp).
@@ -107,6 +110,9 @@ inline constexpr CounterName<IngestCounters> kIngestCounterNames[] = {
     {"reports_failed", &IngestCounters::reports_failed},
     {"reports_ignored", &IngestCounters::reports_ignored},
     {"reports_unknown", &IngestCounters::reports_unknown},
+    {"upserted", &IngestCounters::upserted},
+    {"dropped", &IngestCounters::dropped},
+    {"ignored", &IngestCounters::ignored},
 };
 
 // The names of FireCounters' totals (the one place they are spelt).

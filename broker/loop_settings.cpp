@@ -71,6 +71,7 @@ IngestOptions ingest_options(const config::Config& c, redis::RedisClient& redis)
   io.wait_replicas = static_cast<int>(c.redis.wait_replicas);
   io.wait_timeout_ms = static_cast<int>(c.redis.wait_timeout_ms);
   io.rules = contract::ingest_rules(c);
+  for (const auto& t : config::ingest_topics(c)) io.formats[t.topic] = t.format;
   io.dlq_topic = c.kafka.dlq_topic;
   io.cancel_memory_s = c.scheduler.cancel_memory_s;
   io.status_topic = c.kafka.status_topic;

@@ -11,9 +11,9 @@
 
 namespace delayd::broker {
 
-Ownership::Ownership(std::string ingest_topic, const WallClock& clock, Scheduler& scheduler, storage::JobStore& store,
-                     FirePath& fire, connectors::KafkaProducer& producer)
-    : ingest_topic_(std::move(ingest_topic)),
+Ownership::Ownership(std::set<std::string, std::less<>> ingest_topics, const WallClock& clock, Scheduler& scheduler,
+                     storage::JobStore& store, FirePath& fire, connectors::KafkaProducer& producer)
+    : ingest_topics_(std::move(ingest_topics)),
       clock_(clock),
       scheduler_(scheduler),
       store_(store),
@@ -34,7 +34,7 @@ connectors::KafkaConsumer::Listener Ownership::listener() {
   connectors::KafkaConsumer::Listener l;
   l.assigned = [this](const std::vector<connectors::TopicPartition>& tps) {
     for (const auto& tp : tps) {
-      if (tp.topic == ingest_topic_) to_take_.insert(storage::shard_id(tp.topic, tp.partition));
+      if (ingest_topics_.count(tp.topic) > 0) to_take_.insert(storage::shard_id(tp.topic, tp.partition));
     }
     ++rebalances_;
   };
@@ -43,7 +43,7 @@ connectors::KafkaConsumer::Listener Ownership::listener() {
     // the next owner finds them ready instead of producing them again.
     drain_before_revoke();
     for (const auto& tp : tps) {
-      if (tp.topic != ingest_topic_) continue;
+      if (ingest_topics_.count(tp.topic) == 0) continue;
       const std::string shard = storage::shard_id(tp.topic, tp.partition);
       to_take_.erase(shard);
       scheduler_.revoke(shard);

@@ -39,9 +39,9 @@ class Ownership {
   static constexpr int kDrainMs = 2000;
 
   // The parts a change of ownership touches; all must outlive this. Only partitions of
-  // `ingest_topic` are shards (the status topic's come with the assignment too).
-  Ownership(std::string ingest_topic, const WallClock& clock, Scheduler& scheduler, storage::JobStore& store,
-            FirePath& fire, connectors::KafkaProducer& producer);
+  // `ingest_topics` are shards (the status topic's come with the assignment too).
+  Ownership(std::set<std::string, std::less<>> ingest_topics, const WallClock& clock, Scheduler& scheduler,
+            storage::JobStore& store, FirePath& fire, connectors::KafkaProducer& producer);
   Ownership(const Ownership&) = delete;  // the listeners point at this
   Ownership& operator=(const Ownership&) = delete;
 
@@ -67,7 +67,7 @@ class Ownership {
   // is logged, not thrown.
   void drain_before_revoke();
 
-  std::string ingest_topic_;
+  std::set<std::string, std::less<>> ingest_topics_;  // their partitions are the shards
   const WallClock& clock_;
   Scheduler& scheduler_;
   storage::JobStore& store_;

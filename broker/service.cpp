@@ -92,7 +92,7 @@ class Loop {
                     if (topics_) topics_->recreate(topic);
                   }),
               FireWorkers{&claimer_, &marker_}),
-        ownership_(c.kafka.ingest_topic, clock_, scheduler_, store_, fire_, producer_),
+        ownership_(contract::ingest_rules(c).ingest_topics, clock_, scheduler_, store_, fire_, producer_),
         rebalance_(ownership_.listener()),
         ingest_(c, ingest_store, ingest_redis, ingest_latency, handover_, topics(c, admin)) {
     ownership_.enable_fencing();
@@ -375,7 +375,8 @@ std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic
   if (c.kafka.create_topics) {
     conn->admin.emplace(config::kafka_properties(c, config::KafkaClient::admin));
     const auto made = until_up("kafka", stop, [&] {
-      std::vector<std::string> topics{c.kafka.ingest_topic, c.kafka.dlq_topic};
+      std::vector<std::string> topics{c.kafka.dlq_topic};
+      for (const auto& t : config::ingest_topics(c)) topics.push_back(t.topic);
       if (!c.kafka.status_topic.empty()) topics.push_back(c.kafka.status_topic);
       conn->admin->ensure_topics(topics, static_cast<int>(c.kafka.topic_partitions),
                                  static_cast<int>(c.kafka.topic_replication));
@@ -404,8 +405,13 @@ int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSna
             *conn->mark.store, conn->mark.redis_latency, *conn->ingest.store, *conn->ingest.timed,
             conn->ingest.redis_latency, conn->admin ? &*conn->admin : nullptr);
   loop.publish = publish;
-  spdlog::info("delayd running: ingest {} (group {}), ready topics {}, dead letters {}", c.kafka.ingest_topic,
-               c.kafka.group_id, c.kafka.ready_topic_template, c.kafka.dlq_topic);
+  std::string ingest;
+  for (const auto& t : config::ingest_topics(c)) {
+    ingest += (ingest.empty() ? "" : ", ") + t.topic +
+              (t.format == config::IngestFormat::delayd ? "" : " (" + std::string(to_string(t.format)) + ")");
+  }
+  spdlog::info("delayd running: ingest {} (group {}), ready topics {}, dead letters {}", ingest, c.kafka.group_id,
+               c.kafka.ready_topic_template, c.kafka.dlq_topic);
   const int status = run_turns(loop, stop);
   loop.shutdown();
   return status;

@@ -322,7 +322,19 @@ class FileLoader {
     const Setting* s = detail::find_setting(name);
     if (s == nullptr) fail(name, origin(v), unknown_setting_problem(name));
     if (const auto* f = std::get_if<Field<std::string>>(&s->field)) {
-      if (!v.is_string()) wrong_type(name, v, "a string");
+      if (s->list && v.is_array()) {
+        std::string joined;
+        for (const auto& item : v.as_array()) {
+          if (!item.is_string() || item.as_string().str.find(',') != std::string::npos) {
+            wrong_type(name, v, "a string or an array of strings without commas");
+          }
+          joined += (joined.empty() ? "" : ",") + item.as_string().str;
+        }
+        f->mut(c_) = joined;
+        c_.origins[name] = origin(v);
+        return;
+      }
+      if (!v.is_string()) wrong_type(name, v, s->list ? "a string or an array of strings" : "a string");
       f->mut(c_) = v.as_string().str;
     } else if (const auto* f = std::get_if<Field<bool>>(&s->field)) {
       if (!v.is_boolean()) wrong_type(name, v, "a boolean");
@@ -543,6 +555,21 @@ void validate_config(const Config& c) {
   if (c.kafka.dlq_topic == c.kafka.ingest_topic) {
     invalid(c, *detail::find_setting("kafka.dlq_topic"), "must differ from kafka.ingest_topic");
   }
+  {
+    const detail::Setting& list = *detail::find_setting("kafka.ingest_topics");
+    std::set<std::string> seen;
+    bool chronos = false;
+    for (const auto& t : ingest_topics(c)) {
+      if (!seen.insert(t.topic).second) invalid(c, list, "names topic " + t.topic + " twice");
+      if (t.topic == c.kafka.dlq_topic || t.topic == c.kafka.status_topic) {
+        invalid(c, list, "names " + t.topic + ", which is kafka.dlq_topic or kafka.status_topic");
+      }
+      chronos = chronos || t.format == IngestFormat::chronos;
+    }
+    if (chronos && c.chronos.output_topic.empty()) {
+      invalid(c, *detail::find_setting("chronos.output_topic"), "must be set: kafka.ingest_topics has a chronos topic");
+    }
+  }
   const std::int64_t range = c.wheel.range_ms();
   if (c.scheduler.load_window_ms >= range) {
     invalid(c, *detail::find_setting("scheduler.load_window_ms"),
@@ -576,6 +603,40 @@ void validate_config(const Config& c) {
     invalid(c, *detail::find_setting("scheduler.retry_backoff_max_ms"),
             "must not be less than scheduler.retry_backoff_ms (" + std::to_string(c.scheduler.retry_backoff_ms) + ")");
   }
+}
+
+std::string_view to_string(IngestFormat f) {
+  switch (f) {
+    case IngestFormat::delayd:
+      return "delayd";
+    case IngestFormat::etf1:
+      return "etf1";
+    case IngestFormat::chronos:
+      return "chronos";
+  }
+  return "?";
+}
+
+std::vector<IngestTopic> ingest_topics(const Config& c) {
+  std::vector<IngestTopic> out{{c.kafka.ingest_topic, IngestFormat::delayd}};
+  for (const auto& entry : split_business_list(c.kafka.ingest_topics)) {
+    const auto colon = entry.find(':');
+    IngestTopic t{entry.substr(0, colon), IngestFormat::delayd};
+    const std::string format = colon == std::string::npos ? "delayd" : entry.substr(colon + 1);
+    if (format == "etf1") {
+      t.format = IngestFormat::etf1;
+    } else if (format == "chronos") {
+      t.format = IngestFormat::chronos;
+    } else if (format != "delayd") {
+      fail("kafka.ingest_topics entry " + quote_for_message(entry), "", "the format must be delayd, etf1 or chronos");
+    }
+    if (t.topic == out.front().topic) {
+      out.front().format = t.format;
+    } else {
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> split_business_list(std::string_view list) {

@@ -61,7 +61,13 @@ using KafkaProperties = std::vector<std::pair<std::string, std::string>>;
 struct KafkaConfig {
   std::string bootstrap = "127.0.0.1:19092";
   std::string group_id = "delayd";
+  // The topic delayd's own tools publish to (delayctl, the console's cancels), read in
+  // delayd's format; always read, listed in ingest_topics or not.
   std::string ingest_topic = "delay-ingest";
+  // More ingest topics, comma-separated "<topic>[:<format>]" (format delayd, the default, etf1
+  // or chronos; README "Drop-in for etf1 and Chronos"); in TOML also an array of strings.
+  // ingest_topics() below is the one reading of it.
+  std::string ingest_topics;
   std::string dlq_topic = "delay-ingest.dlq";
   // Consumers' reports on delivered jobs (README, "Job lifecycle"); empty: none are read.
   std::string status_topic = "delay-status";
@@ -132,6 +138,21 @@ struct SchedulerConfig {
   PropertyMap business;
 };
 
+// The etf1 format (etf1/kafka-message-scheduler's schedules topic; README "etf1 records").
+struct Etf1Config {
+  // A schedule already past due when it was produced (epoch < record timestamp - grace_s):
+  // "fire" (at once, as delayd does every late job) or "drop" (counted and tombstoned).
+  std::string past_due = "fire";
+  std::int64_t grace_s = 0;
+  bool tombstone_on_fire = true;  // after delivery, a tombstone of the id on the schedules topic
+  std::string history_topic;      // a copy of each delivered record; empty: none
+};
+
+// The Chronos format (kindredgroup/chronos's input topic; README "Chronos records").
+struct ChronosConfig {
+  std::string output_topic;  // where every Chronos job is delivered; needed with a chronos topic
+};
+
 struct LogConfig {
   std::string level = "info";   // trace, debug, info, warn, error
   std::string format = "text";  // text: "<time> <level> <message>"; json: one JSON object per line
@@ -174,6 +195,8 @@ struct Config {
   RedisConfig redis;
   WheelSettings wheel;
   SchedulerConfig scheduler;
+  Etf1Config etf1;
+  ChronosConfig chronos;
   LogConfig log;
   AdminConfig admin;
 
@@ -184,6 +207,20 @@ struct Config {
   // Things worth a log line at start-up that are not errors (unknown DELAYD_* variables).
   std::vector<std::string> warnings;
 };
+
+// The formats an ingest topic can hold (kafka.ingest_topics).
+enum class IngestFormat : unsigned char { delayd, etf1, chronos };
+std::string_view to_string(IngestFormat f);
+struct IngestTopic {
+  std::string topic;
+  IngestFormat format = IngestFormat::delayd;
+  bool operator==(const IngestTopic&) const = default;
+};
+// Every topic delayd reads jobs from, with its format: kafka.ingest_topic (delayd's format)
+// first, then kafka.ingest_topics' entries in their order (one naming kafka.ingest_topic sets
+// its format). Throws ConfigError for an entry that does not parse (validate_config() has
+// checked a loaded Config's).
+std::vector<IngestTopic> ingest_topics(const Config& config);
 
 // Throws ConfigError for the first setting out of its range or otherwise invalid.
 void validate_config(const Config& config);

@@ -23,6 +23,7 @@ bool is_valid_topic_name(std::string_view name) noexcept {
 }
 
 std::string render_ready_topic(std::string_view topic_template, std::string_view business) {
+  if (business.starts_with(kTopicBusinessPrefix)) return std::string(business.substr(kTopicBusinessPrefix.size()));
   std::string out(topic_template);
   if (auto pos = out.find(kBusinessPlaceholder); pos != std::string::npos) {
     out.replace(pos, kBusinessPlaceholder.size(), business);

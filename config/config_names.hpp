@@ -23,7 +23,16 @@ inline constexpr std::string_view kBusinessPlaceholder = "{business}";
 // reserves them for internal topics such as __consumer_offsets.
 bool is_valid_topic_name(std::string_view name) noexcept;
 
-// The template with its "{business}" replaced by `business`. No validation.
+// A business that names its ready topic itself: "topic:<topic>", the business of the etf1 and
+// Chronos formats' jobs (their records name the topic to deliver to, not a business). A
+// producer's business header cannot take this form (':' is not a business character).
+inline constexpr std::string_view kTopicBusinessPrefix = "topic:";
+inline std::string topic_business(std::string_view topic) {
+  return std::string(kTopicBusinessPrefix) + std::string(topic);
+}
+
+// The template with its "{business}" replaced by `business`; the topic itself for a topic
+// business. No validation.
 std::string render_ready_topic(std::string_view topic_template, std::string_view business);
 
 // `value` in double quotes with backslash escapes for quotes, backslashes and every byte

@@ -59,6 +59,26 @@ std::string check_business_list(std::string_view v) {
   return "";
 }
 
+// kafka.ingest_topics: "<topic>[:<format>]" entries (ingest_topics() reads them, once).
+std::string check_ingest_topics(std::string_view v) {
+  for (const auto& entry : split_business_list(v)) {
+    const auto colon = entry.find(':');
+    const std::string topic = entry.substr(0, colon);
+    if (std::string problem = check_topic(topic); !problem.empty()) {
+      return "entry " + quote_for_message(entry) + ": the topic " + problem;
+    }
+    if (colon != std::string::npos) {
+      const std::string format = entry.substr(colon + 1);
+      if (format != "delayd" && format != "etf1" && format != "chronos") {
+        return "entry " + quote_for_message(entry) + ": the format must be delayd, etf1 or chronos";
+      }
+    }
+  }
+  return "";
+}
+
+std::string check_past_due(std::string_view v) { return v == "fire" || v == "drop" ? "" : "must be fire or drop"; }
+
 std::string check_redis_url(std::string_view v) {
   try {
     (void)redis::parse_redis_url(v);
@@ -107,12 +127,13 @@ constexpr std::array kSettings = {
   Setting{"kafka.bootstrap", field<Str>([](auto& c) -> auto& { return c.kafka.bootstrap; }), 0, 0, check_non_empty},
   Setting{"kafka.group_id", field<Str>([](auto& c) -> auto& { return c.kafka.group_id; }), 0, 0, check_non_empty},
   Setting{"kafka.ingest_topic", field<Str>([](auto& c) -> auto& { return c.kafka.ingest_topic; }), 0, 0, check_topic},
+  Setting{"kafka.ingest_topics", field<Str>([](auto& c) -> auto& { return c.kafka.ingest_topics; }), 0, 0, check_ingest_topics, false, true},
   Setting{"kafka.dlq_topic", field<Str>([](auto& c) -> auto& { return c.kafka.dlq_topic; }), 0, 0, check_topic},
   Setting{"kafka.status_topic", field<Str>([](auto& c) -> auto& { return c.kafka.status_topic; }), 0, 0, check_optional_topic},
   Setting{"kafka.ready_topic_template", field<Str>([](auto& c) -> auto& { return c.kafka.ready_topic_template; }), 0, 0, check_ready_template},
   Setting{"kafka.create_topics", field<bool>([](auto& c) -> auto& { return c.kafka.create_topics; })},
   Setting{"kafka.max_ready_topics", field<Int>([](auto& c) -> auto& { return c.kafka.max_ready_topics; }), 1, 1'000'000},
-  Setting{"kafka.allowed_businesses", field<Str>([](auto& c) -> auto& { return c.kafka.allowed_businesses; }), 0, 0, check_business_list},
+  Setting{"kafka.allowed_businesses", field<Str>([](auto& c) -> auto& { return c.kafka.allowed_businesses; }), 0, 0, check_business_list, false, true},
   Setting{"kafka.topic_partitions", field<Int>([](auto& c) -> auto& { return c.kafka.topic_partitions; }), 1, 100'000},
   Setting{"kafka.topic_replication", field<Int>([](auto& c) -> auto& { return c.kafka.topic_replication; }), 1, 32'767},
   Setting{"kafka.message_timeout_ms", field<Int>([](auto& c) -> auto& { return c.kafka.message_timeout_ms; }), 1, kMaxInt32},
@@ -152,6 +173,13 @@ constexpr std::array kSettings = {
   Setting{"scheduler.ack_timeout_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.ack_timeout_ms; }), 0, 86'400'000},
   Setting{"scheduler.keep_payload", field<bool>([](auto& c) -> auto& { return c.scheduler.keep_payload; })},
   Setting{"scheduler.business", field<PropertyMap>([](auto& c) -> auto& { return c.scheduler.business; })},
+
+  Setting{"etf1.past_due", field<Str>([](auto& c) -> auto& { return c.etf1.past_due; }), 0, 0, check_past_due},
+  Setting{"etf1.grace_s", field<Int>([](auto& c) -> auto& { return c.etf1.grace_s; }), 0, 31'536'000},
+  Setting{"etf1.tombstone_on_fire", field<bool>([](auto& c) -> auto& { return c.etf1.tombstone_on_fire; })},
+  Setting{"etf1.history_topic", field<Str>([](auto& c) -> auto& { return c.etf1.history_topic; }), 0, 0, check_optional_topic},
+
+  Setting{"chronos.output_topic", field<Str>([](auto& c) -> auto& { return c.chronos.output_topic; }), 0, 0, check_optional_topic},
 
   Setting{"log.level", field<Str>([](auto& c) -> auto& { return c.log.level; }), 0, 0, check_log_level},
   Setting{"log.format", field<Str>([](auto& c) -> auto& { return c.log.format; }), 0, 0, check_log_format},

@@ -40,6 +40,8 @@ struct Setting {
   // For strings: the problem with `value`, or empty when it is fine.
   std::string (*check)(std::string_view value) = nullptr;
   bool secret = false;
+  // A comma-separated list: in TOML also an array of strings (joined with commas).
+  bool list = false;
 
   std::string_view section() const { return name.substr(0, name.find('.')); }
   std::string_view key() const { return name.substr(name.find('.') + 1); }

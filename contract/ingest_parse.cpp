@@ -127,6 +127,32 @@ std::variant<std::pair<std::int64_t, std::int64_t>, Invalid> repeat_of(const Rec
 
 }  // namespace
 
+std::optional<Invalid> check_record_size(const Record& rec, const IngestRules& rules) {
+  if (rec.value && rec.value->size() > rules.max_value_bytes) {
+    return invalid("value is " + std::to_string(rec.value->size()) + " bytes, larger than the limit of " +
+                   std::to_string(rules.max_value_bytes) + " bytes");
+  }
+  if (rules.max_record_bytes > 0 && connectors::record_bytes(rec) > rules.max_record_bytes) {
+    return invalid("record is " + std::to_string(connectors::record_bytes(rec)) +
+                   " bytes (key, value and headers), larger than the " + std::to_string(rules.max_record_bytes) +
+                   " bytes a ready record can take (the producer's message.max.bytes less room for delayd's headers)");
+  }
+  return std::nullopt;
+}
+
+std::optional<Invalid> check_ready_topic(const std::string& topic, const std::string& named_by,
+                                         const IngestRules& rules) {
+  if (!config::is_valid_topic_name(topic)) {
+    return invalid(named_by + " ready topic " + config::quote_for_message(topic) +
+                   ", which is not a legal Kafka topic name");
+  }
+  if (rules.is_own_topic(topic)) {
+    return invalid(named_by + " ready topic " + config::quote_for_message(topic) +
+                   ", which is delayd's own ingest or DLQ topic");
+  }
+  return std::nullopt;
+}
+
 bool is_valid_business(std::string_view s) noexcept {
   if (s.empty() || s.size() > kMaxBusinessChars) return false;
   for (char c : s) {
@@ -181,8 +207,11 @@ IngestRules ingest_rules(const config::Config& config) {
   rules.ready_topic_template = config.kafka.ready_topic_template;
   rules.max_value_bytes = static_cast<std::size_t>(config.scheduler.max_value_bytes);
   rules.max_record_bytes = config::max_ready_record_bytes(config);
-  rules.ingest_topic = config.kafka.ingest_topic;
+  for (const auto& t : config::ingest_topics(config)) rules.ingest_topics.insert(t.topic);
   rules.dlq_topic = config.kafka.dlq_topic;
+  rules.etf1_drop_past_due = config.etf1.past_due == "drop";
+  rules.etf1_grace_ms = config.etf1.grace_s * 1000;
+  rules.chronos_output_topic = config.chronos.output_topic;
   for (auto& name : config::split_business_list(config.kafka.allowed_businesses))
     rules.allowed_businesses.insert(std::move(name));
   return rules;
@@ -206,15 +235,18 @@ connectors::OutRecord cancel_record(const std::string& ingest_topic, const std::
 ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   bool cancel = false;
   bool reschedule = false;
+  bool upsert = false;
   if (const auto* op = find_header(rec.headers, kHeaderOp)) {
     if (!op->has_value()) return null_header(kHeaderOp);
     if (**op == "cancel") {
       cancel = true;
     } else if (**op == "reschedule") {
       reschedule = true;
+    } else if (**op == "upsert") {
+      upsert = true;
     } else if (**op != "schedule") {
       return invalid(header_ref(kHeaderOp) +
-                     " must be 'schedule', 'cancel' or 'reschedule': " + config::quote_for_message(**op));
+                     " must be 'schedule', 'upsert', 'cancel' or 'reschedule': " + config::quote_for_message(**op));
     }
   }
 
@@ -236,16 +268,9 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
     if (auto* bad = std::get_if<Invalid>(&new_at)) return std::move(*bad);
     return RescheduleJob{std::move(*explicit_id), std::get<std::int64_t>(new_at)};
   }
+  if (upsert && !explicit_id) return invalid("op 'upsert' needs header 'job-id'");
 
-  if (rec.value && rec.value->size() > rules.max_value_bytes) {
-    return invalid("value is " + std::to_string(rec.value->size()) + " bytes, larger than the limit of " +
-                   std::to_string(rules.max_value_bytes) + " bytes");
-  }
-  if (rules.max_record_bytes > 0 && connectors::record_bytes(rec) > rules.max_record_bytes) {
-    return invalid("record is " + std::to_string(connectors::record_bytes(rec)) +
-                   " bytes (key, value and headers), larger than the " + std::to_string(rules.max_record_bytes) +
-                   " bytes a ready record can take (the producer's message.max.bytes less room for delayd's headers)");
-  }
+  if (auto bad = check_record_size(rec, rules)) return std::move(*bad);
 
   auto at_or = deliver_at_of(rec);
   if (auto* bad = std::get_if<Invalid>(&at_or)) return std::move(*bad);
@@ -262,14 +287,8 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
     return invalid("business " + config::quote_for_message(**business) + " is not in kafka.allowed_businesses");
   }
   std::string topic = config::render_ready_topic(rules.ready_topic_template, **business);
-  if (!config::is_valid_topic_name(topic)) {
-    return invalid("business " + config::quote_for_message(**business) + " gives ready topic " +
-                   config::quote_for_message(topic) + ", which is not a legal Kafka topic name");
-  }
-  if ((!rules.ingest_topic.empty() && topic == rules.ingest_topic) ||
-      (!rules.dlq_topic.empty() && topic == rules.dlq_topic)) {
-    return invalid("business " + config::quote_for_message(**business) + " gives ready topic " +
-                   config::quote_for_message(topic) + ", which is delayd's own ingest or DLQ topic");
+  if (auto bad = check_ready_topic(topic, "business " + config::quote_for_message(**business) + " gives", rules)) {
+    return std::move(*bad);
   }
 
   auto repeat_or = repeat_of(rec);
@@ -280,6 +299,7 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   ScheduleJob job;
   std::tie(job.repeat_every_ms, job.repeat_count) = std::get<std::pair<std::int64_t, std::int64_t>>(repeat_or);
   job.redrive_count = std::get<std::optional<std::int64_t>>(redrive_or).value_or(0);
+  job.upsert = upsert;
   job.job_id_derived = !explicit_id.has_value();
   job.job_id = explicit_id ? std::move(*explicit_id) : derived_job_id(rec);
   job.deliver_at_ms = std::get<std::int64_t>(at_or);

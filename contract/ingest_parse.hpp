@@ -4,7 +4,10 @@
 // std::bad_alloc can escape), so a hostile record can never stall a partition.
 //
 // Headers (names matched exactly and case-sensitively; if a name repeats, the first counts):
-//   op          "schedule" (default), "cancel" or "reschedule".
+//   op          "schedule" (default), "upsert", "cancel" or "reschedule". An upsert is a schedule
+//               where the latest wins (README "Latest wins"): it replaces a waiting job of its
+//               job-id (required), or starts a new one when the id's job was delivered or is
+//               final.
 //   job-id      1-200 printable ASCII characters (0x21-0x7E), not starting with "auto:". Optional
 //               for schedule: without it the id is derived from the record's position and
 //               timestamp, "auto:<topic>-<partition>-<offset>@<timestamp ms>", which is stable
@@ -103,9 +106,17 @@ struct IngestRules {
   std::size_t max_record_bytes = 0;                       // 0: no limit beyond max_value_bytes
   std::set<std::string, std::less<>> allowed_businesses;  // empty: every valid name
   // A business whose ready topic would be one of these is refused, so a record can never be
-  // published back into delayd's own input. Empty strings disable the check.
-  std::string ingest_topic;
+  // published back into delayd's own input. Empty sets and strings disable the check.
+  std::set<std::string, std::less<>> ingest_topics;
   std::string dlq_topic;
+  // The etf1 and Chronos formats (contract/peer_formats.hpp).
+  bool etf1_drop_past_due = false;  // etf1.past_due = drop
+  std::int64_t etf1_grace_ms = 0;
+  std::string chronos_output_topic;
+  // Whether `topic` (a ready topic a record names) may be written: not delayd's own input.
+  bool is_own_topic(std::string_view topic) const {
+    return ingest_topics.count(topic) > 0 || (!dlq_topic.empty() && topic == dlq_topic);
+  }
 };
 
 // The rules a loaded configuration implies.
@@ -123,6 +134,7 @@ struct ScheduleJob {
   std::int64_t repeat_every_ms = 0;  // 0: not repeating
   std::int64_t repeat_count = 0;     // 0: no limit
   std::int64_t redrive_count = 0;    // the redrive-count header (0: not a redriven dead letter)
+  bool upsert = false;               // latest wins (op upsert, and the etf1 and Chronos formats)
   bool operator==(const ScheduleJob&) const = default;
 };
 
@@ -142,9 +154,28 @@ struct Invalid {
   bool operator==(const Invalid&) const = default;
 };
 
-using ParsedIngest = std::variant<ScheduleJob, CancelJob, RescheduleJob, Invalid>;
+// A record delayd reads and leaves alone on purpose: its own etf1 tombstone.
+struct Ignored {
+  std::string why;
+  bool operator==(const Ignored&) const = default;
+};
+
+// A valid schedule that a policy drops (etf1.past_due = drop): counted, not scheduled.
+struct Dropped {
+  std::string job_id;
+  std::string reason;
+  bool operator==(const Dropped&) const = default;
+};
+
+using ParsedIngest = std::variant<ScheduleJob, CancelJob, RescheduleJob, Invalid, Ignored, Dropped>;
 
 ParsedIngest parse_ingest(const connectors::Record& rec, const IngestRules& rules);
+
+// Shared by every format (contract/peer_formats.hpp): a value or whole record too large to be
+// delivered, and a ready topic delayd may not write ("<named_by> ready topic ..., which ...").
+std::optional<Invalid> check_record_size(const connectors::Record& rec, const IngestRules& rules);
+std::optional<Invalid> check_ready_topic(const std::string& topic, const std::string& named_by,
+                                         const IngestRules& rules);
 
 using storage::ReportStatus;
 struct StatusReport {

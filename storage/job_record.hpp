@@ -42,10 +42,27 @@ inline constexpr JobState kStates[] = {JobState::delay,    JobState::ready,     
 
 // The names write() knows, in the order it writes them (key_schema.hpp says what each means;
 // stop: a repeating job cancelled while an occurrence is in flight, ends after it).
-inline constexpr std::string_view kFields[] = {
-    "last_error", "ready_at", "running_at", "finished_at", "cancelled_at", "failed_at", "error", "cancelled_early",
-    "every",      "count",    "rep",        "rd",          "nb",           "dead",      "ma",    "stop",
-    "h",          "mv",       "dl",         "rv"};
+inline constexpr std::string_view kFields[] = {"last_error",
+                                               "ready_at",
+                                               "running_at",
+                                               "finished_at",
+                                               "cancelled_at",
+                                               "failed_at",
+                                               "error",
+                                               "cancelled_early",
+                                               "every",
+                                               "count",
+                                               "rep",
+                                               "rd",
+                                               "nb",
+                                               "dead",
+                                               "ma",
+                                               "stop",
+                                               "h",
+                                               "mv",
+                                               "dl",
+                                               "rv",
+                                               "vo"};
 
 // Lua's numbers are doubles: every integer of 15 digits is exact in one, not every one of 16.
 inline constexpr std::size_t kMaxDeliverAtDigits = 15;

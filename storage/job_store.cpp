@@ -400,15 +400,18 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
         fields["rep"] = "1";
       }
       if (j.redrive_count > 0) fields["rv"] = std::to_string(j.redrive_count);
+      const std::string version = j.version ? std::to_string(*j.version) : std::string();
+      if (j.version) fields["vo"] = version;
       const std::string line = format_header_line(JobState::delay, j.deliver_at, 0, j.business, fields);
-      per_job.push_back({j.job_id, at, j.business, line + "\n" + encode_payload({j.key, j.value, j.headers})});
+      per_job.push_back({j.job_id, at, j.business, version, line + "\n" + encode_payload({j.key, j.value, j.headers})});
     }
     const Replies replies = run(Script::accept, shard, per_job, now_ms);
     for (size_t k = 0; k < idx.size(); ++k) {
       const redis::ReplyView r = replies[k];
       AcceptOutcome& o = out[idx[k]];
-      o.created = r[0].integer() == 1;
-      o.cancelled_early = r[0].integer() == 2;
+      const auto code = r[0].integer();
+      o.kind = code >= 0 && code <= static_cast<long long>(AcceptKind::again) ? static_cast<AcceptKind>(code)
+                                                                              : AcceptKind::existed;
       o.state = parse_job_state(r[1].str()).value_or(JobState::corrupt);
       if (auto at = parse_i64(r[2].str())) {
         o.deliver_at = *at;

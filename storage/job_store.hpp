@@ -52,6 +52,11 @@
 //   retry     an operator's: failed -> delay with its kept  the operator's answer is lost; the
 //             payload, ZADD now + wake list                 job is delivered; asking again
 //                                                           answers 409 (not failed)
+//   upsert    accept of a version (vo = its offset): a      offset not committed: read again,
+//             waiting job replaced (record, vo, mv) + ZADD  its vo is no longer above the
+//             + wake list; a delivered or final one: a new  record's: nothing (never a second
+//             job (record, history kept) + ZADD; in flight: job, never an older version back);
+//             nothing, asked again after it settles         the wait holds its offset
 //   revive    accept of a redriven dead letter of a failed  as accept above: read again, its
 //             job (redrive-count above the record's rv):    redrive-count is no longer above
 //             the new record (delay, history kept) + ZADD   the record's, so it revives once
@@ -142,13 +147,27 @@ struct NewJob {
   // A redriven dead letter's redrive-count (0: not one). One higher than the record of a failed
   // job of the same id revives that job (accept.lua).
   std::int64_t redrive_count = 0;
+  // An upsert (latest wins, accept.lua): the offset the record was read at in its shard, which
+  // orders the versions of one id. nullopt: a schedule (the first publish wins).
+  std::optional<std::int64_t> version;
+};
+
+// What accept did with one job (the codes accept.lua answers).
+enum class AcceptKind : unsigned char {
+  existed = 0,          // the job-id exists in this shard: a replay, a duplicate, an older version
+  created = 1,          // a new job (or a failed one revived by a redrive of its dead letter)
+  cancelled_early = 2,  // its cancel came first: accepted straight into cancelled
+  in_flight = 3,        // an upsert of a job whose delivery is under way: nothing done, ask again
+  updated = 4,          // an upsert: the waiting job is now this version
+  again = 5,            // an upsert of an id whose job was delivered or final: a new job of it
 };
 
 struct AcceptOutcome {
-  bool created = false;              // false: the job-id existed in this shard (a replay or a duplicate publish)
-  bool cancelled_early = false;      // its cancel came first: accepted straight into cancelled
+  AcceptKind kind = AcceptKind::existed;
   JobState state = JobState::delay;  // the job's state now (corrupt: the existing record is unreadable)
-  std::int64_t deliver_at = 0;       // the stored one (the first publish's)
+  std::int64_t deliver_at = 0;       // the stored one (the first publish's, or the upsert's)
+  // A job now waiting that was not before, or waits for another time.
+  bool created() const { return kind == AcceptKind::created || kind == AcceptKind::again; }
 };
 
 struct PendingEntry {

@@ -88,7 +88,7 @@ struct ScriptInfo {
 };
 
 inline constexpr ScriptInfo kScripts[] = {
-    {Script::accept, "accept", kAccept, true, false, kShardKeys, kFixedArgs, 4},
+    {Script::accept, "accept", kAccept, true, false, kShardKeys, kFixedArgs, 5},
     {Script::claim, "claim", kClaim, true, true, kShardKeys, kFixedArgs, 1},
     {Script::mark_ready, "mark_ready", kMarkReady, true, false, kShardKeys, kFixedArgs, 4},
     {Script::release, "release", kRelease, true, true, kShardKeys, kFixedArgs, 5},

@@ -1,38 +1,77 @@
 -- accept: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
--- Stride 4: job-id, deliver_at, business, record (the whole new record, "delay <deliver_at> 0
--- <business>\n<payload>", written by the caller so that Lua does not copy the payload).
--- ARGV[3] unused.
--- Creates each job in state delay unless its record exists (the job-id is the idempotency key
--- within a shard: a second publish never overwrites the first) and adds it to the pending set.
--- A record that exists in state delay is re-added to the pending set at its own deliver_at
--- (harmless, and it repairs nothing that could be missing: record and entry are written in the
--- same call). A remembered cancel (see cancel.lua) is filled in with the job and stays cancelled.
--- A failed job is revived (state delay, from the new record) by a redriven dead letter of it:
--- a record whose rv (redrive-count) is higher than the failed one's, so that each redrive
--- revives it once, however often its ingest record is read again.
--- Per job: {code, state, deliver_at}; code 1 created (or revived), 0 existed, 2 "arrived after its
--- cancel".
+-- Stride 5: job-id, deliver_at, business, version, record (the whole new record, "delay
+-- <deliver_at> 0 <business>[ fields]\n<payload>", written by the caller so that Lua does not copy
+-- the payload of a plain schedule). ARGV[3] unused.
+-- version '' (a schedule): creates the job in state delay unless its record exists (the job-id
+-- is the idempotency key within a shard: a second publish never overwrites the first) and adds
+-- it to the pending set. A record that exists in state delay is re-added to the pending set at
+-- its own deliver_at (harmless, and it repairs nothing that could be missing: record and entry
+-- are written in the same call). A remembered cancel (see cancel.lua) is filled in with the job
+-- and stays cancelled. A failed job is revived (state delay, from the new record) by a
+-- redriven dead letter of it: a record whose rv (redrive-count) is higher than the failed
+-- one's, so that each redrive revives it once, however often its ingest record is read again.
+-- version '<offset>' (an upsert, README "Latest wins"; the record carries vo=<offset>, the
+-- ingest offset it was read at, which orders the versions of one id within the shard): latest
+-- wins.
+--   no record               created, as a schedule
+--   vo >= offset            a version read again (a replay after a crash) or older: nothing
+--   delay, in flight        nothing yet: the caller applies it again once the delivery settles
+--   delay                   replaced (time, payload, headers, business), its attempts and
+--                           history kept, its pending entry moved, the owner woken
+--   a remembered cancel     stays cancelled, as a schedule (the cancel came first)
+--   ready, running, final   a new job of the id (attempts from 0), the history kept and told
+--                           what the earlier job became
+-- Per job: {code, state, deliver_at}; code (storage::AcceptKind) 1 created (or revived), 0
+-- existed, 2 "arrived after its cancel", 3 in flight, 4 updated, 5 a new job of a used id.
 -- Whether the new record `v` (its first line) revives the failed job j: it carries a
 -- redrive-count (rv) higher than the one j was created or last revived with.
 local function revives(v, j)
   local n = parse(v)
   return n ~= nil and (tonumber(n.f.rv) or 0) > (tonumber(j.f.rv) or 0)
 end
+-- An upsert meeting the existing job j (its header line): {code, state, deliver_at}.
+local function upsert(key, id, j, at, biz, version, v)
+  if (tonumber(j.f.vo) or -1) >= version then
+    if j.st == 'delay' then redis.call('ZADD', KEYS[1], j.at, id) end
+    return {0, j.st, string.format('%.0f', j.at)}
+  end
+  if j.st == 'cancelled' and j.f.cancelled_early and j.biz == '-' then return nil end
+  if j.st == 'delay' and in_flight(id) then return {3, 'in_flight', string.format('%.0f', j.at)} end
+  local n = parse(v, true)
+  n.st0, n.f.h = j.st, j.f.h
+  if j.st == 'delay' then
+    n.att = j.att
+    hist(key, n, 'updated', 'from ' .. string.format('%.0f', j.at) .. ' to ' .. at .. ' (offset ' .. version .. ')')
+    bump(j.biz, 'delay', -1)
+    bump(biz, 'delay', 1)
+    repend(key, id, n, at)
+    return {4, 'delay', at}
+  end
+  hist(key, n, 'scheduled-again', 'its earlier job was ' .. j.st .. ' after ' .. j.att .. ' attempts (offset ' ..
+       version .. ')')
+  bump(j.biz, j.st, -1)
+  bump(biz, 'delay', 1)
+  repend(key, id, n, at)
+  return {5, 'delay', at}
+end
 for i = FIRST, #KEYS do
-  local a = 5 + (i - FIRST) * 4
-  local id, at, biz = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-  if redis.call('SET', KEYS[i], ARGV[a + 3], 'NX') then
+  local a = 5 + (i - FIRST) * 5
+  local id, at, biz, version, rec = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), ARGV[a + 4]
+  if redis.call('SET', KEYS[i], rec, 'NX') then
     redis.call('ZADD', KEYS[1], at, id)
     bump(biz, 'delay', 1)
     out[#out + 1] = {1, 'delay', at}
   else
     local j = parse((read_head(KEYS[i])))
-    if not j then
+    local done = j and version and upsert(KEYS[i], id, j, at, biz, version, rec)
+    if done then
+      out[#out + 1] = done
+    elseif not j then
       out[#out + 1] = {0, 'corrupt', '0'}
-    elseif j.st == 'failed' and revives(ARGV[a + 3], j) then
+    elseif j.st == 'failed' and revives(rec, j) then
       -- A redriven dead letter of this failed job: the job lives again from the new record (a
       -- first attempt), its history kept and told why.
-      local n = parse(ARGV[a + 3], true)
+      local n = parse(rec, true)
       n.st0, n.f.h, n.f.last_error = 'failed', j.f.h, j.f.error
       hist(KEYS[i], n, 'redriven', 'redrive ' .. n.f.rv .. ' of its dead letter ' .. (j.f.dl or '?'))
       write(KEYS[i], n, 0)

@@ -23,7 +23,7 @@ IngestRules rules() {
   IngestRules r;
   r.ready_topic_template = "ready.{business}";
   r.max_value_bytes = 1000;
-  r.ingest_topic = "delay-ingest";
+  r.ingest_topics = {"delay-ingest"};
   r.dlq_topic = "delay-ingest.dlq";
   return r;
 }
@@ -189,7 +189,7 @@ TEST_CASE("the ready topic comes from the template", "[unit][ingest]") {
   CHECK_THAT(reason_of(valid_with("business", "delay-ingest"), r), Catch::Contains("delayd's own ingest or DLQ topic"));
   CHECK_THAT(reason_of(valid_with("business", "delay-ingest.dlq"), r),
              Catch::Contains("delayd's own ingest or DLQ topic"));
-  r.ingest_topic.clear();
+  r.ingest_topics.clear();
   r.dlq_topic.clear();
   CHECK(schedule_of(valid_with("business", "delay-ingest"), r).ready_topic == "delay-ingest");
 }
@@ -202,7 +202,7 @@ TEST_CASE("ingest_rules follows the configuration", "[unit][ingest]") {
   const IngestRules r = ingest_rules(c);
   CHECK(r.ready_topic_template == "due-{business}");
   CHECK(r.max_value_bytes == 10);
-  CHECK(r.ingest_topic == "in");
+  CHECK(r.ingest_topics == std::set<std::string, std::less<>>{"in"});
   CHECK(r.dlq_topic == "in.dlq");
 }
 
@@ -271,11 +271,20 @@ TEST_CASE("a record too large to become a ready record is refused at ingest", "[
   CHECK_THAT(std::get<Invalid>(parsed).reason, Catch::StartsWith("record is 11"));
 }
 
-TEST_CASE("op: schedule (default), cancel, reschedule, nothing else", "[unit][ingest]") {
-  CHECK(std::holds_alternative<ScheduleJob>(parse_ingest(valid_with("op", "schedule"), rules())));
+TEST_CASE("op: schedule (default), upsert, cancel, reschedule, nothing else", "[unit][ingest]") {
+  const ParsedIngest schedule = parse_ingest(valid_with("op", "schedule"), rules());
+  REQUIRE(std::holds_alternative<ScheduleJob>(schedule));
+  CHECK_FALSE(std::get<ScheduleJob>(schedule).upsert);
+  const ParsedIngest latest = parse_ingest(valid_with("op", "upsert"), rules());
+  REQUIRE(std::holds_alternative<ScheduleJob>(latest));
+  CHECK(std::get<ScheduleJob>(latest).upsert);
+  CHECK(std::get<ScheduleJob>(latest).job_id == "j-1");
+  Record no_id = valid_with("job-id", std::nullopt);
+  no_id.headers.push_back({"op", "upsert"});
+  CHECK(reason_of(no_id) == "op 'upsert' needs header 'job-id'");
   CHECK(reason_of(valid_with("op", "Cancel")) ==
-        "header 'op' must be 'schedule', 'cancel' or 'reschedule': \"Cancel\"");
-  CHECK(reason_of(valid_with("op", "")) == "header 'op' must be 'schedule', 'cancel' or 'reschedule': \"\"");
+        "header 'op' must be 'schedule', 'upsert', 'cancel' or 'reschedule': \"Cancel\"");
+  CHECK(reason_of(valid_with("op", "")) == "header 'op' must be 'schedule', 'upsert', 'cancel' or 'reschedule': \"\"");
   CHECK(reason_of(valid_with("op", std::optional<std::string>{})) == "header 'op' is null");
 }
 

@@ -132,7 +132,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   strict.max_value_bytes = 8;
   strict.max_record_bytes = 96;
   strict.allowed_businesses = {"orders", "delay-ingest", "a.b_c-d", "b"};
-  strict.ingest_topic = "delay-ingest";
+  strict.ingest_topics = {"delay-ingest"};
   strict.dlq_topic = "delay-dlq";
   check(rec, strict, delayd::contract::parse_ingest(rec, strict));
   return 0;

@@ -64,7 +64,7 @@ TEST_CASE_METHOD(Fixture, "accept creates the job record and its pending entry",
   std::vector<NewJob> jobs{job("a", 2000), job("b", 1000)};
   auto out = store.accept(jobs, 500);
   REQUIRE(out.size() == 2);
-  CHECK(out[0].created);
+  CHECK(out[0].created());
   CHECK(out[0].state == JobState::delay);
   CHECK(record("a").rfind("delay 2000 0 orders\n", 0) == 0);  // what redis-cli GET shows first
   CHECK(field("a", "state") == "delay");
@@ -90,7 +90,7 @@ TEST_CASE_METHOD(Fixture, "the same job-id twice is one job and the first publis
   NewJob again = job("dup", 9999);
   again.value = "other";
   auto out = store.accept(std::vector<NewJob>{again}, 2);
-  CHECK_FALSE(out[0].created);
+  CHECK_FALSE(out[0].created());
   CHECK(out[0].deliver_at == 1000);
   CHECK(field("dup", "deliver_at") == "1000");
   CHECK(field("dup", "value") == "v-dup");
@@ -106,7 +106,7 @@ TEST_CASE_METHOD(Fixture, "a replay re-adds a pending entry that was lost, and k
   REQUIRE(pending().empty());
   jobs[0].value = "replayed";
   auto out = store.accept(jobs, 2);  // the offset was not committed: the record comes again
-  CHECK_FALSE(out[0].created);
+  CHECK_FALSE(out[0].created());
   CHECK(pending() == std::vector<PendingEntry>{{"x", 1234}});
   CHECK(field("x", "value") == "v-x");
 }
@@ -116,7 +116,7 @@ TEST_CASE_METHOD(Fixture, "the same job-id in another partition is another job: 
   NewJob elsewhere = job("j", 200);
   elsewhere.shard = shard_id("delay-ingest", 7);
   auto out = store.accept(std::vector<NewJob>{elsewhere}, 2);
-  CHECK(out[0].created);
+  CHECK(out[0].created());
   CHECK(store.pending_between(elsewhere.shard, std::nullopt, INT64_MAX, 10) == std::vector<PendingEntry>{{"j", 200}});
   CHECK(pending() == std::vector<PendingEntry>{{"j", 100}});
   CHECK(store.shards_holding("j", elsewhere.shard) == Ids{elsewhere.shard, shard});
@@ -155,7 +155,7 @@ TEST_CASE_METHOD(Fixture, "a batch larger than one script call is accepted, clai
   }
   auto out = store.accept(jobs, 0);
   REQUIRE(out.size() == jobs.size());
-  CHECK(std::all_of(out.begin(), out.end(), [](const AcceptOutcome& o) { return o.created; }));
+  CHECK(std::all_of(out.begin(), out.end(), [](const AcceptOutcome& o) { return o.created(); }));
   auto c = store.claim(shard, ids, 10);
   REQUIRE(c.size() == ids.size());
   for (size_t i = 0; i < c.size(); ++i) {
@@ -328,7 +328,7 @@ TEST_CASE_METHOD(Fixture, "a due job whose payload does not decode is reported, 
 TEST_CASE_METHOD(Fixture, "scripts flushed from Redis are loaded again transparently", "[store]") {
   redis.command({"SCRIPT", "FLUSH"});
   auto out = store.accept(std::vector<NewJob>{job("s", 5)}, 0);
-  CHECK(out[0].created);
+  CHECK(out[0].created());
   CHECK(pending().size() == 1);
   // A claim is a script call followed by the reads of its records: both are sent again, in order.
   redis.command({"SCRIPT", "FLUSH"});
@@ -513,8 +513,8 @@ TEST_CASE_METHOD(Fixture,
   CHECK(remembered > 0);
   CHECK(remembered <= 300);
   auto out = store.accept(std::vector<NewJob>{job("early", 5000)}, 200);
-  CHECK_FALSE(out[0].created);
-  CHECK(out[0].cancelled_early);
+  CHECK_FALSE(out[0].created());
+  CHECK(out[0].kind == AcceptKind::cancelled_early);
   CHECK(out[0].state == JobState::cancelled);
   CHECK(field("early", "deliver_at") == "5000");  // filled in, for people and delayctl get
   CHECK(field("early", "business") == "orders");
@@ -523,7 +523,7 @@ TEST_CASE_METHOD(Fixture,
   CHECK(ttl("early") > 3000);  // the job's retention now
   CHECK(store.stats().by_business_state["orders"]["cancelled"] == 1);
   auto again = store.accept(std::vector<NewJob>{job("early", 5000)}, 300);  // a replay: just a duplicate
-  CHECK_FALSE(again[0].cancelled_early);
+  CHECK(again[0].kind != AcceptKind::cancelled_early);
   CHECK(again[0].state == JobState::cancelled);
 
   CHECK(store.cancel(shard, "not-remembered", 100, 0).state == JobState::missing);
@@ -888,4 +888,72 @@ TEST_CASE_METHOD(Lifecycle, "locate reads a business name of the contract's full
   CHECK(where[0]->attempt == 123456789);
   REQUIRE(where[1]);
   CHECK(where[1]->business == "orders");
+}
+
+// Upserts (accept.lua, "latest wins"): the version is the record's ingest offset in the shard.
+TEST_CASE_METHOD(Fixture, "an upsert replaces a waiting job, waits for one in flight, and reuses a delivered id",
+                 "[store][upsert]") {
+  auto upsert = [&](std::int64_t version, std::int64_t at, std::string business = "orders") {
+    NewJob j = job("u", at, std::move(business));
+    j.value = "v" + std::to_string(version);
+    j.version = version;
+    return store.accept(std::vector<NewJob>{j}, 100)[0];
+  };
+  CHECK(upsert(5, 1000).kind == AcceptKind::created);
+  CHECK(record("u").rfind("delay 1000 0 orders vo=5\n", 0) == 0);
+  // Read again after a crash (the same offset), or an older version: nothing changes.
+  CHECK(upsert(5, 2000).kind == AcceptKind::existed);
+  CHECK(upsert(3, 3000).kind == AcceptKind::existed);
+  CHECK(field("u", "deliver_at") == "1000");
+  CHECK(field("u", "value") == "v5");
+
+  // A newer version replaces time, payload and business, earlier or later.
+  const AcceptOutcome later = upsert(8, 500, "mail");
+  CHECK(later.kind == AcceptKind::updated);
+  CHECK(later.deliver_at == 500);
+  CHECK(field("u", "deliver_at") == "500");
+  CHECK(field("u", "value") == "v8");
+  CHECK(field("u", "business") == "mail");
+  CHECK(pending() == std::vector<PendingEntry>{{"u", 500}});
+  auto s = store.stats();
+  CHECK(s.by_business_state["orders"]["delay"] == 0);
+  CHECK(s.by_business_state["mail"]["delay"] == 1);
+  CHECK(redis.command({"LRANGE", keys.wake(shard), "0", "-1"}).view().size() == 1);  // the owner moves its timer
+
+  // In flight: nothing yet, the caller asks again once the delivery settles.
+  auto c = store.claim(shard, Ids{"u"}, 500);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK_FALSE(c[0].plain);  // an upserted job settles the slow way, which keeps its version
+  CHECK(upsert(9, 900).kind == AcceptKind::in_flight);
+  CHECK(field("u", "value") == "v8");
+  const std::vector<JobStore::Delivered> done{
+      {"u", c[0].deliver_at, c[0].attempt, c[0].business, JobStore::Mode::drop}};  // as FirePath settles it
+  store.mark_ready(shard, std::span<const JobStore::Delivered>(done), 510);
+  CHECK(field("u", "state") == "ready");
+  CHECK(record("u").find(" vo=8") != std::string::npos);
+  CHECK(upsert(8, 500, "mail").kind == AcceptKind::existed);  // the delivered version, read again: no twin
+
+  // After delivery, the waiting upsert applies as a new job of the id.
+  const AcceptOutcome again = upsert(9, 900);
+  CHECK(again.kind == AcceptKind::again);
+  CHECK(again.created());
+  CHECK(field("u", "state") == "delay");
+  CHECK(field("u", "attempt") == "0");
+  CHECK(field("u", "value") == "v9");
+  CHECK(pending() == std::vector<PendingEntry>{{"u", 900}});
+  CHECK(ttl("u") == -1);  // waiting again: no retention
+  s = store.stats();
+  CHECK(s.by_business_state["mail"]["ready"] == 0);
+  CHECK(s.by_business_state["orders"]["delay"] == 1);
+  const auto history = redis.command({"LRANGE", keys.history(shard, "u"), "0", "-1"});
+  std::string events;
+  for (std::size_t i = 0; i < history.view().size(); ++i) events += std::string(history.view()[i].str()) + "\n";
+  CHECK_THAT(events, Catch::Contains(" updated 0 from%201000%20to%20500"));
+  CHECK_THAT(events, Catch::Contains(" scheduled-again 0 its%20earlier%20job%20was%20ready%20after%201%20attempts"));
+
+  // A cancel read before any version of an id wins over an upsert, as over a schedule.
+  store.cancel(shard, "gone", 100, 300);
+  NewJob late = job("gone", 700);
+  late.version = 12;
+  CHECK(store.accept(std::vector<NewJob>{late}, 200)[0].kind == AcceptKind::cancelled_early);
 }

@@ -314,7 +314,7 @@ TEST_CASE("cluster: commands go to their slot's primary, cross-slot ones are ref
     for (int j = 0; j < 20; ++j) jobs.push_back(job(shard, "j" + std::to_string(p) + "-" + std::to_string(j), 100 + j));
   }
   CHECK(owners.size() >= 2);
-  for (const auto& o : store.accept(jobs, 1)) CHECK(o.created);
+  for (const auto& o : store.accept(jobs, 1)) CHECK(o.created());
   for (const auto& shard : shards) {
     const auto pending = store.pending_between(shard, std::nullopt, 1000, 0);
     REQUIRE(pending.size() == 20);
@@ -329,7 +329,7 @@ TEST_CASE("cluster: commands go to their slot's primary, cross-slot ones are ref
 
   // Flushed scripts come back through JobStore's NOSCRIPT path, on every primary.
   redis.command({"SCRIPT", "FLUSH"});
-  CHECK(store.accept(std::vector<NewJob>{job(shards[0], "after-flush", 5)}, 1)[0].created);
+  CHECK(store.accept(std::vector<NewJob>{job(shards[0], "after-flush", 5)}, 1)[0].created());
   redis.wait_replicas(0, 10);  // no replicas asked for: nothing to wait for
 }
 
