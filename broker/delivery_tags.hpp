@@ -11,6 +11,7 @@ enum class TagKind : std::uint8_t {
   ready = 1,       // a ready record (fire path)
   failed_dlq = 2,  // a job out of attempts, on its way to the dead-letter topic (fire path)
   ingest_dlq = 3,  // an invalid ingest record on its way to the dead-letter topic (ingest path)
+  follow_up = 4,   // after an etf1 delivery: its tombstone, its history copy (fire path)
 };
 
 inline std::uint64_t make_tag(TagKind kind, std::uint64_t seq) {

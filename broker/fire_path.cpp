@@ -1,18 +1,18 @@
 #include "broker/fire_path.hpp"
 
-#include "base/backoff.hpp"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
 
+#include "base/backoff.hpp"
 #include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
 #include "broker/header_convert.hpp"
 #include "config/config_names.hpp"
 #include "connectors/kafka_error.hpp"
 #include "contract/ingest_parse.hpp"
+#include "contract/peer_formats.hpp"
 
 namespace delayd::broker {
 
@@ -381,6 +381,11 @@ void FirePath::set_aside(const std::vector<Scheduler::Slot>& slots, const std::v
 }
 
 void FirePath::on_report(const connectors::DeliveryReport& report) {
+  if (tag_kind(report.tag) == TagKind::follow_up) {
+    // Not waited for (FireOptions::etf1_tombstone_topics): a failure is told, nothing retried.
+    if (!report.ok) spdlog::warn("etf1 follow-up record to {} not written: {}", report.topic, report.error);
+    return;
+  }
   if (tag_kind(report.tag) == TagKind::ready) {
     if (auto it = in_flight_.find(report.tag); it != in_flight_.end()) {
       produce_latency_.observe(
@@ -421,8 +426,42 @@ void FirePath::marked(const std::vector<std::uint64_t>& tags, const std::vector<
                    storage::to_string(marked[k].state));
     }
     follow_up(it->second, marked[k]);
+    if (marked[k].changed && marked[k].state == storage::JobState::ready) after_etf1_delivery(it->second);
     in_flight_.erase(it);
     ++counters_.delivered;
+  }
+}
+
+void FirePath::after_etf1_delivery(const InFlight& f) {
+  if (options_.etf1_tombstone_topics.empty() && options_.etf1_history_topic.empty()) return;
+  // The schedule's topic and key: the last scheduler-topic and scheduler-key headers, the ones
+  // the etf1 format adds after the input's own (which could hold the same names).
+  const std::optional<std::string>* topic = nullptr;
+  const std::optional<std::string>* key = nullptr;
+  for (auto h = f.record.headers.rbegin(); h != f.record.headers.rend() && (!topic || !key); ++h) {
+    if (!topic && h->name == contract::kEtf1Topic) topic = &h->value;
+    if (!key && h->name == contract::kEtf1Key) key = &h->value;
+  }
+  if (topic == nullptr || key == nullptr || !topic->has_value() || !key->has_value()) return;
+  const std::string shard = shard_of(f.slot);
+  const auto partition = storage::partition_of(shard, **topic);
+  if (!partition) return;  // not read from its schedules topic: not an etf1 job
+  auto send = [&](connectors::OutRecord r) {
+    r.tag = make_tag(TagKind::follow_up, ++follow_up_seq_);
+    try {
+      producer_.produce(r, 0);
+    } catch (const connectors::KafkaError& e) {
+      spdlog::warn("etf1 follow-up record to {} not written: {}", r.topic, e.what());
+    }
+  };
+  if (options_.etf1_tombstone_topics.count(**topic) > 0) {
+    send(contract::etf1_tombstone(**topic, *partition, **key, "fired"));
+  }
+  if (!options_.etf1_history_topic.empty()) {
+    connectors::OutRecord copy = f.record;
+    copy.topic = options_.etf1_history_topic;
+    copy.partition = -1;
+    send(std::move(copy));
   }
 }
 

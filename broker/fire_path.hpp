@@ -78,6 +78,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -128,6 +129,14 @@ struct FireOptions {
   // again after being back); the service asks the topic creator to create it again when
   // kafka.create_topics is on. Empty: nothing is asked.
   std::function<void(const std::string&)> on_missing_topic;
+  // etf1 (README "etf1 records"): after a job read from one of these topics is delivered, a
+  // tombstone of its schedule goes to the topic, in the schedule's partition (empty: none,
+  // etf1.tombstone_on_fire off); and a copy of the delivered record to etf1_history_topic
+  // (empty: none). Both after Kafka acknowledged the ready record and Redis marked it, and not
+  // waited for: a crash before them loses them, never the delivery (the schedule is not
+  // delivered again: its offset is committed or its version is known).
+  std::set<std::string, std::less<>> etf1_tombstone_topics;
+  std::string etf1_history_topic;
 };
 
 // FireCounters: broker/loop_counters.hpp.
@@ -225,6 +234,8 @@ class FirePath {
     std::vector<std::uint64_t> tags;
     std::vector<connectors::DeliveryReport> reports;
   };
+  // The etf1 tombstone and history copy of a job just delivered and marked (FireOptions).
+  void after_etf1_delivery(const InFlight& f);
   // Applies the MarkWorker's finished marks; rethrows the first failure after re-queueing.
   void apply_marks();
   // A claim handed to the ClaimWorker: the slots it claims (taken from the scheduler).
@@ -278,6 +289,7 @@ class FirePath {
   std::unordered_map<std::uint64_t, PendingClaim> claims_;  // by ClaimWorker request id
   std::map<std::uint64_t, std::size_t> rounds_;             // round -> its claims not back yet
   std::unordered_map<std::uint64_t, PendingMark> marks_;    // by MarkWorker request id
+  std::uint64_t follow_up_seq_ = 0;                         // tags of etf1 follow-up records
   std::uint64_t stage_seq_ = 0;                             // request ids of both stages
   std::unordered_map<std::uint64_t, InFlight> in_flight_;
   std::multimap<std::int64_t, InFlight> prepared_;  // by deliver_at (epoch ms): claimed, not yet due

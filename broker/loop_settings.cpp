@@ -52,17 +52,23 @@ SchedulerOptions scheduler_options(const config::Config& c) {
 
 FireOptions fire_options(const config::Config& c, std::function<std::int64_t()> clock,
                          std::function<void(const std::string&)> recreate_topic) {
-  return FireOptions{.max_attempts = static_cast<int>(c.scheduler.max_attempts),
-                     .retry_backoff_ms = c.scheduler.retry_backoff_ms,
-                     .retry_backoff_max_ms = c.scheduler.retry_backoff_max_ms,
-                     .dlq_topic = c.kafka.dlq_topic,
-                     .ready_topic_template = c.kafka.ready_topic_template,
-                     .claim_ahead_ms = c.scheduler.claim_ahead_ms,
-                     .clock = std::move(clock),
-                     .fence_recheck = std::chrono::milliseconds(1000),
-                     .policies = config::BusinessPolicies(c),
-                     .missing_topic_timeout = std::chrono::milliseconds(c.kafka.missing_topic_timeout_ms),
-                     .on_missing_topic = c.kafka.create_topics ? std::move(recreate_topic) : nullptr};
+  FireOptions o{.max_attempts = static_cast<int>(c.scheduler.max_attempts),
+                .retry_backoff_ms = c.scheduler.retry_backoff_ms,
+                .retry_backoff_max_ms = c.scheduler.retry_backoff_max_ms,
+                .dlq_topic = c.kafka.dlq_topic,
+                .ready_topic_template = c.kafka.ready_topic_template,
+                .claim_ahead_ms = c.scheduler.claim_ahead_ms,
+                .clock = std::move(clock),
+                .fence_recheck = std::chrono::milliseconds(1000),
+                .policies = config::BusinessPolicies(c),
+                .missing_topic_timeout = std::chrono::milliseconds(c.kafka.missing_topic_timeout_ms),
+                .on_missing_topic = c.kafka.create_topics ? std::move(recreate_topic) : nullptr,
+                .etf1_tombstone_topics = {},
+                .etf1_history_topic = c.etf1.history_topic};
+  for (const auto& t : config::ingest_topics(c)) {
+    if (t.format == config::IngestFormat::etf1 && c.etf1.tombstone_on_fire) o.etf1_tombstone_topics.insert(t.topic);
+  }
+  return o;
 }
 
 IngestOptions ingest_options(const config::Config& c, redis::RedisClient& redis) {

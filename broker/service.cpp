@@ -377,6 +377,7 @@ std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic
     const auto made = until_up("kafka", stop, [&] {
       std::vector<std::string> topics{c.kafka.dlq_topic};
       for (const auto& t : config::ingest_topics(c)) topics.push_back(t.topic);
+      if (!c.etf1.history_topic.empty()) topics.push_back(c.etf1.history_topic);
       if (!c.kafka.status_topic.empty()) topics.push_back(c.kafka.status_topic);
       conn->admin->ensure_topics(topics, static_cast<int>(c.kafka.topic_partitions),
                                  static_cast<int>(c.kafka.topic_replication));

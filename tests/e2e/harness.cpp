@@ -180,6 +180,8 @@ void Publisher::send_raw(connectors::OutRecord rec) {
   producer_.produce(rec);
 }
 
+void Publisher::send_to(connectors::OutRecord rec) { producer_.produce(rec); }
+
 void Publisher::send_cancel(const std::string& job_id) {
   connectors::OutRecord rec;
   rec.key = job_id;

@@ -116,6 +116,8 @@ class Publisher {
   explicit Publisher(const World& world);
   void send(const Job& job);
   void send_raw(connectors::OutRecord rec);
+  // A record to its own topic (and partition, if set): another ingest topic's format.
+  void send_to(connectors::OutRecord rec);
   void send_cancel(const std::string& job_id);
   // A reschedule on the ingest topic, keyed by the job-id; `when` is its time header(s):
   // {{"deliver-at", "<epoch ms or RFC 3339>"}} or {{"delay-ms", "<n>"}}.
