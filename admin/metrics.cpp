@@ -123,6 +123,12 @@ struct Metrics::Impl {
       counters("delayd_reports_total", "Consumers' reports read from the status topic, by what they did");
   pm::Counter& rescheduled =
       counters("delayd_jobs_rescheduled_total", "Jobs moved to a new time by a reschedule").Add({});
+  pm::Counter& upserted =
+      counters("delayd_jobs_upserted_total", "Waiting jobs replaced by a newer version (op upsert, etf1, Chronos)")
+          .Add({});
+  pm::Counter& dropped =
+      counters("delayd_jobs_dropped_total", "etf1 schedules dropped as past due when produced (etf1.past_due = drop)")
+          .Add({});
   pm::Counter& repeated =
       counters("delayd_jobs_repeated_total", "Occurrences of repeating jobs scheduled after a delivery").Add({});
   pm::Family<pm::Gauge>& jobs =
@@ -230,6 +236,8 @@ void Metrics::update(const broker::LoopSnapshot& s) {
     m.advance(m.reports.Add({{"status", std::string(status)}}), field, s);
   }
   m.advance(m.rescheduled, &IngestCounters::rescheduled, s);
+  m.advance(m.upserted, &IngestCounters::upserted, s);
+  m.advance(m.dropped, &IngestCounters::dropped, s);
   m.advance(m.repeated, &FireCounters::repeated, s);
   // Dead letters by reason, once any reason has counted; until then the ingest total as "any".
   const broker::DeadLetterCounts dead_before = m.last.counters.dead_lettered_by();
