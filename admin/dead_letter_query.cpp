@@ -306,7 +306,7 @@ nlohmann::json dead_letter_page_json(const DeadLetterFilter& filter, const DeadL
 }
 
 RedriveCount count_redrivable(DeadLetterSource& source, const DeadLetterFilter& filter, std::int64_t max_redrives,
-                              const std::string& ingest_topic, std::chrono::steady_clock::duration time_limit) {
+                              const RedriveTarget& target, std::chrono::steady_clock::duration time_limit) {
   const auto until = std::chrono::steady_clock::now() + time_limit;
   RedriveCount count;
   std::optional<DeadLetterCursor> cursor;
@@ -314,7 +314,7 @@ RedriveCount count_redrivable(DeadLetterSource& source, const DeadLetterFilter& 
     const DeadLetterPage page = walk_dead_letters(source, filter, cursor, kMaxLimit);
     for (const Record& rec : page.records) {
       ++count.matched;
-      auto r = redrive_record(rec, max_redrives, ingest_topic, "");
+      auto r = redrive_record(rec, max_redrives, target, "");
       if (auto* why = std::get_if<std::string>(&r)) ++count.would_skip[*why];
     }
     cursor = page.next;
@@ -337,10 +337,24 @@ std::string dead_letter_id(std::int32_t partition, std::int64_t offset) {
   return std::to_string(partition) + ":" + std::to_string(offset);
 }
 
+RedriveTarget redrive_target(const config::Config& config) {
+  RedriveTarget target(config.kafka.ingest_topic);
+  for (const auto& t : config::ingest_topics(config)) {
+    if (t.format != config::IngestFormat::delayd) target.other_formats[t.topic] = std::string(to_string(t.format));
+  }
+  return target;
+}
+
 std::variant<Redriven, std::string> redrive_record(const Record& rec, std::int64_t max_redrives,
-                                                   const std::string& ingest_topic, const std::string& operation) {
+                                                   const RedriveTarget& target, const std::string& operation) {
+  const std::string& ingest_topic = target.ingest_topic;
   const DeadLetterSummary s = summarize(rec);
   if (!s.value_kept) return std::string("its value was dropped to fit the dead-letter topic");
+  if (s.source) {
+    if (const auto other = target.other_formats.find(s.source->topic); other != target.other_formats.end()) {
+      return "read from " + other->first + " in the " + other->second + " format: publish it there again";
+    }
+  }
   if (s.redrive_count >= max_redrives) {
     return "redriven " + std::to_string(s.redrive_count) + " times already (admin.max_redrives " +
            std::to_string(max_redrives) + ")";

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "admin/job_query.hpp"
+#include "config/config.hpp"
 #include "connectors/record.hpp"
 
 namespace delayd::admin {
@@ -135,8 +136,18 @@ nlohmann::json dead_letter_page_json(const DeadLetterFilter& filter, const DeadL
 struct Redriven {
   connectors::OutRecord record;
 };
+// Where redrives go: kafka.ingest_topic, in delayd's format. A dead letter read from a topic in
+// another format (etf1, Chronos: other_formats, topic -> format) is skipped, said so: it would not
+// parse there, and its own topic is its producers'.
+struct RedriveTarget {
+  RedriveTarget(std::string topic) : ingest_topic(std::move(topic)) {}  // NOLINT: a topic is a target
+  RedriveTarget(const char* topic) : ingest_topic(topic) {}             // NOLINT
+  std::string ingest_topic;
+  std::map<std::string, std::string, std::less<>> other_formats;
+};
+RedriveTarget redrive_target(const config::Config& config);
 std::variant<Redriven, std::string> redrive_record(const connectors::Record& rec, std::int64_t max_redrives,
-                                                   const std::string& ingest_topic, const std::string& operation);
+                                                   const RedriveTarget& target, const std::string& operation);
 // A redrive's dry run: the dead letters of the filter's walk, and of those, how many a redrive
 // would skip and why (redrive_record()'s reason). complete: false when time_limit ended the count
 // before the walk did (matched is then a lower bound).
@@ -146,7 +157,7 @@ struct RedriveCount {
   bool complete = false;
 };
 RedriveCount count_redrivable(DeadLetterSource& source, const DeadLetterFilter& filter, std::int64_t max_redrives,
-                              const std::string& ingest_topic, std::chrono::steady_clock::duration time_limit);
+                              const RedriveTarget& target, std::chrono::steady_clock::duration time_limit);
 // {"dry_run": true, "matched", "would_skip": {reason: n}, "complete"}.
 nlohmann::json to_json(const RedriveCount& count);
 

@@ -218,7 +218,7 @@ JobAnswer StoreJobBackend::retry_from_dead_letter(const std::string& job_id) {
     return refuse("its payload is gone and its dead letter " + dl->second +
                   " is no longer in the dead-letter topic (its retention)");
   }
-  auto redriven = redrive_record(found.front(), config::kMaxRedrives, config_.kafka.ingest_topic, "retry");
+  auto redriven = redrive_record(found.front(), config::kMaxRedrives, redrive_target(config_), "retry");
   if (auto* why = std::get_if<std::string>(&redriven)) return refuse("its dead letter " + dl->second + ": " + *why);
   connectors::OutRecord& record = std::get<Redriven>(redriven).record;
   const auto shard = fields->find("shard");
@@ -269,7 +269,7 @@ JobAnswer StoreJobBackend::redrive(const RedriveRequest& request, std::int64_t n
   if (request.dry_run) {
     return with_reader([&](DeadLetterSource& source) {
       return answer(200, to_json(count_redrivable(source, request.filter, config_.admin.max_redrives,
-                                                  config_.kafka.ingest_topic, kDryRunFor)));
+                                                  redrive_target(config_), kDryRunFor)));
     });
   }
   const std::string id = with_store([&](storage::JobStore& s) {

@@ -312,6 +312,7 @@ void OperationRunner::execute_redrive(storage::OperationStore& ops, storage::Job
     if (!cursor) return end("failed", "the stored cursor does not read");
   }
   const std::string& ingest = config_.kafka.ingest_topic;
+  const RedriveTarget target = redrive_target(config_);
   connectors::TopicReader reader(config::kafka_properties(config_, config::KafkaClient::consumer));
   std::vector<connectors::DeliveryReport> reports;
   connectors::KafkaProducer producer(broker::producer_properties(config_),
@@ -348,7 +349,7 @@ void OperationRunner::execute_redrive(storage::OperationStore& ops, storage::Job
         ++progress.done;  // published before a crash cut its batch short
         continue;
       }
-      auto r = redrive_record(rec, config_.admin.max_redrives, ingest, id);
+      auto r = redrive_record(rec, config_.admin.max_redrives, target, id);
       if (auto* why = std::get_if<std::string>(&r)) {
         progress.skip(*why);
         continue;

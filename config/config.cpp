@@ -605,18 +605,6 @@ void validate_config(const Config& c) {
   }
 }
 
-std::string_view to_string(IngestFormat f) {
-  switch (f) {
-    case IngestFormat::delayd:
-      return "delayd";
-    case IngestFormat::etf1:
-      return "etf1";
-    case IngestFormat::chronos:
-      return "chronos";
-  }
-  return "?";
-}
-
 std::vector<IngestTopic> ingest_topics(const Config& c) {
   std::vector<IngestTopic> out{{c.kafka.ingest_topic, IngestFormat::delayd}};
   for (const auto& entry : split_business_list(c.kafka.ingest_topics)) {

@@ -210,7 +210,17 @@ struct Config {
 
 // The formats an ingest topic can hold (kafka.ingest_topics).
 enum class IngestFormat : unsigned char { delayd, etf1, chronos };
-std::string_view to_string(IngestFormat f);
+constexpr std::string_view to_string(IngestFormat f) {
+  switch (f) {
+    case IngestFormat::delayd:
+      return "delayd";
+    case IngestFormat::etf1:
+      return "etf1";
+    case IngestFormat::chronos:
+      return "chronos";
+  }
+  return "?";
+}
 struct IngestTopic {
   std::string topic;
   IngestFormat format = IngestFormat::delayd;

@@ -296,3 +296,24 @@ TEST_CASE("a redrive's dry run counts the dead letters of its filter and those i
   CHECK(all["would_skip"] == nlohmann::json::object());
   CHECK_FALSE(count_redrivable(src, {}, 3, "ingest", std::chrono::seconds(0)).complete);
 }
+
+TEST_CASE("a dead letter read from an etf1 or Chronos topic is not redriven to delayd's ingest topic", "[unit][dlq]") {
+  RedriveTarget target("ingest");
+  target.other_formats["schedules"] = "etf1";
+  Record rec;
+  rec.topic = "dlq";
+  rec.partition = 0;
+  rec.offset = 9;
+  rec.key = "sched-1";
+  rec.value = "v";
+  rec.headers = {{"error", "header 'scheduler-epoch' must be whole seconds"},
+                 {"reason", "invalid_record"},
+                 {"source-topic", "schedules"},
+                 {"source-partition", "2"},
+                 {"source-offset", "5"}};
+  const auto r = redrive_record(rec, 3, target, "op");
+  REQUIRE(std::holds_alternative<std::string>(r));
+  CHECK(std::get<std::string>(r) == "read from schedules in the etf1 format: publish it there again");
+  rec.headers[2].value = "ingest";
+  CHECK(std::holds_alternative<Redriven>(redrive_record(rec, 3, target, "op")));
+}

@@ -198,7 +198,8 @@ void Publisher::send_reschedule(const std::string& job_id, const connectors::Hea
 }
 
 void Publisher::send_report(const std::string& job_id, const std::string& status,
-                            const std::optional<std::string>& error, std::optional<std::int64_t> retry_after_ms) {
+                            const std::optional<std::string>& error, std::optional<std::int64_t> retry_after_ms,
+                            std::optional<std::int64_t> attempt) {
   connectors::OutRecord rec;
   rec.topic = world_.status_topic;
   if (!job_id.empty()) {
@@ -208,6 +209,7 @@ void Publisher::send_report(const std::string& job_id, const std::string& status
   if (!status.empty()) rec.headers.push_back({"status", status});
   if (error) rec.headers.push_back({"error", *error});
   if (retry_after_ms) rec.headers.push_back({"retry-after-ms", std::to_string(*retry_after_ms)});
+  if (attempt) rec.headers.push_back({"attempt", std::to_string(*attempt)});
   producer_.produce(rec);
 }
 

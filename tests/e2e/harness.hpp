@@ -127,7 +127,8 @@ class Publisher {
   // leaves that header out (a record the broker must refuse).
   void send_report(const std::string& job_id, const std::string& status,
                    const std::optional<std::string>& error = std::nullopt,
-                   std::optional<std::int64_t> retry_after_ms = std::nullopt);
+                   std::optional<std::int64_t> retry_after_ms = std::nullopt,
+                   std::optional<std::int64_t> attempt = std::nullopt);
   // Throws if any record was not acknowledged.
   void flush();
 

@@ -19,5 +19,6 @@ namespace {
 
 std::vector<std::string> split_business_list(std::string_view) { not_here("split_business_list"); }
 std::size_t max_ready_record_bytes(const Config&) { not_here("max_ready_record_bytes"); }
+std::vector<IngestTopic> ingest_topics(const Config&) { not_here("ingest_topics"); }
 
 }  // namespace delayd::config

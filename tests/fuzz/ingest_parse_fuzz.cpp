@@ -17,6 +17,7 @@
 
 #include "config/config_names.hpp"
 #include "contract/ingest_parse.hpp"
+#include "contract/peer_formats.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 namespace {
@@ -84,7 +85,7 @@ void check(const Record& rec, const IngestRules& rules, const ParsedIngest& pars
     FUZZ_CHECK(job.job_id.starts_with(delayd::contract::kDerivedJobIdPrefix) == job.job_id_derived);
     FUZZ_CHECK(rules.allowed_businesses.empty() || rules.allowed_businesses.count(job.business) == 1);
     FUZZ_CHECK(delayd::config::is_valid_topic_name(job.ready_topic));
-    FUZZ_CHECK(job.ready_topic != rules.ingest_topic && job.ready_topic != rules.dlq_topic);
+    FUZZ_CHECK(!rules.is_own_topic(job.ready_topic));
     FUZZ_CHECK(job.key == rec.key && job.value == rec.value);
     FUZZ_CHECK(job.repeat_every_ms >= 0 && job.repeat_count >= 0);
     FUZZ_CHECK(job.repeat_count == 0 || job.repeat_every_ms > 0);
@@ -135,5 +136,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   strict.ingest_topics = {"delay-ingest"};
   strict.dlq_topic = "delay-dlq";
   check(rec, strict, delayd::contract::parse_ingest(rec, strict));
+
+  // The same bytes in the etf1 and Chronos formats (contract/peer_formats.hpp): total, every
+  // reason one printable line, every job an upsert to a legal topic that is not delayd's own.
+  IngestRules peers = strict;
+  peers.allowed_businesses.clear();
+  peers.chronos_output_topic = "chronos.out";
+  peers.etf1_drop_past_due = size % 2 == 0;
+  peers.etf1_grace_ms = 1000;
+  for (const auto& parsed : {delayd::contract::parse_etf1(rec, peers), delayd::contract::parse_chronos(rec, peers)}) {
+    if (const auto* bad = std::get_if<Invalid>(&parsed)) {
+      FUZZ_CHECK(!bad->reason.empty() && printable_line(bad->reason));
+    } else if (const auto* job = std::get_if<ScheduleJob>(&parsed)) {
+      FUZZ_CHECK(job->upsert);
+      FUZZ_CHECK(delayd::contract::is_valid_job_id(job->job_id));
+      FUZZ_CHECK(job->deliver_at_ms >= 0 && job->deliver_at_ms <= delayd::contract::kMaxEpochMs);
+      FUZZ_CHECK(delayd::config::is_valid_topic_name(job->ready_topic) && !peers.is_own_topic(job->ready_topic));
+      FUZZ_CHECK(job->business == delayd::config::topic_business(job->ready_topic));
+    } else if (const auto* cancel = std::get_if<delayd::contract::CancelJob>(&parsed)) {
+      FUZZ_CHECK(delayd::contract::is_valid_job_id(cancel->job_id));
+    } else if (const auto* dropped = std::get_if<delayd::contract::Dropped>(&parsed)) {
+      FUZZ_CHECK(printable_line(dropped->reason));
+    }
+  }
   return 0;
 }
