@@ -101,7 +101,7 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       accept_batches_.push_back(b.id);
     } else if (auto* c = std::get_if<contract::CancelJob>(&parsed)) {
       flush_accepts(b, i, now_ms);  // a cancel applies to what came before it in the partition
-      cancel(storage::shard_id(rec.topic, rec.partition), c->job_id, now_ms);
+      cancel(storage::shard_id(rec.topic, rec.partition), c->job_id, rec.offset, now_ms);
       b.resume = i + 1;
     } else if (auto* r = std::get_if<contract::RescheduleJob>(&parsed)) {
       flush_accepts(b, i, now_ms);  // like a cancel: after what came before it
@@ -225,8 +225,8 @@ bool IngestPath::accepted(const storage::NewJob& job, const storage::AcceptOutco
   return false;
 }
 
-void IngestPath::cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms) {
-  const storage::Transition t = store_.cancel_anywhere(shard, job_id, now_ms, options_.cancel_memory_s);
+void IngestPath::cancel(const std::string& shard, const std::string& job_id, std::int64_t offset, std::int64_t now_ms) {
+  const storage::Transition t = store_.cancel_anywhere(shard, job_id, now_ms, options_.cancel_memory_s, offset);
   if (t.changed && t.state == storage::JobState::in_flight) {
     ++counters_.cancelled;
     spdlog::info("job {} cancelled: an occurrence is on its way, the series ends after it", job_id);

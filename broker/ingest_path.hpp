@@ -145,8 +145,8 @@ class IngestPath {
   void flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms);
   // WAIT for options_.wait_replicas replicas; on failure b.resume goes back to b.replicated.
   void wait_for_replicas(Batch& b, std::size_t end);
-  // A cancel read from `shard`: the job is looked for there first, then in every shard.
-  void cancel(const std::string& shard, const std::string& job_id, std::int64_t now_ms);
+  // A cancel read from `shard` at `offset`: the job is looked for there first, then in every shard.
+  void cancel(const std::string& shard, const std::string& job_id, std::int64_t offset, std::int64_t now_ms);
   void reschedule(const std::string& shard, const contract::RescheduleJob& r, std::int64_t now_ms);
   // Applies the reports collected since the last call; those whose job is in flight wait (and
   // hold b's offsets) until retry_waiting_reports() gets them through.

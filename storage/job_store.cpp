@@ -512,7 +512,9 @@ std::vector<Transition> JobStore::act(Action action, std::string_view shard, std
                                                     : Script::retry;
   std::vector<redis::Command> per_job;
   for (const std::string& id : job_ids) {
-    per_job.push_back(action == Action::run_now ? redis::Command{id, std::to_string(now_ms)} : redis::Command{id});
+    per_job.push_back(action == Action::run_now  ? redis::Command{id, std::to_string(now_ms)}
+                      : action == Action::cancel ? redis::Command{id, ""}
+                                                 : redis::Command{id});
   }
   const Replies replies = run(script, shard, per_job, now_ms);
   std::vector<Transition> out;
@@ -545,23 +547,25 @@ Transition JobStore::mark_failed(std::string_view shard, const std::string& job_
 }
 
 Transition JobStore::cancel(std::string_view shard, const std::string& job_id, std::int64_t now_ms,
-                            std::int64_t remember_s) {
+                            std::int64_t remember_s, std::optional<std::int64_t> version) {
   if (remember_s > 0) register_shard(shard);  // so that tools find the remembered cancel
-  return one(Script::cancel, shard, {job_id}, now_ms, remember_s);
+  return one(Script::cancel, shard, {job_id, version ? std::to_string(*version) : std::string()}, now_ms, remember_s);
 }
 
 Transition JobStore::cancel_anywhere(std::string_view home, const std::string& job_id, std::int64_t now_ms,
-                                     std::int64_t remember_s) {
+                                     std::int64_t remember_s, std::optional<std::int64_t> version) {
   const std::vector<std::string> shards = known_shards(home);
   const std::vector<std::string> holders = holding(job_id, shards);
-  if (!holders.empty()) return cancel(holders.front(), job_id, now_ms, 0);
+  // The version orders the cancel among the records of its own shard only.
+  auto in = [&](std::string_view shard) { return shard == home ? version : std::nullopt; };
+  if (!holders.empty()) return cancel(holders.front(), job_id, now_ms, 0, in(holders.front()));
   // Found nowhere: remembered in every shard (`home` first), since the job may come through any
   // partition. Each shard's call is atomic against that shard's accept, so a job accepted
   // meanwhile is either cancelled here (it exists by then) or finds the remembered cancel.
   register_shard(home);
   Transition t;
   for (const auto& shard : shards) {
-    Transition other = cancel(shard, job_id, now_ms, remember_s);
+    Transition other = cancel(shard, job_id, now_ms, remember_s, in(shard));
     if (shard == home || other.changed) t = other;  // changed: the job arrived since holding() looked
   }
   return t;

@@ -30,7 +30,8 @@
 //   fail      the broker writes the dead-letter record      before the call: the job is retried
 //             first, then failed + ZREM in one call         and dead-lettered again (twice in the
 //                                                           DLQ at worst, never lost)
-//   cancel    cancelled + ZREM (delay, not in flight)       done
+//   cancel    cancelled + ZREM (delay, not in flight; an   done; read again, a cancel finds the
+//             upserted job's vo below the cancel's offset)  job cancelled, or upserted after it
 //             an unknown id: a remembered cancel that       accept fills it in: cancelled, no
 //             expires after remember_s                      payload, no pending entry
 // The lifecycle (README, "Job lifecycle") adds these, each one call too:
@@ -375,13 +376,17 @@ class JobStore {
   // Cancel by id in one shard: cancelled and removed from its pending set, if pending and not in
   // flight. An unknown id is remembered for remember_s seconds (0: not at all): a job that
   // arrives in this shard with that id within the time is accepted straight into cancelled.
-  Transition cancel(std::string_view shard, const std::string& job_id, std::int64_t now_ms,
-                    std::int64_t remember_s = 0);
+  // version: the cancel record's offset in this shard; a job upserted from a later offset is left
+  // alone (the cancel is read again), and an upsert from a later offset wins over the remembered
+  // cancel (cancel.lua).
+  Transition cancel(std::string_view shard, const std::string& job_id, std::int64_t now_ms, std::int64_t remember_s = 0,
+                    std::optional<std::int64_t> version = std::nullopt);
   // Cancel by id wherever the job is: `home` (the cancel's own shard) first, then every known
   // shard. An id found nowhere is remembered in every known shard and in `home` (a job may come
   // through any partition; every owned shard is known once the loader has read it).
+  // version: as cancel()'s, for `home` only (an offset orders nothing in another partition).
   Transition cancel_anywhere(std::string_view home, const std::string& job_id, std::int64_t now_ms,
-                             std::int64_t remember_s = 0);
+                             std::int64_t remember_s = 0, std::optional<std::int64_t> version = std::nullopt);
   // A failed job delivered again from its kept payload, wherever it is (retry.lua): delay, due
   // at once, a new attempt; the shard's owner is woken. changed false with state failed: it
   // has no payload to deliver again (its business keeps none).

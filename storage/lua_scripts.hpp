@@ -93,7 +93,7 @@ inline constexpr ScriptInfo kScripts[] = {
     {Script::mark_ready, "mark_ready", kMarkReady, true, false, kShardKeys, kFixedArgs, 4},
     {Script::release, "release", kRelease, true, true, kShardKeys, kFixedArgs, 5},
     {Script::mark_failed, "mark_failed", kMarkFailed, true, true, kShardKeys, kFixedArgs, 4},
-    {Script::cancel, "cancel", kCancel, true, false, kShardKeys, kFixedArgs, 1},
+    {Script::cancel, "cancel", kCancel, true, false, kShardKeys, kFixedArgs, 2},
     {Script::report, "report", kReport, true, false, kShardKeys, kFixedArgs, 7},
     {Script::reschedule, "reschedule", kReschedule, true, false, kShardKeys, kFixedArgs, 2},
     {Script::mark_delivered, "mark_delivered", kMarkDelivered, true, false, kShardKeys, kFixedArgs, 7},

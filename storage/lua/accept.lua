@@ -18,7 +18,8 @@
 --   delay, in flight        nothing yet: the caller applies it again once the delivery settles
 --   delay                   replaced (time, payload, headers, business), its attempts and
 --                           history kept, its pending entry moved, the owner woken
---   a remembered cancel     stays cancelled, as a schedule (the cancel came first)
+--   a remembered cancel     stays cancelled, as a schedule (the cancel came first), unless it was
+--                           read earlier in this partition (its vo below the offset): a new job
 --   ready, running, final   a new job of the id (attempts from 0), the history kept and told
 --                           what the earlier job became
 -- Per job: {code, state, deliver_at}; code (storage::AcceptKind) 1 created (or revived), 0
@@ -35,7 +36,8 @@ local function upsert(key, id, j, at, biz, version, v)
     if j.st == 'delay' then redis.call('ZADD', KEYS[1], j.at, id) end
     return {0, j.st, string.format('%.0f', j.at)}
   end
-  if j.st == 'cancelled' and j.f.cancelled_early and j.biz == '-' then return nil end
+  -- A remembered cancel holds, unless it came earlier in this partition (its vo, below ours).
+  if j.st == 'cancelled' and j.f.cancelled_early and j.biz == '-' and not j.f.vo then return nil end
   if j.st == 'delay' and in_flight(id) then return {3, 'in_flight', string.format('%.0f', j.at)} end
   local n = parse(v, true)
   n.st0, n.f.h = j.st, j.f.h

@@ -1,5 +1,9 @@
 -- cancel: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
--- Stride 1: job-id. ARGV[3] remember_s. Cancels each job that is pending and not in flight;
+-- Stride 2: job-id, version (the cancel record's offset in this shard, or ''). ARGV[3] remember_s.
+-- With a version: a job whose version (vo, an upsert's offset) is above it was upserted after
+-- this cancel in the partition, and the cancel is one read again: nothing changes ({0, state});
+-- a remembered cancel keeps the version (vo), so that an upsert after it in the partition wins
+-- over it (accept.lua). Cancels each job that is pending and not in flight;
 -- answers 'in_flight' (unchanged) when a delivery attempt is under way, except for a repeating
 -- job: {1, 'in_flight'}, the occurrence under way is delivered and the series ends there (stop=1,
 -- delivered() in prelude.lua then cancels it: a repeating job is never plain, so mark_delivered.lua
@@ -9,18 +13,22 @@
 -- accept.lua turns into the cancelled job if the job arrives in time. Per job: {changed, state}
 -- with state 'missing' for an unknown id (remembered or not).
 for i = FIRST, #KEYS do
-  local id = ARGV[i - 1]
+  local a = 5 + (i - FIRST) * 2
+  local id, version = ARGV[a], tonumber(ARGV[a + 1])
   local v, err = read_head(KEYS[i])
   local j = parse(v)
   if err then
     out[#out + 1] = {0, 'corrupt'}
   elseif not v then
     if extra > 0 then
-      write(KEYS[i], {st = 'cancelled', at = 0, att = 0, biz = '-', f = {cancelled_at = stamp, cancelled_early = '1'}}, extra)
+      write(KEYS[i], {st = 'cancelled', at = 0, att = 0, biz = '-',
+                      f = {cancelled_at = stamp, cancelled_early = '1', vo = version and ARGV[a + 1] or nil}}, extra)
     end
     out[#out + 1] = {0, 'missing'}
   elseif not j then
     out[#out + 1] = {0, 'corrupt'}
+  elseif version and (tonumber(j.f.vo) or -1) > version then
+    out[#out + 1] = {0, j.st}
   elseif j.st ~= 'delay' then
     out[#out + 1] = {0, j.st}
   elseif in_flight(id) and j.f.every then

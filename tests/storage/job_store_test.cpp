@@ -957,3 +957,32 @@ TEST_CASE_METHOD(Fixture, "an upsert replaces a waiting job, waits for one in fl
   late.version = 12;
   CHECK(store.accept(std::vector<NewJob>{late}, 200)[0].kind == AcceptKind::cancelled_early);
 }
+
+TEST_CASE_METHOD(Fixture, "a cancel read again after a newer upsert leaves it alone, and an upsert after a cancel wins",
+                 "[store][upsert]") {
+  auto upsert = [&](const std::string& id, std::int64_t version, std::int64_t at) {
+    NewJob j = job(id, at);
+    j.version = version;
+    return store.accept(std::vector<NewJob>{j}, 100)[0];
+  };
+  // Offsets 10 (schedule), 11 (its delete), 12 (created again) of one partition.
+  CHECK(upsert("x", 10, 1000).kind == AcceptKind::created);
+  CHECK(store.cancel_anywhere(shard, "x", 100, 300, 11).changed);
+  CHECK(upsert("x", 12, 2000).kind == AcceptKind::again);
+  // Read again after a crash: 10 and 11 change nothing, the job created again waits.
+  CHECK(upsert("x", 10, 1000).kind == AcceptKind::existed);
+  CHECK_FALSE(store.cancel_anywhere(shard, "x", 100, 300, 11).changed);
+  CHECK(field("x", "state") == "delay");
+  CHECK(field("x", "deliver_at") == "2000");
+  // Deleted before it was ever created (offset 20), then created (21): the creation wins in
+  // this partition; a remembered cancel from another partition (no order) still holds.
+  CHECK(store.cancel_anywhere(shard, "y", 100, 300, 20).state == JobState::missing);
+  CHECK(upsert("y", 21, 3000).kind == AcceptKind::again);
+  CHECK(field("y", "state") == "delay");
+  const std::string other = shard_id("delay-ingest", 1);
+  CHECK(store.cancel(other, "z", 100, 300).state == JobState::missing);
+  NewJob z = job("z", 3000);
+  z.shard = other;
+  z.version = 5;
+  CHECK(store.accept(std::vector<NewJob>{z}, 100)[0].kind == AcceptKind::cancelled_early);
+}
