@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <toml.hpp>
 
@@ -610,13 +611,11 @@ std::vector<IngestTopic> ingest_topics(const Config& c) {
   for (const auto& entry : split_business_list(c.kafka.ingest_topics)) {
     const auto colon = entry.find(':');
     IngestTopic t{entry.substr(0, colon), IngestFormat::delayd};
-    const std::string format = colon == std::string::npos ? "delayd" : entry.substr(colon + 1);
-    if (format == "etf1") {
-      t.format = IngestFormat::etf1;
-    } else if (format == "chronos") {
-      t.format = IngestFormat::chronos;
-    } else if (format != "delayd") {
-      fail("kafka.ingest_topics entry " + quote_for_message(entry), "", "the format must be delayd, etf1 or chronos");
+    if (colon != std::string::npos) {
+      const auto format = parse_ingest_format(entry.substr(colon + 1));
+      if (!format)
+        fail("kafka.ingest_topics entry " + quote_for_message(entry), "", "the format must be delayd, etf1 or chronos");
+      t.format = *format;
     }
     if (t.topic == out.front().topic) {
       out.front().format = t.format;

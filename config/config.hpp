@@ -221,6 +221,13 @@ constexpr std::string_view to_string(IngestFormat f) {
   }
   return "?";
 }
+// The format a name says (to_string()'s inverse); nullopt for any other name.
+constexpr std::optional<IngestFormat> parse_ingest_format(std::string_view name) {
+  for (const IngestFormat f : {IngestFormat::delayd, IngestFormat::etf1, IngestFormat::chronos}) {
+    if (to_string(f) == name) return f;
+  }
+  return std::nullopt;
+}
 struct IngestTopic {
   std::string topic;
   IngestFormat format = IngestFormat::delayd;

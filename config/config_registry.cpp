@@ -67,11 +67,8 @@ std::string check_ingest_topics(std::string_view v) {
     if (std::string problem = check_topic(topic); !problem.empty()) {
       return "entry " + quote_for_message(entry) + ": the topic " + problem;
     }
-    if (colon != std::string::npos) {
-      const std::string format = entry.substr(colon + 1);
-      if (format != "delayd" && format != "etf1" && format != "chronos") {
-        return "entry " + quote_for_message(entry) + ": the format must be delayd, etf1 or chronos";
-      }
+    if (colon != std::string::npos && !parse_ingest_format(entry.substr(colon + 1))) {
+      return "entry " + quote_for_message(entry) + ": the format must be delayd, etf1 or chronos";
     }
   }
   return "";

@@ -384,6 +384,12 @@ TEST_CASE("every kind of bad setting is refused with the setting and its source 
     {"", {}, {"kafka.ready_topic_template=__{business}"}, {"legal Kafka topic name"}},
     {"", {}, {"kafka.ingest_topic=in put"}, {"kafka.ingest_topic = \"in put\"", "legal Kafka topic name"}},
     {"", {}, {"kafka.dlq_topic=delay-ingest"}, {"kafka.dlq_topic", "must differ from kafka.ingest_topic"}},
+    {"", {}, {"kafka.ingest_topics=a:etf2"}, {"kafka.ingest_topics = \"a:etf2\"", "entry \"a:etf2\": the format must be delayd, etf1 or chronos"}},
+    {"", {}, {"kafka.ingest_topics=a b"}, {"kafka.ingest_topics", "entry \"a b\": the topic must be a legal Kafka topic name"}},
+    {"", {}, {"kafka.ingest_topics=s:etf1,s"}, {"kafka.ingest_topics", "names topic s twice"}},
+    {"", {}, {"kafka.ingest_topics=delay-status"}, {"kafka.ingest_topics", "kafka.dlq_topic or kafka.status_topic"}},
+    {"", {}, {"kafka.ingest_topics=c:chronos"}, {"chronos.output_topic = \"\"", "must be set: kafka.ingest_topics has a chronos topic"}},
+    {"", {}, {"etf1.past_due=later"}, {"etf1.past_due = \"later\"", "must be fire or drop"}},
     {"", {}, {"kafka.bootstrap="}, {"kafka.bootstrap = \"\"", "must not be empty"}},
     {"", {}, {"kafka.group_id="}, {"kafka.group_id", "must not be empty"}},
     {"", {}, {"redis.prefix=a:b"}, {"redis.prefix = \"a:b\"", "[A-Za-z0-9._-]"}},
@@ -661,6 +667,35 @@ TEST_CASE("admin tokens from files: both a token and its file, a missing or empt
       error_of(with_sets({"admin.token=tok-same-topsecret", "admin.read_token=tok-same-topsecret"}));
   CHECK_THAT(same, Catch::Contains("admin.read_token") && Catch::Contains("must differ from admin.token"));
   CHECK_THAT(same, !Catch::Contains("topsecret"));
+}
+
+TEST_CASE("kafka.ingest_topics: a TOML array or a comma list, each <topic>[:<format>]", "[unit][config]") {
+  using delayd::config::IngestFormat;
+  using delayd::config::IngestTopic;
+  const Config file = load_toml(R"(
+[kafka]
+ingest_topic = "in"
+ingest_topics = ["schedules:etf1", "chronos.in:chronos", "more"]
+[chronos]
+output_topic = "out"
+)");
+  const std::vector<IngestTopic> want{{"in", IngestFormat::delayd},
+                                      {"schedules", IngestFormat::etf1},
+                                      {"chronos.in", IngestFormat::chronos},
+                                      {"more", IngestFormat::delayd}};
+  CHECK(ingest_topics(file) == want);
+  CHECK(file.kafka.ingest_topics == "schedules:etf1,chronos.in:chronos,more");
+  const Config env = load_toml("", {{"DELAYD_KAFKA_INGEST_TOPICS", "schedules:etf1, in:etf1"}});
+  CHECK(ingest_topics(env) == std::vector<IngestTopic>{{"delay-ingest", IngestFormat::delayd},
+                                                       {"schedules", IngestFormat::etf1},
+                                                       {"in", IngestFormat::etf1}});
+  // Naming kafka.ingest_topic sets its format.
+  CHECK(ingest_topics(load_toml("", {{"DELAYD_KAFKA_INGEST_TOPICS", "delay-ingest:etf1"}})) ==
+        std::vector<IngestTopic>{{"delay-ingest", IngestFormat::etf1}});
+  CHECK(ingest_topics(Config{}) == std::vector<IngestTopic>{{"delay-ingest", IngestFormat::delayd}});
+  CHECK_THROWS_WITH(load_toml("[kafka]\ningest_topics = [\"a\", 3]\n"), Catch::Contains("kafka.ingest_topics"));
+  // The printed configuration loads back.
+  CHECK(ingest_topics(load_toml(render_config(file, ConfigFormat::toml))) == want);
 }
 
 TEST_CASE("log.format is text or json", "[config]") {

@@ -81,9 +81,12 @@ TEST_CASE("etf1 schedules: delivery with every header, latest wins both ways, to
           "[e2e][etf1]") {
   World w("etf1");
   const std::string schedules = with_peer_topic(w, "etf1");
+  const std::string history = w.ingest_topic + ".history";  // etf1's HISTORY_TOPIC
+  w.settings["DELAYD_ETF1_HISTORY_TOPIC"] = history;
   w.create_topics({"target"});
+  delayd::connectors::KafkaAdmin({{"bootstrap.servers", w.bootstrap}}).ensure_topics({history}, 1, 1);
   const std::string target = w.ready_topic("target");
-  Collector out(w, {target, w.dlq_topic, schedules});
+  Collector out(w, {target, w.dlq_topic, schedules, history});
   REQUIRE(out.wait_assigned());
   Publisher pub(w);
   JobReader redis(w);
@@ -186,6 +189,14 @@ TEST_CASE("etf1 schedules: delivery with every header, latest wins both ways, to
     REQUIRE(tomb != stones.end());
     CHECK(header(**tomb, "delayd-tombstone") == "fired");
     CHECK((*tomb)->partition == stones.front()->partition);
+  }
+  // etf1.history_topic: a copy of every delivered record.
+  for (const std::string id : {"plain", "later", "earlier", "past", "reuse"}) {
+    INFO(id);
+    const auto copies = on(recs, history, id);
+    REQUIRE(copies.size() == on(recs, target, id).size());
+    CHECK(copies[0]->value == on(recs, target, id)[0]->value);
+    CHECK(copies[0]->headers == on(recs, target, id)[0]->headers);
   }
   // Bad records: dead-lettered with the reason; those with an id tombstoned as invalid.
   const auto dead = [&](const std::string& key) { return keyed(recs, w.dlq_topic, key); };
