@@ -78,7 +78,7 @@ TEST_CASE("an etf1 schedule becomes an upsert to its target topic, every header 
   CHECK(j.carried == want);
 }
 
-TEST_CASE("etf1: no target key gives a null key; a tombstone cancels, delayd's own is ignored", "[unit][etf1]") {
+TEST_CASE("etf1: no target key gives a null key, a tombstone cancels, delayd's own is ignored", "[unit][etf1]") {
   Headers h = etf1_headers();
   h.pop_back();
   const ParsedIngest p = parse_etf1(etf1(h), rules());

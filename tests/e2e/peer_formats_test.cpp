@@ -322,7 +322,7 @@ TEST_CASE("etf1: 1 000 schedules, half cancelled while delayd is down, each fire
   CHECK(worst <= kMaxLateMs);
 }
 
-TEST_CASE("Chronos records are delivered unchanged to the output topic; ids reused, cancels and reschedules",
+TEST_CASE("Chronos records are delivered unchanged to the output topic, with ids reused, cancels and reschedules",
           "[e2e][chronos]") {
   World w("chronos");
   const std::string in = with_peer_topic(w, "chronos");
