@@ -425,15 +425,18 @@ void FirePath::marked(const std::vector<std::uint64_t>& tags, const std::vector<
       spdlog::warn("job {} delivered but found in state {} (not marked ready)", it->second.job_id,
                    storage::to_string(marked[k].state));
     }
+    // The shard is read before follow_up() releases the slot, and only when etf1 needs it.
+    const bool etf1 = marked[k].changed && marked[k].state == storage::JobState::ready &&
+                      (!options_.etf1_tombstone_topics.empty() || !options_.etf1_history_topic.empty());
+    const std::string shard = etf1 ? shard_of(it->second.slot) : std::string();
     follow_up(it->second, marked[k]);
-    if (marked[k].changed && marked[k].state == storage::JobState::ready) after_etf1_delivery(it->second);
+    if (etf1) after_etf1_delivery(it->second, shard);
     in_flight_.erase(it);
     ++counters_.delivered;
   }
 }
 
-void FirePath::after_etf1_delivery(const InFlight& f) {
-  if (options_.etf1_tombstone_topics.empty() && options_.etf1_history_topic.empty()) return;
+void FirePath::after_etf1_delivery(const InFlight& f, const std::string& shard) {
   // The schedule's topic and key: the last scheduler-topic and scheduler-key headers, the ones
   // the etf1 format adds after the input's own (which could hold the same names).
   const std::optional<std::string>* topic = nullptr;
@@ -443,7 +446,6 @@ void FirePath::after_etf1_delivery(const InFlight& f) {
     if (!key && h->name == contract::kEtf1Key) key = &h->value;
   }
   if (topic == nullptr || key == nullptr || !topic->has_value() || !key->has_value()) return;
-  const std::string shard = shard_of(f.slot);
   const auto partition = storage::partition_of(shard, **topic);
   if (!partition) return;  // not read from its schedules topic: not an etf1 job
   auto send = [&](connectors::OutRecord r) {

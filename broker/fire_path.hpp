@@ -234,8 +234,8 @@ class FirePath {
     std::vector<std::uint64_t> tags;
     std::vector<connectors::DeliveryReport> reports;
   };
-  // The etf1 tombstone and history copy of a job just delivered and marked (FireOptions).
-  void after_etf1_delivery(const InFlight& f);
+  // The etf1 tombstone and history copy of a job of `shard` just delivered and marked (FireOptions).
+  void after_etf1_delivery(const InFlight& f, const std::string& shard);
   // Applies the MarkWorker's finished marks; rethrows the first failure after re-queueing.
   void apply_marks();
   // A claim handed to the ClaimWorker: the slots it claims (taken from the scheduler).
