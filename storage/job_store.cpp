@@ -71,7 +71,7 @@ std::string_view display_name(std::string_view stored) {
   constexpr std::pair<std::string_view, std::string_view> kNames[] = {
       {"every", "repeat_every_ms"},   {"count", "repeat_count"}, {"rep", "repeat"},
       {"rd", "redelivered"},          {"nb", "not_before"},      {"dead", "dead_reason"},
-      {"ma", "max_process_attempts"}, {"rv", "redrive_count"}};
+      {"ma", "max_process_attempts"}, {"rv", "redrive_count"},   {"vo", "version_offset"}};
   for (const auto& [from, to] : kNames) {
     if (from == stored) return to;
   }
