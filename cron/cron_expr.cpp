@@ -23,15 +23,14 @@ struct FieldSpec {
   Field field;
   const char* name;
   int min;
-  int max;     // the largest value written (day-of-week: 7, another Sunday)
-  int last;    // the last value * and a/n run to (day-of-week: 6, so Sunday counts once)
+  int max;     // the largest value (day-of-week: 7, another Sunday); where * and a/n end
   int values;  // how many distinct values: the largest step
 };
 
 constexpr FieldSpec kSpecs[] = {
-    {Field::second, "second", 0, 59, 59, 60}, {Field::minute, "minute", 0, 59, 59, 60},
-    {Field::hour, "hour", 0, 23, 23, 24},     {Field::day_of_month, "day-of-month", 1, 31, 31, 31},
-    {Field::month, "month", 1, 12, 12, 12},   {Field::day_of_week, "day-of-week", 0, 7, 6, 7},
+    {Field::second, "second", 0, 59, 60}, {Field::minute, "minute", 0, 59, 60},
+    {Field::hour, "hour", 0, 23, 24},     {Field::day_of_month, "day-of-month", 1, 31, 31},
+    {Field::month, "month", 1, 12, 12},   {Field::day_of_week, "day-of-week", 0, 7, 7},
 };
 
 constexpr const char* kMonthNames[] = {"JAN", "FEB", "MAR", "APR", "MAY", "JUN",
@@ -209,7 +208,7 @@ void parse_field(const FieldSpec& spec, std::string_view text, CronExpr& e) {
       int step = 1;
       if (r.take('/')) step = r.step();
       r.expect_end();
-      set |= bits(spec.min, spec.last, step);
+      set |= bits(spec.min, spec.max, step);
     } else if (dom && iequals(item, "L")) {
       e.last_day = true;
     } else if (dom && iequals(item, "LW")) {
@@ -244,11 +243,7 @@ void parse_field(const FieldSpec& spec, std::string_view text, CronExpr& e) {
           if (r.take('/')) step = r.step();
         } else if (r.take('/')) {
           step = r.step();
-          last = spec.last;
-          if (first > last) {
-            fail(spec, shown(item) + ": " + std::to_string(first) + "/n starts after the last value " +
-                           std::to_string(spec.last));
-          }
+          last = spec.max;
         }
         r.expect_end();
         set |= bits(first, last, step);

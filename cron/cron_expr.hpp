@@ -50,11 +50,11 @@
 //     @yearly, @annually = 0 0 1 1 *     @monthly = 0 0 1 * *     @weekly = 0 0 * * 0
 //     @daily, @midnight  = 0 0 * * *     @hourly  = 0 * * * *
 //
-// Names and letters are case-insensitive. In day-of-week, * and a/n run over 0-6 (Sunday once):
-// 1/2 is Monday, Wednesday, Friday. Steps are 1 to the field's number of values (60, 24, 31,
-// 12, 7). Anything else is an error: a range that runs backwards (22-2: write 22-23,0-2), a
-// value out of range, L in a field other than the two day fields, Quartz's L-3 or a bare L in
-// day-of-week (Quartz reads it as Saturday, which nobody means), @reboot.
+// Names and letters are case-insensitive. In day-of-week, * and a/n run over 0-7, as in cronie
+// and croniter: */2 is SUN,TUE,THU,SAT, and 1/2 is MON,WED,FRI and SUN (7). Steps are 1 to the
+// field's number of values (60, 24, 31, 12, 7). Anything else is an error: a range that runs backwards (22-2: write
+// 22-23,0-2), a value out of range, L in a field other than the two day fields, Quartz's L-3 or a bare L in day-of-week
+// (Quartz reads it as Saturday, which nobody means), @reboot.
 //
 // Limits, checked before anything else: at most kMaxCronText bytes, at most kMaxListItems
 // items per field. Every error is one printable line that starts with the field it is about,

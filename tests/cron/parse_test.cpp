@@ -97,6 +97,7 @@ TEST_CASE("month and day names, in any case", "[unit][cron]") {
   CHECK(cron("0 0 * * SUN,mon,Tue,WED,thu,FRI,sat").weekdays == range(0, 6));
   CHECK(cron("0 0 * * MON-FRI").weekdays == range(1, 5));
   CHECK(cron("0 0 * * mon-fri/2").weekdays == values({1, 3, 5}));
+  CHECK(cron("0 0 * * SUN/3").weekdays == values({0, 3, 6}));
 }
 
 TEST_CASE("day-of-week 7 is Sunday, like 0; a range may end at SUN", "[unit][cron]") {
@@ -107,9 +108,12 @@ TEST_CASE("day-of-week 7 is Sunday, like 0; a range may end at SUN", "[unit][cro
   CHECK(cron("0 0 * * FRI-SUN").weekdays == values({5, 6, 0}));
   CHECK(cron("0 0 * * 5-0").weekdays == values({5, 6, 0}));
   CHECK(cron("0 0 * * 0-7").weekdays == range(0, 6));
-  // * and a/n run over 0-6: Sunday once, and 1/2 does not reach 7.
+  // * and a/n run over 0-7, as in cronie and croniter: 1/2 reaches 7, Sunday.
   CHECK(cron("0 0 * * */2").weekdays == values({0, 2, 4, 6}));
-  CHECK(cron("0 0 * * 1/2").weekdays == values({1, 3, 5}));
+  CHECK(cron("0 0 * * */7").weekdays == values({0}));
+  CHECK(cron("0 0 * * 1/2").weekdays == values({1, 3, 5, 0}));
+  CHECK(cron("0 0 * * 2/2").weekdays == values({2, 4, 6}));
+  CHECK(cron("0 0 * * 7/2").weekdays == values({0}));
 }
 
 TEST_CASE("? is * in the day fields", "[unit][cron]") {
@@ -219,7 +223,6 @@ TEST_CASE("every error names its field, on one printable line", "[unit][cron]") 
       {"0 0 * * 5#", "day-of-week: '5#': '#' needs a number 1-5 after it"},
       {"0 0 * * 1-5#2", "day-of-week: '1-5#2' is not a number, range, step or list (also ?, SUN-SAT, nL, n#k)"},
       {"0 0 32W * *", "day-of-month: 32 is outside 1-31"},
-      {"0 0 * * 7/2", "day-of-week: '7/2': 7/n starts after the last value 6"},
       {"", "empty cron expression"},
       {"   ", "empty cron expression"},
       {"* * * *", "expected 5 fields (minute hour day-of-month month day-of-week) or 6 (second first), found 4"},
