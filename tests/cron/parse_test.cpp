@@ -100,7 +100,7 @@ TEST_CASE("month and day names, in any case", "[unit][cron]") {
   CHECK(cron("0 0 * * SUN/3").weekdays == values({0, 3, 6}));
 }
 
-TEST_CASE("day-of-week 7 is Sunday, like 0; a range may end at SUN", "[unit][cron]") {
+TEST_CASE("day-of-week 7 is Sunday like 0, and a range may end at SUN", "[unit][cron]") {
   CHECK(cron("0 0 * * 7").weekdays == values({0}));
   CHECK(cron("0 0 * * 0").weekdays == values({0}));
   CHECK(cron("0 0 * * 0,7").weekdays == values({0}));
