@@ -67,10 +67,11 @@
 // When both day fields are restricted, a day matches if EITHER matches: `0 0 1,15 * MON` runs
 // on the 1st, the 15th and every Monday. When one of them is a lone * or ?, only the other
 // decides: `0 0 * * MON` is every Monday. Why: it is what crontab(5) has meant since Vixie cron
-// and what cronie, croniter and cron-parser do, so a schedule copied from a crontab keeps its
-// meaning; and a Quartz expression, which always has ? in one of the two, means the same as in
-// Quartz. Only a lone * or ? counts as unrestricted: `*/2` or `1-31` restricts the field (as in
-// croniter and cron-parser; Vixie cron, looking only at the first character, treats `*/2` as *).
+// and what cronie and croniter do, so a schedule copied from a crontab keeps its meaning; and a
+// Quartz expression, which always has ? in one of the two, means the same as in Quartz. Only a
+// lone * or ? counts as unrestricted: `*/2` restricts the field (as in croniter; Vixie cron,
+// looking only at the first character, treats `*/2` as *), and so does `1-31` (croniter, which
+// compares the set of days, treats that one as *).
 //
 // ------------------------------------------------------------------------------------------
 // Time zones and daylight saving, as classic cron does it
