@@ -6,9 +6,9 @@
 Generates N random expressions (default 10 000) in the part of the grammar croniter 1.3.5 reads
 the same way, each with a start instant in one of 14 zones: random instants of 2026-2035, and
 instants just before every daylight-saving transition of 2026-2027 (Europe/Berlin,
-America/New_York, Australia/Lord_Howe and six more zones; zones without DST, Asia/Tokyo among
-them, get the same instants). For each start, delayd's next three instants (cron_next_tool, one
-process for all) are compared twice:
+America/New_York, Australia/Lord_Howe and six more zones; the zones without DST, Asia/Tokyo
+among them, get instants before Berlin's, New York's and Lord Howe's). For each start,
+delayd's next three instants (cron_next_tool, one process for all) are compared twice:
 
   reference  croniter without a zone, on the wall clock (where it knows no DST), its local times
              turned into instants by the DST rules of cron_expr.hpp with Python's zoneinfo
@@ -24,18 +24,27 @@ process for all) are compared twice:
                                fires it an hour (the shift) later, or before the gap
                autumn overlap  croniter fires a repeated local time a second time; delayd fires
                                it once, at its first instant
-               stale offset    croniter's answer is the right wall time at the UTC offset of the
-                               start, after a transition between the two (its own DST bug, same
-                               wall time as delayd's)
+               DST shift       croniter's answer is delayd's shifted by the size of a DST
+                               transition that lies between the start and the answer: croniter
+                               1.3.5 does its date arithmetic at pytz's fixed offset of the start
+                               and corrects it only within a day (its own bug: the wall time it
+                               answers is not one the expression names, 04:02 for `2 3 * * *`)
              Any other disagreement fails, and so does a croniter error other than its 50-year
-             search limit.
+             search limit. The reference check is what makes these allowances safe: whatever
+             croniter does across a transition, delayd's answer there must equal the reference's.
+
+Both comparisons apply Vixie's rule around croniter (one croniter per day field, the earlier
+answer), as croniter does itself, because croniter 1.3.5 gives up when one of the two never
+matches within 50 years (Feb 30, or any Saturday in February).
 
 Left out of the generated grammar, because croniter reads them differently or not at all (each
 is covered by tests/cron's unit tests and the reference model instead): W and LW (croniter has
 neither), a day field that lists every day while the other is restricted (croniter turns it
 into *, which changes Vixie's rule), n#k or nL together with a restricted day-of-month
 (croniter then applies both), n#k or nL mixed with plain weekdays in one list (croniter refuses
-it), and 7 or a range to SUN in six-field expressions (croniter 1.3.5 leaves 7 unmapped there).
+it), 7 or a range to SUN in six-field expressions (croniter 1.3.5 leaves 7 unmapped there), and
+days 29-31 unless every month allowed has them (croniter steps to a day the month lacks into
+the next month, past its first days: `*/15,6` after Feb 22 gives Mar 6, not Mar 1).
 Answers after 2036 are not compared: date/tz and pytz know no transitions after 2037, zoneinfo
 does.
 
