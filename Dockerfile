@@ -11,6 +11,7 @@ RUN apt-get update \
       g++ cmake ninja-build pkg-config \
       librdkafka-dev libhiredis-dev libboost-dev nlohmann-json3-dev catch2 \
       libtoml11-dev libcli11-dev libspdlog-dev prometheus-cpp-dev \
+      libhowardhinnant-date-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

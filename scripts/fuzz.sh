@@ -15,7 +15,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-ALL_TARGETS=(ingest_parse time_format header_codec redis_url admin_request console_query)
+ALL_TARGETS=(ingest_parse time_format header_codec redis_url admin_request console_query cron_expr)
 
 seconds="${FUZZ_SECONDS:-60}"
 if (($#)) && [[ "$1" =~ ^[0-9]+$ ]]; then

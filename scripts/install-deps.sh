@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Installs what delayd needs to build, test and run, and only what is missing.
 # Idempotent: with everything present it costs a dpkg query and a file check.
-#   Debian packages: compiler, CMake, the libraries of the design card, redis-server, kcat,
+#   Debian packages: compiler, CMake, the libraries of the design card, Howard Hinnant's date/tz
+#                    and the tz database it reads (cron schedules in IANA zones), redis-server, kcat,
 #                    Java 17 and Maven (for the Kafka server), docker-compose (config check only),
 #                    gnuplot (the plots of bench/run-e2e.sh), prometheus (for promtool, which
 #                    checks /metrics in the admin tests), chromium (headless, renders the admin
 #                    status page in its test; test-only, not in the image), chromium-driver and
 #                    python3-selenium (drive the console in its browser test; test-only), python3-confluent-kafka
-#                    (the example worker examples/lifecycle_consumer.py and its test; not in the image).
+#                    (the example worker examples/lifecycle_consumer.py and its test; not in the image),
+#                    python3-croniter (the independent cron implementation tests/cron/croniter_diff.py
+#                    compares against; test-only).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
 #   --run            only what building and running need (scripts/run.sh): none of the test-only
 #                    tools (docker-compose, python3-confluent-kafka, gnuplot, prometheus, chromium,
-#                    chromium-driver, python3-selenium).
+#                    chromium-driver, python3-selenium, python3-croniter).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
 set -euo pipefail
@@ -22,6 +25,7 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config make
   librdkafka-dev libhiredis-dev libboost-dev nlohmann-json3-dev catch2
   libtoml11-dev libcli11-dev libspdlog-dev prometheus-cpp-dev
+  libhowardhinnant-date-dev tzdata
   redis-server redis-tools kcat
   openjdk-17-jre-headless maven
   procps iproute2 python3
@@ -33,6 +37,7 @@ TEST_PACKAGES=(
   gnuplot-nox
   prometheus
   chromium chromium-driver python3-selenium
+  python3-croniter  # tests/cron/croniter_diff.py: delayd's cron against croniter (brings pytz, dateutil)
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.
