@@ -13,6 +13,7 @@
 
 #include "admin/access.hpp"
 #include "admin/audit.hpp"
+#include "admin/cron_query.hpp"
 #include "admin/metrics.hpp"
 #include "admin/request_target.hpp"
 #include "admin/status_page.hpp"
@@ -310,6 +311,16 @@ void on_worker(const std::shared_ptr<State>& state, const Reply& reply, Call cal
   });
 }
 
+// GET /cron/next: the next instants of an expression in a zone (admin/cron_query.hpp); small and
+// bounded (at most kMaxCronCount instants), answered on the io thread.
+HttpResponse cron_next(std::string_view target) {
+  const QueryParams params = query_params(target);
+  if (!params.error.empty()) return json_response(400, {{"error", params.error}});
+  auto parsed = parse_cron_next(params.values, system_now_ms());
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) return json_response(400, bad->json());
+  return json_response(200, cron_next_json(std::get<CronNextRequest>(parsed)));
+}
+
 // GET /jobs: the query is checked here, on the io thread; the walk runs on the worker.
 void list_jobs(const std::shared_ptr<State>& state, const HttpRequest& req, const Reply& reply) {
   if (req.method() != http::verb::get) return reply(json_response(405, {{"error", "GET"}}));
@@ -482,8 +493,9 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (path == "/readyz") return get ? reply(readyz(*state)) : only_get();
   if (path == "/") return get ? reply(status_page()) : only_get();
   const bool known = path == "/metrics" || path == "/stats" || path == "/overview" || path == "/whoami" ||
-                     path == "/jobs" || path.starts_with(kJobsPrefix) || path == kOperations || path == kDeadLetters ||
-                     path == kRedrive || (path.starts_with(kOperations) && path[kOperations.size()] == '/');
+                     path == "/cron/next" || path == "/jobs" || path.starts_with(kJobsPrefix) || path == kOperations ||
+                     path == kDeadLetters || path == kRedrive ||
+                     (path.starts_with(kOperations) && path[kOperations.size()] == '/');
   if (!known) return reply(make_response(404, "not found\n"));
   const std::optional<Access> access = access_of(req, state->options.token, state->options.read_token);
   if (!access) return reply(unauthorized());
@@ -492,6 +504,7 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   if (path == "/stats") return get ? reply(stats(*state)) : only_get();
   if (path == "/overview") return get ? overview(state, reply) : only_get();
   if (path == "/whoami") return get ? reply(json_response(200, {{"access", to_string(*access)}})) : only_get();
+  if (path == "/cron/next") return get ? reply(cron_next(target)) : only_get();
   if (path.starts_with(kOperations)) return operations(state, req, path, *access, reply);
   if (path.starts_with(kDeadLetters)) return dead_letters(state, req, path, *access, reply);
   return jobs(state, req, path, *access, reply);

@@ -38,6 +38,7 @@
 #include <thread>
 
 #include "admin/cancel_flow.hpp"
+#include "admin/cron_query.hpp"
 #include "admin/dead_letter_query.hpp"
 #include "admin/dead_letter_topic.hpp"
 #include "admin/job_json.hpp"
@@ -271,6 +272,24 @@ int cmd_bulk(const Config& config, delayd::redis::RedisClient& redis, delayd::st
   return run_operation(config, ops, id, count.matched);
 }
 
+// The next instants of a cron expression, as GET /cron/next gives them (admin/cron_query.hpp):
+// one line each, "<RFC 3339 in the zone>  <epoch ms>".
+int cmd_cron_next(const Params& params) {
+  using namespace delayd::admin;
+  auto parsed = parse_cron_next(params, delayd::broker::system_now_ms());
+  if (auto* bad = std::get_if<BadRequest>(&parsed)) {
+    std::cerr << "delayctl cron next: " << (bad->field == "expr" ? "the expression" : "--" + flag_of(bad->field))
+              << ": " << bad->reason << "\n";
+    return 2;
+  }
+  const nlohmann::json answer = cron_next_json(std::get<CronNextRequest>(parsed));
+  for (const auto& n : answer["next"]) {
+    std::cout << n["at"].get<std::string>() << "  " << n["epoch_ms"].get<std::int64_t>() << "\n";
+  }
+  if (!answer["complete"].get<bool>()) std::cout << "(no more instants)\n";
+  return 0;
+}
+
 int cmd_dlq_list(const Config& config, const Params& params, bool all) {
   using namespace delayd::admin;
   auto parsed = parse_dead_letter_request(params);
@@ -497,6 +516,16 @@ int main(int argc, char** argv) {
   add_param_flags(dlq_redrive_cmd, dlq_filter, {"reason", "business", "since", "until"}, "filter: ");
   add_run_flags(dlq_redrive_cmd, dlq_args, "dead letters");
 
+  auto* cron_cmd = app.add_subcommand("cron", "calendar schedules: check an expression before publishing it");
+  cron_cmd->require_subcommand(1);
+  Params cron_args;
+  auto* cron_next_cmd = cron_cmd->add_subcommand("next", "the next instants of a cron expression in a time zone");
+  cron_next_cmd
+      ->add_option_function<std::string>(
+          "expr", [&](const std::string& v) { cron_args["expr"] = v; }, "the cron expression, quoted")
+      ->required();
+  add_param_flags(cron_next_cmd, cron_args, {"tz", "from", "count"}, "GET /cron/next's ");
+
   ReportArgs report;
   auto* report_cmd = app.add_subcommand("report", "report on a delivered job, as a consumer does (status topic)");
   report_cmd->add_option("job-id", report.job_id, "the job's id")->required();
@@ -530,6 +559,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*send_cmd) return cmd_send(config, send);
+    if (*cron_next_cmd) return cmd_cron_next(cron_args);
     if (*report_cmd) return cmd_report(config, report);
     if (*dlq_list_cmd) return cmd_dlq_list(config, dlq_list_args, dlq_all);
     const auto redis = delayd::config::make_redis_client(config);

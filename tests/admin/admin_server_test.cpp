@@ -286,6 +286,49 @@ TEST_CASE("stats serves the last snapshot as JSON", "[admin]") {
   CHECK(j["counters"]["max_turn_ms"] == 12);
 }
 
+TEST_CASE("cron/next lists the next instants in the zone, and a bad query names its field", "[admin][cron]") {
+  Running r;
+  // Europe/Berlin's spring gap: 02:30 does not exist on 2026-03-29 and fires at 03:00 CEST.
+  std::string response =
+      get(r.port(), "/cron/next?expr=30%202%20*%20*%20*&tz=Europe/Berlin&from=2026-03-27T00:00:00Z&count=4");
+  REQUIRE_THAT(response, Catch::StartsWith("HTTP/1.1 200"));
+  nlohmann::json j = nlohmann::json::parse(body(response));
+  CHECK(j["expr"] == "30 2 * * *");
+  CHECK(j["tz"] == "Europe/Berlin");
+  CHECK(j["complete"] == true);
+  const nlohmann::json want = nlohmann::json::array({
+      {{"at", "2026-03-27T02:30:00+01:00"}, {"epoch_ms", 1'774'575'000'000}},
+      {{"at", "2026-03-28T02:30:00+01:00"}, {"epoch_ms", 1'774'661'400'000}},
+      {{"at", "2026-03-29T03:00:00+02:00"}, {"epoch_ms", 1'774'746'000'000}},
+      {{"at", "2026-03-30T02:30:00+02:00"}, {"epoch_ms", 1'774'830'600'000}},
+  });
+  CHECK(j["next"] == want);
+  // The defaults: UTC, from now, 5 instants; seconds first with six fields.
+  j = nlohmann::json::parse(body(get(r.port(), "/cron/next?expr=*/10%20*%20*%20*%20*%20*")));
+  REQUIRE(j["next"].size() == 5);
+  CHECK(j["tz"] == "UTC");
+  CHECK(j["next"][1]["epoch_ms"].get<std::int64_t>() - j["next"][0]["epoch_ms"].get<std::int64_t>() == 10'000);
+  CHECK(j["next"][0]["at"].get<std::string>().back() == 'Z');
+  // Never: Feb 30.
+  j = nlohmann::json::parse(body(get(r.port(), "/cron/next?expr=0%200%2030%202%20*")));
+  CHECK(j["next"].empty());
+  CHECK(j["complete"] == false);
+
+  const auto field_of = [&](const std::string& query) {
+    const std::string answer = get(r.port(), "/cron/next?" + query);
+    REQUIRE_THAT(answer, Catch::StartsWith("HTTP/1.1 400"));
+    return nlohmann::json::parse(body(answer))["field"].get<std::string>();
+  };
+  CHECK(field_of("tz=UTC") == "expr");
+  CHECK(field_of("expr=61%20*%20*%20*%20*") == "expr");
+  CHECK(field_of("expr=@daily&tz=Mars/Base") == "tz");
+  CHECK(field_of("expr=@daily&from=yesterday") == "from");
+  CHECK(field_of("expr=@daily&count=0") == "count");
+  CHECK(field_of("expr=@daily&count=101") == "count");
+  CHECK(field_of("expr=@daily&zone=UTC") == "zone");
+  CHECK_THAT(get(r.port(), "/cron/next?expr=61%20*%20*%20*%20*"), Catch::Contains("minute: 61 is outside 0-59"));
+}
+
 TEST_CASE("stats carries the lateness histogram: bounds and non-cumulative counts", "[admin]") {
   Running r;
   r.server.publish(sample_snapshot());  // one lateness of 3 ms

@@ -74,7 +74,7 @@ TEST_CASE("every counter has one name, and the names are those /stats has always
   std::set<std::string_view> names;
   for (const auto& [name, field] : kIngestCounterNames) CHECK(names.insert(name).second);
   for (const auto& [name, field] : kFireCounterNames) CHECK(names.insert(name).second);
-  CHECK(names.size() == 23);
+  CHECK(names.size() == 26);
   for (const char* name : {"accepted",
                            "duplicates",
                            "cancelled",
@@ -97,7 +97,10 @@ TEST_CASE("every counter has one name, and the names are those /stats has always
                            "reports_finished",
                            "reports_failed",
                            "reports_ignored",
-                           "reports_unknown"}) {
+                           "reports_unknown",
+                           "upserted",
+                           "dropped",
+                           "ignored"}) {
     CHECK(names.count(name) == 1);
   }
   CHECK(dead_lettered_name(DeadLetterReason::ack_timeout) == "dead_lettered.ack_timeout");
