@@ -22,10 +22,12 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 
 FROM debian:bookworm-slim
 # Header-only at run time: Boost.Asio, nlohmann/json, toml11, CLI11. Shared: librdkafka (C and
-# C++), hiredis, spdlog and the fmt it is built on, prometheus-cpp (core).
+# C++), hiredis, spdlog and the fmt it is built on, prometheus-cpp (core), date/tz with the
+# system tz database it reads (cron time zones).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      librdkafka++1 libhiredis0.14 libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 ca-certificates \
+      librdkafka++1 libhiredis0.14 libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 libdate-tz3 tzdata \
+      ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin delayd
