@@ -3,7 +3,10 @@
 #include <charconv>
 
 #include "base/text_encoding.hpp"
+#include "broker/repeat_plan.hpp"
 #include "contract/time_format.hpp"
+#include "cron/cron_expr.hpp"
+#include "cron/cron_format.hpp"
 #include "storage/header_codec.hpp"
 
 namespace delayd::admin {
@@ -13,14 +16,44 @@ using contract::format_rfc3339_ms;
 namespace {
 
 // Fields that hold epoch milliseconds; each gets an "<name>_iso" companion.
-constexpr const char* kTimeFields[] = {"deliver_at",  "created_at",   "firing_at", "ready_at",  "running_at",
-                                       "finished_at", "cancelled_at", "failed_at", "not_before"};
+constexpr const char* kTimeFields[] = {"deliver_at",  "created_at",   "firing_at", "ready_at",   "running_at",
+                                       "finished_at", "cancelled_at", "failed_at", "not_before", "repeat_until"};
 
 std::optional<std::int64_t> as_int(const std::string& s) {
   std::int64_t v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+// How many of a waiting calendar repeat's coming occurrences a job shows.
+constexpr int kShownOccurrences = 3;
+
+// A waiting calendar repeat's next occurrences (the pending one first), each as RFC 3339 in the
+// repeat's zone with its offset and as epoch ms; empty for any other job.
+nlohmann::json next_occurrences(const std::map<std::string, std::string>& fields) {
+  nlohmann::json out = nlohmann::json::array();
+  const auto get = [&](const char* name) {
+    const auto it = fields.find(name);
+    return it == fields.end() ? std::string() : it->second;
+  };
+  storage::RepeatRule rule;
+  rule.cron = get("repeat_cron");
+  rule.tz = get("repeat_tz").empty() ? rule.tz : get("repeat_tz");
+  rule.until = as_int(get("repeat_until"));
+  const auto at = as_int(get("deliver_at"));
+  const auto number = as_int(get("repeat"));
+  if (rule.cron.empty() || get("state") != "delay" || !at || !number || broker::unusable(rule)) return out;
+  rule.count = as_int(get("repeat_count")).value_or(0);
+  const date::time_zone* zone = cron::find_zone(rule.tz);
+  std::optional<storage::Occurrence> o = storage::Occurrence{*at, *number};
+  for (int i = 0; i < kShownOccurrences && o; ++i) {
+    out.push_back({{"at", o->at},
+                   {"at_local", cron::format_in_zone(cron::Instant(std::chrono::milliseconds(o->at)), zone)},
+                   {"repeat", o->number}});
+    o = broker::first_after(rule, *o, o->at);
+  }
+  return out;
 }
 
 // The "history" field (storage: one "<ms> <event> <attempt> <detail>" per line) as an array of
@@ -88,7 +121,7 @@ nlohmann::json job_to_json(const std::string& job_id, const std::map<std::string
       }
       j["headers"] = hs;
     } else if (name == "attempt" || name == "repeat" || name == "repeat_every_ms" || name == "repeat_count" ||
-               name == "redelivered") {
+               name == "redelivered" || name == "caught_up") {
       j[name] = as_int(value).value_or(0);
     } else if (name == "history") {
       j[name] = history_to_json(value);
@@ -106,6 +139,7 @@ nlohmann::json job_to_json(const std::string& job_id, const std::map<std::string
       j[std::string(f) + "_iso"] = format_rfc3339_ms(*ms);
     }
   }
+  if (auto next = next_occurrences(fields); !next.empty()) j["next_occurrences"] = std::move(next);
   if (fields.count("headers")) {
     if (!fields.count("key")) j["key"] = nullptr;
     if (!fields.count("value")) j["value"] = nullptr;

@@ -131,6 +131,9 @@ struct Metrics::Impl {
           .Add({});
   pm::Counter& repeated =
       counters("delayd_jobs_repeated_total", "Occurrences of repeating jobs scheduled after a delivery").Add({});
+  pm::Counter& skipped =
+      counters("delayd_occurrences_skipped_total", "Missed occurrences of repeats not delivered (repeat-catchup)")
+          .Add({});
   pm::Family<pm::Gauge>& jobs =
       gauges("delayd_jobs", "Jobs per business and state, from Redis's counters (redelivered: times, not jobs)");
   std::map<std::string, pm::Gauge*> jobs_by_label;
@@ -239,6 +242,7 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   m.advance(m.upserted, &IngestCounters::upserted, s);
   m.advance(m.dropped, &IngestCounters::dropped, s);
   m.advance(m.repeated, &FireCounters::repeated, s);
+  m.advance(m.skipped, &FireCounters::skipped, s);
   // Dead letters by reason, once any reason has counted; until then the ingest total as "any".
   const broker::DeadLetterCounts dead_before = m.last.counters.dead_lettered_by();
   const broker::DeadLetterCounts dead_now = s.counters.dead_lettered_by();

@@ -9,6 +9,7 @@
 #include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
 #include "broker/header_convert.hpp"
+#include "broker/repeat_plan.hpp"
 #include "config/config_names.hpp"
 #include "connectors/kafka_error.hpp"
 #include "contract/ingest_parse.hpp"
@@ -273,6 +274,8 @@ std::size_t FirePath::dispatch(const std::vector<Scheduler::Slot>& slots, std::v
   // The dispatch loop does no I/O, so it cannot stop half-way through the batch.
   std::vector<Scheduler::Slot> aside_slots;
   std::vector<storage::Claim> aside;
+  std::vector<Scheduler::Slot> skip_slots;
+  std::vector<storage::JobStore::Delivered> skips;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (!claimed[i]) continue;
     storage::Claim& c = claims[i];
@@ -288,6 +291,15 @@ std::size_t FirePath::dispatch(const std::vector<Scheduler::Slot>& slots, std::v
                        ready_record(c, options_.ready_topic_template),
                        {},
                        std::chrono::steady_clock::now()};
+        entry.repeat = c.repeat;
+        entry.rule = std::move(c.rule);
+        if (c.dead_reason.empty() && entry.rule.repeats()) {
+          if (auto to = missed(entry, now_ms)) {
+            skip_slots.push_back(slots[i]);
+            skips.push_back(std::move(*to));
+            break;
+          }
+        }
         if (std::string why = c.dead_reason; !why.empty()) {
           spdlog::error("job {}: {}; writing it to {}", c.job_id, why, options_.dlq_topic);
           dead_letter(std::move(entry), std::move(why), false,
@@ -312,6 +324,7 @@ std::size_t FirePath::dispatch(const std::vector<Scheduler::Slot>& slots, std::v
         break;
     }
   }
+  skip_missed(skip_slots, skips, now_ms);
   set_aside(aside_slots, aside, now_ms);
   produced += send_prepared(now_ms);
   return produced;
@@ -518,7 +531,7 @@ void FirePath::settle(std::int64_t now_ms) {
     std::vector<std::uint64_t> group;
     jobs.reserve(index.size());
     for (size_t i : index) {
-      jobs.push_back(delivered(in_flight_.at(tags[i])));
+      jobs.push_back(delivered(in_flight_.at(tags[i]), now_ms));
       group.push_back(tags[i]);
     }
     if (marker_ != nullptr) {
@@ -658,12 +671,61 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
   in_flight_.erase(it);
 }
 
-storage::JobStore::Delivered FirePath::delivered(const InFlight& f) const {
+storage::JobStore::Delivered FirePath::delivered(const InFlight& f, std::int64_t now_ms) const {
   using Mode = storage::JobStore::Mode;
   const config::BusinessPolicy& p = options_.policies.of(f.business);
   const Mode mode = p.keep_payload ? Mode::keep : f.plain ? Mode::fast : Mode::drop;
   const auto ack = p.keep_payload ? p.ack_timeout : std::chrono::milliseconds(0);
-  return {f.job_id, f.deliver_at, f.attempt, f.business, mode, ack, p.max_process_attempts};
+  storage::JobStore::Delivered d{f.job_id, f.deliver_at, f.attempt, f.business, mode, ack, p.max_process_attempts};
+  if (f.rule.repeats()) {
+    // The next occurrence, chosen here and written by the mark (repeat_plan.hpp); a rule that
+    // cannot be followed any more ends the series after this delivery.
+    d.next_known = true;
+    if (auto why = unusable(f.rule)) {
+      spdlog::error("job {}: {}; its repeat ends with this occurrence", f.job_id, *why);
+    } else {
+      d.next = next(f.rule, {f.deliver_at, f.repeat}, now_ms, options_.max_catchup);
+    }
+  }
+  return d;
+}
+
+std::optional<storage::JobStore::Delivered> FirePath::missed(const InFlight& f, std::int64_t now_ms) const {
+  if (unusable(f.rule)) return std::nullopt;  // delivered; delivered() ends the series
+  auto to = skip(f.rule, {f.deliver_at, f.repeat}, now_ms);
+  if (!to) return std::nullopt;
+  storage::JobStore::Delivered d{f.job_id, f.deliver_at, f.attempt, f.business, storage::JobStore::Mode::drop, {}, 0};
+  d.next_known = true;
+  d.next = *to;
+  d.skip = true;
+  return d;
+}
+
+void FirePath::skip_missed(const std::vector<Scheduler::Slot>& slots,
+                           const std::vector<storage::JobStore::Delivered>& jobs, std::int64_t now_ms) {
+  std::map<std::uint32_t, std::vector<size_t>> groups;
+  for (size_t i = 0; i < slots.size(); ++i) groups[scheduler_.job(slots[i]).shard].push_back(i);
+  for (const auto& [shard, index] : groups) {
+    const std::string name = scheduler_.shard_name(shard);
+    std::vector<storage::JobStore::Delivered> list;
+    for (size_t i : index) list.push_back(jobs[i]);
+    try {
+      const auto result = store_.mark_ready(name, std::span<const storage::JobStore::Delivered>(list), now_ms);
+      for (size_t k = 0; k < index.size(); ++k) {
+        scheduler_.release(slots[index[k]]);
+        if (!result[k].changed) continue;
+        ++counters_.skipped;
+        // Where the series goes on (at once for catch-up latest), or nowhere: failed.
+        if (result[k].state == storage::JobState::delay && result[k].at > 0) {
+          scheduler_.offer(name, list[k].job_id, result[k].at);
+        }
+      }
+    } catch (const std::exception& e) {
+      // Redis went away: claimed again shortly, and skipped then (nothing was produced).
+      spdlog::debug("skipping missed occurrences of shard {} failed: {}", name, e.what());
+      for (size_t i : index) scheduler_.retry_at(slots[i], now_ms + kOutageRequeueMs);
+    }
+  }
 }
 
 void FirePath::follow_up(const InFlight& f, const storage::Transition& marked) {

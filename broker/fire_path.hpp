@@ -103,6 +103,8 @@ struct FireOptions {
   int max_attempts = static_cast<int>(config::SchedulerConfig{}.max_attempts);
   std::int64_t retry_backoff_ms = config::SchedulerConfig{}.retry_backoff_ms;
   std::int64_t retry_backoff_max_ms = config::SchedulerConfig{}.retry_backoff_max_ms;
+  // repeat-catchup all: missed occurrences delivered in a row at most (broker/repeat_plan.hpp).
+  std::int64_t max_catchup = config::SchedulerConfig{}.max_catchup;
   std::string dlq_topic = config::KafkaConfig{}.dlq_topic;
   std::int64_t retry_outage_ms = 1000;                    // retry delay of every failure that costs no attempt
   std::size_t max_unsettled = 100'000;                    // fire_due() pauses while this many await reports
@@ -227,6 +229,8 @@ class FirePath {
     std::chrono::steady_clock::time_point claimed_at{};   // when Redis last confirmed our fence
     std::chrono::steady_clock::time_point produced_at{};  // when handed to the producer
     bool marking = false;                                 // its mark is with the MarkWorker: settle() leaves it alone
+    int repeat = 0;                                       // Claim::repeat: the occurrence's number
+    storage::RepeatRule rule{};                           // Claim::rule: a repeat's rule (long form)
   };
   // A mark handed to the MarkWorker: its records, by tag, with their reports (queued again if
   // the mark fails).
@@ -276,7 +280,15 @@ class FirePath {
   // A delivery to `topic` failed as unknown: counts it in missing_topics_ (logging and asking for
   // the topic on the first failure); returns how long the topic has been missing.
   std::chrono::milliseconds note_missing_topic(const std::string& topic, std::int64_t now_ms);
-  storage::JobStore::Delivered delivered(const InFlight& f) const;
+  // now_ms: when Kafka acknowledged it; a repeat's next occurrence is chosen for that instant.
+  storage::JobStore::Delivered delivered(const InFlight& f, std::int64_t now_ms) const;
+  // A repeat's occurrence that `now_ms` has overtaken, as the skip to write instead of
+  // delivering it (repeat_plan.hpp's skip()); nullopt: deliver it.
+  std::optional<storage::JobStore::Delivered> missed(const InFlight& f, std::int64_t now_ms) const;
+  // Writes the skips (mark_delivered.lua with skip) and moves their slots on: to the occurrence
+  // the series goes on at, or released. A Redis failure meets them again shortly.
+  void skip_missed(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::JobStore::Delivered>& jobs,
+                   std::int64_t now_ms);
   // After mark_ready: the job's next time in Redis (a repeat, an ack deadline) goes to the wheel.
   void follow_up(const InFlight& f, const storage::Transition& marked);
 

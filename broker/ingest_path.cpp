@@ -93,8 +93,7 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       j.key = std::move(job->key);
       j.value = std::move(job->value);
       j.headers = to_stored(job->carried);
-      j.repeat_every = std::chrono::milliseconds(job->repeat_every_ms);
-      j.repeat_count = job->repeat_count;
+      j.repeat = job->repeat;
       j.redrive_count = job->redrive_count;
       if (job->upsert) j.version = rec.offset;
       accepts_.push_back(std::move(j));

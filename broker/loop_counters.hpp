@@ -72,6 +72,7 @@ struct FireCounters {
   std::uint64_t fenced = 0;           // shards given up because Redis said another member owns them
   std::uint64_t redelivered = 0;      // delivered again after no report within the ack timeout
   std::uint64_t repeated = 0;         // occurrences of repeating jobs scheduled after a delivery
+  std::uint64_t skipped = 0;          // missed occurrences of repeats not delivered (repeat-catchup)
   DeadLetterCounts dead_lettered_by;  // jobs dead-lettered, by reason
 };
 
@@ -127,6 +128,7 @@ inline constexpr CounterName<FireCounters> kFireCounterNames[] = {
     {"fenced", &FireCounters::fenced},
     {"redelivered", &FireCounters::redelivered},
     {"repeated", &FireCounters::repeated},
+    {"skipped", &FireCounters::skipped},
 };
 
 // Every total has its name: the structs hold only uint64 totals and their DeadLetterCounts.

@@ -55,6 +55,7 @@ FireOptions fire_options(const config::Config& c, std::function<std::int64_t()> 
   FireOptions o{.max_attempts = static_cast<int>(c.scheduler.max_attempts),
                 .retry_backoff_ms = c.scheduler.retry_backoff_ms,
                 .retry_backoff_max_ms = c.scheduler.retry_backoff_max_ms,
+                .max_catchup = c.scheduler.max_catchup,
                 .dlq_topic = c.kafka.dlq_topic,
                 .ready_topic_template = c.kafka.ready_topic_template,
                 .claim_ahead_ms = c.scheduler.claim_ahead_ms,

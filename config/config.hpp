@@ -121,6 +121,7 @@ struct SchedulerConfig {
   std::int64_t load_batch = 1000;
   std::int64_t fire_batch = 500;
   std::int64_t max_attempts = 10;             // delivery attempts before a job fails
+  std::int64_t max_catchup = 100;             // repeat-catchup all: missed occurrences delivered in a row
   std::int64_t retry_backoff_ms = 500;        // retry backoff, doubling
   std::int64_t retry_backoff_max_ms = 30000;  // ... up to this (at least retry_backoff_ms)
   std::int64_t max_value_bytes = 990000;      // larger values are dead-lettered; + 1024 <= message.max.bytes

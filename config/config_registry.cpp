@@ -157,6 +157,7 @@ constexpr std::array kSettings = {
   Setting{"scheduler.load_batch", field<Int>([](auto& c) -> auto& { return c.scheduler.load_batch; }), 1, 1'000'000},
   Setting{"scheduler.fire_batch", field<Int>([](auto& c) -> auto& { return c.scheduler.fire_batch; }), 1, 1'000'000},
   Setting{"scheduler.max_attempts", field<Int>([](auto& c) -> auto& { return c.scheduler.max_attempts; }), 1, 1'000'000},
+  Setting{"scheduler.max_catchup", field<Int>([](auto& c) -> auto& { return c.scheduler.max_catchup; }), 1, 1'000'000},
   Setting{"scheduler.retry_backoff_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.retry_backoff_ms; }), 0, 86'400'000},
   Setting{"scheduler.retry_backoff_max_ms", field<Int>([](auto& c) -> auto& { return c.scheduler.retry_backoff_max_ms; }), 0, 86'400'000},
   // Kafka's own ceiling for a message (librdkafka's message.max.bytes).

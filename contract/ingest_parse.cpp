@@ -6,6 +6,7 @@
 #include "config/config.hpp"
 #include "config/config_names.hpp"
 #include "contract/time_format.hpp"
+#include "cron/cron_expr.hpp"
 
 namespace delayd::contract {
 
@@ -113,16 +114,73 @@ std::variant<std::optional<std::int64_t>, Invalid> number_header(const Record& r
   return std::optional<std::int64_t>{v};
 }
 
-// (every, count) of a repeating job; (0, 0) for one that does not repeat.
-std::variant<std::pair<std::int64_t, std::int64_t>, Invalid> repeat_of(const Record& rec) {
+// The repeat rule of a schedule (rule.repeats() false: it does not repeat), or the reason it is
+// unusable. The first occurrence is the caller's (first_occurrence()).
+std::variant<storage::RepeatRule, Invalid> repeat_of(const Record& rec) {
   auto every = number_header(rec, kHeaderRepeatEvery, 1, std::int64_t{1} << 53);
   if (auto* bad = std::get_if<Invalid>(&every)) return std::move(*bad);
   auto count = number_header(rec, kHeaderRepeatCount, 1, 1'000'000'000);
   if (auto* bad = std::get_if<Invalid>(&count)) return std::move(*bad);
-  const auto e = std::get<std::optional<std::int64_t>>(every);
-  const auto n = std::get<std::optional<std::int64_t>>(count);
-  if (n && !e) return invalid("header 'repeat-count' given without 'repeat-every-ms'");
-  return std::pair<std::int64_t, std::int64_t>{e.value_or(0), n.value_or(0)};
+  storage::RepeatRule rule;
+  rule.every = std::chrono::milliseconds(std::get<std::optional<std::int64_t>>(every).value_or(0));
+  rule.count = std::get<std::optional<std::int64_t>>(count).value_or(0);
+  if (const auto* cron_text = find_header(rec.headers, kHeaderRepeatCron)) {
+    if (!cron_text->has_value()) return null_header(kHeaderRepeatCron);
+    if (rule.every.count() > 0) return invalid("headers 'repeat-cron' and 'repeat-every-ms' given: one or the other");
+    if (const cron::ParsedCron parsed = cron::parse_cron(**cron_text); !parsed) {
+      return invalid(header_ref(kHeaderRepeatCron) + " is not a cron expression: " + parsed.error);
+    }
+    rule.cron = **cron_text;
+  }
+  const bool repeats = rule.repeats();
+  const auto needs_repeat = [&](std::string_view name) {
+    return invalid(header_ref(name) + " given without 'repeat-every-ms' or 'repeat-cron'");
+  };
+  if (rule.count > 0 && !repeats) return invalid("header 'repeat-count' given without 'repeat-every-ms'");
+  if (const auto* tz = find_header(rec.headers, kHeaderRepeatTz)) {
+    if (!tz->has_value()) return null_header(kHeaderRepeatTz);
+    if (rule.cron.empty()) return invalid("header 'repeat-tz' given without 'repeat-cron'");
+    if (cron::find_zone(**tz) == nullptr) {
+      return invalid(header_ref(kHeaderRepeatTz) +
+                     " is not a time zone of the tz database (an IANA name such as Europe/Berlin, or UTC): " +
+                     config::quote_for_message(**tz));
+    }
+    rule.tz = **tz;
+  }
+  if (const auto* until = find_header(rec.headers, kHeaderRepeatUntil)) {
+    if (!until->has_value()) return null_header(kHeaderRepeatUntil);
+    if (!repeats) return needs_repeat(kHeaderRepeatUntil);
+    const ParsedTime t = parse_timestamp_ms(**until);
+    if (!t) {
+      return invalid(header_ref(kHeaderRepeatUntil) +
+                     " is not epoch milliseconds or RFC 3339 within 1970..9999: " + config::quote_for_message(**until));
+    }
+    rule.until = t.epoch_ms;
+  }
+  if (const auto* catchup = find_header(rec.headers, kHeaderRepeatCatchup)) {
+    if (!catchup->has_value()) return null_header(kHeaderRepeatCatchup);
+    if (!repeats) return needs_repeat(kHeaderRepeatCatchup);
+    const auto c = storage::parse_catchup(**catchup);
+    if (!c) {
+      return invalid(header_ref(kHeaderRepeatCatchup) +
+                     " must be 'latest', 'all' or 'none': " + config::quote_for_message(**catchup));
+    }
+    rule.catchup = *c;
+  }
+  return rule;
+}
+
+// The first occurrence of a calendar repeat: its first instant at or after `from` (deliver-at,
+// or the record's timestamp), or the reason there is none.
+std::variant<std::int64_t, Invalid> first_occurrence(const storage::RepeatRule& rule, std::int64_t from) {
+  const cron::ParsedCron parsed = cron::parse_cron(rule.cron);
+  const auto at =
+      cron::next_after(*parsed.expr, cron::Instant(std::chrono::milliseconds(from - 1)), cron::find_zone(rule.tz));
+  if (!at || at->time_since_epoch().count() > kMaxEpochMs) {
+    return invalid(header_ref(kHeaderRepeatCron) + " names no instant at or after " + format_rfc3339_ms(from) + " in " +
+                   rule.tz);
+  }
+  return at->time_since_epoch().count();
 }
 
 }  // namespace
@@ -272,7 +330,19 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
 
   if (auto bad = check_record_size(rec, rules)) return std::move(*bad);
 
-  auto at_or = deliver_at_of(rec);
+  // A calendar repeat may leave its first occurrence to its expression: the first instant at
+  // or after the record's timestamp.
+  const bool cron_only = find_header(rec.headers, kHeaderRepeatCron) != nullptr &&
+                         find_header(rec.headers, kHeaderDeliverAt) == nullptr &&
+                         find_header(rec.headers, kHeaderDelayMs) == nullptr;
+  std::variant<std::int64_t, Invalid> at_or = std::int64_t{0};
+  if (!cron_only) {
+    at_or = deliver_at_of(rec);
+  } else if (rec.timestamp_ms < 0 || rec.timestamp_ms > kMaxEpochMs) {
+    return invalid("header 'repeat-cron' without 'deliver-at' or 'delay-ms' needs the record's timestamp");
+  } else {
+    at_or = rec.timestamp_ms;
+  }
   if (auto* bad = std::get_if<Invalid>(&at_or)) return std::move(*bad);
 
   const auto* business = find_header(rec.headers, kHeaderBusiness);
@@ -293,11 +363,20 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
 
   auto repeat_or = repeat_of(rec);
   if (auto* bad = std::get_if<Invalid>(&repeat_or)) return std::move(*bad);
+  storage::RepeatRule& repeat = std::get<storage::RepeatRule>(repeat_or);
+  if (!repeat.cron.empty()) {
+    at_or = first_occurrence(repeat, std::get<std::int64_t>(at_or));
+    if (auto* bad = std::get_if<Invalid>(&at_or)) return std::move(*bad);
+  }
+  if (repeat.until && *repeat.until < std::get<std::int64_t>(at_or)) {
+    return invalid(header_ref(kHeaderRepeatUntil) + " is before the first occurrence, " +
+                   format_rfc3339_ms(std::get<std::int64_t>(at_or)));
+  }
   auto redrive_or = number_header(rec, kHeaderRedriveCount, 0, kMaxRedriveCount);
   if (auto* bad = std::get_if<Invalid>(&redrive_or)) return std::move(*bad);
 
   ScheduleJob job;
-  std::tie(job.repeat_every_ms, job.repeat_count) = std::get<std::pair<std::int64_t, std::int64_t>>(repeat_or);
+  job.repeat = std::move(repeat);
   job.redrive_count = std::get<std::optional<std::int64_t>>(redrive_or).value_or(0);
   job.upsert = upsert;
   job.job_id_derived = !explicit_id.has_value();

@@ -24,7 +24,17 @@
 // over max_record_bytes, is refused: it could never be delivered as a ready record.
 //   repeat-every-ms  Optional: the job repeats every this many milliseconds (1..2^53), at
 //               deliver-at + k * interval, each ready record with a `repeat` header (from 1).
-//   repeat-count     Optional, with repeat-every-ms only: at most this many occurrences (1..10^9).
+//   repeat-count     Optional, with repeat-every-ms or repeat-cron: at most this many occurrences
+//               (1..10^9).
+//   repeat-cron      Optional, instead of repeat-every-ms: a calendar repeat, a cron expression
+//               (cron/cron_expr.hpp's grammar). deliver-at and delay-ms become optional: the
+//               first occurrence is the expression's first instant at or after deliver-at (or
+//               the record's timestamp without either).
+//   repeat-tz        Optional, with repeat-cron: the IANA zone it is read in (default UTC).
+//   repeat-until     Optional, with either repeat: no occurrence after this instant (epoch ms or
+//               RFC 3339); before the first occurrence is a bad record.
+//   repeat-catchup   Optional, with either repeat: latest (default), all or none
+//               (storage::Catchup; broker/repeat_plan.hpp applies it).
 // A cancel reads only op and job-id; every other header, and the value, are ignored. A
 // reschedule reads op, job-id (required) and exactly one of deliver-at and delay-ms (delay-ms
 // counts from the reschedule record's own timestamp).
@@ -55,6 +65,7 @@
 #include "connectors/record.hpp"
 #include "contract/time_format.hpp"
 #include "storage/job_state.hpp"
+#include "storage/repeat_rule.hpp"
 
 namespace delayd::contract {
 
@@ -67,6 +78,10 @@ inline constexpr std::string_view kHeaderBusiness = "business";
 inline constexpr std::string_view kHeaderAttempt = "attempt";
 inline constexpr std::string_view kHeaderRepeatEvery = "repeat-every-ms";
 inline constexpr std::string_view kHeaderRepeatCount = "repeat-count";
+inline constexpr std::string_view kHeaderRepeatCron = "repeat-cron";
+inline constexpr std::string_view kHeaderRepeatTz = "repeat-tz";
+inline constexpr std::string_view kHeaderRepeatUntil = "repeat-until";
+inline constexpr std::string_view kHeaderRepeatCatchup = "repeat-catchup";
 // The occurrence of a repeating job, on its ready records.
 inline constexpr std::string_view kHeaderRepeat = "repeat";
 inline constexpr std::string_view kHeaderStatus = "status";
@@ -131,8 +146,7 @@ struct ScheduleJob {
   std::optional<std::string> key;
   std::optional<std::string> value;
   connectors::Headers carried;
-  std::int64_t repeat_every_ms = 0;  // 0: not repeating
-  std::int64_t repeat_count = 0;     // 0: no limit
+  storage::RepeatRule repeat{};      // the repeat-* headers; not repeating unless repeat.repeats()
   std::int64_t redrive_count = 0;    // the redrive-count header (0: not a redriven dead letter)
   bool upsert = false;               // latest wins (op upsert, and the etf1 and Chronos formats)
   bool operator==(const ScheduleJob&) const = default;

@@ -81,6 +81,24 @@ std::optional<JobRecord> parse_job_record(std::string_view record) {
   return r;
 }
 
+std::string job_record::encode_field_value(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    // Lua's %s: space, \t, \n, \v, \f, \r.
+    if (c == '%' || c == ' ' || (c >= '\t' && c <= '\r')) {
+      const auto b = static_cast<unsigned char>(c);
+      out += '%';
+      out += kHex[b >> 4];
+      out += kHex[b & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string format_header_line(JobState state, std::int64_t deliver_at, std::int64_t attempt,
                                std::string_view business, const std::map<std::string, std::string, std::less<>>& fields) {
   std::string line(to_string(state));

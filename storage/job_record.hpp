@@ -42,27 +42,15 @@ inline constexpr JobState kStates[] = {JobState::delay,    JobState::ready,     
 
 // The names write() knows, in the order it writes them (key_schema.hpp says what each means;
 // stop: a repeating job cancelled while an occurrence is in flight, ends after it).
-inline constexpr std::string_view kFields[] = {"last_error",
-                                               "ready_at",
-                                               "running_at",
-                                               "finished_at",
-                                               "cancelled_at",
-                                               "failed_at",
-                                               "error",
-                                               "cancelled_early",
-                                               "every",
-                                               "count",
-                                               "rep",
-                                               "rd",
-                                               "nb",
-                                               "dead",
-                                               "ma",
-                                               "stop",
-                                               "h",
-                                               "mv",
-                                               "dl",
-                                               "rv",
-                                               "vo"};
+inline constexpr std::string_view kFields[] = {
+    "last_error", "ready_at", "running_at", "finished_at", "cancelled_at", "failed_at", "error", "cancelled_early",
+    "every",      "count",    "rep",        "rd",          "nb",           "dead",      "ma",    "stop",
+    "h",          "mv",       "dl",         "rv",          "vo",           "cron",      "tz",    "until",
+    "cu",         "cc"};
+
+// A free-text value made fit for a field, as prelude.lua's enc() does it: white space and '%'
+// percent-encoded ("%20", "%25"). job_store.cpp's percent_decode() reads it back.
+std::string encode_field_value(std::string_view text);
 
 // Lua's numbers are doubles: every integer of 15 digits is exact in one, not every one of 16.
 inline constexpr std::size_t kMaxDeliverAtDigits = 15;

@@ -71,7 +71,9 @@ std::string_view display_name(std::string_view stored) {
   constexpr std::pair<std::string_view, std::string_view> kNames[] = {
       {"every", "repeat_every_ms"},   {"count", "repeat_count"}, {"rep", "repeat"},
       {"rd", "redelivered"},          {"nb", "not_before"},      {"dead", "dead_reason"},
-      {"ma", "max_process_attempts"}, {"rv", "redrive_count"},   {"vo", "version_offset"}};
+      {"ma", "max_process_attempts"}, {"rv", "redrive_count"},   {"vo", "version_offset"},
+      {"cron", "repeat_cron"},        {"tz", "repeat_tz"},       {"until", "repeat_until"},
+      {"cu", "repeat_catchup"},       {"cc", "caught_up"}};
   for (const auto& [from, to] : kNames) {
     if (from == stored) return to;
   }
@@ -145,6 +147,34 @@ void add_history(std::map<std::string, std::string>& fields, redis::ReplyView li
   fields["history"] = std::move(text);
 }
 
+// The record's fields of a repeat rule (key_schema.hpp), for a new job: the series starts at
+// occurrence 1.
+void put_repeat_rule(const RepeatRule& r, std::map<std::string, std::string, std::less<>>& fields) {
+  if (r.every.count() > 0) {
+    fields["every"] = std::to_string(r.every.count());
+  } else {
+    fields["cron"] = job_record::encode_field_value(r.cron);
+    fields["tz"] = r.tz;
+  }
+  if (r.count > 0) fields["count"] = std::to_string(r.count);
+  if (r.until) fields["until"] = std::to_string(*r.until);
+  if (r.catchup != Catchup::latest) fields["cu"] = std::string(to_string(r.catchup));
+  fields["rep"] = "1";
+}
+
+// The repeat rule from the claim's long form, items from..from+6 (claim.lua's rule_of()).
+RepeatRule repeat_rule_of(redis::ReplyView r, std::size_t from) {
+  RepeatRule rule;
+  rule.every = std::chrono::milliseconds(parse_i64(r[from].str()).value_or(0));
+  rule.cron = percent_decode(r[from + 1].str());
+  if (!r[from + 2].str().empty()) rule.tz = std::string(r[from + 2].str());
+  rule.until = parse_i64(r[from + 3].str());
+  rule.count = parse_i64(r[from + 4].str()).value_or(0);
+  rule.catchup = parse_catchup(r[from + 5].str()).value_or(Catchup::latest);
+  rule.caught_up = parse_i64(r[from + 6].str()).value_or(0);
+  return rule;
+}
+
 // One job's claim from the script's reply and the record read right after it. Never throws on
 // what the bytes say: an unexpected shape is reported as a corrupt job.
 Claim parse_claim(const std::string& job_id, redis::ReplyView r, redis::ReplyView record) {
@@ -163,6 +193,7 @@ Claim parse_claim(const std::string& job_id, redis::ReplyView r, redis::ReplyVie
       c.not_before = std::max(c.deliver_at, parse_i64(r[6].str()).value_or(0));
       c.redelivery = r[7].integer() == 1;
       c.dead_reason = percent_decode(r[8].str());
+      if (r.size() > 15) c.rule = repeat_rule_of(r, 9);
     }
     try {
       StoredPayload p = payload_of(record);
@@ -394,11 +425,7 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
       const NewJob& j = jobs[i];
       const std::string at = std::to_string(j.deliver_at);
       std::map<std::string, std::string, std::less<>> fields;
-      if (j.repeat_every.count() > 0) {
-        fields["every"] = std::to_string(j.repeat_every.count());
-        if (j.repeat_count > 0) fields["count"] = std::to_string(j.repeat_count);
-        fields["rep"] = "1";
-      }
+      if (j.repeat.repeats()) put_repeat_rule(j.repeat, fields);
       if (j.redrive_count > 0) fields["rv"] = std::to_string(j.redrive_count);
       const std::string version = j.version ? std::to_string(*j.version) : std::string();
       if (j.version) fields["vo"] = version;
@@ -474,7 +501,7 @@ std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<c
   // Plain jobs the cheap way (kMarkReady, 4 arguments each), the others read and settled in
   // full (kMarkDelivered); one round trip each, results back in the callers' order.
   std::vector<size_t> fast, full;
-  for (size_t i = 0; i < jobs.size(); ++i) (jobs[i].mode == Mode::fast ? fast : full).push_back(i);
+  for (size_t i = 0; i < jobs.size(); ++i) (jobs[i].mode == Mode::fast && !jobs[i].skip ? fast : full).push_back(i);
   std::vector<Transition> out(jobs.size());
   auto settle = [&](Script script, const std::vector<size_t>& idx) {
     if (idx.empty()) return;
@@ -486,7 +513,11 @@ std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<c
       if (script == Script::mark_delivered) {
         per_job.back().insert(per_job.back().end(),
                               {j.mode == Mode::keep ? "keep" : "drop", std::to_string(j.ack_timeout.count()),
-                               std::to_string(j.max_attempts)});
+                               std::to_string(j.max_attempts),
+                               !j.next_known ? std::string()
+                               : j.next      ? std::to_string(j.next->at)
+                                             : std::string("-"),
+                               j.next ? std::to_string(j.next->number) : std::string(), j.skip ? "1" : ""});
       }
     }
     const Replies replies = run(script, shard, per_job, now_ms);
@@ -501,7 +532,7 @@ std::vector<Transition> JobStore::mark_ready(std::string_view shard, std::span<c
                                              std::int64_t now_ms) {
   std::vector<Delivered> jobs;
   jobs.reserve(job_ids.size());
-  for (const auto& id : job_ids) jobs.push_back({id, 0, 0, "", Mode::fast, {}, 0});
+  for (const auto& id : job_ids) jobs.push_back({id, 0, 0, "", Mode::fast, {}, 0, false, std::nullopt, false});
   return mark_ready(shard, std::span<const Delivered>(jobs), now_ms);
 }
 

@@ -58,6 +58,15 @@
 //             + wake list; a delivered or final one: a new  record's: nothing (never a second
 //             job (record, history kept) + ZADD; in flight: job, never an older version back);
 //             nothing, asked again after it settles         the wait holds its offset
+//   skip      a repeat's missed occurrence (the claim's     the skip is not written: the job is
+//             rule says a later one is due too, and its     claimed again after the restart and
+//             repeat-catchup is latest or none): in-flight  the broker skips it again; nothing
+//             entry removed, attempt not counted, delay at  was produced for it, so none is
+//             the occurrence the broker chose + ZADD (or    doubled; the next occurrence is
+//             failed if none is left), as one call          chosen in the same call as the mark
+//   mark      the next occurrence of a calendar repeat is   as mark (repeat) above
+//   (cron)    computed by the broker before the call and
+//             written by it with the mark: never apart
 //   revive    accept of a redriven dead letter of a failed  as accept above: read again, its
 //             job (redrive-count above the record's rv):    redrive-count is no longer above
 //             the new record (delay, history kept) + ZADD   the record's, so it revives once
@@ -126,6 +135,7 @@
 #include "storage/header_codec.hpp"
 #include "storage/job_state.hpp"
 #include "storage/key_schema.hpp"
+#include "storage/repeat_rule.hpp"
 
 namespace delayd::storage {
 
@@ -141,10 +151,9 @@ struct NewJob {
   std::optional<std::string> key;
   std::optional<std::string> value;
   StoredHeaders headers;
-  // A repeating job (README, "Job lifecycle"): delivered at deliver_at + k * repeat_every for
-  // k = 0, 1, ...; repeat_count occurrences at most (0: no limit). 0 every: not repeating.
-  std::chrono::milliseconds repeat_every{0};
-  std::int64_t repeat_count = 0;
+  // A repeating job (README, "Repeats"): its first occurrence is deliver_at. Not repeating
+  // unless repeat.repeats().
+  RepeatRule repeat{};
   // A redriven dead letter's redrive-count (0: not one). One higher than the record of a failed
   // job of the same id revives that job (accept.lua).
   std::int64_t redrive_count = 0;
@@ -201,6 +210,7 @@ struct Claim {
   // failed report, or an ack deadline, may come later than deliver_at).
   std::int64_t not_before = 0;
   int repeat = 0;           // the occurrence of a repeating job, from 1; 0: not repeating
+  RepeatRule rule{};        // a repeating job's rule (long form only)
   bool plain = true;        // no repeat, no history: mark_ready may take the fast way
   bool redelivery = false;  // its ack deadline passed: delivered again, or dead-lettered (dead_reason)
   std::string dead_reason;  // non-empty: dead-letter it with this reason instead of delivering it
@@ -351,6 +361,15 @@ class JobStore {
     Mode mode = Mode::fast;
     std::chrono::milliseconds ack_timeout{0};
     int max_attempts = 0;  // with an ack_timeout: deliveries before silence dead-letters the job
+    // A repeating job's next occurrence, chosen by the broker from its claim's rule
+    // (broker/repeat_plan.hpp): next_known false leaves it to the script (an interval goes on
+    // its grid, the latest missed point; a calendar series cannot be computed in Lua and ends);
+    // with next_known, nullopt ends the series.
+    bool next_known = false;
+    std::optional<Occurrence> next{};
+    // Not delivered: the occurrence was missed and is skipped (repeat-catchup), the job goes on
+    // at `next` with its attempt not counted, or ends failed if nothing is left.
+    bool skip = false;
   };
   std::vector<Transition> mark_ready(std::string_view shard, std::span<const Delivered> jobs, std::int64_t now_ms);
   // The same for jobs known by id only: each record is read first.

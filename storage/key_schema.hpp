@@ -50,7 +50,11 @@
 //              started before it leaves the job out, so that it never lists a job twice), dl
 //              ("<partition>:<offset>" of a failed job's record in the dead-letter topic), rv
 //              (the redrive-count of the dead letter the job was created or revived from), vo
-//              (an upserted job: the ingest offset of its version, which orders the versions)
+//              (an upserted job: the ingest offset of its version, which orders the versions),
+//              cron and tz (a calendar repeat's expression, percent-encoded, and its IANA
+//              zone), until (no occurrence after it), cu (repeat-catchup when not latest: all
+//              or none), cc (missed occurrences delivered in a row, for cu=all); RepeatRule
+//              (repeat_rule.hpp) is their reading
 //              (times in epoch ms; free text percent-encoded: %20 space, %0A newline, %25 %)
 //   payload    header_codec.hpp's encoding of the record's key, value and headers; present
 //              while the job is delay, dropped when it finishes (it is on its topic by then),

@@ -96,7 +96,7 @@ inline constexpr ScriptInfo kScripts[] = {
     {Script::cancel, "cancel", kCancel, true, false, kShardKeys, kFixedArgs, 2},
     {Script::report, "report", kReport, true, false, kShardKeys, kFixedArgs, 7},
     {Script::reschedule, "reschedule", kReschedule, true, false, kShardKeys, kFixedArgs, 2},
-    {Script::mark_delivered, "mark_delivered", kMarkDelivered, true, false, kShardKeys, kFixedArgs, 7},
+    {Script::mark_delivered, "mark_delivered", kMarkDelivered, true, false, kShardKeys, kFixedArgs, 10},
     {Script::retry, "retry", kRetry, true, false, kShardKeys, kFixedArgs, 1},
     {Script::browse, "browse", kBrowse, true, false, kShardKeys, kFixedArgs + 14, 0},
     {Script::take_shard, "take_shard", kTakeShard, false, false, 1, 2, 0},

@@ -166,43 +166,71 @@ local function finish(key, id, j, st, field, extra_fields, detail, keep_payload)
   bump(j.biz, 'delay', -1)
   bump(j.biz, st, 1)
 end
--- delivered(key, id, j, keep, ack, max_att): settles a delay job whose ready record Kafka
--- acknowledged (mark_ready.lua, mark_delivered.lua): a repeating job goes back to delay at its next
--- occurrence; otherwise it becomes ready, its payload kept (keep) or dropped; kept with
--- ack > 0, its pending entry waits at the ack deadline. Returns {changed, state, at}.
-local function delivered(key, id, j, keep, ack, max_att)
+-- delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip): settles a delay job whose ready
+-- record Kafka acknowledged (mark_ready.lua, mark_delivered.lua): a repeating job goes back to
+-- delay at its next occurrence; otherwise it becomes ready, its payload kept (keep) or dropped;
+-- kept with ack > 0, its pending entry waits at the ack deadline. Returns {changed, state, at}.
+-- A repeat's next occurrence is the caller's (broker/repeat_plan.hpp, with the catch-up
+-- policy): nxt its time and nrep its number, '-' when the series ends; '' when the caller did
+-- not say: an interval then goes to the latest point of its grid that has passed (or the next
+-- one), a calendar series ends (Lua cannot compute it). skip: the occurrence was not delivered
+-- but missed (repeat-catchup): its attempt is not counted, and a series with nothing left
+-- ends failed.
+local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
   local att = in_flight(id)
   if att then
-    j.att = att
+    if not skip then j.att = att end
     redis.call('HDEL', KEYS[4], id)
   end
   j.f.nb = nil
   j.f.last_error = nil
-  j.f.ready_at = stamp
+  if not skip then j.f.ready_at = stamp end
   local every = tonumber(j.f.every)
-  if every then
+  if every or j.f.cron then
     local rep, count = tonumber(j.f.rep) or 1, tonumber(j.f.count) or 0
-    hist(key, j, 'delivered', 'occurrence ' .. rep)
+    local was = string.format('%.0f', j.at)
+    if skip then
+      hist(key, j, 'skipped', 'occurrence ' .. rep .. ' due at ' .. was .. ' missed')
+    else
+      hist(key, j, 'delivered', 'occurrence ' .. rep)
+    end
     if j.f.stop then  -- cancelled while this occurrence was in flight: the series ends here
       j.f.stop = nil
       finish(key, id, j, 'cancelled', 'cancelled_at')
       return {1, 'cancelled', '0'}
     end
-    -- The next occurrence on the grid deliver_at + k * every (no drift): the latest instant of
-    -- the grid that has passed by now, or the next one if none has. So a delivery that ran late
-    -- is followed at once by the one it delayed, and after a long stop only the most recent
-    -- missed instant is delivered, the older ones skipped: never a burst of late occurrences.
-    local steps = math.max(1, math.floor((now - j.at) / every))
-    if count == 0 or rep + steps <= count then
-      j.at = j.at + steps * every
-      j.f.rep = string.format('%.0f', rep + steps)
+    local at_next, rep_next
+    if nxt ~= '' and nxt ~= '-' then
+      at_next, rep_next = tonumber(nxt), tonumber(nrep)
+    elseif nxt == '' and every then
+      -- The grid deliver_at + k * every (no drift): the latest instant of it that has passed
+      -- by now, or the next one if none has.
+      local steps = math.max(1, math.floor((now - j.at) / every))
+      at_next, rep_next = j.at + steps * every, rep + steps
+    end
+    local until_ = tonumber(j.f['until'])
+    if at_next and (count == 0 or rep_next <= count) and not (until_ and at_next > until_) then
+      -- cc: missed occurrences delivered in a row (repeat-catchup all stops at its bound).
+      if not skip and at_next <= now then
+        j.f.cc = tostring((tonumber(j.f.cc) or 0) + 1)
+      else
+        j.f.cc = nil
+      end
+      j.at = at_next
+      j.f.rep = string.format('%.0f', rep_next)
       j.att = 0
       j.f.mv = stamp
       hist(key, j, 'repeat', 'occurrence ' .. j.f.rep .. ' at ' .. string.format('%.0f', j.at))
       write(key, j, 0)
       redis.call('ZADD', KEYS[1], j.at, id)
-      bump(j.biz, 'repeated', 1)
+      bump(j.biz, skip and 'skipped' or 'repeated', 1)
       return {1, 'delay', string.format('%.0f', j.at)}
+    end
+    if skip then
+      finish(key, id, j, 'failed', 'failed_at',
+             {error = enc('expired: occurrence ' .. rep .. ' due at ' .. was .. ' was missed and none is left')},
+             'no occurrence left after the missed one')
+      return {1, 'failed', '0'}
     end
   elseif keep or j.f.h then
     hist(key, j, 'delivered', '')
@@ -226,10 +254,10 @@ local function delivered(key, id, j, keep, ack, max_att)
 end
 -- The slow way of settling a delivered job: its whole record read; a job no longer delay only
 -- loses a stale pending entry (not an ack deadline of a ready or running one).
-local function settle_read(key, id, keep, ack, max_att)
+local function settle_read(key, id, keep, ack, max_att, nxt, nrep, skip)
   local v = read(key)
   local j = parse(v, true)
-  if j and j.st == 'delay' then return delivered(key, id, j, keep, ack, max_att) end
+  if j and j.st == 'delay' then return delivered(key, id, j, keep, ack, max_att, nxt or '', nrep, skip) end
   if j and j.st ~= 'ready' and j.st ~= 'running' then redis.call('ZREM', KEYS[1], id) end
   return {0, j and j.st or (v and 'corrupt' or 'missing'), '0'}
 end

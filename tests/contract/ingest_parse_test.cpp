@@ -465,14 +465,14 @@ TEST_CASE("reschedule needs job-id and one new time", "[unit][ingest][lifecycle]
 TEST_CASE("repeat-every-ms and repeat-count make a repeating job", "[unit][ingest][lifecycle]") {
   ParsedIngest p = parse_ingest(valid_with("repeat-every-ms", "500"), rules());
   REQUIRE(std::holds_alternative<ScheduleJob>(p));
-  CHECK(std::get<ScheduleJob>(p).repeat_every_ms == 500);
-  CHECK(std::get<ScheduleJob>(p).repeat_count == 0);
+  CHECK(std::get<ScheduleJob>(p).repeat.every == std::chrono::milliseconds(500));
+  CHECK(std::get<ScheduleJob>(p).repeat.count == 0);
   Record rec = valid_with("repeat-every-ms", "1000");
   rec.headers.push_back({"repeat-count", "3"});
   rec.headers.push_back({"repeat", "7"});  // delayd writes its own
   p = parse_ingest(rec, rules());
   REQUIRE(std::holds_alternative<ScheduleJob>(p));
-  CHECK(std::get<ScheduleJob>(p).repeat_count == 3);
+  CHECK(std::get<ScheduleJob>(p).repeat.count == 3);
   CHECK(delayd::connectors::find_header(std::get<ScheduleJob>(p).carried, "repeat") == nullptr);
   CHECK(reason_of(valid_with("repeat-count", "3")) == "header 'repeat-count' given without 'repeat-every-ms'");
   CHECK_THAT(reason_of(valid_with("repeat-every-ms", "0")), Catch::StartsWith("header 'repeat-every-ms' must be"));
@@ -501,4 +501,60 @@ TEST_CASE("a status record names a job and one of three statuses", "[unit][inges
         "header 'status' must be 'running', 'finished' or 'failed': \"done\"");
   CHECK_THAT(why({{"job-id", "j1"}, {"status", "failed"}, {"retry-after-ms", "soon"}}),
              Catch::StartsWith("header 'retry-after-ms' must be"));
+}
+
+TEST_CASE("repeat-cron makes a calendar repeat, its first occurrence at or after deliver-at or the timestamp",
+          "[unit][ingest][cron]") {
+  // deliver-at 2026-11-22T10:00:00.123Z is a Sunday: the first weekday 09:00 in Berlin is Monday's.
+  Record rec = valid_with("repeat-cron", "0 9 * * MON-FRI");
+  rec.headers.push_back({"repeat-tz", "Europe/Berlin"});
+  rec.headers.push_back({"repeat-until", "2026-12-31T00:00:00Z"});
+  rec.headers.push_back({"repeat-catchup", "none"});
+  rec.headers.push_back({"repeat-count", "20"});
+  ScheduleJob job = schedule_of(rec);
+  CHECK(job.deliver_at_ms == 1'795'420'800'000);
+  CHECK(job.repeat.cron == "0 9 * * MON-FRI");
+  CHECK(job.repeat.tz == "Europe/Berlin");
+  CHECK(job.repeat.until == std::optional<std::int64_t>(1'798'675'200'000));
+  CHECK(job.repeat.catchup == delayd::storage::Catchup::none);
+  CHECK(job.repeat.count == 20);
+  CHECK(job.repeat.every.count() == 0);
+  // Without deliver-at: from the record's timestamp (2023-11-14T22:13:20Z), in UTC by default.
+  rec = record({{"business", "orders"}, {"job-id", "c-1"}, {"repeat-cron", "0 9 * * *"}});
+  job = schedule_of(rec);
+  CHECK(job.deliver_at_ms == 1'700'038'800'000);
+  CHECK(job.repeat.tz == "UTC");
+  CHECK(job.repeat.catchup == delayd::storage::Catchup::latest);
+  // At or after: an instant that matches is the first occurrence itself.
+  rec = record({{"business", "orders"}, {"deliver-at", "1700038800000"}, {"repeat-cron", "0 9 * * *"}});
+  CHECK(schedule_of(rec).deliver_at_ms == 1'700'038'800'000);
+  // Interval repeats take repeat-until and repeat-catchup too.
+  rec = valid_with("repeat-every-ms", "1000");
+  rec.headers.push_back({"repeat-catchup", "all"});
+  CHECK(schedule_of(rec).repeat.catchup == delayd::storage::Catchup::all);
+}
+
+TEST_CASE("bad repeat headers are bad records whose reason names the header", "[unit][ingest][cron]") {
+  auto with = [](Headers extra) {
+    Record rec = valid_with("repeat-cron", "0 9 * * *");
+    for (auto& h : extra) rec.headers.push_back(std::move(h));
+    return reason_of(rec);
+  };
+  CHECK_THAT(reason_of(valid_with("repeat-cron", "61 * * * *")),
+             Catch::StartsWith("header 'repeat-cron' is not a cron expression: minute"));
+  CHECK(with({{"repeat-every-ms", "1000"}}) == "headers 'repeat-cron' and 'repeat-every-ms' given: one or the other");
+  CHECK_THAT(with({{"repeat-tz", "Mars/Olympus"}}), Catch::StartsWith("header 'repeat-tz' is not a time zone"));
+  CHECK(reason_of(valid_with("repeat-tz", "UTC")) == "header 'repeat-tz' given without 'repeat-cron'");
+  CHECK_THAT(with({{"repeat-until", "tomorrow"}}),
+             Catch::StartsWith("header 'repeat-until' is not epoch milliseconds"));
+  CHECK_THAT(with({{"repeat-until", "1000"}}),
+             Catch::StartsWith("header 'repeat-until' is before the first occurrence"));
+  CHECK_THAT(with({{"repeat-catchup", "some"}}), Catch::StartsWith("header 'repeat-catchup' must be 'latest', 'all'"));
+  CHECK(reason_of(valid_with("repeat-catchup", "all")) ==
+        "header 'repeat-catchup' given without 'repeat-every-ms' or 'repeat-cron'");
+  CHECK(reason_of(valid_with("repeat-until", "1000")) ==
+        "header 'repeat-until' given without 'repeat-every-ms' or 'repeat-cron'");
+  CHECK_THAT(reason_of(valid_with("repeat-cron", "0 0 30 2 *")),
+             Catch::StartsWith("header 'repeat-cron' names no instant at or after"));
+  CHECK(reason_of(valid_with("repeat-cron", std::optional<std::string>{})) == "header 'repeat-cron' is null");
 }

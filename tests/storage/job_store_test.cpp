@@ -804,8 +804,8 @@ TEST_CASE_METHOD(Lifecycle, "reschedule moves a waiting job, not one in flight",
 TEST_CASE_METHOD(Lifecycle, "a repeating job comes back on its grid, skips what passed, and stops at its count",
                  "[store][lifecycle]") {
   NewJob j = job("p", 1000);
-  j.repeat_every = std::chrono::milliseconds(500);
-  j.repeat_count = 4;
+  j.repeat.every = std::chrono::milliseconds(500);
+  j.repeat.count = 4;
   store.accept(std::vector<NewJob>{j}, 0);
   auto c = store.claim(shard, Ids{"p"}, 1000);
   REQUIRE(c[0].kind == Claim::Kind::deliver);
@@ -836,10 +836,81 @@ TEST_CASE_METHOD(Lifecycle, "a repeating job comes back on its grid, skips what 
   CHECK(report("p", ReportStatus::finished, 2600).verdict == ReportOutcome::Verdict::ignored);
 }
 
+TEST_CASE_METHOD(Lifecycle, "a calendar repeat keeps its rule in the record and goes on where the broker says",
+                 "[store][lifecycle][cron]") {
+  NewJob j = job("k", 10'000);
+  j.repeat.cron = "*/10 * * * * *";
+  j.repeat.tz = "Europe/Berlin";
+  j.repeat.until = 60'000;
+  j.repeat.count = 9;
+  j.repeat.catchup = Catchup::all;
+  store.accept(std::vector<NewJob>{j}, 0);
+  CHECK(field("k", "repeat_cron") == "*/10 * * * * *");  // stored percent-encoded, shown as written
+  CHECK(field("k", "repeat_tz") == "Europe/Berlin");
+  CHECK(field("k", "repeat_catchup") == "all");
+  auto c = store.claim(shard, Ids{"k"}, 10'000);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK_FALSE(c[0].plain);
+  CHECK(c[0].repeat == 1);
+  CHECK(c[0].rule.cron == j.repeat.cron);
+  CHECK(c[0].rule.tz == "Europe/Berlin");
+  CHECK(c[0].rule.until == std::optional<std::int64_t>(60'000));
+  CHECK(c[0].rule.count == 9);
+  CHECK(c[0].rule.catchup == Catchup::all);
+  CHECK(c[0].rule.caught_up == 0);
+  // The broker chose the next occurrence (20 000, number 2), already due: a missed one caught up.
+  JobStore::Delivered d{"k", 10'000, c[0].attempt, "orders", Mode::drop, {}};
+  d.next_known = true;
+  d.next = Occurrence{20'000, 2};
+  auto t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 25'000)[0];
+  CHECK(t.state == JobState::delay);
+  CHECK(t.at == 20'000);
+  CHECK(field("k", "repeat") == "2");
+  c = store.claim(shard, Ids{"k"}, 25'000);
+  CHECK(c[0].rule.caught_up == 1);
+  // Without a choice (a caller that knows only the id), a calendar series cannot go on in Lua: it
+  // ends with this delivery, truthfully ready.
+  d = {"k", 20'000, c[0].attempt, "orders", Mode::drop, {}};
+  t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 25'001)[0];
+  CHECK(t.state == JobState::ready);
+}
+
+TEST_CASE_METHOD(Lifecycle, "a missed occurrence is skipped without counting an attempt, or ends the series failed",
+                 "[store][lifecycle][cron]") {
+  NewJob j = job("s", 1000);
+  j.repeat.every = std::chrono::milliseconds(1000);
+  j.repeat.catchup = Catchup::none;
+  store.accept(std::vector<NewJob>{j}, 0);
+  auto c = store.claim(shard, Ids{"s"}, 5500);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].attempt == 1);
+  JobStore::Delivered d{"s", 1000, c[0].attempt, "orders", Mode::drop, {}};
+  d.next_known = true;
+  d.next = Occurrence{6000, 6};
+  d.skip = true;
+  auto t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 5500)[0];
+  CHECK(t.changed);
+  CHECK(t.state == JobState::delay);
+  CHECK(t.at == 6000);
+  CHECK(field("s", "repeat") == "6");
+  CHECK(field("s", "attempt") == "0");
+  CHECK(field("s", "ready_at") == "<nil>");  // never delivered
+  CHECK_THAT(field("s", "history"), Catch::Contains("skipped 0 occurrence 1 due at 1000 missed"));
+  CHECK(store.claim(shard, Ids{"s"}, 6000)[0].attempt == 1);  // the in-flight entry went with the skip
+  // Nothing left after a missed one: failed, with the reason.
+  d = {"s", 6000, 1, "orders", Mode::drop, {}};
+  d.next_known = true;
+  d.skip = true;
+  t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 9000)[0];
+  CHECK(t.state == JobState::failed);
+  CHECK_THAT(field("s", "error"), Catch::StartsWith("expired: occurrence 6 due at 6000 was missed"));
+  CHECK_FALSE(score("s"));
+}
+
 TEST_CASE_METHOD(Lifecycle, "a cancel while an occurrence is in flight ends the series after it",
                  "[store][lifecycle]") {
   NewJob j = job("e", 1000);
-  j.repeat_every = std::chrono::milliseconds(100);
+  j.repeat.every = std::chrono::milliseconds(100);
   store.accept(std::vector<NewJob>{j}, 0);
   auto c = store.claim(shard, Ids{"e"}, 1000);
   REQUIRE(c[0].kind == Claim::Kind::deliver);
@@ -865,7 +936,7 @@ TEST_CASE_METHOD(Lifecycle, "a report for a job whose delivery is not settled ye
 
 TEST_CASE_METHOD(Lifecycle, "a cancel between two occurrences stops the series", "[store][lifecycle]") {
   NewJob j = job("c", 1000);
-  j.repeat_every = std::chrono::milliseconds(100);
+  j.repeat.every = std::chrono::milliseconds(100);
   store.accept(std::vector<NewJob>{j}, 0);
   deliver_again("c", 1000, Mode::drop);
   CHECK(field("c", "state") == "delay");
