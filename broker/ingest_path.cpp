@@ -327,7 +327,11 @@ std::vector<bool> IngestPath::apply_reports(const std::vector<contract::StatusRe
     r.status = s.status;
     r.error = s.error;
     const auto after = s.retry_after_ms ? std::optional(std::chrono::milliseconds(*s.retry_after_ms)) : std::nullopt;
-    r.retry_at = p.retry_at(located[i] ? std::max(located[i]->attempt, 1) : 1, now_ms, after, unit(jitter_));
+    // The backoff doubles with the attempt the report is about: its echo when it has one. The
+    // record's attempt alone can lag behind it: read before the mark of that delivery lands (the
+    // report then applies after it, with the backoff of the attempt before: too short).
+    const int attempt = std::max({located[i] ? located[i]->attempt : 1, s.attempt, 1});
+    r.retry_at = p.retry_at(attempt, now_ms, after, unit(jitter_));
     r.max_attempts = p.max_process_attempts;
     r.ack_timeout = p.ack_timeout;
     r.attempt = s.attempt;

@@ -259,6 +259,49 @@ std::vector<std::string> values_of(const std::vector<connectors::Record>& recs, 
   return out;
 }
 
+using connectors::Record;
+
+std::vector<const Record*> of(const std::vector<Record>& recs, const std::string& topic, const std::string& id) {
+  std::vector<const Record*> out;
+  for (const auto& r : recs) {
+    if (r.topic == topic && header(r, "job-id") == id) out.push_back(&r);
+  }
+  return out;
+}
+
+std::int64_t number(const std::optional<std::string>& text) { return text ? std::stoll(*text) : -1; }
+
+bool react_until(Collector& c, std::size_t& handled, const std::function<void(const Record&)>& on_new,
+                 const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  return c.collect_until(
+      [&](const std::vector<Record>& recs) {
+        while (handled < recs.size()) on_new(recs[handled++]);
+        return done();
+      },
+      timeout);
+}
+
+void linger(Collector& c, std::chrono::milliseconds span) {
+  c.collect_until([](const std::vector<Record>&) { return false; }, span);
+}
+
+int events(const std::vector<std::string>& history, const std::string& event, std::optional<std::int64_t> attempt) {
+  int n = 0;
+  for (const auto& line : history) {
+    const auto sp = line.find(' ');
+    if (sp == std::string::npos || line.compare(sp + 1, event.size() + 1, event + " ") != 0) continue;
+    const std::string rest = line.substr(sp + 1 + event.size() + 1);
+    if (!attempt || rest.substr(0, rest.find(' ')) == std::to_string(*attempt)) ++n;
+  }
+  return n;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
 std::string log_text(const World& w) {
   std::ifstream log(w.log_path);
   std::stringstream text;

@@ -158,6 +158,22 @@ class Collector {
 std::optional<std::string> header(const connectors::Record& r, const std::string& name);
 // The values of the records whose job-id header is `id`, sorted (no value reads as "").
 std::vector<std::string> values_of(const std::vector<connectors::Record>& recs, const std::string& id);
+// The records of one job on one topic, in arrival order.
+std::vector<const connectors::Record*> of(const std::vector<connectors::Record>& recs, const std::string& topic,
+                                          const std::string& id);
+// A header's decimal number; -1 when absent.
+std::int64_t number(const std::optional<std::string>& text);
+// Polls until done(), handing each record to on_new once, in arrival order, as it arrives.
+bool react_until(Collector& c, std::size_t& handled, const std::function<void(const connectors::Record&)>& on_new,
+                 const std::function<bool()>& done, std::chrono::milliseconds timeout);
+// Keeps collecting for `span` (to see whatever extra record would follow).
+void linger(Collector& c, std::chrono::milliseconds span);
+// How many entries of a history list (lines "<ms> <event> <attempt> <detail>") have that event
+// (and that attempt, if given).
+int events(const std::vector<std::string>& history, const std::string& event,
+           std::optional<std::int64_t> attempt = std::nullopt);
+// The lines, each ended by "\n", for messages.
+std::string joined(const std::vector<std::string>& lines);
 // Everything delayd has logged in this world so far (every run of it).
 std::string log_text(const World& w);
 

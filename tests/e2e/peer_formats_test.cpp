@@ -55,14 +55,6 @@ OutRecord tombstone(const std::string& topic, const std::string& id, std::int32_
   return r;
 }
 
-std::vector<const Record*> on(const Records& recs, const std::string& topic, const std::string& job_id) {
-  std::vector<const Record*> out;
-  for (const auto& r : recs) {
-    if (r.topic == topic && header(r, "job-id") == job_id) out.push_back(&r);
-  }
-  return out;
-}
-
 std::vector<const Record*> keyed(const Records& recs, const std::string& topic, const std::string& key) {
   std::vector<const Record*> out;
   for (const auto& r : recs) {
@@ -127,13 +119,13 @@ TEST_CASE("etf1 schedules: delivery with every header, latest wins both ways, to
   const std::int64_t past_sent = now_ms();
 
   REQUIRE(
-      out.collect_until([&](const Records& r) { return !on(r, target, "reuse").empty(); }, std::chrono::seconds(30)));
+      out.collect_until([&](const Records& r) { return !of(r, target, "reuse").empty(); }, std::chrono::seconds(30)));
   pub.send_to(etf1(schedules, "reuse", now_s() + 2, target, "second"));
   pub.flush();
   const bool all = out.collect_until(
       [&](const Records& r) {
-        return on(r, target, "reuse").size() == 2 && !on(r, target, "earlier").empty() &&
-               !on(r, target, "later").empty() && !on(r, target, "plain").empty() && !on(r, target, "past").empty();
+        return of(r, target, "reuse").size() == 2 && !of(r, target, "earlier").empty() &&
+               !of(r, target, "later").empty() && !of(r, target, "plain").empty() && !of(r, target, "past").empty();
       },
       std::chrono::seconds(30));
   CHECK(all);
@@ -142,7 +134,7 @@ TEST_CASE("etf1 schedules: delivery with every header, latest wins both ways, to
 
   std::vector<std::int64_t> lateness;
   auto once_at = [&](const std::string& id, std::int64_t due_s, const std::string& value) {
-    const auto got = on(recs, target, id);
+    const auto got = of(recs, target, id);
     INFO(id);
     REQUIRE(got.size() == 1);
     CHECK(got[0]->value == value);
@@ -167,14 +159,14 @@ TEST_CASE("etf1 schedules: delivery with every header, latest wins both ways, to
   CHECK(header(*plain, "deliver-at") == std::to_string(t * 1000));
   once_at("later", t + 2, "v2");
   once_at("earlier", t, "v2");
-  CHECK(on(recs, target, "tomb").empty());
-  CHECK(on(recs, target, "xpart").empty());
+  CHECK(of(recs, target, "tomb").empty());
+  CHECK(of(recs, target, "xpart").empty());
   CHECK(redis.field("tomb", "state") == "cancelled");
   CHECK(redis.field("xpart", "state") == "cancelled");
-  const auto past = on(recs, target, "past");
+  const auto past = of(recs, target, "past");
   REQUIRE(past.size() == 1);
   CHECK(past[0]->timestamp_ms - past_sent <= 1000);  // at once, not dropped
-  const auto reused = on(recs, target, "reuse");
+  const auto reused = of(recs, target, "reuse");
   REQUIRE(reused.size() == 2);
   CHECK(reused[0]->value == "first");
   CHECK(reused[1]->value == "second");
@@ -193,10 +185,10 @@ TEST_CASE("etf1 schedules: delivery with every header, latest wins both ways, to
   // etf1.history_topic: a copy of every delivered record.
   for (const std::string id : {"plain", "later", "earlier", "past", "reuse"}) {
     INFO(id);
-    const auto copies = on(recs, history, id);
-    REQUIRE(copies.size() == on(recs, target, id).size());
-    CHECK(copies[0]->value == on(recs, target, id)[0]->value);
-    CHECK(copies[0]->headers == on(recs, target, id)[0]->headers);
+    const auto copies = of(recs, history, id);
+    REQUIRE(copies.size() == of(recs, target, id).size());
+    CHECK(copies[0]->value == of(recs, target, id)[0]->value);
+    CHECK(copies[0]->headers == of(recs, target, id)[0]->headers);
   }
   // Bad records: dead-lettered with the reason; those with an id tombstoned as invalid.
   const auto dead = [&](const std::string& key) { return keyed(recs, w.dlq_topic, key); };
@@ -241,15 +233,15 @@ TEST_CASE("etf1.past_due = drop drops a schedule produced past due and keeps its
   pub.send_to(etf1(schedules, "grace", now_s() - 2, target, "in grace"));  // within 5 s: fires
   pub.flush();
   REQUIRE(out.collect_until(
-      [&](const Records& r) { return !on(r, target, "kept").empty() && !on(r, target, "grace").empty(); },
+      [&](const Records& r) { return !of(r, target, "kept").empty() && !of(r, target, "grace").empty(); },
       std::chrono::seconds(30)));
   out.collect_until([](const Records&) { return false; }, std::chrono::milliseconds(1000));
-  const auto kept = on(out.records(), target, "kept");
+  const auto kept = of(out.records(), target, "kept");
   REQUIRE(kept.size() == 1);
   CHECK(kept[0]->value == "v1");
   CHECK(kept[0]->timestamp_ms >= t * 1000);
   CHECK(late(*kept[0], t * 1000) <= kMaxLateMs);
-  CHECK(on(out.records(), target, "gone").empty());
+  CHECK(of(out.records(), target, "gone").empty());
   const auto stones = keyed(out.records(), schedules, "gone");
   CHECK(std::count_if(stones.begin(), stones.end(),
                       [](const Record* r) { return !r->value && header(*r, "delayd-tombstone") == "dropped"; }) == 1);
@@ -360,16 +352,16 @@ TEST_CASE("Chronos records are delivered unchanged to the output topic, with ids
   no_offset.headers[1].value = "2026-11-24T10:00:00";
   pub.send_to(no_offset);
   pub.flush();
-  REQUIRE(out.collect_until([&](const Records& r) { return !on(r, output, "c-1").empty(); }, std::chrono::seconds(30)));
+  REQUIRE(out.collect_until([&](const Records& r) { return !of(r, output, "c-1").empty(); }, std::chrono::seconds(30)));
   pub.send_to(record("c-1", now_ms() + 1500, "again"));  // an id used again after it fired
   pub.flush();
   CHECK(out.collect_until(
-      [&](const Records& r) { return on(r, output, "c-1").size() == 2 && !on(r, output, "c-moved").empty(); },
+      [&](const Records& r) { return of(r, output, "c-1").size() == 2 && !of(r, output, "c-moved").empty(); },
       std::chrono::seconds(30)));
   out.collect_until([](const Records&) { return false; }, std::chrono::milliseconds(1000));
   const Records& recs = out.records();
 
-  const auto first = on(recs, output, "c-1");
+  const auto first = of(recs, output, "c-1");
   REQUIRE(first.size() == 2);
   CHECK(first[0]->key == std::optional<std::string>("key-c-1"));
   CHECK(first[0]->value == std::optional<std::string>("{\"n\": 1}"));  // byte for byte, no JSON rewriting
@@ -379,9 +371,9 @@ TEST_CASE("Chronos records are delivered unchanged to the output topic, with ids
   CHECK(first[0]->timestamp_ms >= t);
   CHECK(late(*first[0], t) <= kMaxLateMs);
   CHECK(first[1]->value == "again");
-  CHECK(on(recs, output, "c-gone").empty());
+  CHECK(of(recs, output, "c-gone").empty());
   CHECK(redis.field("c-gone", "state") == "cancelled");
-  const auto moved = on(recs, output, "c-moved");
+  const auto moved = of(recs, output, "c-moved");
   REQUIRE(moved.size() == 1);
   CHECK(moved[0]->timestamp_ms >= t + 1000);
   CHECK(late(*moved[0], t + 1000) <= kMaxLateMs);
@@ -414,19 +406,19 @@ TEST_CASE("op upsert: the latest version of a waiting job is delivered once, and
   upsert("earlier", t, "v2");
   pub.flush();
   REQUIRE(out.collect_until(
-      [&](const Records& r) { return !on(r, orders, "later").empty() && !on(r, orders, "earlier").empty(); },
+      [&](const Records& r) { return !of(r, orders, "later").empty() && !of(r, orders, "earlier").empty(); },
       std::chrono::seconds(30)));
   upsert("later", now_ms() + 1000, "v3");  // after its delivery: a new job of the id
   pub.flush();
-  CHECK(out.collect_until([&](const Records& r) { return on(r, orders, "later").size() == 2; },
+  CHECK(out.collect_until([&](const Records& r) { return of(r, orders, "later").size() == 2; },
                           std::chrono::seconds(20)));
   out.collect_until([](const Records&) { return false; }, std::chrono::milliseconds(4500));  // past t + 4000
-  const auto later = on(out.records(), orders, "later");
+  const auto later = of(out.records(), orders, "later");
   REQUIRE(later.size() == 2);
   CHECK(later[0]->value == "v2");
   CHECK(later[0]->timestamp_ms >= t + 1500);
   CHECK(later[1]->value == "v3");
-  const auto earlier = on(out.records(), orders, "earlier");
+  const auto earlier = of(out.records(), orders, "earlier");
   REQUIRE(earlier.size() == 1);
   CHECK(earlier[0]->value == "v2");
   CHECK(earlier[0]->timestamp_ms >= t);
