@@ -27,6 +27,7 @@ enum class DeadLetterReason {
   topic_missing,    // its ready topic did not exist for kafka.missing_topic_timeout_ms
   reported_failed,  // the consumer reported it failed on its last attempt
   ack_timeout,      // no report within ack_timeout_ms, max_process_attempts times
+  expired,          // delayd reached it later than its deliver-at + max-lateness-ms
 };
 constexpr std::string_view to_string(DeadLetterReason r) {
   switch (r) {
@@ -46,14 +47,16 @@ constexpr std::string_view to_string(DeadLetterReason r) {
       return "reported_failed";
     case DeadLetterReason::ack_timeout:
       return "ack_timeout";
+    case DeadLetterReason::expired:
+      return "expired";
   }
   return "unknown";
 }
 // Every reason, in declaration order: kDeadLetterReasons[i] is the reason whose index is i.
-inline constexpr std::array kDeadLetterReasons = {DeadLetterReason::invalid_record,  DeadLetterReason::topic_refused,
-                                                  DeadLetterReason::invalid_status,  DeadLetterReason::too_large,
-                                                  DeadLetterReason::delivery_failed, DeadLetterReason::topic_missing,
-                                                  DeadLetterReason::reported_failed, DeadLetterReason::ack_timeout};
+inline constexpr std::array kDeadLetterReasons = {
+    DeadLetterReason::invalid_record,  DeadLetterReason::topic_refused,   DeadLetterReason::invalid_status,
+    DeadLetterReason::too_large,       DeadLetterReason::delivery_failed, DeadLetterReason::topic_missing,
+    DeadLetterReason::reported_failed, DeadLetterReason::ack_timeout,     DeadLetterReason::expired};
 static_assert(
     [] {
       for (std::size_t i = 0; i < kDeadLetterReasons.size(); ++i) {

@@ -293,17 +293,27 @@ std::size_t FirePath::dispatch(const std::vector<Scheduler::Slot>& slots, std::v
                        std::chrono::steady_clock::now()};
         entry.repeat = c.repeat;
         entry.rule = std::move(c.rule);
+        // max-lateness-ms: reached too late, it is not delivered (a repeat's occurrence is
+        // skipped, any other job dead-lettered as expired).
+        const bool expired =
+            c.dead_reason.empty() && c.max_lateness.count() > 0 && now_ms > c.deliver_at + c.max_lateness.count();
         if (c.dead_reason.empty() && entry.rule.repeats()) {
-          if (auto to = missed(entry, now_ms)) {
+          if (auto to = missed(entry, expired, now_ms)) {
             skip_slots.push_back(slots[i]);
             skips.push_back(std::move(*to));
             break;
           }
         }
+        if (expired) {
+          c.dead_reason = "expired: " + std::to_string(now_ms - c.deliver_at) +
+                          " ms past its deliver-at (max-lateness-ms " + std::to_string(c.max_lateness.count()) + ")";
+        }
         if (std::string why = c.dead_reason; !why.empty()) {
           spdlog::error("job {}: {}; writing it to {}", c.job_id, why, options_.dlq_topic);
           dead_letter(std::move(entry), std::move(why), false,
-                      c.redelivery ? DeadLetterReason::ack_timeout : DeadLetterReason::reported_failed);
+                      expired        ? DeadLetterReason::expired
+                      : c.redelivery ? DeadLetterReason::ack_timeout
+                                     : DeadLetterReason::reported_failed);
           break;
         }
         // Never early: held back until the wall clock reaches deliver_at, or the later time a
@@ -690,9 +700,12 @@ storage::JobStore::Delivered FirePath::delivered(const InFlight& f, std::int64_t
   return d;
 }
 
-std::optional<storage::JobStore::Delivered> FirePath::missed(const InFlight& f, std::int64_t now_ms) const {
-  if (unusable(f.rule)) return std::nullopt;  // delivered; delivered() ends the series
-  auto to = skip(f.rule, {f.deliver_at, f.repeat}, now_ms);
+std::optional<storage::JobStore::Delivered> FirePath::missed(const InFlight& f, bool expired,
+                                                             std::int64_t now_ms) const {
+  if (unusable(f.rule)) return std::nullopt;  // delivered (or dead-lettered if expired); the series ends
+  const storage::Occurrence due{f.deliver_at, f.repeat};
+  const auto to =
+      expired ? std::optional(after_expired(f.rule, due, now_ms, options_.max_catchup)) : skip(f.rule, due, now_ms);
   if (!to) return std::nullopt;
   storage::JobStore::Delivered d{f.job_id, f.deliver_at, f.attempt, f.business, storage::JobStore::Mode::drop, {}, 0};
   d.next_known = true;

@@ -282,9 +282,10 @@ class FirePath {
   std::chrono::milliseconds note_missing_topic(const std::string& topic, std::int64_t now_ms);
   // now_ms: when Kafka acknowledged it; a repeat's next occurrence is chosen for that instant.
   storage::JobStore::Delivered delivered(const InFlight& f, std::int64_t now_ms) const;
-  // A repeat's occurrence that `now_ms` has overtaken, as the skip to write instead of
-  // delivering it (repeat_plan.hpp's skip()); nullopt: deliver it.
-  std::optional<storage::JobStore::Delivered> missed(const InFlight& f, std::int64_t now_ms) const;
+  // A repeat's occurrence that `now_ms` has overtaken (repeat_plan.hpp's skip()), or that
+  // expired (max-lateness-ms; after_expired()), as the skip to write instead of delivering it;
+  // nullopt: deliver it.
+  std::optional<storage::JobStore::Delivered> missed(const InFlight& f, bool expired, std::int64_t now_ms) const;
   // Writes the skips (mark_delivered.lua with skip) and moves their slots on: to the occurrence
   // the series goes on at, or released. A Redis failure meets them again shortly.
   void skip_missed(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::JobStore::Delivered>& jobs,

@@ -94,6 +94,7 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       j.value = std::move(job->value);
       j.headers = to_stored(job->carried);
       j.repeat = job->repeat;
+      j.max_lateness = std::chrono::milliseconds(job->max_lateness_ms);
       j.redrive_count = job->redrive_count;
       if (job->upsert) j.version = rec.offset;
       accepts_.push_back(std::move(j));

@@ -98,6 +98,13 @@ std::optional<std::optional<Occurrence>> skip(const RepeatRule& rule, Occurrence
   return to;
 }
 
+std::optional<Occurrence> after_expired(const RepeatRule& rule, Occurrence due, std::int64_t now,
+                                        std::int64_t max_catchup) {
+  std::optional<Occurrence> to = next(rule, due, now, max_catchup);
+  if (to && rule.every.count() == 0) to->number = due.number;
+  return to;
+}
+
 std::optional<Occurrence> next(const RepeatRule& rule, Occurrence done, std::int64_t now, std::int64_t max_catchup) {
   const auto after = first_after(rule, done, done.at);
   if (!after || after->at > now) return after;  // nothing missed meanwhile: the next one

@@ -59,6 +59,12 @@ std::optional<storage::Occurrence> last_by(const storage::RepeatRule& rule, stor
 std::optional<std::optional<storage::Occurrence>> skip(const storage::RepeatRule& rule, storage::Occurrence due,
                                                        std::int64_t now);
 
+// Where the series goes when the occurrence `due` expired (delayd reached it at `now`, later than
+// its max-lateness-ms allows): the occurrence next() would choose after it, numbered as skip()
+// numbers (a calendar series: the expired one's number); nullopt: nothing is left.
+std::optional<storage::Occurrence> after_expired(const storage::RepeatRule& rule, storage::Occurrence due,
+                                                 std::int64_t now, std::int64_t max_catchup);
+
 // The occurrence after `done`, delivered by `now`; nullopt: the series ends. max_catchup (scheduler.max_catchup)
 // bounds catch-up all (rule.caught_up counts the missed ones delivered in a row so far).
 std::optional<storage::Occurrence> next(const storage::RepeatRule& rule, storage::Occurrence done, std::int64_t now,

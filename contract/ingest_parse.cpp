@@ -374,9 +374,12 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   }
   auto redrive_or = number_header(rec, kHeaderRedriveCount, 0, kMaxRedriveCount);
   if (auto* bad = std::get_if<Invalid>(&redrive_or)) return std::move(*bad);
+  auto lateness_or = number_header(rec, kHeaderMaxLateness, 1, std::int64_t{1} << 53);
+  if (auto* bad = std::get_if<Invalid>(&lateness_or)) return std::move(*bad);
 
   ScheduleJob job;
   job.repeat = std::move(repeat);
+  job.max_lateness_ms = std::get<std::optional<std::int64_t>>(lateness_or).value_or(0);
   job.redrive_count = std::get<std::optional<std::int64_t>>(redrive_or).value_or(0);
   job.upsert = upsert;
   job.job_id_derived = !explicit_id.has_value();

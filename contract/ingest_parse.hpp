@@ -35,6 +35,9 @@
 //               RFC 3339); before the first occurrence is a bad record.
 //   repeat-catchup   Optional, with either repeat: latest (default), all or none
 //               (storage::Catchup; broker/repeat_plan.hpp applies it).
+//   max-lateness-ms  Optional, any schedule (1..2^53): delayd does not deliver it later than
+//               deliver-at + this; a job it reaches later is dead-lettered as expired and ends
+//               failed, a repeat's occurrence is skipped instead.
 // A cancel reads only op and job-id; every other header, and the value, are ignored. A
 // reschedule reads op, job-id (required) and exactly one of deliver-at and delay-ms (delay-ms
 // counts from the reschedule record's own timestamp).
@@ -82,6 +85,7 @@ inline constexpr std::string_view kHeaderRepeatCron = "repeat-cron";
 inline constexpr std::string_view kHeaderRepeatTz = "repeat-tz";
 inline constexpr std::string_view kHeaderRepeatUntil = "repeat-until";
 inline constexpr std::string_view kHeaderRepeatCatchup = "repeat-catchup";
+inline constexpr std::string_view kHeaderMaxLateness = "max-lateness-ms";
 // The occurrence of a repeating job, on its ready records.
 inline constexpr std::string_view kHeaderRepeat = "repeat";
 inline constexpr std::string_view kHeaderStatus = "status";
@@ -147,6 +151,7 @@ struct ScheduleJob {
   std::optional<std::string> value;
   connectors::Headers carried;
   storage::RepeatRule repeat{};      // the repeat-* headers; not repeating unless repeat.repeats()
+  std::int64_t max_lateness_ms = 0;  // max-lateness-ms; 0: no limit
   std::int64_t redrive_count = 0;    // the redrive-count header (0: not a redriven dead letter)
   bool upsert = false;               // latest wins (op upsert, and the etf1 and Chronos formats)
   bool operator==(const ScheduleJob&) const = default;

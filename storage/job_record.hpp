@@ -46,7 +46,7 @@ inline constexpr std::string_view kFields[] = {
     "last_error", "ready_at", "running_at", "finished_at", "cancelled_at", "failed_at", "error", "cancelled_early",
     "every",      "count",    "rep",        "rd",          "nb",           "dead",      "ma",    "stop",
     "h",          "mv",       "dl",         "rv",          "vo",           "cron",      "tz",    "until",
-    "cu",         "cc"};
+    "cu",         "cc",       "ml"};
 
 // A free-text value made fit for a field, as prelude.lua's enc() does it: white space and '%'
 // percent-encoded ("%20", "%25"). job_store.cpp's percent_decode() reads it back.

@@ -73,7 +73,7 @@ std::string_view display_name(std::string_view stored) {
       {"rd", "redelivered"},          {"nb", "not_before"},      {"dead", "dead_reason"},
       {"ma", "max_process_attempts"}, {"rv", "redrive_count"},   {"vo", "version_offset"},
       {"cron", "repeat_cron"},        {"tz", "repeat_tz"},       {"until", "repeat_until"},
-      {"cu", "repeat_catchup"},       {"cc", "caught_up"}};
+      {"cu", "repeat_catchup"},       {"cc", "caught_up"},       {"ml", "max_lateness_ms"}};
   for (const auto& [from, to] : kNames) {
     if (from == stored) return to;
   }
@@ -193,7 +193,10 @@ Claim parse_claim(const std::string& job_id, redis::ReplyView r, redis::ReplyVie
       c.not_before = std::max(c.deliver_at, parse_i64(r[6].str()).value_or(0));
       c.redelivery = r[7].integer() == 1;
       c.dead_reason = percent_decode(r[8].str());
-      if (r.size() > 15) c.rule = repeat_rule_of(r, 9);
+      if (r.size() > 16) {
+        c.max_lateness = std::chrono::milliseconds(parse_i64(r[9].str()).value_or(0));
+        c.rule = repeat_rule_of(r, 10);
+      }
     }
     try {
       StoredPayload p = payload_of(record);
@@ -426,6 +429,7 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
       const std::string at = std::to_string(j.deliver_at);
       std::map<std::string, std::string, std::less<>> fields;
       if (j.repeat.repeats()) put_repeat_rule(j.repeat, fields);
+      if (j.max_lateness.count() > 0) fields["ml"] = std::to_string(j.max_lateness.count());
       if (j.redrive_count > 0) fields["rv"] = std::to_string(j.redrive_count);
       const std::string version = j.version ? std::to_string(*j.version) : std::string();
       if (j.version) fields["vo"] = version;

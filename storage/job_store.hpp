@@ -154,6 +154,8 @@ struct NewJob {
   // A repeating job (README, "Repeats"): its first occurrence is deliver_at. Not repeating
   // unless repeat.repeats().
   RepeatRule repeat{};
+  // Not delivered later than deliver_at + this (max-lateness-ms); 0: no limit.
+  std::chrono::milliseconds max_lateness{0};
   // A redriven dead letter's redrive-count (0: not one). One higher than the record of a failed
   // job of the same id revives that job (accept.lua).
   std::int64_t redrive_count = 0;
@@ -211,6 +213,7 @@ struct Claim {
   std::int64_t not_before = 0;
   int repeat = 0;           // the occurrence of a repeating job, from 1; 0: not repeating
   RepeatRule rule{};        // a repeating job's rule (long form only)
+  std::chrono::milliseconds max_lateness{0};  // max-lateness-ms (long form only); 0: no limit
   bool plain = true;        // no repeat, no history: mark_ready may take the fast way
   bool redelivery = false;  // its ack deadline passed: delivered again, or dead-lettered (dead_reason)
   std::string dead_reason;  // non-empty: dead-letter it with this reason instead of delivering it

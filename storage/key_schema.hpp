@@ -54,7 +54,8 @@
 //              cron and tz (a calendar repeat's expression, percent-encoded, and its IANA
 //              zone), until (no occurrence after it), cu (repeat-catchup when not latest: all
 //              or none), cc (missed occurrences delivered in a row, for cu=all); RepeatRule
-//              (repeat_rule.hpp) is their reading
+//              (repeat_rule.hpp) is their reading; ml (max-lateness-ms: not delivered later
+//              than deliver_at + ml)
 //              (times in epoch ms; free text percent-encoded: %20 space, %0A newline, %25 %)
 //   payload    header_codec.hpp's encoding of the record's key, value and headers; present
 //              while the job is delay, dropped when it finishes (it is on its topic by then),

@@ -16,8 +16,9 @@
 -- goes round once more marked dead for its dead letter.
 -- Per job: {'deliver', deliver_at, business, attempt} for a plain job, or for any other
 -- {'deliver', deliver_at, business, attempt, repeat, 0, not_before, redelivery 0|1, dead reason,
--- every, cron, tz, until, count, cu, cc} (the last seven: the repeat rule's fields, '' when
--- absent; RepeatRule in repeat_rule.hpp, read by job_store.cpp's parse_claim());
+-- ml, every, cron, tz, until, count, cu, cc} (ml: max-lateness-ms; the last seven: the repeat
+-- rule's fields; '' when absent; RepeatRule in repeat_rule.hpp, read by job_store.cpp's
+-- parse_claim());
 -- {'early', due}, {'finished', state}, {'corrupt', reason, business} or {'unreadable',
 -- reason[, why kept]}: the third value when the quarantine hash could not be written, so the
 -- entry was kept.
@@ -75,7 +76,7 @@ for i = FIRST, #KEYS do
       write(KEYS[i], whole, 0)
       redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
       out[#out + 1] = {'deliver', string.format('%.0f', whole.at), whole.biz, att, whole.f.rep or '0', 0,
-                       string.format('%.0f', due), 1, whole.f.dead or '', rule_of(whole)}
+                       string.format('%.0f', due), 1, whole.f.dead or '', whole.f.ml or '', rule_of(whole)}
     end
   elseif j.st ~= 'delay' then
     redis.call('ZREM', KEYS[1], id)
@@ -90,9 +91,9 @@ for i = FIRST, #KEYS do
       -- A job marked dead goes to the dead-letter topic, not to a consumer: no attempt is added.
       local att = (in_flight(id) or j.att) + (j.f.dead and 0 or 1)
       redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
-      if j.f.every or j.f.cron or j.f.h or j.f.rd or j.f.dead or j.f.nb or j.f.vo then
+      if j.f.every or j.f.cron or j.f.h or j.f.rd or j.f.dead or j.f.nb or j.f.vo or j.f.ml then
         out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att, j.f.rep or '0', 0,
-                         string.format('%.0f', due), 0, j.f.dead or '', rule_of(j)}
+                         string.format('%.0f', due), 0, j.f.dead or '', j.f.ml or '', rule_of(j)}
       else  -- a plain job: the short form (the common case, kept cheap)
         out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att}
       end

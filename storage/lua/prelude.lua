@@ -160,7 +160,12 @@ local function finish(key, id, j, st, field, extra_fields, detail, keep_payload)
   j.f.dead = nil
   j.f[field] = stamp
   for k, v in pairs(extra_fields or {}) do j.f[k] = v end
-  if st == 'failed' or (st == 'cancelled' and j.f.h) then hist(key, j, st == 'failed' and 'dead' or st, detail) end
+  if st == 'failed' or (st == 'cancelled' and j.f.h) then
+    -- A failure whose reason starts "expired:" (max-lateness-ms, or a repeat with nothing left
+    -- after a missed occurrence) is an expiry in the history.
+    local event = st ~= 'failed' and st or (string.sub(detail or '', 1, 8) == 'expired:' and 'expired' or 'dead')
+    hist(key, j, event, detail)
+  end
   write(key, j, retention)
   redis.call('ZREM', KEYS[1], id)
   bump(j.biz, 'delay', -1)
@@ -227,9 +232,8 @@ local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
       return {1, 'delay', string.format('%.0f', j.at)}
     end
     if skip then
-      finish(key, id, j, 'failed', 'failed_at',
-             {error = enc('expired: occurrence ' .. rep .. ' due at ' .. was .. ' was missed and none is left')},
-             'no occurrence left after the missed one')
+      local why = 'expired: occurrence ' .. rep .. ' due at ' .. was .. ' was missed and none is left'
+      finish(key, id, j, 'failed', 'failed_at', {error = enc(why)}, why)
       return {1, 'failed', '0'}
     end
   elseif keep or j.f.h then

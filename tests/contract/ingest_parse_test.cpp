@@ -558,3 +558,10 @@ TEST_CASE("bad repeat headers are bad records whose reason names the header", "[
              Catch::StartsWith("header 'repeat-cron' names no instant at or after"));
   CHECK(reason_of(valid_with("repeat-cron", std::optional<std::string>{})) == "header 'repeat-cron' is null");
 }
+
+TEST_CASE("max-lateness-ms bounds how late any job may be delivered", "[unit][ingest][cron]") {
+  CHECK(schedule_of(valid_with("max-lateness-ms", "1500")).max_lateness_ms == 1500);
+  CHECK(schedule_of(valid_with("job-id", "no-limit")).max_lateness_ms == 0);
+  CHECK_THAT(reason_of(valid_with("max-lateness-ms", "0")), Catch::StartsWith("header 'max-lateness-ms' must be"));
+  CHECK_THAT(reason_of(valid_with("max-lateness-ms", "soon")), Catch::StartsWith("header 'max-lateness-ms' must be"));
+}

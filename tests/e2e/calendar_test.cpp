@@ -316,3 +316,73 @@ TEST_CASE("after delayd was stopped across several occurrences, each catch-up po
     }
   }
 }
+
+TEST_CASE("max-lateness-ms expires a job delayd reaches too late, and skips a repeat's late occurrences",
+          "[e2e][cron][expiry]") {
+  World w("expiry");
+  w.create_topics({"orders"});
+  const std::string orders = w.ready_topic("orders");
+  Collector out(w, {orders, w.dlq_topic});
+  REQUIRE(out.wait_assigned());
+  Publisher pub(w);
+  JobReader redis(w);
+
+  // Published while no delayd runs; it starts 2.5 s after their time.
+  const std::int64_t due = now_ms() + 500;
+  Job strict = job_at("strict", due, "vs", "strict");
+  strict.extra = {{"max-lateness-ms", "1000"}};
+  Job lenient = job_at("lenient", due, "vl", "lenient");
+  lenient.extra = {{"max-lateness-ms", "600000"}};
+  Job ticks = job_at("ticks", ceil_to(due, 1000), "vt", "ticks");
+  ticks.extra = {{"repeat-cron", "* * * * * *"}, {"repeat-catchup", "all"}, {"max-lateness-ms", "400"}};
+  Job bad = job_at("bad", due, "vb", "bad");
+  bad.extra = {{"max-lateness-ms", "0"}};
+  for (const Job& j : {strict, lenient, ticks, bad}) pub.send(j);
+  pub.flush();
+  std::this_thread::sleep_until(std::chrono::system_clock::time_point(std::chrono::milliseconds(due + 2500)));
+  DelaydProcess delayd(w);
+  delayd.start();
+  const std::int64_t started_at = now_ms();
+  std::size_t handled = 0;
+  const bool complete = react_until(
+      out, handled, [](const Record&) {},
+      [&] {
+        return !of(out.records(), w.dlq_topic, "strict").empty() && !of(out.records(), orders, "lenient").empty() &&
+               !of(out.records(), w.dlq_topic, "bad").empty() && now_ms() > started_at + 3000;
+      },
+      std::chrono::seconds(30));
+  CHECK(delayd.stop() == 0);
+  CHECK(complete);
+
+  INFO("strict's history:\n" << joined(redis.history("strict")));
+  CHECK(of(out.records(), orders, "strict").empty());
+  const auto dead = of(out.records(), w.dlq_topic, "strict");
+  REQUIRE(dead.size() == 1);
+  const std::string error = header(*dead[0], "error").value_or("");
+  CHECK_THAT(error, Catch::StartsWith("expired: "));
+  CHECK_THAT(error, Catch::EndsWith(" ms past its deliver-at (max-lateness-ms 1000)"));
+  CHECK(std::stoll(error.substr(9)) > 1000);
+  CHECK(header(*dead[0], "reason") == "expired");
+  CHECK(dead[0]->value == "vs");
+  CHECK(redis.field("strict", "state") == "failed");
+  CHECK(events(redis.history("strict"), "expired") == 1);
+
+  CHECK(of(out.records(), orders, "lenient").size() == 1);
+  CHECK(redis.field("lenient", "state") == "ready");
+
+  // Every occurrence delayd reached more than 400 ms late was skipped, and recorded; the rest
+  // came on time.
+  const auto t = of(out.records(), orders, "ticks");
+  const auto history = redis.history("ticks");
+  INFO("ticks' history:\n" << joined(history));
+  REQUIRE_FALSE(t.empty());
+  check_never_early(t);
+  for (const auto* r : t) CHECK(r->timestamp_ms - number(header(*r, "deliver-at")) <= 400);
+  CHECK(instants(t)[0] > due + 2500);
+  CHECK(events(history, "skipped") >= 2);
+  CHECK(repeats(t)[0] == 1);  // a calendar series numbers its deliveries: none came before
+
+  const auto bad_dead = of(out.records(), w.dlq_topic, "bad");
+  REQUIRE(bad_dead.size() == 1);
+  CHECK_THAT(header(*bad_dead[0], "error").value_or(""), Catch::StartsWith("header 'max-lateness-ms' must be"));
+}
