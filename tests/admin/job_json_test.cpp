@@ -114,3 +114,32 @@ TEST_CASE("job view: no payload, or a null key, as before", "[admin][job_json]")
   CHECK(finished["payload_deleted"] == true);
   CHECK_FALSE(finished.contains("value_encoding"));
 }
+
+TEST_CASE("a waiting calendar repeat shows its next three occurrences in its zone", "[admin][cron]") {
+  std::map<std::string, std::string> fields{{"state", "delay"},
+                                            {"deliver_at", "1795420800000"},
+                                            {"attempt", "0"},
+                                            {"business", "mail"},
+                                            {"repeat", "1"},
+                                            {"repeat_cron", "0 9 * * MON-FRI"},
+                                            {"repeat_tz", "Europe/Berlin"}};
+  nlohmann::json j = delayd::admin::job_to_json("report-daily", fields);
+  REQUIRE(j.contains("next_occurrences"));
+  const nlohmann::json& next = j["next_occurrences"];
+  REQUIRE(next.size() == 3);
+  CHECK(next[0] == nlohmann::json{{"at", 1795420800000}, {"at_local", "2026-11-23T09:00:00+01:00"}, {"repeat", 1}});
+  CHECK(next[1]["at_local"] == "2026-11-24T09:00:00+01:00");
+  CHECK(next[2]["repeat"] == 3);
+  // Friday's next is Monday's; repeat-until cuts the list short.
+  fields["deliver_at"] = "1795507200000";
+  fields["repeat_until"] = "1795593600000";
+  j = delayd::admin::job_to_json("report-daily", fields);
+  CHECK(j["next_occurrences"].size() == 2);
+  CHECK(j["repeat_until_iso"] == "2026-11-25T08:00:00.000Z");
+  // Not waiting, or not a calendar repeat: none.
+  fields["state"] = "ready";
+  CHECK_FALSE(delayd::admin::job_to_json("report-daily", fields).contains("next_occurrences"));
+  fields["state"] = "delay";
+  fields.erase("repeat_cron");
+  CHECK_FALSE(delayd::admin::job_to_json("report-daily", fields).contains("next_occurrences"));
+}
