@@ -38,7 +38,7 @@ std::int64_t at(const char* rfc3339) { return delayd::contract::parse_rfc3339_ms
 
 }  // namespace
 
-TEST_CASE("an interval goes on its grid; after an outage each policy picks its occurrence", "[unit][repeat]") {
+TEST_CASE("an interval goes on its grid, and after an outage each policy picks its occurrence", "[unit][repeat]") {
   const Occurrence done{0, 1};
   // Nothing missed: the next point of the grid, whatever the policy.
   for (Catchup c : {Catchup::latest, Catchup::all, Catchup::none}) {
