@@ -31,7 +31,7 @@ for i = FIRST, #KEYS do
     out[#out + 1] = {0, j.st}
   elseif j.st ~= 'delay' then
     out[#out + 1] = {0, j.st}
-  elseif in_flight(id) and j.f.every then
+  elseif in_flight(id) and repeats(j) then
     -- An occurrence is on its way (it cannot be recalled); the series ends once it is
     -- delivered (delivered() in prelude.lua, through mark_delivered.lua, sees stop=1). Answered
     -- {1, 'in_flight'}.

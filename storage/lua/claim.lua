@@ -91,7 +91,7 @@ for i = FIRST, #KEYS do
       -- A job marked dead goes to the dead-letter topic, not to a consumer: no attempt is added.
       local att = (in_flight(id) or j.att) + (j.f.dead and 0 or 1)
       redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
-      if j.f.every or j.f.cron or j.f.h or j.f.rd or j.f.dead or j.f.nb or j.f.vo or j.f.ml then
+      if repeats(j) or j.f.h or j.f.rd or j.f.dead or j.f.nb or j.f.vo or j.f.ml then
         out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att, j.f.rep or '0', 0,
                          string.format('%.0f', due), 0, j.f.dead or '', j.f.ml or '', rule_of(j)}
       else  -- a plain job: the short form (the common case, kept cheap)

@@ -24,7 +24,7 @@ for i = FIRST, #KEYS do
   else
     -- The header line first: a plain job still delay is finished from it, as above.
     local j = parse((read_head(KEYS[i])))
-    if j and j.st == 'delay' and not (j.f.every or j.f.h) then
+    if j and j.st == 'delay' and not (repeats(j) or j.f.h) then
       finish(KEYS[i], id, j, 'ready', 'ready_at')
       out[#out + 1] = {1, 'ready', '0'}
     else

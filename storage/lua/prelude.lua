@@ -66,6 +66,9 @@ local function write(key, j, ex)
     if ex > 0 then redis.call('EXPIRE', hist_key(key), ex) else redis.call('PERSIST', hist_key(key)) end
   end
 end
+-- Whether the job repeats (an interval or a calendar: RepeatRule in repeat_rule.hpp). The one
+-- test of it, for every script.
+local function repeats(j) return j.f.every ~= nil or j.f.cron ~= nil end
 local function enc(s)
   return (string.gsub(s, '[%%%s]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end
@@ -191,7 +194,7 @@ local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
   j.f.last_error = nil
   if not skip then j.f.ready_at = stamp end
   local every = tonumber(j.f.every)
-  if every or j.f.cron then
+  if repeats(j) then
     local rep, count = tonumber(j.f.rep) or 1, tonumber(j.f.count) or 0
     local was = string.format('%.0f', j.at)
     if skip then

@@ -71,11 +71,11 @@ for i = FIRST, #KEYS do
     out[#out + 1] = {'unknown', 'missing', '0'}
   elseif not j then
     out[#out + 1] = {'ignored', 'corrupt', '0'}
-  elseif j.st == 'delay' and not j.f.every and in_flight(ARGV[a]) then
+  elseif j.st == 'delay' and not repeats(j) and in_flight(ARGV[a]) then
     -- Claimed and maybe produced, its delivery not settled yet: the consumer may well be faster
     -- than Kafka's acknowledgement to delayd. The caller asks again shortly.
     out[#out + 1] = {'wait', 'in_flight', '0'}
-  elseif (j.st ~= 'ready' and j.st ~= 'running') or j.f.every or (about > 0 and about ~= j.att) then
+  elseif (j.st ~= 'ready' and j.st ~= 'running') or repeats(j) or (about > 0 and about ~= j.att) then
     out[#out + 1] = {'ignored', j.st, '0'}
   else
     out[#out + 1] = report(KEYS[i], ARGV[a], j, ARGV[a + 1], string.sub(ARGV[a + 2], 1, 1000),

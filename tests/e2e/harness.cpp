@@ -271,6 +271,12 @@ std::vector<const Record*> of(const std::vector<Record>& recs, const std::string
 
 std::int64_t number(const std::optional<std::string>& text) { return text ? std::stoll(*text) : -1; }
 
+std::vector<std::int64_t> numbers(const std::vector<const Record*>& recs, const std::string& name) {
+  std::vector<std::int64_t> out;
+  for (const auto* r : recs) out.push_back(number(header(*r, name)));
+  return out;
+}
+
 bool react_until(Collector& c, std::size_t& handled, const std::function<void(const Record&)>& on_new,
                  const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   return c.collect_until(

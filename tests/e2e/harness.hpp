@@ -163,6 +163,8 @@ std::vector<const connectors::Record*> of(const std::vector<connectors::Record>&
                                           const std::string& id);
 // A header's decimal number; -1 when absent.
 std::int64_t number(const std::optional<std::string>& text);
+// The number in header `name` of each record, in order (-1 where absent).
+std::vector<std::int64_t> numbers(const std::vector<const connectors::Record*>& recs, const std::string& name);
 // Polls until done(), handing each record to on_new once, in arrival order, as it arrives.
 bool react_until(Collector& c, std::size_t& handled, const std::function<void(const connectors::Record&)>& on_new,
                  const std::function<bool()>& done, std::chrono::milliseconds timeout);

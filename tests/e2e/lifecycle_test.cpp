@@ -22,13 +22,6 @@ using Records = std::vector<Record>;
 
 namespace {
 
-// The `attempt` header of each record, in order.
-std::vector<std::int64_t> attempts(const std::vector<const Record*>& recs) {
-  std::vector<std::int64_t> out;
-  for (const auto* r : recs) out.push_back(number(header(*r, "attempt")));
-  return out;
-}
-
 // Waits (up to 5 s) until Redis shows the delivery of `id` settled: not delay, nothing in flight.
 // A consumer reads a ready record as soon as Kafka has it, which may be before delayd has
 // settled it; tests of other things wait for that, the first test covers reports sent at once.
@@ -154,7 +147,7 @@ TEST_CASE("finished jobs end finished, failed ones are redelivered, then dead-le
   for (const auto& id : bad) {
     INFO(id << ", history:\n" << joined(redis.history(id)));
     const auto ready = of(out.records(), w.ready_topic("orders"), id);
-    CHECK(attempts(ready) == std::vector<std::int64_t>{1, 2, 3});
+    CHECK(numbers(ready, "attempt") == std::vector<std::int64_t>{1, 2, 3});
     for (const auto* r : ready) {
       CHECK(r->value == "payload of " + id);  // keep_payload: every redelivery has it
       CHECK(r->key == id);
@@ -396,7 +389,7 @@ TEST_CASE("a job nobody reports on is redelivered after ack_timeout_ms, a job re
   {
     INFO("silent's history:\n" << joined(redis.history("silent")));
     const auto silent = of(out.records(), orders, "silent");
-    REQUIRE(attempts(silent) == std::vector<std::int64_t>{1, 2});
+    REQUIRE(numbers(silent, "attempt") == std::vector<std::int64_t>{1, 2});
     const std::int64_t gap = silent[1]->timestamp_ms - silent[0]->timestamp_ms;
     INFO("redelivered " << gap << " ms after the first delivery");
     CHECK(gap >= 1500);
@@ -408,12 +401,12 @@ TEST_CASE("a job nobody reports on is redelivered after ack_timeout_ms, a job re
   {
     const auto busy = of(out.records(), orders, "busy");
     INFO("busy's history:\n" << joined(redis.history("busy")));
-    CHECK(attempts(busy) == std::vector<std::int64_t>{1});
+    CHECK(numbers(busy, "attempt") == std::vector<std::int64_t>{1});
     CHECK(redis.field("busy", "finished_at").has_value());
   }
   {
     INFO("hopeless's history:\n" << joined(redis.history("hopeless")));
-    CHECK(attempts(of(out.records(), w.ready_topic("mail"), "hopeless")) == std::vector<std::int64_t>{1, 2});
+    CHECK(numbers(of(out.records(), w.ready_topic("mail"), "hopeless"), "attempt") == std::vector<std::int64_t>{1, 2});
     const auto dead = of(out.records(), w.dlq_topic, "hopeless");
     REQUIRE(dead.size() == 1);
     CHECK_THAT(header(*dead[0], "error").value_or(""),
@@ -703,23 +696,23 @@ TEST_CASE("reports, redelivery, repeats and reschedules all survive a kill -9 of
   {
     const auto recs = of(out.records(), mail, "fail-retry");
     INFO("fail-retry's history:\n" << joined(redis.history("fail-retry")));
-    REQUIRE(attempts(recs) == std::vector<std::int64_t>{1, 2});
+    REQUIRE(numbers(recs, "attempt") == std::vector<std::int64_t>{1, 2});
     CHECK(recs[1]->timestamp_ms >= fail_retry_sent + 2000);
     CHECK(recs[1]->value == "v1");
   }
   {
     INFO("fail-down's history:\n" << joined(redis.history("fail-down")));
-    CHECK(attempts(of(out.records(), mail, "fail-down")) == std::vector<std::int64_t>{1, 2});
+    CHECK(numbers(of(out.records(), mail, "fail-down"), "attempt") == std::vector<std::int64_t>{1, 2});
   }
   {
     INFO("fin-down's history:\n" << joined(redis.history("fin-down")));
-    CHECK(attempts(of(out.records(), mail, "fin-down")) == std::vector<std::int64_t>{1});
+    CHECK(numbers(of(out.records(), mail, "fin-down"), "attempt") == std::vector<std::int64_t>{1});
     CHECK(redis.field("fin-down", "finished_at").has_value());
   }
   {
     // Redelivered at least once (before the crash if it came late, else after the restart), in
     // order, and never again once reported finished.
-    const auto got = attempts(of(out.records(), orders, "silent"));
+    const auto got = numbers(of(out.records(), orders, "silent"), "attempt");
     INFO("silent's history:\n" << joined(redis.history("silent")));
     REQUIRE(got.size() >= 2);
     for (std::size_t k = 0; k < got.size(); ++k) CHECK(got[k] == static_cast<std::int64_t>(k + 1));
