@@ -15,6 +15,7 @@
 #include <string_view>
 #include <variant>
 
+#include "broker/repeat_plan.hpp"
 #include "config/config_names.hpp"
 #include "contract/ingest_parse.hpp"
 #include "contract/peer_formats.hpp"
@@ -87,8 +88,15 @@ void check(const Record& rec, const IngestRules& rules, const ParsedIngest& pars
     FUZZ_CHECK(delayd::config::is_valid_topic_name(job.ready_topic));
     FUZZ_CHECK(!rules.is_own_topic(job.ready_topic));
     FUZZ_CHECK(job.key == rec.key && job.value == rec.value);
-    FUZZ_CHECK(job.repeat_every_ms >= 0 && job.repeat_count >= 0);
-    FUZZ_CHECK(job.repeat_count == 0 || job.repeat_every_ms > 0);
+    // The repeat rule: one kind at most, its other settings only with a repeat, a calendar one
+    // that the broker can follow, no end before the first occurrence.
+    const auto& rule = job.repeat;
+    FUZZ_CHECK(rule.every.count() >= 0 && rule.count >= 0 && job.max_lateness_ms >= 0);
+    FUZZ_CHECK(rule.every.count() == 0 || rule.cron.empty());
+    FUZZ_CHECK(rule.repeats() || (rule.count == 0 && !rule.until && rule.catchup == delayd::storage::Catchup::latest &&
+                                  rule.tz == "UTC"));
+    FUZZ_CHECK(!delayd::broker::unusable(rule));
+    FUZZ_CHECK(!rule.until || *rule.until >= job.deliver_at_ms);
     FUZZ_CHECK(!job.value || job.value->size() <= rules.max_value_bytes);
     FUZZ_CHECK(rules.max_record_bytes == 0 || delayd::connectors::record_bytes(rec) <= rules.max_record_bytes);
     std::size_t i = 0;
