@@ -8,6 +8,9 @@
 // after a failover, OOM, MISCONF, BUSY, ...; see is_transient_error_reply). Other error replies
 // are returned as replies (callers decide), never thrown here.
 //
+// Over TLS (RedisOptions::tls.enabled, from a rediss:// url) the bytes go through a TlsStream
+// (redis/tls.hpp) instead of hiredis's socket; hiredis still encodes the commands and parses the
+// replies, and every contract above holds the same.
 // Threading: a connection is used by one thread at a time (hiredis contexts are not thread-safe).
 #pragma once
 
@@ -24,10 +27,25 @@
 
 namespace delayd::redis {
 
+class TlsContext;
+class TlsStream;
+
 // The server could not be reached, the connection broke mid-exchange, or the server said it
 // cannot serve now (a transient error reply). Retry later.
 struct RedisIoError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// TLS to the server (rediss://, redis-cluster+tls://). Files are PEM. An empty ca_file trusts the
+// system's certificate store; an empty server_name verifies (and sends as SNI) the host.
+struct TlsOptions {
+  bool enabled = false;
+  std::string ca_file;
+  std::string cert_file;  // client certificate, for servers that require one (with key_file)
+  std::string key_file;
+  std::string server_name;  // the name the server's certificate must carry; empty: the host
+  bool verify = true;       // false: any certificate is accepted (testing only)
+  bool operator==(const TlsOptions&) const = default;
 };
 
 struct RedisOptions {
@@ -37,6 +55,7 @@ struct RedisOptions {
   std::string password;  // empty: no AUTH
   int db = 0;
   int timeout_ms = 2000;  // connect and per-command timeout
+  TlsOptions tls;
   bool operator==(const RedisOptions&) const = default;
 };
 
@@ -45,6 +64,8 @@ class RedisConnection final : public RedisClient {
   // Connects at once so that a wrong address fails at start-up, not at the first job.
   // Throws RedisIoError (unreachable) or RedisCommandError (AUTH/SELECT refused).
   explicit RedisConnection(RedisOptions options);
+  ~RedisConnection() override;
+  RedisConnection(RedisConnection&&) noexcept;
 
   // One command, one round trip. An error reply is returned, not thrown.
   RedisReply command(const Command& argv) override;
@@ -55,17 +76,27 @@ class RedisConnection final : public RedisClient {
   void wait_replicas(int replicas, int timeout_ms) override;
 
   const RedisOptions& options() const { return options_; }
-  bool connected() const { return ctx_ != nullptr; }
+  bool connected() const { return ctx_ != nullptr || tls_ != nullptr; }
 
  private:
   void ensure_connected();
+  void connect_plain();
+  void connect_tls();
+  std::vector<RedisReply> pipeline_plain(const std::vector<Command>& commands);
+  std::vector<RedisReply> pipeline_tls(const std::vector<Command>& commands);
+  std::vector<RedisReply> exchange_tls(const std::vector<Command>& commands);
   [[noreturn]] void fail(const std::string& what);
 
   struct Free {
     void operator()(redisContext* c) const { redisFree(c); }
+    void operator()(redisReader* r) const { redisReaderFree(r); }
   };
   RedisOptions options_;
-  std::unique_ptr<redisContext, Free> ctx_;
+  std::unique_ptr<redisContext, Free> ctx_;  // plain TCP: hiredis's own socket
+  // TLS: the context (built once, on first connect), the session, and the reply parser.
+  std::unique_ptr<TlsContext> tls_context_;
+  std::unique_ptr<TlsStream> tls_;
+  std::unique_ptr<redisReader, Free> reader_;
 };
 
 }  // namespace delayd::redis

@@ -1,6 +1,7 @@
 // redis://[[user]:password@]host[:port][/db], as hiredis users write it, and
-// redis-cluster://[[user]:password@]host[:port][,host[:port]...][/0] for a cluster's seed nodes.
-// No TLS and no unix sockets: they would need connection options delayd does not have.
+// redis-cluster://[[user]:password@]host[:port][,host[:port]...][/0] for a cluster's seed nodes;
+// rediss:// and redis-cluster+tls:// are the same over TLS (the files and the verification name
+// come from settings of their own: TlsOptions). No unix sockets.
 #include "redis/url.hpp"
 
 #include <charconv>
@@ -12,8 +13,16 @@ namespace delayd::redis {
 
 namespace {
 
-constexpr std::string_view kScheme = "redis://";
-constexpr std::string_view kClusterScheme = "redis-cluster://";
+// The four schemes: one server or a cluster, plain or over TLS.
+struct Scheme {
+  std::string_view prefix;
+  bool cluster;
+  bool tls;
+};
+constexpr Scheme kSchemes[] = {{"redis://", false, false},
+                               {"rediss://", false, true},
+                               {"redis-cluster://", true, false},
+                               {"redis-cluster+tls://", true, true}};
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -106,19 +115,24 @@ std::pair<std::string, int> parse_host_port(std::string_view hostport, int defau
 }  // namespace
 
 RedisTarget parse_redis_target(std::string_view url) {
-  const bool cluster = url.starts_with(kClusterScheme);
-  if (!cluster && !url.starts_with(kScheme)) {
-    throw std::invalid_argument(
-        "must start with redis:// or redis-cluster:// (forms: redis://[[user]:password@]host[:port][/db], "
-        "redis-cluster://[[user]:password@]host:port[,host:port...])");
+  const Scheme* scheme = nullptr;
+  for (const Scheme& s : kSchemes) {
+    if (url.starts_with(s.prefix)) scheme = &s;
   }
-  std::string_view rest = url.substr(cluster ? kClusterScheme.size() : kScheme.size());
+  if (scheme == nullptr) {
+    throw std::invalid_argument(
+        "must start with redis://, rediss:// (TLS), redis-cluster:// or redis-cluster+tls:// (forms: "
+        "redis://[[user]:password@]host[:port][/db], redis-cluster://[[user]:password@]host:port[,host:port...])");
+  }
+  const bool cluster = scheme->cluster;
+  std::string_view rest = url.substr(scheme->prefix.size());
   const auto slash = rest.find('/');
   const std::string_view authority = rest.substr(0, slash);
   const std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
 
   RedisTarget t;
   RedisOptions& ep = t.options;
+  ep.tls.enabled = scheme->tls;
   const Authority a = split_authority(authority);
   if (a.has_userinfo) {
     const auto colon = a.userinfo.find(':');

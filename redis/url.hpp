@@ -1,6 +1,8 @@
 // Redis addresses as people write them: redis://[[user]:password@]host[:port][/db] for one
 // server, redis-cluster://[[user]:password@]host[:port][,host[:port]...][/0] for a Redis Cluster
 // (the hosts are seeds: any nodes of the cluster; the slot map is read from them; db 0 only).
+// rediss:// and redis-cluster+tls:// are the same over TLS: options.tls.enabled is set, and the
+// caller adds the rest of TlsOptions (files, verification name) from its own settings.
 // user and password are percent-decoded (a password with '@' or ':' is written %40 / %3A); an
 // IPv6 host is written in brackets. "redis://secret@host" is refused as ambiguous.
 // Errors are std::invalid_argument with a short reason that never contains the password.

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "redis/url.hpp"
+#include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
 
 using namespace delayd::redis;
@@ -41,7 +42,7 @@ TEST_CASE("redis urls parse into host, port, credentials and db", "[redis][url]"
 }
 
 TEST_CASE("a pipeline returns one reply per command, in order, errors included", "[redis]") {
-  RedisConnection c(parse_redis_url(delayd::testing::require_env("REDIS_URL")));
+  RedisConnection c(delayd::testing::redis_options(delayd::testing::require_env("REDIS_URL")));
   const std::string key = delayd::testing::unique_name("conn");
   auto replies = c.pipeline({{"SET", key, std::string("a\0b", 3)}, {"GET", key}, {"INCR", key}, {"DEL", key}});
   REQUIRE(replies.size() == 4);

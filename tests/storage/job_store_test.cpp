@@ -14,6 +14,7 @@
 
 #include "redis/url.hpp"
 #include "support/redis_cleanup.hpp"
+#include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
 
 using namespace delayd::storage;
@@ -24,7 +25,7 @@ namespace {
 using Ids = std::vector<std::string>;
 
 struct Fixture {
-  RedisConnection redis{parse_redis_url(delayd::testing::require_env("REDIS_URL"))};
+  RedisConnection redis{delayd::testing::redis_options(delayd::testing::require_env("REDIS_URL"))};
   KeySchema keys{delayd::testing::unique_name("t")};
   JobStore store{redis, keys, 3600};
   const std::string shard = shard_id("delay-ingest", 0);
@@ -464,7 +465,7 @@ struct ReadOnlyRedis {
       if (std::system(cmd.c_str()) != 0) continue;
       for (int i = 0; i < 100; ++i) {
         try {
-          RedisConnection probe(RedisOptions{"127.0.0.1", port, "", "", 0, 500});
+          RedisConnection probe(RedisOptions{"127.0.0.1", port, "", "", 0, 500, {}});
           if (probe.command({"PING"}).view().is_string()) return;
         } catch (const RedisIoError&) {
         }
@@ -475,7 +476,7 @@ struct ReadOnlyRedis {
   }
   ~ReadOnlyRedis() {
     try {
-      RedisConnection c(RedisOptions{"127.0.0.1", port, "", "", 0, 500});
+      RedisConnection c(RedisOptions{"127.0.0.1", port, "", "", 0, 500, {}});
       c.command({"SHUTDOWN", "NOSAVE"});
     } catch (const RedisIoError&) {  // the connection closes as it shuts down
     }
@@ -489,7 +490,7 @@ struct ReadOnlyRedis {
 TEST_CASE("a Redis that refuses writes for now (READONLY after a failover) is a transient error, not a crash",
           "[store][faults]") {
   ReadOnlyRedis replica;
-  RedisConnection redis(RedisOptions{"127.0.0.1", replica.port, "", "", 0, 2000});
+  RedisConnection redis(RedisOptions{"127.0.0.1", replica.port, "", "", 0, 2000, {}});
   KeySchema keys(delayd::testing::unique_name("ro"));
   JobStore store(redis, keys, 60);  // SCRIPT LOAD works on a replica
   NewJob j;

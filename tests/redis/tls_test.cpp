@@ -1,0 +1,313 @@
+// RedisConnection over TLS against real redis-server processes that each test starts itself
+// (TLS only: --port 0 --tls-port), with certificates made by scripts/tls-certs.sh: the good
+// path (verification, client certificates, pipelines bigger than a TLS record, a reconnect after
+// the server restarts), and each way it must refuse, with the reason in the error: another CA, an
+// expired certificate, a name that does not match, a missing client certificate, a server that
+// does not speak TLS, a server that never answers the handshake, and files that cannot be used.
+#include "redis/tls.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis/connection.hpp"
+#include "redis/url.hpp"
+#include "support/requires.hpp"
+
+using namespace delayd::redis;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+int free_port() {
+  std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
+                   static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int port = 20000 + static_cast<int>(rng() % 30000);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (ok) return port;
+  }
+  FAIL("no free port");
+  return 0;
+}
+
+// The certificates of scripts/tls-certs.sh, made once per test process.
+const fs::path& certs() {
+  static const fs::path dir = [] {
+    delayd::testing::require_tool("openssl", "Debian package openssl");
+    delayd::testing::require_tool("redis-server", "Debian package redis-server");
+    char tmpl[] = "/tmp/delayd-tls-test-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    const std::string cmd = std::string(DELAYD_REPO_DIR) + "/scripts/tls-certs.sh " + tmpl + " >/dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    return fs::path(tmpl);
+  }();
+  return dir;
+}
+
+std::string cert(const std::string& name) { return (certs() / name).string(); }
+
+// redis-server with TLS only on a free port, serving `cert_name`.crt/.key; it dies with the test.
+class TlsRedis {
+ public:
+  explicit TlsRedis(std::string cert_name = "server", bool require_client_cert = true)
+      : cert_name_(std::move(cert_name)), require_client_cert_(require_client_cert), port_(free_port()) {
+    start();
+  }
+  ~TlsRedis() { stop(); }
+  TlsRedis(const TlsRedis&) = delete;
+  TlsRedis& operator=(const TlsRedis&) = delete;
+
+  int port() const { return port_; }
+  void stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+  // Starts it (again, on the same port) and waits until it accepts connections.
+  void start() {
+    const std::vector<std::string> argv = {"redis-server",
+                                           "--port",
+                                           "0",
+                                           "--tls-port",
+                                           std::to_string(port_),
+                                           "--bind",
+                                           "127.0.0.1",
+                                           "--save",
+                                           "",
+                                           "--appendonly",
+                                           "no",
+                                           "--tls-cert-file",
+                                           cert(cert_name_ + ".crt"),
+                                           "--tls-key-file",
+                                           cert(cert_name_ + ".key"),
+                                           "--tls-ca-cert-file",
+                                           cert("ca.crt"),
+                                           "--tls-auth-clients",
+                                           require_client_cert_ ? "yes" : "no"};
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
+      const int fd = ::open("/dev/null", O_WRONLY);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execvp(args[0], args.data());
+      ::_exit(127);
+    }
+    // Accepting TCP connections is enough: the handshake is what each test checks.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    for (;;) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<std::uint16_t>(port_));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      ::close(fd);
+      if (up) return;
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+ private:
+  std::string cert_name_;
+  bool require_client_cert_;
+  int port_;
+  pid_t pid_ = -1;
+};
+
+// The stack's client settings for a server on `port`: the CA, the client certificate and key.
+RedisOptions client(int port) {
+  RedisOptions o = parse_redis_url("rediss://127.0.0.1:" + std::to_string(port));
+  o.tls.ca_file = cert("ca.crt");
+  o.tls.cert_file = cert("client.crt");
+  o.tls.key_file = cert("client.key");
+  o.timeout_ms = 2000;
+  return o;
+}
+
+// The message RedisConnection's constructor throws with `o`; "" when it connects.
+std::string refusal(const RedisOptions& o) {
+  try {
+    RedisConnection c(o);
+    RedisReply r = c.command({"PING"});
+    return "";
+  } catch (const RedisIoError& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "tls: a rediss:// connection verifies the server, presents its certificate, and carries pipelines of any size",
+    "[tls]") {
+  ::signal(SIGPIPE, SIG_IGN);
+  TlsRedis server;
+  RedisConnection c(client(server.port()));
+  CHECK(c.command({"PING"}).view().str() == "PONG");
+
+  // A value much bigger than a TLS record (16 KiB), and a pipeline whose replies arrive in many reads.
+  const std::string big(300 * 1024, 'x');
+  REQUIRE(c.command({"SET", "big", big}).view().str() == "OK");
+  CHECK(c.command({"GET", "big"}).view().str() == big);
+  std::vector<Command> batch;
+  for (int i = 0; i < 2000; ++i) batch.push_back({"SET", "k" + std::to_string(i), std::string(100, 'a' + i % 26)});
+  for (int i = 0; i < 2000; ++i) batch.push_back({"GET", "k" + std::to_string(i)});
+  const auto replies = c.pipeline(batch);
+  REQUIRE(replies.size() == 4000);
+  for (int i = 0; i < 2000; ++i) {
+    CHECK(replies[static_cast<std::size_t>(2000 + i)].view().str() == std::string(100, 'a' + i % 26));
+  }
+  // An error reply is a reply over TLS too.
+  CHECK(c.command({"INCR", "big"}).view().is_error());
+
+  // The name to verify may be given: localhost is in the certificate.
+  RedisOptions named = client(server.port());
+  named.tls.server_name = "localhost";
+  CHECK(refusal(named).empty());
+}
+
+TEST_CASE("tls: a restarted server breaks the session once, and the next call reconnects", "[tls]") {
+  ::signal(SIGPIPE, SIG_IGN);
+  TlsRedis server;
+  RedisConnection c(client(server.port()));
+  REQUIRE(c.command({"SET", "a", "1"}).view().str() == "OK");
+  server.stop();
+  CHECK_THROWS_AS(c.command({"GET", "a"}), RedisIoError);
+  CHECK_FALSE(c.connected());
+  server.start();
+  CHECK(c.command({"PING"}).view().str() == "PONG");
+  CHECK(c.connected());
+}
+
+TEST_CASE("tls: another CA, an expired certificate and a name mismatch are refused with the reason", "[tls]") {
+  ::signal(SIGPIPE, SIG_IGN);
+  {
+    TlsRedis server;
+    RedisOptions o = client(server.port());
+    o.tls.ca_file = cert("other-ca.crt");
+    const std::string why = refusal(o);
+    // The server sends its chain up to its own CA, which the client's CA file does not hold.
+    CHECK_THAT(why, Catch::Contains("self-signed certificate in certificate chain"));
+    CHECK_THAT(why, Catch::Contains("127.0.0.1:" + std::to_string(server.port())));
+    // Verification off (testing only) accepts it.
+    o.tls.verify = false;
+    CHECK(refusal(o).empty());
+  }
+  {
+    TlsRedis server("expired");
+    CHECK_THAT(refusal(client(server.port())), Catch::Contains("certificate has expired"));
+  }
+  {
+    TlsRedis server("wrongname");
+    CHECK_THAT(refusal(client(server.port())), Catch::Contains("IP address mismatch"));
+    RedisOptions o = client(server.port());
+    o.tls.server_name = "localhost";
+    CHECK_THAT(refusal(o), Catch::Contains("hostname mismatch") && Catch::Contains("verified as localhost"));
+    o.tls.server_name = "elsewhere.invalid";  // the name it does carry
+    CHECK(refusal(o).empty());
+  }
+}
+
+TEST_CASE(
+    "tls: never in clear: a TLS client and a plain server, a plain client and a TLS server, no client certificate",
+    "[tls]") {
+  ::signal(SIGPIPE, SIG_IGN);
+  TlsRedis server;
+  // A plain redis:// client to the TLS port gets no reply it can parse: an error, never data.
+  RedisOptions plain = parse_redis_url("redis://127.0.0.1:" + std::to_string(server.port()));
+  plain.timeout_ms = 1000;
+  CHECK_THROWS_AS(RedisConnection(plain).command({"PING"}), RedisIoError);
+
+  // The server requires a client certificate: without one the session is refused.
+  RedisOptions anonymous = client(server.port());
+  anonymous.tls.cert_file.clear();
+  anonymous.tls.key_file.clear();
+  CHECK_FALSE(refusal(anonymous).empty());
+
+  // A rediss:// client to a port that never answers the handshake: timed out, within its timeout.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(fd, 4) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  RedisOptions silent = client(ntohs(a.sin_port));
+  silent.timeout_ms = 300;
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THAT(refusal(silent), Catch::Contains("timed out"));
+  CHECK(std::chrono::steady_clock::now() - t0 < 3s);
+  ::close(fd);
+}
+
+TEST_CASE("tls: files that cannot be used are named when the context is built", "[tls]") {
+  TlsOptions o;
+  o.enabled = true;
+  o.ca_file = "/nonexistent/ca.crt";
+  try {
+    TlsContext c(o);
+    FAIL("a missing CA file was accepted");
+  } catch (const TlsSetupError& e) {
+    CHECK(e.setting == "ca_file");
+    CHECK_THAT(std::string(e.what()), Catch::Contains("/nonexistent/ca.crt"));
+  }
+  o.ca_file = cert("ca.crt");
+  o.cert_file = cert("client.crt");
+  o.key_file = cert("server.key");  // another certificate's key
+  try {
+    TlsContext c(o);
+    FAIL("a key of another certificate was accepted");
+  } catch (const TlsSetupError& e) {
+    CHECK(e.setting == "key_file");
+    CHECK_THAT(std::string(e.what()), Catch::Contains("server.key") && Catch::Contains("key values mismatch"));
+  }
+  o.key_file.clear();
+  CHECK_THROWS_AS(TlsContext(o), TlsSetupError);
+  o.key_file = cert("client.key");
+  CHECK_NOTHROW(TlsContext(o));
+}
+
+TEST_CASE("tls: rediss:// and redis-cluster+tls:// ask for TLS, redis:// and redis-cluster:// do not", "[tls]") {
+  CHECK(parse_redis_url("rediss://h:1").tls.enabled);
+  CHECK(parse_redis_url("rediss://:pw@h:1/2").db == 2);
+  CHECK_FALSE(parse_redis_url("redis://h:1").tls.enabled);
+  const RedisTarget t = parse_redis_target("redis-cluster+tls://a:1,b:2");
+  CHECK(t.is_cluster());
+  CHECK(t.options.tls.enabled);
+  CHECK_FALSE(parse_redis_target("redis-cluster://a:1").options.tls.enabled);
+  CHECK_THROWS_WITH(parse_redis_url("redis+tls://h"), Catch::Contains("rediss://"));
+  CHECK(mask_redis_url("rediss://u:secret@h:1") == "rediss://u:***@h:1");
+}
