@@ -18,6 +18,7 @@
 #include "config/config_names.hpp"
 #include "config/config_registry.hpp"
 #include "config/redis_options.hpp"
+#include "redis/tls.hpp"
 
 extern char** environ;
 
@@ -423,7 +424,8 @@ struct SecretFile {
   std::string_view file;
 };
 constexpr SecretFile kSecretFiles[] = {{"admin.token", "admin.token_file"},
-                                       {"admin.read_token", "admin.read_token_file"}};
+                                       {"admin.read_token", "admin.read_token_file"},
+                                       {"redis.password", "redis.password_file"}};
 
 // " (from <origin>)" of a setting, or "" for a default.
 std::string from_origin(const Config& c, std::string_view name) {
@@ -497,6 +499,33 @@ void check_properties(const Config& c, const Setting& s, const PropertyMap& prop
   }
 }
 
+// The TLS settings agree with the url, and their files can be used: a TLS setting with a plain
+// url would be ignored (delayd never falls back to plaintext silently, nor lets a user think it
+// encrypts when it does not), and a file that cannot be read fails now, not at the first job.
+void check_redis_tls(const Config& c) {
+  const bool tls_url = redis::parse_redis_url(c.redis.url).tls.enabled;  // the url was checked already
+  if (!tls_url) {
+    const std::pair<std::string_view, bool> given[] = {{"redis.tls_ca_file", !c.redis.tls_ca_file.empty()},
+                                                       {"redis.tls_cert_file", !c.redis.tls_cert_file.empty()},
+                                                       {"redis.tls_key_file", !c.redis.tls_key_file.empty()},
+                                                       {"redis.tls_server_name", !c.redis.tls_server_name.empty()},
+                                                       {"redis.tls_verify", !c.redis.tls_verify}};
+    for (const auto& [name, set] : given) {
+      if (set) {
+        invalid(c, *detail::find_setting(name),
+                "is set but redis.url is not a TLS url (use rediss:// or redis-cluster+tls://)");
+      }
+    }
+    return;
+  }
+  const redis::TlsOptions tls = redis_options(c).tls;
+  try {
+    (void)redis::TlsContext(tls);
+  } catch (const redis::TlsSetupError& e) {
+    invalid(c, *detail::find_setting("redis.tls_" + std::string(e.setting)), e.what());
+  }
+}
+
 }  // namespace
 
 // ---- public API -------------------------------------------------------------------------
@@ -522,6 +551,11 @@ redis::RedisOptions redis_options(const Config& config) {
   if (!config.redis.password.empty()) o.password = config.redis.password;
   if (config.redis.db) o.db = static_cast<int>(*config.redis.db);
   o.timeout_ms = static_cast<int>(config.redis.timeout_ms);
+  o.tls.ca_file = config.redis.tls_ca_file;
+  o.tls.cert_file = config.redis.tls_cert_file;
+  o.tls.key_file = config.redis.tls_key_file;
+  o.tls.server_name = config.redis.tls_server_name;
+  o.tls.verify = config.redis.tls_verify;
   return o;
 }
 
@@ -585,9 +619,10 @@ void validate_config(const Config& c) {
                 std::to_string(producer_max_message_bytes(c) - kReadyRecordReserveBytes) +
                 " (or raise kafka.producer_properties.message.max.bytes)");
   }
-  if (c.redis.db && *c.redis.db != 0 && c.redis.url.starts_with("redis-cluster://")) {
+  if (c.redis.db && *c.redis.db != 0 && redis::parse_redis_target(c.redis.url).is_cluster()) {
     invalid(c, *detail::find_setting("redis.db"), "must be 0 with a redis-cluster:// url (a cluster has only db 0)");
   }
+  check_redis_tls(c);
   if (!c.kafka.status_topic.empty() &&
       (c.kafka.status_topic == c.kafka.ingest_topic || c.kafka.status_topic == c.kafka.dlq_topic)) {
     invalid(c, *detail::find_setting("kafka.status_topic"), "must differ from kafka.ingest_topic and kafka.dlq_topic");

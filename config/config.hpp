@@ -90,9 +90,18 @@ struct KafkaConfig {
 };
 
 struct RedisConfig {
-  // redis://[[user]:password@]host[:port][/db], or redis-cluster://[[user]:password@]host:port[,host:port...]
+  // redis://[[user]:password@]host[:port][/db], or redis-cluster://[[user]:password@]host:port[,host:port...];
+  // rediss:// and redis-cluster+tls:// for the same over TLS
   std::string url = "redis://127.0.0.1:16379";
   std::string password;                   // overrides the url's password when non-empty
+  std::string password_file;              // a file holding redis.password (a mounted secret)
+  // TLS (a rediss:// or redis-cluster+tls:// url): PEM files, the name the server's certificate
+  // must carry (empty: the url's host), and whether to verify at all. See redis/tls.hpp.
+  std::string tls_ca_file;    // empty: the system's CA certificates
+  std::string tls_cert_file;  // client certificate (with tls_key_file)
+  std::string tls_key_file;
+  std::string tls_server_name;
+  bool tls_verify = true;
   std::optional<std::int64_t> db;         // overrides the url's db when set
   std::string prefix = "delayd";          // [A-Za-z0-9._-]{1,64}
   std::int64_t timeout_ms = 2000;         // connect and command timeout

@@ -141,6 +141,12 @@ constexpr std::array kSettings = {
 
   Setting{"redis.url", field<Str>([](auto& c) -> auto& { return c.redis.url; }), 0, 0, check_redis_url},
   Setting{"redis.password", field<Str>([](auto& c) -> auto& { return c.redis.password; }), 0, 0, nullptr, true},
+  Setting{"redis.password_file", field<Str>([](auto& c) -> auto& { return c.redis.password_file; })},
+  Setting{"redis.tls_ca_file", field<Str>([](auto& c) -> auto& { return c.redis.tls_ca_file; })},
+  Setting{"redis.tls_cert_file", field<Str>([](auto& c) -> auto& { return c.redis.tls_cert_file; })},
+  Setting{"redis.tls_key_file", field<Str>([](auto& c) -> auto& { return c.redis.tls_key_file; })},
+  Setting{"redis.tls_server_name", field<Str>([](auto& c) -> auto& { return c.redis.tls_server_name; })},
+  Setting{"redis.tls_verify", field<bool>([](auto& c) -> auto& { return c.redis.tls_verify; })},
   Setting{"redis.db", field<OptInt>([](auto& c) -> auto& { return c.redis.db; }), 0, kMaxInt32},
   Setting{"redis.prefix", field<Str>([](auto& c) -> auto& { return c.redis.prefix; }), 0, 0, check_prefix},
   Setting{"redis.timeout_ms", field<Int>([](auto& c) -> auto& { return c.redis.timeout_ms; }), 1, 3'600'000},

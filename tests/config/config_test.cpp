@@ -121,7 +121,7 @@ TEST_CASE("every setting has its documented default", "[unit][config]") {
   CHECK(c.origins.empty());
   CHECK(c.warnings.empty());
 
-  CHECK(redis_options(c) == delayd::redis::RedisOptions{"127.0.0.1", 16379, "", "", 0, 2000});
+  CHECK(redis_options(c) == delayd::redis::RedisOptions{"127.0.0.1", 16379, "", "", 0, 2000, {}});
   CHECK(c.kafka.ready_topic("orders") == "ready.orders");
 }
 
@@ -154,7 +154,7 @@ level = "debug"
   CHECK_FALSE(c.kafka.create_topics);
   CHECK(c.kafka.topic_partitions == 12);
   CHECK(c.redis.db == 5);
-  CHECK(redis_options(c) == delayd::redis::RedisOptions{"cache", 6380, "", "", 5, 2000});
+  CHECK(redis_options(c) == delayd::redis::RedisOptions{"cache", 6380, "", "", 5, 2000, {}});
   CHECK(c.wheel.range_ms() == (std::int64_t{2} << 30));
   CHECK(c.scheduler.load_window_ms == 120000);
   CHECK(c.log.level == "debug");
@@ -490,18 +490,21 @@ TEST_CASE("env booleans and integers", "[unit][config]") {
 }
 
 TEST_CASE("redis urls", "[unit][config]") {
-  CHECK(delayd::redis::parse_redis_url("redis://h") == delayd::redis::RedisOptions{"h", 6379, "", "", 0, 2000});
-  CHECK(delayd::redis::parse_redis_url("redis://h:7000/") == delayd::redis::RedisOptions{"h", 7000, "", "", 0, 2000});
-  CHECK(delayd::redis::parse_redis_url("redis://:pw@h:1/2") == delayd::redis::RedisOptions{"h", 1, "", "pw", 2, 2000});
+  CHECK(delayd::redis::parse_redis_url("redis://h") == delayd::redis::RedisOptions{"h", 6379, "", "", 0, 2000, {}});
+  CHECK(delayd::redis::parse_redis_url("redis://h:7000/") ==
+        delayd::redis::RedisOptions{"h", 7000, "", "", 0, 2000, {}});
+  CHECK(delayd::redis::parse_redis_url("redis://:pw@h:1/2") ==
+        delayd::redis::RedisOptions{"h", 1, "", "pw", 2, 2000, {}});
   CHECK(delayd::redis::parse_redis_url("redis://alice:pw@h") ==
-        delayd::redis::RedisOptions{"h", 6379, "alice", "pw", 0, 2000});
+        delayd::redis::RedisOptions{"h", 6379, "alice", "pw", 0, 2000, {}});
   CHECK(delayd::redis::parse_redis_url("redis://u:p%40ss%3Aw@h") ==
-        delayd::redis::RedisOptions{"h", 6379, "u", "p@ss:w", 0, 2000});
+        delayd::redis::RedisOptions{"h", 6379, "u", "p@ss:w", 0, 2000, {}});
   CHECK(delayd::redis::parse_redis_url("redis://u:p@ss@h") ==
-        delayd::redis::RedisOptions{"h", 6379, "u", "p@ss", 0, 2000});
+        delayd::redis::RedisOptions{"h", 6379, "u", "p@ss", 0, 2000, {}});
   CHECK(delayd::redis::parse_redis_url("redis://[::1]:6380/4") ==
-        delayd::redis::RedisOptions{"::1", 6380, "", "", 4, 2000});
-  CHECK(delayd::redis::parse_redis_url("redis://[::1]") == delayd::redis::RedisOptions{"::1", 6379, "", "", 0, 2000});
+        delayd::redis::RedisOptions{"::1", 6380, "", "", 4, 2000, {}});
+  CHECK(delayd::redis::parse_redis_url("redis://[::1]") ==
+        delayd::redis::RedisOptions{"::1", 6379, "", "", 0, 2000, {}});
   for (const char* bad : {"", "redis:/h", "rediss://h", "redis://", "redis://h:", "redis://h:x", "redis://h:65536",
                           "redis://h/-1", "redis://h/1/2", "redis://h/1?x=1", "redis://[::1", "redis://[::1]x",
                           "redis://pw@h", "redis://:p%4@h", "redis://h h"}) {
@@ -512,9 +515,9 @@ TEST_CASE("redis urls", "[unit][config]") {
 
 TEST_CASE("redis.password and redis.db override the url", "[unit][config]") {
   const Config c = load_config(with_sets({"redis.url=redis://u:urlpw@h:1/3", "redis.password=flagpw"}), {});
-  CHECK(redis_options(c) == delayd::redis::RedisOptions{"h", 1, "u", "flagpw", 3, 2000});
+  CHECK(redis_options(c) == delayd::redis::RedisOptions{"h", 1, "u", "flagpw", 3, 2000, {}});
   const Config d = load_config(with_sets({"redis.url=redis://:urlpw@h:1/3", "redis.db=0"}), {});
-  CHECK(redis_options(d) == delayd::redis::RedisOptions{"h", 1, "", "urlpw", 0, 2000});
+  CHECK(redis_options(d) == delayd::redis::RedisOptions{"h", 1, "", "urlpw", 0, 2000, {}});
 }
 
 TEST_CASE("printing the config masks secrets", "[unit][config]") {
@@ -565,7 +568,7 @@ TEST_CASE("mask_redis_url", "[unit][config]") {
 TEST_CASE("redis-cluster urls, and the replica wait", "[unit][config]") {
   // The endpoint of a cluster url is its first seed; the client reads the others (redis_options.hpp).
   CHECK(delayd::redis::parse_redis_url("redis-cluster://:pw@a:1,b:2") ==
-        delayd::redis::RedisOptions{"a", 1, "", "pw", 0, 2000});
+        delayd::redis::RedisOptions{"a", 1, "", "pw", 0, 2000, {}});
   CHECK(load_config(with_sets({"redis.url=redis-cluster://a:1,b:2,c:3"}), {}).redis.url ==
         "redis-cluster://a:1,b:2,c:3");
   CHECK_THROWS_AS(load_config(with_sets({"redis.url=redis-cluster://a:1/1"}), {}), ConfigError);
@@ -703,4 +706,35 @@ TEST_CASE("log.format is text or json", "[config]") {
   CHECK(load_config(with_sets({"log.format=json"}), {}).log.format == "json");
   CHECK(load_config({}, {{"DELAYD_LOG_FORMAT", "json"}}).log.format == "json");
   CHECK_THROWS_WITH(load_config(with_sets({"log.format=xml"}), {}), Catch::Contains("must be text or json"));
+}
+
+TEST_CASE("redis.password_file and the TLS settings: read, passed to the connection, checked against the url",
+          "[unit][config]") {
+  TempFile password("redis-topsecret\n");
+  const Config c = load_config(with_sets({"redis.password_file=" + password.path()}), {});
+  CHECK(c.redis.password == "redis-topsecret");
+  CHECK(redis_options(c).password == "redis-topsecret");
+  CHECK_THAT(render_config(c, ConfigFormat::toml), !Catch::Contains("topsecret"));
+  CHECK_THAT(error_of(with_sets({"redis.password=x", "redis.password_file=" + password.path()})),
+             Catch::Contains("both are set"));
+
+  // A TLS setting with a plain url would be ignored: refused, naming the setting.
+  CHECK_THAT(error_of(with_sets({"redis.tls_ca_file=/etc/ssl/certs/ca-certificates.crt"})),
+             Catch::Contains("redis.tls_ca_file") && Catch::Contains("not a TLS url"));
+  CHECK_THAT(error_of({}, {{"DELAYD_REDIS_TLS_VERIFY", "false"}}), Catch::Contains("redis.tls_verify"));
+  // A TLS url whose files cannot be used fails at start-up, naming the setting and the file.
+  const std::string missing = "/nonexistent/delayd-ca-" + std::to_string(::getpid()) + ".pem";
+  CHECK_THAT(error_of(with_sets({"redis.url=rediss://h:6380", "redis.tls_ca_file=" + missing})),
+             Catch::Contains("redis.tls_ca_file") && Catch::Contains(missing));
+  CHECK_THAT(error_of(with_sets({"redis.url=rediss://h:6380", "redis.tls_cert_file=" + password.path()})),
+             Catch::Contains("redis.tls_key_file") && Catch::Contains("both its certificate file and its key file"));
+  // The settings reach the connection; the url says TLS.
+  const Config t = load_config(with_sets({"redis.url=redis-cluster+tls://a:1,b:2",
+                                          "redis.tls_server_name=cache.internal", "redis.tls_verify=false"}),
+                               {});
+  const delayd::redis::RedisOptions o = redis_options(t);
+  CHECK(o.tls.enabled);
+  CHECK(o.tls.server_name == "cache.internal");
+  CHECK_FALSE(o.tls.verify);
+  CHECK_THAT(error_of(with_sets({"redis.url=redis-cluster+tls://a:1", "redis.db=2"})), Catch::Contains("redis.db"));
 }
