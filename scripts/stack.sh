@@ -25,6 +25,12 @@
 #     for the fault tests, e.g. "--key-load-delay 100" to make its LOADING phase last
 #   DELAYD_REDIS_CLUSTER (unset: one redis-server)  DELAYD_REDIS_CLUSTER_REPLICAS (1)
 #   DELAYD_REDIS_CLUSTER_PORT (17001): the first cluster port (cluster bus: port + 10000)
+#   DELAYD_REDIS_TLS (unset): with 1, Redis (single or cluster) speaks TLS only (--port 0
+#     --tls-port, client certificates required, the cluster bus and replication over TLS too),
+#     with certificates made by scripts/tls-certs.sh under $DELAYD_STACK_DIR/tls at `up`; `env`
+#     then prints a rediss:// (or redis-cluster+tls://) REDIS_URL and DELAYD_REDIS_TLS_CA_FILE,
+#     DELAYD_REDIS_TLS_CERT_FILE, DELAYD_REDIS_TLS_KEY_FILE, the settings delayd and the tests
+#     read, and REDIS_CLI_TLS, redis-cli's arguments for the same
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -50,6 +56,8 @@ TIMEOUT="${DELAYD_STACK_TIMEOUT:-120}"
 CLUSTER="${DELAYD_REDIS_CLUSTER:-${CLUSTER:-}}"
 CLUSTER_REPLICAS="${DELAYD_REDIS_CLUSTER_REPLICAS:-${CLUSTER_REPLICAS:-1}}"
 CLUSTER_PORT="${DELAYD_REDIS_CLUSTER_PORT:-${CLUSTER_PORT:-17001}}"
+REDIS_TLS="${DELAYD_REDIS_TLS:-${REDIS_TLS:-}}"
+[[ -z "$REDIS_TLS" || "$REDIS_TLS" == 1 ]] || die "DELAYD_REDIS_TLS must be 1 or unset (got '$REDIS_TLS')"
 if [[ -n "$CLUSTER" ]]; then
   [[ "$CLUSTER" =~ ^[0-9]+$ && "$CLUSTER" -ge 3 ]] || die "DELAYD_REDIS_CLUSTER must be a number of primaries, at least 3 (got '$CLUSTER')"
   [[ "$CLUSTER_REPLICAS" =~ ^[0-9]+$ ]] || die "DELAYD_REDIS_CLUSTER_REPLICAS must be a number (got '$CLUSTER_REPLICAS')"
@@ -61,6 +69,25 @@ KAFKA_PID="$KAFKA_DIR/kafka.pid"
 REDIS_PID="$REDIS_DIR/redis.pid"
 KAFKA_LIBS="$ROOT/.cache/kafka-libs"
 CLUSTER_DIR="$STACK_DIR/redis-cluster"
+TLS_DIR="$STACK_DIR/tls"
+
+# redis-cli and redis-server arguments for TLS (empty without DELAYD_REDIS_TLS).
+cli_tls=()
+server_tls=()
+if [[ -n "$REDIS_TLS" ]]; then
+  cli_tls=(--tls --cacert "$TLS_DIR/ca.crt" --cert "$TLS_DIR/client.crt" --key "$TLS_DIR/client.key")
+  server_tls=(--tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key"
+    --tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients yes)
+fi
+rcli() { redis-cli "${cli_tls[@]}" "$@"; }
+# The listening arguments of a node on port $1: plain, or TLS only.
+listen_args() {
+  if [[ -n "$REDIS_TLS" ]]; then
+    echo --port 0 --tls-port "$1" "${server_tls[@]}"
+  else
+    echo --port "$1"
+  fi
+}
 
 port_in_use() {
   if command -v ss >/dev/null; then
@@ -81,7 +108,7 @@ running_pid() { # file pattern
 }
 
 kafka_answers() { kcat -b "$HOST:$KAFKA_PORT" -L -m 3 >/dev/null 2>&1; }
-redis_answers() { [[ "$(redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null)" == "PONG" ]]; }
+redis_answers() { [[ "$(rcli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null)" == "PONG" ]]; }
 
 wait_until() { # what check pidfile pattern logfile
   local what="$1" check="$2" pidfile="$3" pattern="$4" log="$5" deadline=$((SECONDS + TIMEOUT))
@@ -110,7 +137,10 @@ redis_up() {
   # AOF with fsync every second: a job acknowledged by Redis survives a crash of Redis itself
   # except for at most the last second, the usual production trade-off.
   # DEBUG (for DEBUG SLEEP in the fault tests) is allowed from loopback connections only.
-  redis-server --bind "$HOST" --port "$REDIS_PORT" --protected-mode yes \
+  [[ -z "$REDIS_TLS" ]] || "$ROOT/scripts/tls-certs.sh" "$TLS_DIR" >/dev/null
+  local listen=()
+  read -r -a listen <<<"$(listen_args "$REDIS_PORT")"
+  redis-server --bind "$HOST" "${listen[@]}" --protected-mode yes \
     --dir "$REDIS_DIR" --appendonly yes --appendfsync everysec --save "" \
     --enable-debug-command local "${extra[@]}" \
     --daemonize yes --pidfile "$REDIS_PID" --logfile "$REDIS_DIR/redis.log" \
@@ -136,12 +166,12 @@ cluster_url() {
   echo "redis-cluster://${seeds[*]}"
 }
 node_pid() { echo "$CLUSTER_DIR/$1/redis.pid"; }
-node_answers() { [[ "$(redis-cli -h "$HOST" -p "$1" ping 2>/dev/null)" == "PONG" ]]; }
+node_answers() { [[ "$(rcli -h "$HOST" -p "$1" ping 2>/dev/null)" == "PONG" ]]; }
 starting_node_answers() { node_answers "$STARTING_NODE"; }  # for wait_until, which takes a name
 cluster_ok() { # every node says cluster_state:ok
   local p
   for p in $(cluster_ports); do
-    redis-cli -h "$HOST" -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+    rcli -h "$HOST" -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
   done
 }
 cluster_node_up() { # port
@@ -157,7 +187,10 @@ cluster_node_up() { # port
   read -r -a extra <<<"${DELAYD_REDIS_EXTRA_ARGS:-}"
   # As the single server: AOF every second. cluster-node-timeout 2000: a failed primary is
   # replaced by its replica within a few seconds.
-  redis-server --bind "$HOST" --port "$p" --protected-mode yes --dir "$dir" \
+  local listen=()
+  read -r -a listen <<<"$(listen_args "$p")"
+  [[ -z "$REDIS_TLS" ]] || listen+=(--tls-cluster yes --tls-replication yes)
+  redis-server --bind "$HOST" "${listen[@]}" --protected-mode yes --dir "$dir" \
     --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
     --appendonly yes --appendfsync everysec --save "" --enable-debug-command local "${extra[@]}" \
     --daemonize yes --pidfile "$(node_pid "$p")" --logfile "$dir/redis.log" \
@@ -179,9 +212,9 @@ cluster_up() {
     nodes+=("$HOST:$p")
   done
   # A new cluster is created once; after `down` and `up` the nodes rejoin from their nodes.conf.
-  if [[ "$(redis-cli -h "$HOST" -p "$CLUSTER_PORT" cluster info | tr -d '\r' | sed -n 's/^cluster_slots_assigned://p')" == 0 ]]; then
+  if [[ "$(rcli -h "$HOST" -p "$CLUSTER_PORT" cluster info | tr -d '\r' | sed -n 's/^cluster_slots_assigned://p')" == 0 ]]; then
     say "creating a Redis Cluster: $CLUSTER primaries, $CLUSTER_REPLICAS replica(s) each"
-    redis-cli --cluster create "${nodes[@]}" --cluster-replicas "$CLUSTER_REPLICAS" --cluster-yes \
+    rcli --cluster create "${nodes[@]}" --cluster-replicas "$CLUSTER_REPLICAS" --cluster-yes \
       >"$CLUSTER_DIR/create.log" 2>&1 || { tail -n 30 "$CLUSTER_DIR/create.log" >&2; die "redis-cli --cluster create failed (log: $CLUSTER_DIR/create.log)"; }
   fi
   local deadline=$((SECONDS + TIMEOUT))
@@ -303,6 +336,7 @@ cmd_up() {
     printf 'CLUSTER=%s\nCLUSTER_REPLICAS=%s\nCLUSTER_PORT=%s\n' \
       "$CLUSTER" "$CLUSTER_REPLICAS" "$CLUSTER_PORT" >>"$RECORDED.new"
   fi
+  [[ -z "$REDIS_TLS" ]] || printf 'REDIS_TLS=%s\n' "$REDIS_TLS" >>"$RECORDED.new"
   # Ports of a running stack cannot change under it.
   if [[ -f "$RECORDED" ]] && ! cmp -s "$RECORDED" "$RECORDED.new" &&
     { running_pid "$KAFKA_PID" kafka.Kafka >/dev/null || running_pid "$REDIS_PID" redis-server >/dev/null ||
@@ -311,6 +345,7 @@ cmd_up() {
     die "the stack already runs with other ports ($(tr '\n' ' ' <"$RECORDED")); run scripts/stack.sh down first"
   fi
   mv "$RECORDED.new" "$RECORDED"
+  [[ -z "$REDIS_TLS" ]] || "$ROOT/scripts/tls-certs.sh" "$TLS_DIR" >/dev/null
   if [[ -n "$CLUSTER" ]]; then cluster_up; else redis_up; fi
   kafka_up
 }
@@ -339,10 +374,18 @@ cmd_status() {
 
 cmd_env() {
   echo "KAFKA_BOOTSTRAP=$HOST:$KAFKA_PORT"
-  if [[ -n "$CLUSTER" ]]; then
-    echo "REDIS_URL=$(cluster_url)"
+  local url
+  if [[ -n "$CLUSTER" ]]; then url="$(cluster_url)"; else url="redis://$HOST:$REDIS_PORT"; fi
+  if [[ -n "$REDIS_TLS" ]]; then
+    url="${url/#redis:/rediss:}"
+    url="${url/#redis-cluster:/redis-cluster+tls:}"
+    echo "REDIS_URL=$url"
+    echo "DELAYD_REDIS_TLS_CA_FILE=$TLS_DIR/ca.crt"
+    echo "DELAYD_REDIS_TLS_CERT_FILE=$TLS_DIR/client.crt"
+    echo "DELAYD_REDIS_TLS_KEY_FILE=$TLS_DIR/client.key"
+    echo "REDIS_CLI_TLS='${cli_tls[*]}'"
   else
-    echo "REDIS_URL=redis://$HOST:$REDIS_PORT"
+    echo "REDIS_URL=$url"
   fi
 }
 

@@ -32,6 +32,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -458,6 +459,7 @@ int cmd_reschedule(const Config& config, delayd::storage::JobStore& store, const
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);  // a closed Redis connection is an error return, not a kill
   CLI::App app{"delayctl: publish, inspect and cancel delayed jobs of delayd"};
   app.require_subcommand(1);
   delayd::config::ConfigFlags flags;

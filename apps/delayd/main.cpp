@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
     }
   });
 
+  // A write to a connection the server closed (Redis over TLS or plain hiredis) must be an error
+  // return, retried like any outage, not SIGPIPE ending the process.
+  std::signal(SIGPIPE, SIG_IGN);
   // Signals are taken by an Asio signal_set on its own thread; the scheduling loop notices the
   // flag within one turn (at most ~100 ms) and shuts down cleanly.
   std::atomic<bool> stop{false};

@@ -1,21 +1,22 @@
 #include "chaos_support.hpp"
 
-#include "support/test_env.hpp"
-
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <librdkafka/rdkafka.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <deque>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "support/redis_connect.hpp"
+#include "support/test_env.hpp"
 
 #ifndef DELAYD_SOURCE_DIR
 #error "DELAYD_SOURCE_DIR must name the source tree (for scripts/stack.sh)"
@@ -393,13 +394,13 @@ void create_topic_with_config(const World& world, const std::string& topic,
 }
 
 redis::RedisConnection redis_for(const World& world, int timeout_ms) {
-  auto opts = redis::parse_redis_url(world.redis_url);
+  auto opts = testing::redis_options(world.redis_url);
   opts.timeout_ms = timeout_ms;
   return redis::RedisConnection(opts);
 }
 
 RedisPinger::RedisPinger(const World& world) {
-  const auto opts = redis::parse_redis_url(world.redis_url);
+  const auto opts = testing::redis_options(world.redis_url);
   host_ = opts.host;
   port_ = opts.port;
   thread_ = std::thread([this] {

@@ -32,17 +32,19 @@ ts=$(sed -E 's/.* ts=([0-9]+) .*/\1/' <<<"$out")
 ((ts >= deliver_at)) || { echo "FAIL: delivered early: ts $ts < deliver-at $deliver_at"; exit 1; }
 echo "delivered $((ts - deliver_at)) ms after deliver-at"
 
-# redis-cli takes redis:// urls; for a cluster (redis-cluster://h:p,h:p,...) it is pointed at
-# every primary (from CLUSTER NODES of the first seed) with -c (follow redirects), and SCAN runs
-# on each of them.
+# redis-cli takes redis:// and rediss:// urls; for a cluster (redis-cluster://h:p,h:p,...) it is
+# pointed at every primary (from CLUSTER NODES of the first seed) with -c (follow redirects), and
+# SCAN runs on each of them. Over TLS, REDIS_CLI_TLS (scripts/stack.sh env) holds its arguments.
+# shellcheck disable=SC2086
+rcli() { redis-cli ${REDIS_CLI_TLS:-} "$@"; }
 cli_targets=()
-if [[ "$REDIS_URL" == redis-cluster://* ]]; then
-  seed="${REDIS_URL#redis-cluster://}"
+if [[ "$REDIS_URL" == redis-cluster://* || "$REDIS_URL" == redis-cluster+tls://* ]]; then
+  seed="${REDIS_URL#*://}"
   seed="${seed%%,*}"
   while read -r addr; do
     addr="${addr%@*}"
     cli_targets+=("-c -h ${addr%:*} -p ${addr##*:}")
-  done < <(redis-cli -h "${seed%:*}" -p "${seed##*:}" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ {print $2}')
+  done < <(rcli -h "${seed%:*}" -p "${seed##*:}" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ {print $2}')
 else
   cli_targets=("-u $REDIS_URL")
 fi
@@ -53,12 +55,12 @@ for _ in $(seq 1 50); do
   key=""
   for t in "${cli_targets[@]}"; do
     # shellcheck disable=SC2086
-    key=$(redis-cli $t --scan --pattern "$run:{*}:job:$run-job" | head -n 1)
+    key=$(rcli $t --scan --pattern "$run:{*}:job:$run-job" | head -n 1)
     [[ -n "$key" ]] && break
   done
   state=""
   # shellcheck disable=SC2086
-  [[ -n "$key" ]] && state=$(redis-cli ${cli_targets[0]} getrange "$key" 0 40 | head -n 1 | cut -d' ' -f1)
+  [[ -n "$key" ]] && state=$(rcli ${cli_targets[0]} getrange "$key" 0 40 | head -n 1 | cut -d' ' -f1)
   [[ "$state" == ready ]] && break
   sleep 0.1
 done

@@ -17,6 +17,7 @@
 #include "redis/url.hpp"
 #include "storage/job_store.hpp"
 #include "support/redis_cleanup.hpp"
+#include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
 
 using namespace delayd;
@@ -31,7 +32,7 @@ namespace {
 std::int64_t wall_now() { return broker::system_now_ms(); }
 
 struct Fixture {
-  redis::RedisConnection redis{redis::parse_redis_url(testing::require_env("REDIS_URL"))};
+  redis::RedisConnection redis{testing::redis_options(testing::require_env("REDIS_URL"))};
   storage::KeySchema keys{testing::unique_name("f")};
   storage::JobStore store{redis, keys, 600};
   const std::string shard = storage::shard_id("delay-ingest", 0);

@@ -24,6 +24,7 @@
 #include "redis/url.hpp"
 #include "storage/job_store.hpp"
 #include "support/redis_cleanup.hpp"
+#include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
 
 using namespace delayd;
@@ -35,7 +36,7 @@ namespace {
 std::int64_t now_ms() { return broker::system_now_ms(); }
 
 redis::RedisConnection connect() {
-  return redis::RedisConnection(redis::parse_redis_url(testing::require_env("REDIS_URL")));
+  return redis::RedisConnection(testing::redis_options(testing::require_env("REDIS_URL")));
 }
 
 struct Sizes {

@@ -10,6 +10,7 @@
 #include "redis/url.hpp"
 #include "storage/job_store.hpp"
 #include "support/redis_cleanup.hpp"
+#include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
 
 using namespace delayd;
@@ -21,7 +22,7 @@ namespace {
 constexpr std::int64_t T = 1'795'000'000'000;  // a fixed "now", epoch ms
 
 struct Fixture {
-  redis::RedisConnection redis{redis::parse_redis_url(testing::require_env("REDIS_URL"))};
+  redis::RedisConnection redis{testing::redis_options(testing::require_env("REDIS_URL"))};
   storage::KeySchema keys{testing::unique_name("h")};
   storage::JobStore store{redis, keys, 60};
   const std::string shard = storage::shard_id("delay-ingest", 0);

@@ -11,6 +11,7 @@
 
 #include "redis/url.hpp"
 #include "support/redis_cleanup.hpp"
+#include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
 
 using namespace delayd::storage;
@@ -21,7 +22,7 @@ namespace {
 using Ids = std::vector<std::string>;
 
 struct Walk {
-  RedisConnection redis{parse_redis_url(delayd::testing::require_env("REDIS_URL"))};
+  RedisConnection redis{delayd::testing::redis_options(delayd::testing::require_env("REDIS_URL"))};
   KeySchema keys{delayd::testing::unique_name("w")};
   std::int64_t retention_s = 3600;
   JobStore store{redis, keys, retention_s};

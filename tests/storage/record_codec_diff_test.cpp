@@ -17,6 +17,7 @@
 #include "redis/url.hpp"
 #include "storage/job_record.hpp"
 #include "storage/lua_scripts.hpp"
+#include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
 
 using namespace delayd::storage;
@@ -213,7 +214,7 @@ std::string mutated(std::string s, std::mt19937& rng) {
 }  // namespace
 
 TEST_CASE("the Lua and the C++ reading of a job record agree on every record, good or damaged", "[storage][codec]") {
-  RedisConnection redis{parse_redis_url(delayd::testing::require_env("REDIS_URL"))};
+  RedisConnection redis{delayd::testing::redis_options(delayd::testing::require_env("REDIS_URL"))};
   const std::string script = std::string(lua::kPrelude) + std::string(delayd::testing::kParseProbe);
   const RedisReply loaded = redis.command({"SCRIPT", "LOAD", script});
   REQUIRE_FALSE(loaded.view().is_error());
