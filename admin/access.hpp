@@ -1,4 +1,4 @@
-// Who may do what on the admin endpoint's token-protected paths (all but /, /healthz, /readyz).
+// Who may do what on the admin endpoint's token-protected paths (all but /, /healthz, /livez, /readyz).
 //
 // A request reads (GET, HEAD) or writes (any other method: DELETE, POST, PUT, PATCH, ...).
 // Its bearer token ("Authorization: Bearer <token>", the scheme in any case) grants an Access:

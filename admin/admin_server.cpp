@@ -74,9 +74,10 @@ struct AdminServer::State {
   asio::thread_pool* worker = nullptr;  // null once the server is going away
   HttpServer* http = nullptr;           // the io thread's
 
-  std::mutex mutex;  // guards snapshot and last_publish (shared with the loop's thread)
+  std::mutex mutex;  // guards snapshot, last_publish and stopping (shared with the loop's thread)
   broker::LoopSnapshot snapshot;
   std::optional<SteadyClock::time_point> last_publish;
+  std::string stopping;  // why the process is stopping (begin_stop()); empty while it is not
 
   // The io thread's:
   Metrics metrics;  // but for count_admin_action(), which the worker calls too (audit.hpp)
@@ -91,10 +92,12 @@ struct AdminServer::State {
     broker::LoopSnapshot snapshot;
     bool started = false;
     bool alive = false;
+    std::string stopping;
   };
   Seen seen() {
     std::lock_guard lock(mutex);
-    Seen s{snapshot, last_publish.has_value(), last_publish && SteadyClock::now() - *last_publish < kStaleAfter};
+    Seen s{snapshot, last_publish.has_value(), last_publish && SteadyClock::now() - *last_publish < kStaleAfter,
+           stopping};
     return s;
   }
 };
@@ -115,6 +118,9 @@ HttpResponse healthz(State& state) {
 
 HttpResponse readyz(State& state) {
   const auto s = state.seen();
+  // First: a stopping instance takes no new work whatever else holds, so load balancers and
+  // Kubernetes take it out of rotation while it drains.
+  if (!s.stopping.empty()) return make_response(503, "not ready: stopping (" + s.stopping + ")\n");
   if (!s.started) return make_response(503, "not ready: starting up\n");
   if (!s.alive) return make_response(503, "not ready: the scheduling loop has not turned for 15 s\n");
   std::string down;
@@ -278,6 +284,7 @@ void refresh_pending(const std::shared_ptr<State>& state) {
 
 HttpResponse metrics(const std::shared_ptr<State>& state) {
   state->metrics.update(state->seen().snapshot);
+  state->metrics.set_ready(readyz(*state).result() == http::status::ok);
   if (state->http) state->metrics.set_http(state->http->counters(), state->http->open_connections());
   refresh_pending(state);
   return make_response(200, state->metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
@@ -489,7 +496,7 @@ void handle(const std::shared_ptr<State>& state, const HttpRequest& req, const R
   const std::string_view path = target_path(target);
   const bool get = req.method() == http::verb::get;
   const auto only_get = [&] { reply(make_response(405, "only GET\n")); };
-  if (path == "/healthz") return get ? reply(healthz(*state)) : only_get();
+  if (path == "/healthz" || path == "/livez") return get ? reply(healthz(*state)) : only_get();
   if (path == "/readyz") return get ? reply(readyz(*state)) : only_get();
   if (path == "/") return get ? reply(status_page()) : only_get();
   const bool known = path == "/metrics" || path == "/stats" || path == "/overview" || path == "/whoami" ||
@@ -570,6 +577,11 @@ void AdminServer::publish(broker::LoopSnapshot snapshot) {
   std::lock_guard lock(state_->mutex);
   state_->snapshot = std::move(snapshot);
   state_->last_publish = SteadyClock::now();
+}
+
+void AdminServer::begin_stop(std::string reason) {
+  std::lock_guard lock(state_->mutex);
+  state_->stopping = reason.empty() ? "stopping" : std::move(reason);
 }
 
 }  // namespace delayd::admin

@@ -5,8 +5,10 @@
 //   GET /healthz     liveness: 200 "ok" while the scheduling loop turns; 200 "degraded: <reason>"
 //                    while it turns but Redis or Kafka is failing (restarting would not help);
 //                    503 when the loop has not turned for 15 s or has not started.
+//   GET /livez       the same answer as /healthz (the name Kubernetes' liveness probes use).
 //   GET /readyz      readiness: 200 "ready" when the loop turns and no outage is on (Redis and
-//                    Kafka reachable); 503 with the reason otherwise.
+//                    Kafka reachable); 503 with the reason otherwise, and from the moment a stop
+//                    begins (begin_stop(): SIGTERM) until the process ends.
 //   GET /metrics     Prometheus text format (admin/metrics.hpp).
 //   GET /            the status page (admin/status_page.hpp): one self-contained HTML document
 //                    that polls /stats and /overview. Served without the token (it holds no
@@ -27,7 +29,7 @@
 //                    Every write is audited (admin/audit.hpp).
 //   GET /whoami      JSON {"access": "admin" | "read" | "open"}: what the request's token grants.
 //   anything else    404 (unknown path) or 405 (method not allowed there).
-// With a token set, every path but /, /healthz and /readyz asks for "Authorization: Bearer <token>"
+// With a token set, every path but /, /healthz, /livez and /readyz asks for "Authorization: Bearer <token>"
 // (401 without it, compared in constant time); the read token may only read (GET, HEAD), its
 // writes get 403 and an audit line (admin/access.hpp). Routes are given the Access granted.
 //
@@ -128,6 +130,9 @@ class AdminServer {
   std::uint16_t port() const;  // the bound port (useful with port 0)
   // Called by the scheduling loop; also marks the loop as alive. Any thread.
   void publish(broker::LoopSnapshot snapshot);
+  // A stop has begun (SIGTERM): /readyz answers 503 "not ready: stopping (<reason>)" from now on,
+  // while the loop drains; /healthz is unchanged. Any thread.
+  void begin_stop(std::string reason);
 
   struct State;  // shared with requests in progress
 

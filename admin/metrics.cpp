@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "delayd/build_info.hpp"
+
 namespace delayd::admin {
 
 namespace pm = prometheus;
@@ -172,6 +174,14 @@ struct Metrics::Impl {
                "Write actions asked of the admin endpoint, by action and outcome (refused: the read token asked)");
   HttpServerCounters http_last;
 
+  pm::Gauge& ready = gauges("delayd_ready",
+                            "1 while /readyz answers 200, 0 while it answers 503 (starting, outage, loading, stopping)")
+                         .Add({});
+  // Always 1; its labels say which build answers (cmake/BuildInfo.cmake).
+  pm::Gauge& build_info =
+      gauges("delayd_build_info", "delayd's version and the git revision it was built from; always 1")
+          .Add({{"version", build::kVersion}, {"revision", build::kRevision}});
+
   pm::Counter& cpu = counters("process_cpu_seconds_total", "Total user and system CPU time spent in seconds").Add({});
   pm::Gauge& resident = gauges("process_resident_memory_bytes", "Resident memory size in bytes").Add({});
   pm::Gauge& virtual_mem = gauges("process_virtual_memory_bytes", "Virtual memory size in bytes").Add({});
@@ -218,7 +228,7 @@ struct Metrics::Impl {
   }
 };
 
-Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) { impl_->build_info.Set(1); }
 Metrics::~Metrics() = default;
 
 void Metrics::update(const broker::LoopSnapshot& s) {
@@ -330,6 +340,8 @@ void Metrics::set_job_counts(const std::map<std::string, std::map<std::string, s
 void Metrics::count_admin_action(std::string_view action, std::string_view outcome) {
   impl_->admin_actions.Add({{"action", std::string(action)}, {"outcome", std::string(outcome)}}).Increment();
 }
+
+void Metrics::set_ready(bool ready) { impl_->ready.Set(ready ? 1 : 0); }
 
 void Metrics::set_http(const HttpServerCounters& c, std::size_t open_connections) {
   Impl& m = *impl_;

@@ -50,6 +50,8 @@ class Metrics {
   // Adds one to delayd_admin_actions_total{action,outcome} (admin/audit.hpp: both come from
   // enums, so the label set is bounded). Any thread.
   void count_admin_action(std::string_view action, std::string_view outcome);
+  // Sets delayd_ready: 1 while /readyz answers 200, 0 while it answers 503 (for alerts).
+  void set_ready(bool ready);
   // Sets the admin endpoint's own connection counters.
   void set_http(const HttpServerCounters& counters, std::size_t open_connections);
   // The whole registry in the Prometheus text format, with process metrics read now.

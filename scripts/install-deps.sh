@@ -12,9 +12,11 @@
 #                    python3-croniter (the independent cron implementation tests/cron/croniter_diff.py
 #                    compares against; test-only).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
+#   Go module proxy: helm (test-only: the Kubernetes chart's tests), built with go install.
+#   PyPI:            kubernetes-validate (test-only: the Kubernetes JSON schemas, offline).
 #   --run            only what building and running need (scripts/run.sh): none of the test-only
 #                    tools (docker-compose, python3-confluent-kafka, gnuplot, prometheus, chromium,
-#                    chromium-driver, python3-selenium, python3-croniter).
+#                    chromium-driver, python3-selenium, python3-croniter, helm, kubernetes-validate).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
 set -euo pipefail
@@ -59,10 +61,10 @@ for p in "${PACKAGES[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
   [[ "$status" == ii* ]] || missing+=("$p")
 done
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
-  SUDO=""
-  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
@@ -77,4 +79,31 @@ if [[ ! -f "$LIBS/.complete-$stamp" ]]; then
   mkdir -p "$LIBS"
   mvn -q -B -Dstyle.color=never -f "$POM" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$LIBS"
   touch "$LIBS/.complete-$stamp"
+fi
+
+# Test-only tools that are no Debian package (not with --run), for tests/deploy/check_k8s.py:
+#   helm                 renders and lints the chart deploy/helm/delayd; built from the Go module
+#                        proxy with `go install` into $HELM_BIN_DIR (about 5 minutes on 2 cores,
+#                        once); skipped when helm is on PATH or already there.
+#   kubernetes-validate  (PyPI) the Kubernetes JSON schemas, offline, for the python3 on PATH (the
+#                        one CMake finds for the tests).
+HELM_VERSION=v3.19.5
+HELM_BIN_DIR=/usr/local/bin
+KUBERNETES_VALIDATE_VERSION=1.37.0
+if ((!run_only)); then
+  if ! command -v helm >/dev/null 2>&1 && [[ ! -x "$HELM_BIN_DIR/helm" ]]; then
+    GO="$(command -v go || echo /usr/local/go/bin/go)"
+    if [[ -x "$GO" ]]; then
+      echo "install-deps: building helm $HELM_VERSION with go install (a few minutes, once)"
+      $SUDO env GOBIN="$HELM_BIN_DIR" "$GO" install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+    else
+      echo "install-deps: no Go toolchain, so no helm: the chart's tests skip (fail under CI=true)" >&2
+    fi
+  fi
+  if ! python3 -c 'import kubernetes_validate' 2>/dev/null; then
+    echo "install-deps: installing kubernetes-validate $KUBERNETES_VALIDATE_VERSION from PyPI"
+    # Debian's own python3 refuses pip without --break-system-packages (PEP 668).
+    python3 -m pip install --quiet "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" 2>/dev/null ||
+      python3 -m pip install --quiet --break-system-packages "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+  fi
 fi

@@ -11,6 +11,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "admin/admin_server.hpp"
@@ -65,18 +66,20 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   // Signals are taken by an Asio signal_set on its own thread; the scheduling loop notices the
   // flag within one turn (at most ~100 ms) and shuts down cleanly.
+  // From the signal on, /readyz answers 503 (the admin endpoint, below) while the loop drains.
   std::atomic<bool> stop{false};
   boost::asio::io_context io;
+  std::optional<delayd::admin::AdminServer> admin;
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     spdlog::info("signal {} received: stopping", sig);
+    if (admin) admin->begin_stop("signal " + std::to_string(sig) + " received, draining");
     stop = true;
   });
   // The admin endpoint shares the Asio thread; binding happens here so a taken port stops
   // start-up with a message naming the setting. /jobs and the pending counts use a Redis client
   // and a Kafka producer of the endpoint's own, on its worker thread, never the loop's.
-  std::optional<delayd::admin::AdminServer> admin;
   if (!config.admin.listen.empty()) {
     try {
       admin.emplace(io, delayd::admin::admin_options(config),

@@ -20,6 +20,7 @@
 
 #include "admin/audit.hpp"
 #include "admin/request_target.hpp"
+#include "delayd/build_info.hpp"
 #include "support/requires.hpp"
 
 using delayd::admin::AdminOptions;
@@ -255,6 +256,49 @@ TEST_CASE("readyz is 503 while starting, during an outage and while shards load,
   const std::string not_loaded = get(r.port(), "/readyz");
   CHECK_THAT(not_loaded, Catch::StartsWith("HTTP/1.1 503"));
   CHECK(body(not_loaded) == "not ready: loading 2 assigned shards (delay-ingest:2, delay-ingest:3)\n");
+}
+
+TEST_CASE("livez answers as healthz does, without the token", "[admin]") {
+  Running r(options("s3cret-token"));
+  CHECK_THAT(get(r.port(), "/livez"), Catch::StartsWith("HTTP/1.1 503"));
+  r.server.publish({});
+  CHECK(body(get(r.port(), "/livez")) == "ok\n");
+  AdminSnapshot s;
+  s.problem = "kafka unavailable: all brokers down";
+  r.server.publish(s);
+  const std::string degraded = get(r.port(), "/livez");
+  CHECK_THAT(degraded, Catch::StartsWith("HTTP/1.1 200"));
+  CHECK(body(degraded) == body(get(r.port(), "/healthz")));
+  CHECK(body(degraded) == "degraded: kafka unavailable: all brokers down\n");
+  CHECK_THAT(request(r.port(), "POST /livez HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.0 405"));
+}
+
+TEST_CASE("readyz is 503 from the moment a stop begins, with the reason, and healthz stays ok", "[admin]") {
+  Running r;
+  r.server.publish(sample_snapshot());
+  REQUIRE(body(get(r.port(), "/readyz")) == "ready\n");
+  CHECK(sample(body(get(r.port(), "/metrics")), "delayd_ready") == 1);
+  r.server.begin_stop("signal 15 received, draining");
+  CHECK(sample(body(get(r.port(), "/metrics")), "delayd_ready") == 0);
+  const std::string stopping = get(r.port(), "/readyz");
+  CHECK_THAT(stopping, Catch::StartsWith("HTTP/1.1 503"));
+  CHECK(body(stopping) == "not ready: stopping (signal 15 received, draining)\n");
+  // The loop keeps publishing while it drains: still not ready, and still alive.
+  r.server.publish(sample_snapshot());
+  CHECK(body(get(r.port(), "/readyz")) == "not ready: stopping (signal 15 received, draining)\n");
+  CHECK(body(get(r.port(), "/healthz")) == "ok\n");
+}
+
+TEST_CASE("delayd_build_info names the project version and the git revision, value 1", "[admin]") {
+  Running r;
+  r.server.publish(sample_snapshot());
+  const std::string text = body(get(r.port(), "/metrics"));
+  const std::string series = std::string("delayd_build_info{revision=\"") + delayd::build::kRevision + "\",version=\"" +
+                             delayd::build::kVersion + "\"}";
+  INFO(text);
+  CHECK(sample(text, series) == 1);
+  CHECK_THAT(std::string(delayd::build::kVersion), Catch::Matches(R"(\d+\.\d+\.\d+)"));
+  CHECK_THAT(std::string(delayd::build::kRevision), Catch::Matches("[0-9a-f]{4,40}|unknown"));
 }
 
 TEST_CASE("stats serves the last snapshot as JSON", "[admin]") {

@@ -1,7 +1,8 @@
 // The admin endpoint of the real delayd executable against the local stack (label e2e; needs
 // KAFKA_BOOTSTRAP and REDIS_URL): the counters on /metrics move as jobs are published, delivered,
 // cancelled through DELETE /jobs/{id}, duplicated and dead-lettered; promtool accepts the text
-// (that case needs promtool: support/requires.hpp);
+// (that case needs promtool: support/requires.hpp); delayd_build_info names the build; /livez
+// answers as /healthz; from SIGTERM on /readyz answers 503 "stopping" while delayd drains;
 // and 500 idle connections plus a 100 KB header neither silence /healthz nor stop jobs firing.
 #include <algorithm>
 #include <boost/asio/connect.hpp>
@@ -9,10 +10,12 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "e2e/harness.hpp"
@@ -109,6 +112,7 @@ TEST_CASE("the counters on /metrics move as jobs are published, cancelled and de
   CHECK(sample(text, "delayd_redis_request_seconds_count") > 0);
   CHECK(sample(text, "delayd_outage{dependency=\"redis\"}") == 0);
   CHECK(sample(text, "process_resident_memory_bytes") > 0);
+  CHECK(sample(text, "delayd_ready") == 1);
 
   // GET and DELETE /jobs/{id}, as delayctl get and cancel.
   const std::string job = call(port, "GET", "/jobs/m-later");
@@ -142,7 +146,42 @@ TEST_CASE("the counters on /metrics move as jobs are published, cancelled and de
             << sample(text, "delayd_jobs_dead_lettered_total{reason=\"invalid_record\"}") << ", cancelled "
             << sample(text, "delayd_jobs_cancelled_total") << "; promtool check metrics "
             << (checked == 0 ? "ok" : "FAILED") << "\n";
-  CHECK(delayd.stop() == 0);
+
+  // The build on /metrics: the project version and a revision (the git commit, or "unknown").
+  const auto build = text.find("\ndelayd_build_info{");
+  REQUIRE(build != std::string::npos);
+  const std::string build_line = text.substr(build + 1, text.find('\n', build + 1) - build - 1);
+  CHECK_THAT(
+      build_line,
+      Catch::Matches(R"re(delayd_build_info\{revision="([0-9a-f]{4,40}|unknown)",version="\d+\.\d+\.\d+"\} 1)re"));
+
+  // /livez is /healthz under the name Kubernetes uses: the same answer, without the token.
+  const std::string livez = http_get(port, "/livez");
+  CHECK_THAT(livez, Catch::Contains(" 200 "));
+  CHECK(body(livez) == body(http_get(port, "/healthz")));
+  CHECK(body(livez) == "ok\n");
+
+  // SIGTERM: /readyz turns 503 with the reason while delayd drains (before it ends), so an
+  // orchestrator stops sending it work; asked until the signal has been handled.
+  REQUIRE_THAT(http_get(port, "/readyz"), Catch::Contains(" 200 "));
+  REQUIRE(::kill(delayd.pid(), SIGTERM) == 0);
+  std::string during = http_get(port, "/readyz");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (during.find(" 200 ") != std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    during = http_get(port, "/readyz");
+  }
+  INFO("the first /readyz answer after SIGTERM that is not 200 (\"\" = delayd had already ended): " << during);
+  CHECK_THAT(during, Catch::Contains(" 503 "));
+  CHECK(body(during) == "not ready: stopping (signal 15 received, draining)\n");
+  std::cout << "admin: after SIGTERM /readyz answered: " << body(during);
+  // It ends by itself after that one signal (a second one, as stop() sends, could find it past
+  // its signal handling, in its last teardown).
+  const auto ends_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (delayd.running() && std::chrono::steady_clock::now() < ends_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE_FALSE(delayd.running());
+  CHECK(delayd.exit_status() == std::optional<int>(0));
 }
 
 TEST_CASE("500 idle connections and a 100 KB header neither silence healthz nor stop jobs firing",

@@ -13,6 +13,13 @@
                                             expression parses (`promtool check rules`); the
                                             panels the dashboard promises are there; it uses the
                                             provisioned data source
+    check_monitoring.py alerts <repo>       deploy/prometheus/alerts.yml: `promtool check rules`
+                                            accepts it and `promtool test rules` passes
+                                            alerts_test.yml; its expressions use only metrics and
+                                            labels delayd registers (rate() of counters only),
+                                            select job="delayd"; each alert has a severity, a
+                                            summary, a description and a unit test; the chart's
+                                            files/alerts.yml links to it
     check_monitoring.py compose <repo>      the prometheus and grafana services mount deploy/
                                             read-only where their configuration says, and publish
                                             every port (delayd's admin port too) on 127.0.0.1 only
@@ -43,6 +50,13 @@ DASHBOARD_JSON = "deploy/grafana/dashboards/delayd.json"
 DATASOURCES_YML = "deploy/grafana/provisioning/datasources/prometheus.yml"
 DASHBOARDS_YML = "deploy/grafana/provisioning/dashboards/delayd.yml"
 METRICS_CPP = "admin/metrics.cpp"
+ALERTS_YML = "deploy/prometheus/alerts.yml"
+ALERTS_TEST_YML = "deploy/prometheus/alerts_test.yml"
+CHART_ALERTS = "deploy/helm/delayd/files/alerts.yml"
+
+# The alerts README's "Deploying on Kubernetes" lists.
+REQUIRED_ALERTS = ("DelaydDown", "DelaydNotReady", "DelaydLatenessHigh", "DelaydDeadLettersGrowing",
+                   "DelaydOutage", "DelaydIngestLagGrowing", "DelaydJobsOverdue")
 
 SCRAPE_INTERVAL = "5s"
 
@@ -275,6 +289,44 @@ def all_panels(dashboard):
         yield from p.get("panels") or []
 
 
+def check_names(where, texts, metrics, required=True):
+    """Every delayd_* and process_* name in `texts` is registered (a histogram's _bucket, _sum
+    and _count series too)."""
+    used = set()
+    for s in texts:
+        used |= set(re.findall(r"\b((?:delayd|process)_[a-z0-9_]+)", s))
+    expect(used or not required, f"{where}: no delayd_* or process_* metric names at all")
+    for name in sorted(used):
+        if name in metrics:
+            continue
+        base, _, suffix = name.rpartition("_")
+        if suffix in ("bucket", "sum", "count") and base in metrics:
+            expect(metrics[base] == "histogram", f"{where}: {name}, but {base} is a "
+                                                 f"{metrics[base]}, not a histogram")
+        else:
+            problems.append(f"{where}: {name} is not a metric {METRICS_CPP} registers")
+    return used
+
+
+def check_expr(where, e, metrics, labels):
+    """rate() and increase() only of counters and histogram series; labels grouped by and
+    selected on are labels delayd (or Prometheus) sets; histogram_quantile keeps `le`."""
+    for m in re.finditer(r"\b(?:rate|irate|increase)\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)", e):
+        name = m.group(1)
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        ok = metrics.get(name) == "counter" or (base != name and metrics.get(base) == "histogram")
+        expect(ok, f"{where}: {m.group(0)}...: {name} is not a counter")
+    for m in re.finditer(r"\b(?:by|without)\s*\(([^)]*)\)", e):
+        for label in filter(None, (x.strip() for x in m.group(1).split(","))):
+            expect(label in labels, f"{where}: `{e}` groups by {label!r}, a label delayd does not set")
+    for m in re.finditer(r"\{([^{}]*)\}", e):
+        for label in re.findall(r"([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)", m.group(1)):
+            expect(label in labels, f"{where}: `{e}` selects on {label!r}, a label delayd does not set")
+    if "histogram_quantile" in e:
+        kept = {x.strip() for g in re.findall(r"\bby\s*\(([^)]*)\)", e) for x in g.split(",")}
+        expect("le" in kept, f"{where}: `{e}`: histogram_quantile of a sum that keeps no `le`")
+
+
 def check_dashboard(root):
     try:
         dashboard = json.loads(read(root, DASHBOARD_JSON))
@@ -285,19 +337,7 @@ def check_dashboard(root):
     labels |= TARGET_LABELS
 
     # Every metric name anywhere in the dashboard (expressions, variables, descriptions).
-    used = set()
-    for s in strings(dashboard):
-        used |= set(re.findall(r"\b((?:delayd|process)_[a-z0-9_]+)", s))
-    expect(used, f"{DASHBOARD_JSON}: no delayd_* or process_* metric names at all")
-    for name in sorted(used):
-        if name in metrics:
-            continue
-        base, _, suffix = name.rpartition("_")
-        if suffix in ("bucket", "sum", "count") and base in metrics:
-            expect(metrics[base] == "histogram", f"{DASHBOARD_JSON}: {name}, but {base} is a "
-                                                 f"{metrics[base]}, not a histogram")
-        else:
-            problems.append(f"{DASHBOARD_JSON}: {name} is not a metric {METRICS_CPP} registers")
+    check_names(DASHBOARD_JSON, strings(dashboard), metrics)
 
     targets = [(p.get("title"), t) for p in all_panels(dashboard) for t in p.get("targets") or []]
     exprs = [t.get("expr", "") for _, t in targets]
@@ -308,24 +348,7 @@ def check_dashboard(root):
         variable_queries.append(q.get("query", "") if isinstance(q, dict) else str(q or ""))
 
     for e in exprs:
-        # rate() and increase() only of counters and histogram series.
-        for m in re.finditer(r"\b(?:rate|irate|increase)\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)", e):
-            name = m.group(1)
-            base = re.sub(r"_(bucket|sum|count)$", "", name)
-            ok = metrics.get(name) == "counter" or (base != name and metrics.get(base) == "histogram")
-            expect(ok, f"{DASHBOARD_JSON}: {m.group(0)}...: {name} is not a counter")
-        # Labels grouped by, and selected on, are labels delayd (or Prometheus) sets.
-        for m in re.finditer(r"\b(?:by|without)\s*\(([^)]*)\)", e):
-            for label in filter(None, (x.strip() for x in m.group(1).split(","))):
-                expect(label in labels, f"{DASHBOARD_JSON}: `{e}` groups by {label!r}, "
-                                        f"a label delayd does not set")
-        for m in re.finditer(r"\{([^{}]*)\}", e):
-            for label in re.findall(r"([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)", m.group(1)):
-                expect(label in labels, f"{DASHBOARD_JSON}: `{e}` selects on {label!r}, "
-                                        f"a label delayd does not set")
-        if "histogram_quantile" in e:
-            kept = {x.strip() for g in re.findall(r"\bby\s*\(([^)]*)\)", e) for x in g.split(",")}
-            expect("le" in kept, f"{DASHBOARD_JSON}: `{e}`: histogram_quantile of a sum that keeps no `le`")
+        check_expr(DASHBOARD_JSON, e, metrics, labels)
     for _, t in targets:
         for label in re.findall(r"\{\{\s*(\w+)\s*\}\}", t.get("legendFormat") or ""):
             expect(label in labels, f"{DASHBOARD_JSON}: legend {t.get('legendFormat')!r} shows "
@@ -382,6 +405,53 @@ def check_dashboard(root):
     expect(dashboard.get("uid"), f"{DASHBOARD_JSON}: no uid (links to the dashboard would change)")
     ids = [p.get("id") for p in all_panels(dashboard)]
     expect(len(ids) == len(set(ids)), f"{DASHBOARD_JSON}: panel ids repeat: {ids}")
+
+
+# ---------------------------------------------------------------- alerts
+
+
+def check_alerts(root):
+    """deploy/prometheus/alerts.yml: promtool accepts it and its unit tests pass; its expressions
+    use only what delayd registers; every alert the README promises is there, with a severity,
+    a summary and a description; the chart's PrometheusRule reads this very file."""
+    path = os.path.join(root, ALERTS_YML)
+    code, out = run_promtool("check", "rules", path)
+    expect(code == 0, f"`promtool check rules {ALERTS_YML}` exited {code}:\n{out}")
+    code, out = run_promtool("test", "rules", os.path.join(root, ALERTS_TEST_YML))
+    expect(code == 0, f"`promtool test rules {ALERTS_TEST_YML}` exited {code}:\n{out}")
+    if code == 0:
+        print(f"promtool test rules {ALERTS_TEST_YML}: SUCCESS")
+
+    metrics, labels = registered_metrics(root)
+    labels |= TARGET_LABELS
+    groups = (load_yaml(read(root, ALERTS_YML), ALERTS_YML) or {}).get("groups") or []
+    rules = [r for g in groups for r in g.get("rules") or []]
+    names = [r.get("alert") for r in rules]
+    expect(sorted(names) == sorted(REQUIRED_ALERTS), f"{ALERTS_YML}: alerts {sorted(map(str, names))}, "
+                                                     f"expected {sorted(REQUIRED_ALERTS)}")
+    for r in rules:
+        where = f"{ALERTS_YML}: {r.get('alert') or r.get('record')}"
+        expr = str(r.get("expr", ""))
+        used = check_names(where, [expr], metrics, required=False)
+        expect(used or re.fullmatch(r'up\{job="delayd"\} == 0', expr.strip()),
+               f"{where}: `{expr}` uses no delayd metric (only DelaydDown may use Prometheus' `up`)")
+        check_expr(where, expr, metrics, labels)
+        expect(re.search(r'job="delayd"', expr), f"{where}: `{expr}` does not select job=\"delayd\"")
+        expect((r.get("labels") or {}).get("severity") in ("critical", "warning"),
+               f"{where}: severity must be critical or warning")
+        annotations = r.get("annotations") or {}
+        expect(annotations.get("summary") and annotations.get("description"),
+               f"{where}: needs a summary and a description")
+        # Template labels the alert can carry: the expression's own, or what it keeps.
+        for label in re.findall(r"\$labels\.(\w+)", " ".join(map(str, annotations.values()))):
+            expect(label in labels, f"{where}: its annotations show {label!r}, a label delayd does not set")
+    tests = read(root, ALERTS_TEST_YML)
+    for name in names:
+        expect(f"alertname: {name}" in tests, f"{ALERTS_TEST_YML}: no test of {name}")
+    # One home: the chart's copy is a link to this file.
+    link = os.path.join(root, CHART_ALERTS)
+    expect(os.path.islink(link) and os.path.realpath(link) == os.path.realpath(path),
+           f"{CHART_ALERTS} should be a symbolic link to {ALERTS_YML} (one home for the rules)")
 
 
 # ---------------------------------------------------------------- compose
@@ -448,9 +518,10 @@ def check_compose(root):
 
 
 def main(argv):
-    checks = {"prometheus": check_prometheus, "dashboard": check_dashboard, "compose": check_compose}
+    checks = {"prometheus": check_prometheus, "dashboard": check_dashboard, "alerts": check_alerts,
+              "compose": check_compose}
     if len(argv) != 3 or argv[1] not in checks:
-        print("usage: check_monitoring.py prometheus|dashboard|compose <repo>", file=sys.stderr)
+        print("usage: check_monitoring.py prometheus|dashboard|alerts|compose <repo>", file=sys.stderr)
         return 2
     root = os.path.abspath(argv[2])
     try:

@@ -1,0 +1,23 @@
+# The build's identity, for delayd_build_info on /metrics: the project version (project() in the
+# top CMakeLists.txt, its one home) and the git commit the tree was configured at, or
+# -DDELAYD_REVISION=<commit> where there is no git tree (an image built without .git), else
+# "unknown". The header is rewritten only when either changes, so a reconfigure at the same commit
+# rebuilds nothing. The revision is read at configure time.
+set(DELAYD_REVISION "" CACHE STRING "the revision delayd_build_info shows; empty: git rev-parse --short HEAD")
+set(revision "${DELAYD_REVISION}")
+if(NOT revision)
+  set(revision "unknown")
+  find_package(Git QUIET)
+  if(GIT_FOUND)
+    execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse --short HEAD
+      WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+      OUTPUT_VARIABLE git_revision OUTPUT_STRIP_TRAILING_WHITESPACE
+      RESULT_VARIABLE git_status ERROR_QUIET)
+    if(git_status EQUAL 0 AND git_revision)
+      set(revision "${git_revision}")
+    endif()
+  endif()
+endif()
+set(DELAYD_BUILD_INFO_REVISION "${revision}")
+set(DELAYD_BUILD_INFO_DIR ${PROJECT_BINARY_DIR}/generated/build)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/build_info.hpp.in ${DELAYD_BUILD_INFO_DIR}/delayd/build_info.hpp @ONLY)
