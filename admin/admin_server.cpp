@@ -78,6 +78,7 @@ struct AdminServer::State {
   broker::LoopSnapshot snapshot;
   std::optional<SteadyClock::time_point> last_publish;
   std::string stopping;  // why the process is stopping (begin_stop()); empty while it is not
+  std::string starting;  // what start-up waits for (starting_up()); empty once it waits for nothing
 
   // The io thread's:
   Metrics metrics;  // but for count_admin_action(), which the worker calls too (audit.hpp)
@@ -93,11 +94,12 @@ struct AdminServer::State {
     bool started = false;
     bool alive = false;
     std::string stopping;
+    std::string starting;
   };
   Seen seen() {
     std::lock_guard lock(mutex);
     Seen s{snapshot, last_publish.has_value(), last_publish && SteadyClock::now() - *last_publish < kStaleAfter,
-           stopping};
+           stopping, starting};
     return s;
   }
 };
@@ -108,6 +110,7 @@ using State = AdminServer::State;
 
 HttpResponse healthz(State& state) {
   const auto s = state.seen();
+  if (!s.started && !s.starting.empty()) return make_response(503, "starting up: " + s.starting + "\n");
   if (!s.alive) return make_response(503, "the scheduling loop is not turning (still starting up, or stuck)\n");
   std::string problems = s.snapshot.problem;
   if (!s.snapshot.missing_topics_problem.empty()) {
@@ -121,7 +124,9 @@ HttpResponse readyz(State& state) {
   // First: a stopping instance takes no new work whatever else holds, so load balancers and
   // Kubernetes take it out of rotation while it drains.
   if (!s.stopping.empty()) return make_response(503, "not ready: stopping (" + s.stopping + ")\n");
-  if (!s.started) return make_response(503, "not ready: starting up\n");
+  if (!s.started) {
+    return make_response(503, "not ready: starting up" + (s.starting.empty() ? "" : " (" + s.starting + ")") + "\n");
+  }
   if (!s.alive) return make_response(503, "not ready: the scheduling loop has not turned for 15 s\n");
   std::string down;
   for (const auto& [dependency, on] : s.snapshot.outages) {
@@ -577,6 +582,11 @@ void AdminServer::publish(broker::LoopSnapshot snapshot) {
   std::lock_guard lock(state_->mutex);
   state_->snapshot = std::move(snapshot);
   state_->last_publish = SteadyClock::now();
+}
+
+void AdminServer::starting_up(std::string problem) {
+  std::lock_guard lock(state_->mutex);
+  state_->starting = std::move(problem);
 }
 
 void AdminServer::begin_stop(std::string reason) {

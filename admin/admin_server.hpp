@@ -130,6 +130,9 @@ class AdminServer {
   std::uint16_t port() const;  // the bound port (useful with port 0)
   // Called by the scheduling loop; also marks the loop as alive. Any thread.
   void publish(broker::LoopSnapshot snapshot);
+  // Start-up waits for a dependency: /healthz and /readyz answer 503 naming `problem` ("redis
+  // unavailable: <reason>") until the loop first publishes; empty: nothing to wait for. Any thread.
+  void starting_up(std::string problem);
   // A stop has begun (SIGTERM): /readyz answers 503 "not ready: stopping (<reason>)" from now on,
   // while the loop drains; /healthz is unchanged. Any thread.
   void begin_stop(std::string reason);

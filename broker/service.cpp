@@ -43,16 +43,19 @@ std::int64_t elapsed_ms(SteadyClock::time_point since) {
 // A start-up step that needs a server: tried until it works or a stop is requested (then
 // nullopt). Every failure of the step is transient here; a bad configuration was refused before.
 template <typename Make>
-auto until_up(const char* what, const std::atomic<bool>& stop, Make make) -> std::optional<decltype(make())> {
+auto until_up(const char* what, const std::atomic<bool>& stop, const StartupReport& report, Make make)
+    -> std::optional<decltype(make())> {
   base::Backoff backoff = outage_backoff();
   Outage outage(what);
   while (!stop) {
     try {
       auto made = make();
+      if (outage.active() && report) report("");
       outage.recovered();
       return made;
     } catch (const std::exception& e) {
       outage.failed(e.what());
+      if (report) report(outage.problem());
       nap(backoff.next().count(), stop);
     }
   }
@@ -347,12 +350,13 @@ struct Connections {
 };
 
 // Connects one Store (retried until Redis answers or a stop is requested; false then).
-bool connect_store(const config::Config& c, const std::atomic<bool>& stop, Connections::Store& s) {
-  auto redis = until_up("redis", stop, [&] { return config::make_redis_client(c); });
+bool connect_store(const config::Config& c, const std::atomic<bool>& stop, const StartupReport& report,
+                   Connections::Store& s) {
+  auto redis = until_up("redis", stop, report, [&] { return config::make_redis_client(c); });
   if (!redis) return false;
   s.redis = std::move(*redis);
   s.timed = std::make_unique<TimedRedisClient>(*s.redis, s.redis_latency);
-  auto store = until_up("redis", stop, [&] {
+  auto store = until_up("redis", stop, report, [&] {
     return std::make_unique<storage::JobStore>(*s.timed, storage::KeySchema(c.redis.prefix), c.redis.job_retention_s);
   });
   if (!store) return false;
@@ -363,10 +367,11 @@ bool connect_store(const config::Config& c, const std::atomic<bool>& stop, Conne
 // Start-up: Redis first (without it nothing can be accepted, so there is no point joining the
 // group), then the ingest and dead-letter topics if delayd creates them. Each step is retried
 // until it works; nullptr if a stop was requested first.
-std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic<bool>& stop) {
+std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic<bool>& stop,
+                                      const StartupReport& report) {
   auto conn = std::make_unique<Connections>();
-  if (!connect_store(c, stop, conn->loop) || !connect_store(c, stop, conn->claim) ||
-      !connect_store(c, stop, conn->mark) || !connect_store(c, stop, conn->ingest)) {
+  if (!connect_store(c, stop, report, conn->loop) || !connect_store(c, stop, report, conn->claim) ||
+      !connect_store(c, stop, report, conn->mark) || !connect_store(c, stop, report, conn->ingest)) {
     return nullptr;
   }
   conn->claim.store->enable_fencing(Ownership::member_name());
@@ -374,7 +379,7 @@ std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic
 
   if (c.kafka.create_topics) {
     conn->admin.emplace(config::kafka_properties(c, config::KafkaClient::admin));
-    const auto made = until_up("kafka", stop, [&] {
+    const auto made = until_up("kafka", stop, report, [&] {
       std::vector<std::string> topics{c.kafka.dlq_topic};
       for (const auto& t : config::ingest_topics(c)) topics.push_back(t.topic);
       if (!c.etf1.history_topic.empty()) topics.push_back(c.etf1.history_topic);
@@ -398,9 +403,10 @@ int run_turns(Loop& loop, const std::atomic<bool>& stop) {
 
 }  // namespace
 
-int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish) {
+int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish,
+                 const StartupReport& starting) {
   const config::Config& c = config_;
-  const auto conn = start_up(c, stop);
+  const auto conn = start_up(c, stop, starting);
   if (!conn) return 0;
   Loop loop(c, stop, *conn->loop.store, conn->loop.redis_latency, *conn->claim.store, conn->claim.redis_latency,
             *conn->mark.store, conn->mark.redis_latency, *conn->ingest.store, *conn->ingest.timed,

@@ -137,11 +137,16 @@
 
 #include <atomic>
 #include <functional>
+#include <string>
 
 #include "broker/snapshot.hpp"
 #include "config/config.hpp"
 
 namespace delayd::broker {
+
+// What start-up waits for, as /healthz says it ("redis unavailable: <reason>"); "" once it
+// waits for nothing. Called on the loop's thread each time a start-up step fails or recovers.
+using StartupReport = std::function<void(const std::string& problem)>;
 
 class Service {
  public:
@@ -150,8 +155,9 @@ class Service {
   // start-up was still retrying), 1 if a fatal error (see the error model) stopped the loop.
   // Throws if the loop's Kafka clients cannot be built (a property librdkafka refuses).
   // `publish`, if given, receives a snapshot of the loop's state about five times a second
-  // (the admin endpoint serves it).
-  int run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish = {});
+  // (the admin endpoint serves it); `starting`, if given, what start-up waits for meanwhile.
+  int run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish = {},
+          const StartupReport& starting = {});
 
  private:
   config::Config config_;

@@ -100,8 +100,12 @@ int main(int argc, char** argv) {
   int status = 1;
   try {
     std::function<void(delayd::broker::LoopSnapshot)> publish;
-    if (admin) publish = [&admin](delayd::broker::LoopSnapshot s) { admin->publish(std::move(s)); };
-    status = delayd::broker::Service(config).run(stop, publish);
+    delayd::broker::StartupReport starting;
+    if (admin) {
+      publish = [&admin](delayd::broker::LoopSnapshot s) { admin->publish(std::move(s)); };
+      starting = [&admin](const std::string& problem) { admin->starting_up(problem); };
+    }
+    status = delayd::broker::Service(config).run(stop, publish, starting);
   } catch (const std::exception& e) {
     spdlog::critical("delayd failed: {}", e.what());
   }
