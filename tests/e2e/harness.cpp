@@ -79,7 +79,9 @@ DelaydProcess::~DelaydProcess() {
   }
 }
 
-void DelaydProcess::start(std::chrono::milliseconds timeout) {
+void DelaydProcess::start(std::chrono::milliseconds timeout) { start_until("assigned", timeout); }
+
+void DelaydProcess::start_until(const std::string& line_text, std::chrono::milliseconds timeout) {
   REQUIRE(pid_ < 0);
   struct stat st {};
   log_offset_ = ::stat(world_.log_path.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
@@ -109,13 +111,15 @@ void DelaydProcess::start(std::chrono::milliseconds timeout) {
     log.seekg(static_cast<std::streamoff>(log_offset_));
     std::stringstream text;
     text << log.rdbuf();
-    if (text.str().find("assigned") != std::string::npos) return;
+    if (text.str().find(line_text) != std::string::npos) return;
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       FAIL("delayd exited during start-up; its log:\n" << text.str());
     }
-    if (std::chrono::steady_clock::now() > deadline) FAIL("delayd got no partitions in time; its log:\n" << text.str());
+    if (std::chrono::steady_clock::now() > deadline) {
+      FAIL("delayd's log did not say \"" << line_text << "\" in time; its log:\n" << text.str());
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }

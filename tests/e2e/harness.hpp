@@ -62,6 +62,8 @@ class DelaydProcess {
 
   // Starts it and waits until its consumer has partitions (its log says "assigned").
   void start(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // Starts it and waits until its log (from this start on) contains line_text.
+  void start_until(const std::string& line_text, std::chrono::milliseconds timeout = std::chrono::seconds(60));
   // SIGTERM, then waits; returns the exit status (or -signal).
   int stop(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // SIGKILL: a crash at whatever point it had reached.

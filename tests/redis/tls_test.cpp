@@ -26,7 +26,7 @@
 
 #include "redis/connection.hpp"
 #include "redis/url.hpp"
-#include "support/requires.hpp"
+#include "support/tls_redis.hpp"
 
 using namespace delayd::redis;
 using namespace std::chrono_literals;
@@ -34,117 +34,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int free_port() {
-  std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
-                   static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int port = 20000 + static_cast<int>(rng() % 30000);
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    if (ok) return port;
-  }
-  FAIL("no free port");
-  return 0;
-}
-
-// The certificates of scripts/tls-certs.sh, made once per test process.
-const fs::path& certs() {
-  static const fs::path dir = [] {
-    delayd::testing::require_tool("openssl", "Debian package openssl");
-    delayd::testing::require_tool("redis-server", "Debian package redis-server");
-    char tmpl[] = "/tmp/delayd-tls-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    const std::string cmd = std::string(DELAYD_REPO_DIR) + "/scripts/tls-certs.sh " + tmpl + " >/dev/null";
-    REQUIRE(std::system(cmd.c_str()) == 0);
-    return fs::path(tmpl);
-  }();
-  return dir;
-}
-
-std::string cert(const std::string& name) { return (certs() / name).string(); }
-
-// redis-server with TLS only on a free port, serving `cert_name`.crt/.key; it dies with the test.
-class TlsRedis {
- public:
-  explicit TlsRedis(std::string cert_name = "server", bool require_client_cert = true)
-      : cert_name_(std::move(cert_name)), require_client_cert_(require_client_cert), port_(free_port()) {
-    start();
-  }
-  ~TlsRedis() { stop(); }
-  TlsRedis(const TlsRedis&) = delete;
-  TlsRedis& operator=(const TlsRedis&) = delete;
-
-  int port() const { return port_; }
-  void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
-  }
-  // Starts it (again, on the same port) and waits until it accepts connections.
-  void start() {
-    const std::vector<std::string> argv = {"redis-server",
-                                           "--port",
-                                           "0",
-                                           "--tls-port",
-                                           std::to_string(port_),
-                                           "--bind",
-                                           "127.0.0.1",
-                                           "--save",
-                                           "",
-                                           "--appendonly",
-                                           "no",
-                                           "--tls-cert-file",
-                                           cert(cert_name_ + ".crt"),
-                                           "--tls-key-file",
-                                           cert(cert_name_ + ".key"),
-                                           "--tls-ca-cert-file",
-                                           cert("ca.crt"),
-                                           "--tls-auth-clients",
-                                           require_client_cert_ ? "yes" : "no"};
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(1);
-      const int fd = ::open("/dev/null", O_WRONLY);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execvp(args[0], args.data());
-      ::_exit(127);
-    }
-    // Accepting TCP connections is enough: the handshake is what each test checks.
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    for (;;) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_port = htons(static_cast<std::uint16_t>(port_));
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-      ::close(fd);
-      if (up) return;
-      REQUIRE(std::chrono::steady_clock::now() < deadline);
-      std::this_thread::sleep_for(20ms);
-    }
-  }
-
- private:
-  std::string cert_name_;
-  bool require_client_cert_;
-  int port_;
-  pid_t pid_ = -1;
-};
+using delayd::testing::cert;
+using delayd::testing::TlsRedis;
 
 // The stack's client settings for a server on `port`: the CA, the client certificate and key.
 RedisOptions client(int port) {
