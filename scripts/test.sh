@@ -3,14 +3,19 @@
 # stops the stack if this script started it, and exits non-zero on any failure.
 #
 #   scripts/test.sh                  build/ (RelWithDebInfo) and all tests
-#   scripts/test.sh --sanitize       also build build-asan/ with ASan+UBSan and run the tests there,
+#   scripts/test.sh --sanitize       also build build-asan/ with ASan+UBSan and run the tests there
+#                                    against the stack restarted with Redis TLS-only
+#                                    (DELAYD_REDIS_TLS=1: every Redis connection of delayd and of
+#                                    the tests over TLS; only when this script started the
+#                                    stack), then the core end-to-end cases and the cluster case
+#                                    (cluster-e2e) in build/ against a TLS Redis Cluster,
 #                                    and build-tsan/ with ThreadSanitizer for the tests of the
 #                                    concurrent parts (label concurrency: the ingest thread's
 #                                    handover to the loop) and run those (the default when
 #                                    CI=true; --no-sanitize turns it off)
 #   scripts/test.sh --fuzz           after the tests, fuzz the parsers with scripts/fuzz.sh
-#                                    ($FUZZ_SECONDS per target, default 60, 30 with CI=true so
-#                                    that CI stays under its 30 minutes; the default when
+#                                    ($FUZZ_SECONDS per target, default 60, 12 with CI=true so
+#                                    that CI stays under its 40 minutes; the default when
 #                                    CI=true; --no-fuzz turns it off)
 #   scripts/test.sh --cluster        against a Redis Cluster instead of the single Redis: the stack
 #                                    with DELAYD_REDIS_CLUSTER=3 (3 primaries, 1 replica each), and
@@ -105,19 +110,36 @@ ctest --test-dir "$build_dir" --output-on-failure --timeout 600 "${ctest_args[@]
 # admin endpoint's counters, limits and status page).
 grep -hE "^(lateness|crash test|chaos: scale|admin: |twin ids: |sub-ms: |missing topic |record codec: |README settings: |handover stress: )" "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
 if ((sanitize)); then
-  echo "test: ctest in $build_dir-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer)"
+  if ((started_stack)); then
+    scripts/stack.sh down
+    DELAYD_REDIS_TLS=1 scripts/stack.sh up
+    eval "$(scripts/stack.sh env | sed 's/^/export /')"
+  else
+    echo "test: the stack was up before this script: the sanitizer pass uses it as it is"
+  fi
+  echo "test: ctest in $build_dir-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer), REDIS_URL=$REDIS_URL"
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     ctest --test-dir "$build_dir-asan" --output-on-failure --timeout 900 "${asan_args[@]}" || status=1
   echo "test: ctest -L concurrency in $build_dir-tsan/ (ThreadSanitizer)"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
     ctest --test-dir "$build_dir-tsan" --output-on-failure --timeout 900 -L concurrency || status=1
+  if ((started_stack)) && ((!cluster)); then
+    # A Redis Cluster over TLS (3 primaries with a replica each): core deliveries and cancels,
+    # and slots moved and a primary failed over under delayd.
+    scripts/stack.sh down
+    DELAYD_REDIS_TLS=1 DELAYD_REDIS_CLUSTER=3 scripts/stack.sh up
+    eval "$(scripts/stack.sh env | sed 's/^/export /')"
+    echo "test: core e2e and cluster cases in $build_dir/, REDIS_URL=$REDIS_URL"
+    ctest --test-dir "$build_dir" --output-on-failure --timeout 600 -L 'e2e|cluster-e2e' \
+      -R '^e2e\.(every job arrives|the same job-id twice|cluster: slots move)' || status=1
+  fi
 fi
 if ((fuzz)); then
   # The fuzzers need no servers: stop the stack first if this script started it.
   stop_stack
   started_stack=0
-  # CI's budget is 30 minutes for everything; 20 s per target keeps it a few minutes under.
-  [[ "${CI:-}" == "true" && -z "${FUZZ_SECONDS:-}" ]] && export FUZZ_SECONDS=20
+  # CI's budget is 40 minutes for everything; 12 s per target keeps it under.
+  [[ "${CI:-}" == "true" && -z "${FUZZ_SECONDS:-}" ]] && export FUZZ_SECONDS=12
   echo "test: scripts/fuzz.sh (libFuzzer, ${FUZZ_SECONDS:-60} s per target)"
   scripts/fuzz.sh || status=1
 fi

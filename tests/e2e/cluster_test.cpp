@@ -60,8 +60,11 @@ TEST_CASE("cluster: slots move and a primary fails over while jobs flow: none lo
   for (const auto& n : redis->primaries()) {
     if (!(n == from)) to = n;
   }
-  const std::string reshard = "redis-cli --cluster reshard " + from.to_string() + " --cluster-from " +
-                              node_id(*redis, from) + " --cluster-to " + node_id(*redis, to) +
+  // Over TLS (a stack started with DELAYD_REDIS_TLS=1) redis-cli takes its arguments from REDIS_CLI_TLS.
+  const char* cli_tls = std::getenv("REDIS_CLI_TLS");
+  const std::string reshard = "redis-cli " + std::string(cli_tls == nullptr ? "" : cli_tls) + " --cluster reshard " +
+                              from.to_string() + " --cluster-from " + node_id(*redis, from) + " --cluster-to " +
+                              node_id(*redis, to) +
                               " --cluster-slots 1000 --cluster-yes --cluster-pipeline 10 >/dev/null 2>&1";
 
   std::map<std::string, std::int64_t> expected;
