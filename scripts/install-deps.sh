@@ -8,7 +8,8 @@
 #                    checks /metrics in the admin tests), chromium (headless, renders the admin
 #                    status page in its test; test-only, not in the image), chromium-driver and
 #                    python3-selenium (drive the console in its browser test; test-only), python3-confluent-kafka
-#                    (the example worker examples/lifecycle_consumer.py and its test; not in the image),
+#                    (the example worker examples/lifecycle_consumer.py and its test, and the Python
+#                    client clients/python with its round trip tests/clients; not in the image),
 #                    python3-croniter (the independent cron implementation tests/cron/croniter_diff.py
 #                    compares against; test-only).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
@@ -35,7 +36,7 @@ PACKAGES=(
 # What the tests and benchmarks add.
 TEST_PACKAGES=(
   docker-compose
-  python3-confluent-kafka
+  python3-confluent-kafka  # examples/, clients/python and their tests (tests/examples, tests/clients)
   gnuplot-nox
   prometheus
   chromium chromium-driver python3-selenium
