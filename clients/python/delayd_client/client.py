@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import threading
-
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 from .records import (INGEST, ContractError, Duration, Instant, Record, cancel_record, header_of, report_record,
                       reschedule_record, schedule_record)
@@ -101,7 +100,7 @@ def work(client: Client, consumer: Any, handler: Callable[[Any], None], *, heart
             beat.start()
         try:
             handler(msg)
-            outcome: tuple = ("finished", None, None)
+            outcome: Tuple[str, Optional[str], Optional[Duration]] = ("finished", None, None)
         except Retry as r:
             outcome = ("failed", str(r), r.after)
         except Exception as e:  # the handler's failure is the job's, reported to delayd

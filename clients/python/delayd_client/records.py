@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 # The contract version these records follow (README, "The contract"); clients/vectors/ states it
 # too, and the package's major version follows it.
@@ -59,7 +59,8 @@ STATUS_TOPIC = "status"
 
 Instant = Union[int, str, _dt.datetime]   # epoch ms, RFC 3339 text, or an aware datetime
 Duration = Union[int, _dt.timedelta]      # milliseconds, or a timedelta
-HeaderList = Sequence[Tuple[str, Optional[Union[str, bytes]]]]
+Header = Tuple[str, Optional[Union[str, bytes]]]
+HeaderList = Sequence[Header]
 
 
 class ContractError(ValueError):
@@ -253,7 +254,8 @@ def check_business(business: str) -> None:
                             f"{_quote(business)} ({len(business.encode())} bytes)")
 
 
-def _time_headers(at: Optional[Instant], delay: Optional[Duration], optional: bool) -> Tuple[list, Optional[int]]:
+def _time_headers(at: Optional[Instant], delay: Optional[Duration],
+                  optional: bool) -> Tuple[List[Header], Optional[int]]:
     """The deliver-at or delay-ms header, checked; and the instant when it is known."""
     if at is not None and delay is not None:
         raise ContractError("both deliver-at and delay-ms given")
@@ -276,7 +278,7 @@ def _key(job_id: Optional[str], key: Optional[str]) -> Optional[str]:
     return job_id if job_id is not None else key
 
 
-def _own_headers(headers: Optional[Union[HeaderList, Mapping[str, Optional[Union[str, bytes]]]]]) -> list:
+def _own_headers(headers: Optional[Union[HeaderList, Mapping[str, Optional[Union[str, bytes]]]]]) -> List[Header]:
     items = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
     for name, _ in items:
         if name in RESERVED:
@@ -294,7 +296,7 @@ def schedule_record(business: str, value: Optional[Union[str, bytes]], *, at: Op
     """The ingest record that schedules `value` for `business` (README, "Publishing a delayed
     message"). Checks run in the order delayd's parser runs them, so the first problem is named
     as delayd would name it. A cron expression and a time zone are checked by delayd only."""
-    out: list = []
+    out: List[Header] = []
     if upsert:
         out.append((OP, "upsert"))
     if job_id is not None:
@@ -384,7 +386,7 @@ def report_record(ready_headers: Optional[Iterable[Tuple[str, Optional[Union[str
     check_job_id(job_id)
     if status not in STATUSES:
         raise ContractError(f"{_ref(STATUS)} must be 'running', 'finished' or 'failed': {_quote(status)}")
-    out = [(JOB_ID, job_id), (STATUS, status)]
+    out: List[Header] = [(JOB_ID, job_id), (STATUS, status)]
     attempt = header_of(ready_headers, ATTEMPT)
     if attempt is not None:
         out.append((ATTEMPT, attempt))
