@@ -9,6 +9,7 @@ build that record). No Kafka needed: records.py is pure.
 import datetime as dt
 import json
 import os
+import random
 import sys
 import unittest
 
@@ -103,6 +104,15 @@ class PythonTypes(unittest.TestCase):
     def test_report_takes_bytes_headers_as_kafka_gives_them(self):
         r = records.report_record([("job-id", b"j-1"), ("attempt", b"3")], "finished")
         self.assertEqual(r, Record("status", "j-1", (("job-id", "j-1"), ("status", "finished"), ("attempt", "3"))))
+
+    def test_rfc3339_round_trip(self):
+        """The client's RFC 3339 reading against Python's own calendar, over the whole range."""
+        rng = random.Random(7)
+        for ms in [0, records.MAX_EPOCH_MS] + [rng.randrange(records.MAX_EPOCH_MS) for _ in range(2000)]:
+            text = records.format_rfc3339_ms(ms)
+            self.assertEqual(records.parse_timestamp_ms(text), (ms, ""), text)
+            t = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=ms)
+            self.assertEqual(text, t.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
 
     def test_headers_as_a_mapping(self):
         r = records.schedule_record("orders", "v", delay=1, job_id="j", headers={"trace-id": "t"})

@@ -97,7 +97,13 @@ def _quote(value: Union[str, bytes], max_bytes: int = 80) -> str:
 
 
 def _days_from_civil(y: int, m: int, d: int) -> int:
-    return _dt.date(y, m, d).toordinal() - _dt.date(1970, 1, 1).toordinal()
+    """Days since 1970-01-01 of a proleptic Gregorian date, any year (0000 too)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
 
 
 def _parse_rfc3339(s: str) -> Tuple[Optional[int], str]:
@@ -149,14 +155,10 @@ def _parse_rfc3339(s: str) -> Tuple[Optional[int], str]:
         return None, "syntax"
     assert year is not None and month is not None and day is not None
     assert hour is not None and minute is not None and second is not None
-    if not 1 <= month <= 12 or hour > 23 or minute > 59 or second > 60 or off_h > 23 or off_m > 59:
+    if (not 1 <= month <= 12 or not 1 <= day <= _days_in_month(year, month) or hour > 23 or minute > 59
+            or second > 60 or off_h > 23 or off_m > 59):
         return None, "bad_field"
-    try:
-        days = _days_from_civil(year, month, 1) + day - 1
-        if day < 1 or day > _days_in_month(year, month):
-            return None, "bad_field"
-    except ValueError:  # year 0000, which datetime cannot hold, is before 1970 anyway
-        return None, "out_of_range"
+    days = _days_from_civil(year, month, day)
     ms = (days * 86400 + hour * 3600 + minute * 60 + second - offset_s) * 1000 + millis
     if ms < 0 or ms > MAX_EPOCH_MS:
         return None, "out_of_range"
