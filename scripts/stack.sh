@@ -214,7 +214,7 @@ cluster_up() {
   # A new cluster is created once; after `down` and `up` the nodes rejoin from their nodes.conf.
   if [[ "$(rcli -h "$HOST" -p "$CLUSTER_PORT" cluster info | tr -d '\r' | sed -n 's/^cluster_slots_assigned://p')" == 0 ]]; then
     say "creating a Redis Cluster: $CLUSTER primaries, $CLUSTER_REPLICAS replica(s) each"
-    rcli --cluster create "${nodes[@]}" --cluster-replicas "$CLUSTER_REPLICAS" --cluster-yes \
+    timeout "$TIMEOUT" redis-cli "${cli_tls[@]}" --cluster create "${nodes[@]}" --cluster-replicas "$CLUSTER_REPLICAS" --cluster-yes \
       >"$CLUSTER_DIR/create.log" 2>&1 || { tail -n 30 "$CLUSTER_DIR/create.log" >&2; die "redis-cli --cluster create failed (log: $CLUSTER_DIR/create.log)"; }
   fi
   local deadline=$((SECONDS + TIMEOUT))

@@ -2,7 +2,8 @@
 # Certificates for the local stack's TLS servers and for the TLS tests, made by the openssl
 # command (nothing downloaded, nothing kept in git): a CA, then in DIR
 #   ca.crt ca.key                    the stack's CA
-#   server.crt server.key            a server certificate for 127.0.0.1 and localhost
+#   server.crt server.key            a server certificate for 127.0.0.1 and localhost (also a client
+#                                    one: cluster nodes present it to each other on the bus)
 #   client.crt client.key            a client certificate (servers that require one)
 #   expired.crt expired.key          a server certificate for 127.0.0.1 whose validity ended in 2021
 #   wrongname.crt wrongname.key      a server certificate for elsewhere.invalid only
@@ -53,7 +54,7 @@ EOF
 }
 
 ca ca "delayd local stack CA"
-leaf server "127.0.0.1" "IP:127.0.0.1,DNS:localhost" serverAuth
+leaf server "127.0.0.1" "IP:127.0.0.1,DNS:localhost" serverAuth,clientAuth
 leaf client "delayd" "DNS:delayd" clientAuth
 leaf expired "127.0.0.1" "IP:127.0.0.1,DNS:localhost" serverAuth 20200101000000Z 20210101000000Z
 leaf wrongname "elsewhere.invalid" "DNS:elsewhere.invalid" serverAuth
