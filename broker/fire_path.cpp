@@ -52,6 +52,7 @@ FailureAction decide(DeliveryError error, int attempt, const FireOptions& option
   switch (error) {
     case DeliveryError::none:
     case DeliveryError::transient:
+    case DeliveryError::refused:  // the login or an ACL: fixed outside delayd while the job waits
       a.refund = true;
       a.delay_ms = options.retry_outage_ms;
       return a;
@@ -677,6 +678,7 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
   // dead-lettered on a later try. It stays pending in Redis meanwhile.
   FailureAction again = decide(DeliveryError::transient, f.attempt, options_);
   again.keep_firing = report.error_class == DeliveryError::possibly_persisted;
+  if (report.error_class == DeliveryError::refused) delivery_outage_ = report.error;  // Write on the DLQ
   retry(f, "dead-letter write failed: " + report.error, again, now_ms);
   in_flight_.erase(it);
 }

@@ -205,8 +205,8 @@ class FirePath {
   // Kafka is not keeping up: fire_due() takes nothing until reports come back.
   bool stuck() const { return in_flight_.size() >= options_.max_unsettled; }
   // The last delivery failure that was Kafka's fault rather than the record's (transient,
-  // possibly persisted, fatal), while no record has been delivered since: a Kafka outage as the
-  // fire path sees it. nullopt while deliveries succeed.
+  // possibly persisted, fatal, refused: a failed login or a missing Write ACL), while no record has been delivered
+  // since: a Kafka outage as the fire path sees it. nullopt while deliveries succeed.
   const std::optional<std::string>& delivery_outage() const { return delivery_outage_; }
   // The ready topics Kafka says do not exist, while their jobs wait for them.
   const MissingTopics& missing_topics() const { return missing_topics_; }
