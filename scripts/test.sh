@@ -113,6 +113,7 @@ sasl_tests() {
     echo "test: ctest -L kafka-sasl in $build_dir/ (KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP, SASL_SSL with ACLs)"
     local ok=0
     ctest --test-dir "$build_dir" --output-on-failure --timeout 600 -L kafka-sasl || ok=1
+    grep -hE "^kafka security: " "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
     scripts/stack.sh down
     echo "test: the Kafka security tests took $((SECONDS - started)) s with their stack"
     exit $ok

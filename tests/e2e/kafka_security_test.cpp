@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -94,6 +95,15 @@ void stack(const std::string& args) {
   REQUIRE(std::system(cmd.c_str()) == 0);
 }
 
+// Prints delayd's refusal line and /readyz's body (the figures scripts/test.sh shows).
+void show(const World& w, const std::string& what, const std::string& readyz) {
+  std::istringstream in(read_all(w.log_path));
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(what) != std::string::npos) std::cout << "kafka security: log: " << line << "\n";
+  }
+  std::cout << "kafka security: /readyz: " << readyz.substr(readyz.find("\r\n\r\n") + 4);
+}
+
 // One refusal line in delayd's log, naming `what`; the sentence starts with "Kafka refused", and
 // no other line speaks of the refusal (librdkafka repeats it at every retry).
 void expect_one_refusal_line(const World& w, const std::string& what) {
@@ -148,6 +158,7 @@ TEST_CASE("without Write on its ready topic delayd says so once, is not ready, a
   CHECK(ready.records().empty());
   CHECK(delayd.running());
   expect_one_refusal_line(w, refused);
+  show(w, refused, readyz);
 
   delayd::testing::set_acls(admin_props, sec.delayd_user, {{AclResource::topic, w.ready_topic("orders"), "Write"}});
   expect_all_delivered_once(ready, ids);
@@ -186,6 +197,7 @@ TEST_CASE("without Read on its consumer group delayd says so once, is not ready,
   CHECK(ready.records().empty());
   CHECK(delayd.running());
   expect_one_refusal_line(w, refused);
+  show(w, refused, readyz);
 
   delayd::testing::set_acls(admin_props, sec.delayd_user, {{AclResource::group, w.group, "Read"}});
   expect_all_delivered_once(ready, ids);
@@ -225,6 +237,7 @@ TEST_CASE("with a wrong password delayd says so once, is not ready, and delivers
   CHECK(ready.records().empty());
   CHECK(delayd.running());
   expect_one_refusal_line(w, refused);
+  show(w, refused, readyz);
 
   // Kafka's side is fixed: the user's password becomes the one delayd has.
   stack("scram " + user + " delayd-has-" + user);
