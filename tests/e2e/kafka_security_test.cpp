@@ -65,13 +65,14 @@ std::string readyz_until(std::uint16_t port, const std::string& needle, std::chr
   return got;
 }
 
-// `n` jobs due from now on, published as the stack's admin; their ids.
-std::vector<std::string> publish(const World& w, const std::string& prefix, int n) {
+// `n` jobs of `business` due from now on, published as the stack's admin; their ids.
+std::vector<std::string> publish(const World& w, const std::string& prefix, int n,
+                                 const std::string& business = "orders") {
   Publisher pub(w);
   std::vector<std::string> ids;
   for (int i = 0; i < n; ++i) {
     ids.push_back(prefix + std::to_string(i));
-    pub.send(job_at(ids.back(), now_ms() + 200 + 20 * i, "v" + std::to_string(i)));
+    pub.send(job_at(ids.back(), now_ms() + 200 + 20 * i, "v" + std::to_string(i), std::nullopt, business));
   }
   pub.flush();
   return ids;
@@ -134,10 +135,10 @@ TEST_CASE("without Write on its ready topic delayd says so once, is not ready, a
   const std::uint16_t admin = free_port();
   w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(admin);
   w.grant_acls = false;
-  w.create_topics({"orders"});
+  w.create_topics({"orders", "mail"});
   const auto admin_props = delayd::testing::kafka_client_properties(w.bootstrap);
   std::vector<delayd::testing::Acl> granted;
-  for (const auto& acl : w.delayd_acls({"orders"})) {
+  for (const auto& acl : w.delayd_acls({"orders", "mail"})) {
     if (acl.name != w.ready_topic("orders")) granted.push_back(acl);
   }
   delayd::testing::set_acls(admin_props, sec.delayd_user, granted);
@@ -145,7 +146,13 @@ TEST_CASE("without Write on its ready topic delayd says so once, is not ready, a
   DelaydProcess delayd(w);
   delayd.start();
   Collector ready(w, {w.ready_topic("orders")});
+  Collector mail(w, {w.ready_topic("mail")});
   const auto ids = publish(w, "w-", 20);
+  // Another business, whose topic delayd may write: its jobs go out meanwhile, and do not end
+  // (nor restart) the outage of the refused one.
+  const auto mail_ids = publish(w, "m-", 20, "mail");
+  expect_all_delivered_once(mail, mail_ids);
+  const auto more_mail = publish(w, "m2-", 5, "mail");
 
   const std::string refused = "Kafka refused Write on topic " + w.ready_topic("orders") + " to user " +
                               sec.delayd_user + " (SASL " + sec.mechanism + ")";
@@ -160,13 +167,20 @@ TEST_CASE("without Write on its ready topic delayd says so once, is not ready, a
   expect_one_refusal_line(w, refused);
   show(w, refused, readyz);
 
+  CHECK(read_all(w.log_path).find("kafka (deliveries) is back") == std::string::npos);
+  CHECK_THAT(http_get(admin, "/readyz"), Catch::StartsWith("HTTP/1.0 503") && Catch::Contains(refused));
+
   delayd::testing::set_acls(admin_props, sec.delayd_user, {{AclResource::topic, w.ready_topic("orders"), "Write"}});
   expect_all_delivered_once(ready, ids);
   CHECK_THAT(readyz_until(admin, "ready\n", std::chrono::seconds(10)), Catch::StartsWith("HTTP/1.0 200"));
   CHECK(log_says(w.log_path, "kafka (deliveries) is back", std::chrono::seconds(5)));
   CHECK(delayd.running());
   expect_one_refusal_line(w, refused);
-  delayd::testing::set_acls(admin_props, sec.delayd_user, w.delayd_acls({"orders"}), false);
+  CHECK(count_of(read_all(w.log_path), "kafka (deliveries) is back") == 1);
+  std::vector<std::string> all_mail = mail_ids;
+  all_mail.insert(all_mail.end(), more_mail.begin(), more_mail.end());
+  expect_all_delivered_once(mail, all_mail);
+  delayd::testing::set_acls(admin_props, sec.delayd_user, w.delayd_acls({"orders", "mail"}), false);
 }
 
 TEST_CASE("without Read on its consumer group delayd says so once, is not ready, and delivers all once granted",
