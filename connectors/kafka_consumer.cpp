@@ -70,7 +70,11 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
         check(c->assign(partitions), "assign");
       }
       log(LogLevel::info, c->name() + ": assigned " + describe(tps));
-      events.clear_refusal();  // the group took us in: the login and the group's ACLs are fine
+      // The group took us in: the login and the group's ACLs are fine (a topic's, once it is ours).
+      if (refused_topic.empty() ||
+          std::any_of(tps.begin(), tps.end(), [&](const TopicPartition& tp) { return tp.topic == refused_topic; })) {
+        end_refusal();
+      }
       notify(listener.assigned, tps);
       return;
     }
@@ -176,20 +180,34 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
     const Refusal kind = refusal_of(static_cast<int>(m.err()));
     if (kind == Refusal::none) return false;
     std::string operation, resource;
+    refused_topic.clear();
     if (m.err() == RdKafka::ERR_GROUP_AUTHORIZATION_FAILED) {
       operation = "Read";
       resource = "group " + group;
     } else if (m.err() == RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED) {
       operation = "Read or Describe";
       resource = m.topic_name().empty() ? std::string("a subscribed topic") : "topic " + m.topic_name();
+      refused_topic = m.topic_name();
     }
     events.set_refusal(refusal_sentence(kind, principal, operation, resource, m.errstr()));
     return true;
   }
 
+  // A record from `topic` ends a refusal of the login or the group, or of that topic; records
+  // of the other topics do not end a refusal of one topic.
+  void delivered_from(const std::string& topic) {
+    if (refused_topic.empty() || refused_topic == topic) end_refusal();
+  }
+
+  void end_refusal() {
+    events.clear_refusal();
+    refused_topic.clear();
+  }
+
   static constexpr std::chrono::seconds kCommitWarningEvery{10};
   const std::string group;
   const std::string principal;
+  std::string refused_topic;  // the topic of the current refusal, if it is a topic's
   Clock::time_point next_commit_warning{};
   std::uint64_t commit_failures_unlogged = 0;
   Listener listener;
@@ -267,7 +285,7 @@ std::vector<Record> KafkaConsumer::poll_batch(std::size_t max, int timeout_ms) {
     const RdKafka::ErrorCode err = m->err();
     if (err == RdKafka::ERR_NO_ERROR) {
       out.push_back(to_record(*m));
-      impl.events.clear_refusal();
+      impl.delivered_from(out.back().topic);
     } else if (err == RdKafka::ERR__FATAL) {
       impl.throw_fatal();
     } else if (impl.note_refusal(*m)) {

@@ -262,3 +262,50 @@ TEST_CASE("with a wrong password delayd says so once, is not ready, and delivers
   expect_one_refusal_line(w, refused);
   delayd::testing::set_acls(admin_props, user, w.delayd_acls({"orders"}), false);
 }
+
+TEST_CASE("without Read on the status topic delayd says so once and is not ready, while other jobs go out",
+          "[e2e][kafka-security]") {
+  const auto& sec = security();
+  World w("acl-status");
+  const std::uint16_t admin = free_port();
+  w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(admin);
+  // librdkafka looks at a subscribed topic it may not read again every
+  // topic.metadata.refresh.interval.ms (5 minutes by default): 2 s here.
+  w.settings["DELAYD_KAFKA_CONSUMER_PROPERTIES"] =
+      "session.timeout.ms=6000,heartbeat.interval.ms=1000,topic.metadata.refresh.interval.ms=2000";
+  w.grant_acls = false;
+  w.create_topics({"orders"});
+  const auto admin_props = delayd::testing::kafka_client_properties(w.bootstrap);
+  std::vector<delayd::testing::Acl> granted;
+  for (const auto& acl : w.delayd_acls({"orders"})) {
+    if (acl.name != w.status_topic) granted.push_back(acl);
+  }
+  delayd::testing::set_acls(admin_props, sec.delayd_user, granted);
+
+  DelaydProcess delayd(w);
+  delayd.start();
+  Collector ready(w, {w.ready_topic("orders")});
+  const std::string refused = "Kafka refused Read or Describe on topic " + w.status_topic + " to user " +
+                              sec.delayd_user + " (SASL " + sec.mechanism + ")";
+  REQUIRE(log_says(w.log_path, refused, std::chrono::seconds(30)));
+  // The ingest topic's records keep coming and going out: they do not end the status topic's
+  // refusal (nor restart it).
+  const auto ids = publish(w, "s-", 20);
+  expect_all_delivered_once(ready, ids);
+  const std::string readyz = readyz_until(admin, refused, std::chrono::seconds(10));
+  CHECK_THAT(readyz,
+             Catch::StartsWith("HTTP/1.0 503") && Catch::Contains("kafka (access)") && Catch::Contains(refused));
+  CHECK(read_all(w.log_path).find("kafka (access) is back") == std::string::npos);
+  CHECK(delayd.running());
+  expect_one_refusal_line(w, refused);
+  show(w, refused, readyz);
+
+  delayd::testing::set_acls(
+      admin_props, sec.delayd_user,
+      {{AclResource::topic, w.status_topic, "Read"}, {AclResource::topic, w.status_topic, "Describe"}});
+  // The next metadata refresh finds the topic readable: a rebalance assigns it.
+  CHECK_THAT(readyz_until(admin, "ready\n", std::chrono::seconds(30)), Catch::StartsWith("HTTP/1.0 200"));
+  CHECK(count_of(read_all(w.log_path), "kafka (access) is back") == 1);
+  expect_one_refusal_line(w, refused);
+  delayd::testing::set_acls(admin_props, sec.delayd_user, w.delayd_acls({"orders"}), false);
+}
