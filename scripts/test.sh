@@ -26,7 +26,7 @@
 #                                    sanitizer run also the multi-instance cases (label scale)
 #                                    and the runnable examples (label examples).
 #   scripts/test.sh --sasl           only the Kafka security tests (label kafka-sasl: the contract's
-#                                    delivery, cancel and time cases over SASL_SSL with delayd's
+#                                    delivery, cancel, time and report cases over SASL_SSL with delayd's
 #                                    documented ACLs, and a wrong password and missing ACLs). They
 #                                    need Kafka with DELAYD_KAFKA_SASL=1, so they run against a
 #                                    second, short stack of their own (under .stack/sasl, Kafka
