@@ -52,6 +52,7 @@ FailureAction decide(DeliveryError error, int attempt, const FireOptions& option
   switch (error) {
     case DeliveryError::none:
     case DeliveryError::transient:
+    case DeliveryError::refused:  // the login or an ACL: fixed outside delayd while the job waits
       a.refund = true;
       a.delay_ms = options.retry_outage_ms;
       return a;
@@ -525,6 +526,9 @@ void FirePath::settle(std::int64_t now_ms) {
     }
   }
   if (!tags.empty()) delivery_outage_.reset();
+  for (std::size_t i = 0; i < budget && !refused_topics_.empty(); ++i) {
+    if (reports_[i].ok) refused_topics_.erase(reports_[i].topic);
+  }
   for (std::size_t i = 0; i < budget && !missing_topics_.empty(); ++i) {
     if (!reports_[i].ok) continue;
     if (const auto was = missing_topics_.delivered(reports_[i].topic)) {
@@ -586,7 +590,11 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
   }
   const FailureAction action = decide(report.error_class, f.attempt, options_, missing_for);
   // A missing topic is one business's matter, shown by missing_topics(): not a Kafka outage.
-  if (action.refund && report.error_class != DeliveryError::unknown_topic) delivery_outage_ = report.error;
+  if (report.error_class == DeliveryError::refused) {
+    refused_topics_[f.record.topic] = report.error;
+  } else if (action.refund && report.error_class != DeliveryError::unknown_topic) {
+    delivery_outage_ = report.error;
+  }
   if (action.kind == FailureAction::Kind::retry) {
     retry(f, report.error, action, now_ms);
     in_flight_.erase(it);
@@ -677,6 +685,7 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
   // dead-lettered on a later try. It stays pending in Redis meanwhile.
   FailureAction again = decide(DeliveryError::transient, f.attempt, options_);
   again.keep_firing = report.error_class == DeliveryError::possibly_persisted;
+  if (report.error_class == DeliveryError::refused) refused_topics_[f.record.topic] = report.error;  // the DLQ's Write
   retry(f, "dead-letter write failed: " + report.error, again, now_ms);
   in_flight_.erase(it);
 }

@@ -205,9 +205,15 @@ class FirePath {
   // Kafka is not keeping up: fire_due() takes nothing until reports come back.
   bool stuck() const { return in_flight_.size() >= options_.max_unsettled; }
   // The last delivery failure that was Kafka's fault rather than the record's (transient,
-  // possibly persisted, fatal), while no record has been delivered since: a Kafka outage as the
-  // fire path sees it. nullopt while deliveries succeed.
-  const std::optional<std::string>& delivery_outage() const { return delivery_outage_; }
+  // possibly persisted, fatal, refused: a failed login or a missing Write ACL), while no record has been delivered
+  // since: a Kafka outage as the fire path sees it. nullopt while deliveries succeed.
+  // A refusal (a missing Write ACL on one topic, a failed login) is kept per topic until a record
+  // to that topic is delivered, so that other topics' deliveries do not end it, and it is named
+  // after the outage of the whole.
+  std::optional<std::string> delivery_outage() const {
+    if (delivery_outage_ || refused_topics_.empty()) return delivery_outage_;
+    return refused_topics_.begin()->second;
+  }
   // The ready topics Kafka says do not exist, while their jobs wait for them.
   const MissingTopics& missing_topics() const { return missing_topics_; }
   const FireCounters& counters() const { return counters_; }
@@ -310,6 +316,7 @@ class FirePath {
   std::uint64_t seq_ = 0;
   FireCounters counters_;
   std::optional<std::string> delivery_outage_;
+  std::map<std::string, std::string> refused_topics_;  // topic -> its refusal, until a delivery to it
   MissingTopics missing_topics_;
   LogThrottle refused_log_{std::chrono::seconds(10)};  // counted delivery failures
   bool recheck_ = false;  // send_prepared() met a record held too long: recheck_fences() first

@@ -108,6 +108,7 @@ void IngestStage::turn() {
   } catch (const std::exception& e) {
     nap(outages_.failed(OutageTracker::Failure::other, e.what()), stop_);
   }
+  outages_.refusal(consumer_.refusal());
 }
 
 // How long the consumer may wait for records: short while something of ours waits for a retry

@@ -29,14 +29,22 @@ void OutageTracker::turn_done(const std::optional<std::string>& delivery_outage)
   }
 }
 
+void OutageTracker::refusal(const std::optional<std::string>& refused) {
+  if (refused) {
+    access_.failed(*refused);
+  } else {
+    access_.recovered();
+  }
+}
+
 std::map<std::string, bool> OutageTracker::outages() const {
   std::map<std::string, bool> out;
-  for (const Outage* o : {&redis_, &kafka_, &other_, &delivery_}) out[o->dependency()] = o->active();
+  for (const Outage* o : {&redis_, &kafka_, &access_, &other_, &delivery_}) out[o->dependency()] = o->active();
   return out;
 }
 
 std::string OutageTracker::problem(bool ingest_paused) const {
-  for (const Outage* o : {&redis_, &kafka_, &other_, &delivery_}) {
+  for (const Outage* o : {&redis_, &kafka_, &access_, &other_, &delivery_}) {
     if (o->active()) return o->problem();
   }
   if (ingest_paused) return "ingest paused: Kafka is not acknowledging records fast enough";

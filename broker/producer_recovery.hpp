@@ -10,6 +10,7 @@
 #include <chrono>
 #include <deque>
 
+#include "broker/outage.hpp"
 #include "connectors/kafka_producer.hpp"
 
 namespace delayd::broker {
@@ -22,10 +23,24 @@ class ProducerRecovery {
   // Replaces `producer` if it is in the fatal state (its outstanding records come back as
   // possibly written, so their jobs stay in flight and retry). Returns false when the fault is
   // fatal: the caller stops. `what` names the producer in the log ("ready", "dead-letter").
+  // A producer fatal because Kafka refused it (KafkaProducer::fatal_refusal(): no ACL lets it get
+  // a producer id) is not broken: it is replaced once per outage_backoff() step, never counted
+  // towards the stop, and not logged here; its records fail as refused, which the deliveries'
+  // outage says once.
   bool check(connectors::KafkaProducer& producer, const char* what) {
-    const auto reason = producer.recover_if_fatal();
-    if (!reason) return true;
     const auto now = std::chrono::steady_clock::now();
+    if (producer.fatal_refusal()) {
+      if (now < next_refused_try_) return true;
+      const auto reason = producer.recover_if_fatal();
+      spdlog::debug("kafka {} producer refused ({}); replaced it", what, reason.value_or(""));
+      next_refused_try_ = now + refused_backoff_.next();
+      return true;
+    }
+    const auto reason = producer.recover_if_fatal();
+    if (!reason) {
+      refused_backoff_.reset();
+      return true;
+    }
     recoveries_.push_back(now);
     while (!recoveries_.empty() && now - recoveries_.front() > std::chrono::minutes(1)) recoveries_.pop_front();
     if (static_cast<int>(recoveries_.size()) > kMaxPerMinute) {
@@ -39,6 +54,8 @@ class ProducerRecovery {
 
  private:
   std::deque<std::chrono::steady_clock::time_point> recoveries_;
+  base::Backoff refused_backoff_ = outage_backoff();
+  std::chrono::steady_clock::time_point next_refused_try_{};
 };
 
 }  // namespace delayd::broker

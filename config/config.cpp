@@ -425,7 +425,8 @@ struct SecretFile {
 };
 constexpr SecretFile kSecretFiles[] = {{"admin.token", "admin.token_file"},
                                        {"admin.read_token", "admin.read_token_file"},
-                                       {"redis.password", "redis.password_file"}};
+                                       {"redis.password", "redis.password_file"},
+                                       {"kafka.sasl_password", "kafka.sasl_password_file"}};
 
 // " (from <origin>)" of a setting, or "" for a default.
 std::string from_origin(const Config& c, std::string_view name) {
@@ -495,6 +496,9 @@ void check_properties(const Config& c, const Setting& s, const PropertyMap& prop
       if (k == owned.property) {
         fail(subject, origin, "delayd sets this property itself; use " + std::string(owned.setting) + " instead");
       }
+    }
+    if (k == "sasl.password" && !c.kafka.sasl_password.empty()) {
+      fail(subject, origin, "kafka.sasl_password (or kafka.sasl_password_file) is set too; give the password once");
     }
   }
 }
@@ -705,6 +709,7 @@ KafkaProperties kafka_properties(const Config& c, KafkaClient client) {
     put("message.timeout.ms", std::to_string(c.kafka.message_timeout_ms));
   }
   for (const auto& [k, v] : c.kafka.properties) put(k, v);
+  if (!c.kafka.sasl_password.empty()) put("sasl.password", c.kafka.sasl_password);
   if (client == KafkaClient::consumer) {
     for (const auto& [k, v] : c.kafka.consumer_properties) put(k, v);
   }

@@ -81,6 +81,12 @@ struct KafkaConfig {
   // How long a ready topic may be missing (deleted under delayd) before its jobs
   // are dead-lettered; until then they wait without spending attempts.
   std::int64_t missing_topic_timeout_ms = 600000;
+  // sasl.password for every client (librdkafka's SASL PLAIN/SCRAM password). Secret: masked when
+  // the configuration is printed; not with kafka.properties.sasl.password.
+  std::string sasl_password;
+  // A file that holds kafka.sasl_password (a Kubernetes secret mounted as a file), read once by
+  // load_config() like admin.token_file. Not with kafka.sasl_password itself.
+  std::string sasl_password_file;
   PropertyMap properties;                   // every client: consumer, producer, admin
   PropertyMap consumer_properties;          // the ingest consumer only
   PropertyMap producer_properties;          // the ready/DLQ producer only
@@ -293,7 +299,8 @@ struct ConfigFlags {
 void add_config_flags(CLI::App& app, ConfigFlags& flags);
 
 // Defaults, then the file (flags.config_file, else env DELAYD_CONFIG), then env, then flags;
-// then the secrets given as files (admin.token_file, admin.read_token_file) are read into their
+// then the secrets given as files (admin.token_file, admin.read_token_file,
+// kafka.sasl_password_file) are read into their
 // settings; then validate_config(). Throws ConfigError, also when a secret and its file are both
 // set, or the file cannot be read or is empty.
 Config load_config(const ConfigFlags& flags, const Environment& env);

@@ -135,6 +135,8 @@ constexpr std::array kSettings = {
   Setting{"kafka.topic_replication", field<Int>([](auto& c) -> auto& { return c.kafka.topic_replication; }), 1, 32'767},
   Setting{"kafka.message_timeout_ms", field<Int>([](auto& c) -> auto& { return c.kafka.message_timeout_ms; }), 1, kMaxInt32},
   Setting{"kafka.missing_topic_timeout_ms", field<Int>([](auto& c) -> auto& { return c.kafka.missing_topic_timeout_ms; }), 1000, kMaxInt32},
+  Setting{"kafka.sasl_password", field<Str>([](auto& c) -> auto& { return c.kafka.sasl_password; }), 0, 0, nullptr, true},
+  Setting{"kafka.sasl_password_file", field<Str>([](auto& c) -> auto& { return c.kafka.sasl_password_file; })},
   Setting{"kafka.properties", field<PropertyMap>([](auto& c) -> auto& { return c.kafka.properties; })},
   Setting{"kafka.consumer_properties", field<PropertyMap>([](auto& c) -> auto& { return c.kafka.consumer_properties; })},
   Setting{"kafka.producer_properties", field<PropertyMap>([](auto& c) -> auto& { return c.kafka.producer_properties; })},

@@ -49,7 +49,11 @@ int remaining_ms(Clock::time_point deadline) {
 }  // namespace
 
 struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb {
-  Impl(Listener l, const std::string& group) : listener(std::move(l)), events("kafka consumer group=" + group) {}
+  Impl(Listener l, const std::string& group_id, std::string who)
+      : group(group_id),
+        principal(std::move(who)),
+        listener(std::move(l)),
+        events("kafka consumer group=" + group, principal) {}
 
   ~Impl() override { consumer.reset(); }
 
@@ -66,6 +70,11 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
         check(c->assign(partitions), "assign");
       }
       log(LogLevel::info, c->name() + ": assigned " + describe(tps));
+      // The group took us in: the login and the group's ACLs are fine (a topic's, once it is ours).
+      if (refused_topic.empty() ||
+          std::any_of(tps.begin(), tps.end(), [&](const TopicPartition& tp) { return tp.topic == refused_topic; })) {
+        end_refusal();
+      }
       notify(listener.assigned, tps);
       return;
     }
@@ -165,7 +174,40 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
     throw KafkaError(consumer->name() + ": fatal error: " + reason);
   }
 
+  // A message's error that is a refusal (refusal_of()): kept, with what was refused, instead of
+  // logged; refusal() reports it.
+  bool note_refusal(const RdKafka::Message& m) {
+    const Refusal kind = refusal_of(static_cast<int>(m.err()));
+    if (kind == Refusal::none) return false;
+    std::string operation, resource;
+    refused_topic.clear();
+    if (m.err() == RdKafka::ERR_GROUP_AUTHORIZATION_FAILED) {
+      operation = "Read";
+      resource = "group " + group;
+    } else if (m.err() == RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED) {
+      operation = "Read or Describe";
+      resource = m.topic_name().empty() ? std::string("a subscribed topic") : "topic " + m.topic_name();
+      refused_topic = m.topic_name();
+    }
+    events.set_refusal(refusal_sentence(kind, principal, operation, resource, m.errstr()));
+    return true;
+  }
+
+  // A record from `topic` ends a refusal of the login or the group, or of that topic; records
+  // of the other topics do not end a refusal of one topic.
+  void delivered_from(const std::string& topic) {
+    if (refused_topic.empty() || refused_topic == topic) end_refusal();
+  }
+
+  void end_refusal() {
+    events.clear_refusal();
+    refused_topic.clear();
+  }
+
   static constexpr std::chrono::seconds kCommitWarningEvery{10};
+  const std::string group;
+  const std::string principal;
+  std::string refused_topic;  // the topic of the current refusal, if it is a topic's
   Clock::time_point next_commit_warning{};
   std::uint64_t commit_failures_unlogged = 0;
   Listener listener;
@@ -186,7 +228,7 @@ KafkaConsumer::KafkaConsumer(const Properties& props, Listener listener) {
   effective =
       with_forced(std::move(effective), {{"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}},
                   "kafka consumer group=" + group);
-  impl_ = std::make_unique<Impl>(std::move(listener), group);
+  impl_ = std::make_unique<Impl>(std::move(listener), group, principal_of(effective));
   auto conf = make_conf(effective);
   std::string errstr;
   if (conf->set("rebalance_cb", static_cast<RdKafka::RebalanceCb*>(impl_.get()), errstr) != RdKafka::Conf::CONF_OK ||
@@ -243,8 +285,11 @@ std::vector<Record> KafkaConsumer::poll_batch(std::size_t max, int timeout_ms) {
     const RdKafka::ErrorCode err = m->err();
     if (err == RdKafka::ERR_NO_ERROR) {
       out.push_back(to_record(*m));
+      impl.delivered_from(out.back().topic);
     } else if (err == RdKafka::ERR__FATAL) {
       impl.throw_fatal();
+    } else if (impl.note_refusal(*m)) {
+      // Reported once by the owner (refusal()), not at every retry.
     } else if (err != RdKafka::ERR__TIMED_OUT && err != RdKafka::ERR__PARTITION_EOF) {
       std::string line = impl.consumer->name() + ": " + RdKafka::err2str(err);
       if (!m->topic_name().empty()) line += " (" + m->topic_name() + "[" + std::to_string(m->partition()) + "])";
@@ -261,6 +306,8 @@ std::vector<Record> KafkaConsumer::poll_batch(std::size_t max, int timeout_ms) {
   }
   return out;
 }
+
+std::optional<std::string> KafkaConsumer::refusal() const { return impl_->events.refusal(); }
 
 void KafkaConsumer::commit(const std::vector<Record>& records) {
   std::map<TopicPartition, std::int64_t> next;

@@ -32,6 +32,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,6 +70,12 @@ class KafkaConsumer {
   // run inside. Non-fatal consumer errors (partition EOF, transport trouble, unknown topic) are
   // logged and skipped; a fatal one throws KafkaError.
   std::vector<Record> poll_batch(std::size_t max, int timeout_ms);
+
+  // A refusal the consumer has met (kafka_error.hpp: its login failed, or an ACL on the group or
+  // on a topic it reads is missing), as the one sentence that names it, until the group has
+  // assigned partitions to it or a record has come since; nullopt otherwise. Such errors are not
+  // logged at each retry: the caller reports this as an outage, once.
+  std::optional<std::string> refusal() const;
 
   // Synchronously commits, for each partition among `records`, the offset after the highest
   // record given. An empty list commits nothing. Throws KafkaError if the commit, or any

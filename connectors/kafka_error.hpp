@@ -22,6 +22,29 @@ struct KafkaError : std::runtime_error {
   using runtime_error::runtime_error;
 };
 
+// A broker's refusal, as the connectors classify librdkafka's error codes: the login failed
+// (authentication: a wrong password, an unknown user, a mechanism the listener does not offer) or
+// an ACL is missing (authorization: topic, group, cluster, transactional id). Both are fixed
+// outside delayd, by whoever runs Kafka, while delayd waits and retries; neither is a record's
+// fault, so no job spends an attempt on them and nothing is dead-lettered for them.
+enum class Refusal { none, authentication, authorization };
+
+// The class of an rd_kafka_resp_err_t (its numeric value, so that callers need not include
+// librdkafka).
+Refusal refusal_of(int rd_kafka_error_code);
+
+// Who the client logs in as, from its properties: "user delayd (SASL SCRAM-SHA-512)", or
+// "the client (no SASL login)" when sasl.username is not set.
+std::string principal_of(const Properties& props);
+
+// The one sentence that names a refusal: what was refused (`operation` on `resource`, e.g.
+// "Write" and "topic ready.pay"; both empty when unknown) to whom, and librdkafka's words.
+//   authentication: "Kafka refused the login of user delayd (SASL SCRAM-SHA-512): <detail>"
+//   authorization:  "Kafka refused Write on topic ready.pay to user delayd (SASL SCRAM-SHA-512):
+//                    <detail> (an ACL is missing)"
+std::string refusal_sentence(Refusal kind, const std::string& principal, const std::string& operation,
+                             const std::string& resource, const std::string& detail);
+
 struct KafkaConfigError : KafkaError {
   // `property` is empty when librdkafka refused the configuration as a whole (for example two
   // properties that contradict each other), which it reports only when the client is created.

@@ -56,9 +56,13 @@ DeliveryError classify(RdKafka::ErrorCode err, RdKafka::Message::Status status) 
     case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
     case RdKafka::ERR__UNKNOWN_PARTITION:  // a deleted topic's partitions vanish before the topic
       return DeliveryError::unknown_topic;
-    case RdKafka::ERR_TOPIC_EXCEPTION:
     case RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED:
     case RdKafka::ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RdKafka::ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+    case RdKafka::ERR_SASL_AUTHENTICATION_FAILED:
+    case RdKafka::ERR__AUTHENTICATION:
+      return DeliveryError::refused;
+    case RdKafka::ERR_TOPIC_EXCEPTION:
     case RdKafka::ERR_INVALID_RECORD:
     case RdKafka::ERR_INVALID_MSG:
     case RdKafka::ERR_POLICY_VIOLATION:
@@ -73,7 +77,8 @@ DeliveryError classify(RdKafka::ErrorCode err, RdKafka::Message::Status status) 
 }  // namespace
 
 struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
-  explicit Impl(ReportHandler handler) : on_report(std::move(handler)), events("kafka producer") {}
+  Impl(ReportHandler handler, const Properties& props)
+      : properties(props), on_report(std::move(handler)), events("kafka producer", principal_of(props)) {}
 
   ~Impl() override {
     // Reports of purged records would reach a handler whose owner is being torn down.
@@ -100,6 +105,7 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
     report.ok = message.err() == RdKafka::ERR_NO_ERROR;
     report.error_class = classify(message.err(), message.status());
     if (!report.ok) report.error = message.errstr();
+    explain_refusal(report, message.err());
     deliver(report);
   }
 
@@ -132,6 +138,7 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
       producer->fatal_error(reason);
       report.error += ": " + reason;
     }
+    explain_refusal(report, err);
     deliver(report);
   }
 
@@ -145,6 +152,47 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
     }
     producer.reset(RdKafka::Producer::create(conf.get(), errstr));
     if (!producer) throw KafkaConfigError("", "", errstr);
+  }
+
+  // A refused record's error names what was refused (Write on its topic) and to whom. While the
+  // login is being refused, records only time out: their error says why. A delivered record
+  // ends a refusal.
+  void explain_refusal(DeliveryReport& report, RdKafka::ErrorCode err) {
+    if (report.ok) {
+      events.clear_refusal();
+      return;
+    }
+    if (auto refused = fatal_refusal()) {
+      // The instance could not even get its producer id: nothing of it was written.
+      report.error = *refused;
+      report.error_class = DeliveryError::refused;
+      return;
+    }
+    if (const Refusal kind = refusal_of(static_cast<int>(err)); kind != Refusal::none) {
+      const bool cluster = err == RdKafka::ERR_CLUSTER_AUTHORIZATION_FAILED;
+      report.error = refusal_sentence(kind, principal_of(properties), cluster ? "IdempotentWrite" : "Write",
+                                      cluster ? "the cluster" : "topic " + report.topic, report.error);
+      return;
+    }
+    if (report.error_class == DeliveryError::transient || report.error_class == DeliveryError::possibly_persisted) {
+      if (auto refusal = events.refusal()) {
+        report.error += " (" + *refusal + ")";
+        if (report.error_class == DeliveryError::transient) report.error_class = DeliveryError::refused;
+      }
+    }
+  }
+
+  // The fatal error's sentence when the instance is fatal because Kafka refused it (an idempotent
+  // producer without Write on any topic, or IdempotentWrite on the cluster, cannot get its id).
+  std::optional<std::string> fatal_refusal() const {
+    if (!producer) return std::nullopt;
+    std::string reason;
+    const RdKafka::ErrorCode code = producer->fatal_error(reason);
+    const Refusal kind = refusal_of(static_cast<int>(code));
+    if (code == RdKafka::ERR_NO_ERROR || kind == Refusal::none) return std::nullopt;
+    const bool cluster = code == RdKafka::ERR_CLUSTER_AUTHORIZATION_FAILED;
+    return refusal_sentence(kind, principal_of(properties), cluster ? "IdempotentWrite" : "",
+                            cluster ? "the cluster (or Write on any topic)" : "", reason);
   }
 
   void forget(std::uint64_t tag) {
@@ -164,8 +212,8 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
 };
 
 KafkaProducer::KafkaProducer(const Properties& props, ReportHandler on_report)
-    : impl_(std::make_unique<Impl>(std::move(on_report))) {
-  impl_->properties = with_defaults({{"enable.idempotence", "true"}, {"acks", "all"}}, props);
+    : impl_(std::make_unique<Impl>(std::move(on_report),
+                                   with_defaults({{"enable.idempotence", "true"}, {"acks", "all"}}, props))) {
   require_property(impl_->properties, {"bootstrap.servers", "metadata.broker.list"});
   impl_->build();
 }
@@ -235,9 +283,13 @@ std::optional<std::string> KafkaProducer::fatal_error() const {
   return reason;
 }
 
+std::optional<std::string> KafkaProducer::fatal_refusal() const { return impl_->fatal_refusal(); }
+
 std::optional<std::string> KafkaProducer::recover_if_fatal() {
   auto reason = fatal_error();
   if (!reason) return std::nullopt;
+  const auto refused = impl_->fatal_refusal();
+  if (refused) reason = refused;
   // Purged records are reported (ERR__PURGE_QUEUE / ERR__PURGE_INFLIGHT, classified by their
   // persistence status) when the reports are served, which the poll below does.
   impl_->producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT |
@@ -251,8 +303,8 @@ std::optional<std::string> KafkaProducer::recover_if_fatal() {
   for (std::uint64_t tag : left) {
     DeliveryReport report;
     report.tag = tag;
-    report.error_class = DeliveryError::possibly_persisted;
-    report.error = "producer replaced after a fatal error: " + *reason;
+    report.error_class = refused ? DeliveryError::refused : DeliveryError::possibly_persisted;
+    report.error = refused ? *refused : "producer replaced after a fatal error: " + *reason;
     impl_->deliver(report);
   }
   impl_->build();

@@ -79,6 +79,13 @@ class KafkaProducer {
   // instance cannot be built. Postcondition: outstanding() == 0 when it returns a reason.
   std::optional<std::string> recover_if_fatal();
 
+  // When the fatal error is Kafka refusing the client (kafka_error.hpp: Refusal; an idempotent
+  // producer whose user may write to no topic cannot get its producer id), its sentence;
+  // nullopt otherwise. A new producer would be refused too until the ACL is granted: the caller
+  // retries with a backoff instead of counting it as a broken client. Records of such a producer
+  // are reported as DeliveryError::refused (recover_if_fatal() too: nothing of them was written).
+  std::optional<std::string> fatal_refusal() const;
+
   // Puts the producer in librdkafka's fatal state on purpose (rd_kafka_test_fatal_error), so that
   // tests can exercise recover_if_fatal() and the callers' handling of DeliveryError::fatal.
   void inject_fatal_error_for_testing(const std::string& reason);

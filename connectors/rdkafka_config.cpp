@@ -113,12 +113,32 @@ CConfPtr make_c_conf(const Properties& props) {
 
 void LogEventBridge::event_cb(RdKafka::Event& event) {
   switch (event.type()) {
-    case RdKafka::Event::EVENT_LOG:
-      log(level_from_syslog(static_cast<int>(event.severity())),
-          label_ + ": " + event.fac() + ": " + event.str());
+    case RdKafka::Event::EVENT_LOG: {
+      LogLevel level = level_from_syslog(static_cast<int>(event.severity()));
+      // A fatal error is said by the client's owner (a consumer's KafkaError, a producer's
+      // replacement), not by librdkafka's line for it as well.
+      if (event.fac() == "FATAL") level = LogLevel::debug;
+      // librdkafka's line for a refused login comes at every reconnect, just before the
+      // ERR__AUTHENTICATION error event that becomes the refusal the owner says once.
+      if (event.fac() == "FAIL" && event.str().find("SASL authentication error") != std::string::npos) {
+        login_refused_ = true;
+        level = LogLevel::debug;
+      }
+      log(level, label_ + ": " + event.fac() + ": " + event.str());
       break;
+    }
     case RdKafka::Event::EVENT_ERROR:
-      log(event.fatal() ? LogLevel::error : LogLevel::warning,
+      if (const Refusal kind = refusal_of(static_cast<int>(event.err())); kind != Refusal::none) {
+        // Which group or topic is not in the event; the consumer and producer say it when
+        // they see the refusal on a message or a delivery report.
+        set_refusal(refusal_sentence(kind, principal_, "", "",
+                                     RdKafka::err2str(event.err()) + (event.str().empty() ? "" : ": " + event.str())));
+        log(LogLevel::debug, label_ + ": refused: " + event.str());
+        break;
+      }
+      // "All broker connections are down" is what a refused login looks like to the client.
+      log(event.fatal() || (event.err() == RdKafka::ERR__ALL_BROKERS_DOWN && login_refused_) ? LogLevel::debug
+                                                                                             : LogLevel::warning,
           label_ + (event.fatal() ? ": fatal error: " : ": error: ") + RdKafka::err2str(event.err()) +
               (event.str().empty() ? "" : ": " + event.str()));
       break;
@@ -129,6 +149,22 @@ void LogEventBridge::event_cb(RdKafka::Event& event) {
     default:
       break;
   }
+}
+
+std::optional<std::string> LogEventBridge::refusal() const {
+  std::lock_guard lock(mutex_);
+  return refusal_;
+}
+
+void LogEventBridge::clear_refusal() {
+  std::lock_guard lock(mutex_);
+  refusal_.reset();
+  login_refused_ = false;
+}
+
+void LogEventBridge::set_refusal(std::string sentence) {
+  std::lock_guard lock(mutex_);
+  refusal_ = std::move(sentence);
 }
 
 namespace {

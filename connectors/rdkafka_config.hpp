@@ -13,8 +13,10 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
+#include <atomic>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,16 +58,31 @@ using CConfPtr = std::unique_ptr<rd_kafka_conf_t, CConfDeleter>;
 CConfPtr make_c_conf(const Properties& props);
 
 // Routes librdkafka's log, error and throttle events to the log hook. Error events are only
-// logged: whoever owns the client decides separately what a fatal error means for it.
+// logged: whoever owns the client decides separately what a fatal error means for it. A
+// refusal (an error event whose code refusal_of() classifies: the login failed, an ACL is
+// missing) is not logged but kept, as its sentence, for the owner to report once as an outage:
+// librdkafka repeats it at every reconnect or retry.
 class LogEventBridge : public RdKafka::EventCb {
  public:
   // `label` prefixes every line (e.g. "consumer group=delayd"), set before the client exists
-  // because log events can arrive from librdkafka's threads as soon as it does.
-  explicit LogEventBridge(std::string label) : label_(std::move(label)) {}
+  // because log events can arrive from librdkafka's threads as soon as it does. `principal`
+  // (principal_of()) names who was refused.
+  explicit LogEventBridge(std::string label, std::string principal = "")
+      : label_(std::move(label)), principal_(std::move(principal)) {}
   void event_cb(RdKafka::Event& event) override;
+
+  // The latest refusal an error event reported, until clear_refusal(); nullopt if none.
+  std::optional<std::string> refusal() const;
+  void clear_refusal();
+  // Keeps `sentence` as the current refusal (for refusals the owner finds itself).
+  void set_refusal(std::string sentence);
 
  private:
   const std::string label_;
+  const std::string principal_;
+  mutable std::mutex mutex_;  // error events may come from any thread that serves the client
+  std::optional<std::string> refusal_;
+  std::atomic<bool> login_refused_{false};  // librdkafka said a login was refused (its log line)
 };
 
 }  // namespace delayd::connectors

@@ -65,7 +65,10 @@ enum class DeliveryError : std::uint8_t {
   too_large,           // over a size limit (the producer's message.max.bytes or the topic's)
   unknown_topic,       // the topic or its partition does not exist (deleted, or not created
                        // yet): not written; the record can go once the topic is there again
-  permanent,           // Kafka refused it for good: authorization, invalid record, policy
+  refused,             // Kafka refused the client, not the record: its login failed or an ACL
+                       // (Write on the topic) is missing. Not written; fixed outside delayd, so
+                       // the record waits without spending attempts (kafka_error.hpp: Refusal)
+  permanent,           // Kafka refused it for good: invalid record, policy
   fatal,               // the producer instance is broken (an idempotence fatal error); only a
                        // new instance can write again (KafkaProducer::recover_if_fatal)
 };

@@ -11,13 +11,15 @@
 #                    (the example worker examples/lifecycle_consumer.py and its test, and the Python
 #                    client clients/python with its round trip tests/clients; not in the image),
 #                    python3-croniter (the independent cron implementation tests/cron/croniter_diff.py
-#                    compares against; test-only).
+#                    compares against; test-only), openssl (the certificates of the stack with
+#                    DELAYD_KAFKA_SASL=1; test-only).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
 #   Go module proxy: helm (test-only: the Kubernetes chart's tests), built with go install.
 #   PyPI:            kubernetes-validate (test-only: the Kubernetes JSON schemas, offline).
 #   --run            only what building and running need (scripts/run.sh): none of the test-only
 #                    tools (docker-compose, python3-confluent-kafka, gnuplot, prometheus, chromium,
-#                    chromium-driver, python3-selenium, python3-croniter, helm, kubernetes-validate).
+#                    chromium-driver, python3-selenium, python3-croniter, helm, kubernetes-validate,
+#                    openssl).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
 set -euo pipefail
@@ -41,6 +43,7 @@ TEST_PACKAGES=(
   prometheus
   chromium chromium-driver python3-selenium
   python3-croniter  # tests/cron/croniter_diff.py: delayd's cron against croniter (brings pytz, dateutil)
+  openssl  # scripts/stack.sh with DELAYD_KAFKA_SASL=1: the stack's CA and Kafka's certificate
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.

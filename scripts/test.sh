@@ -25,6 +25,16 @@
 #                                    run leaves cluster-e2e out (-LE cluster-e2e), and the
 #                                    sanitizer run also the multi-instance cases (label scale)
 #                                    and the runnable examples (label examples).
+#   scripts/test.sh --sasl           only the Kafka security tests (label kafka-sasl: the contract's
+#                                    delivery, cancel, time and report cases over SASL_SSL with delayd's
+#                                    documented ACLs, and a wrong password and missing ACLs). They
+#                                    need Kafka with DELAYD_KAFKA_SASL=1, so they run against a
+#                                    second, short stack of their own (under .stack/sasl, Kafka
+#                                    on 19192/19193, Redis on 16479; DELAYD_SASL_STACK_DIR,
+#                                    DELAYD_SASL_KAFKA_PORT, DELAYD_SASL_KAFKA_CONTROLLER_PORT,
+#                                    DELAYD_SASL_REDIS_PORT override), started and stopped here.
+#                                    The default run runs them last (about a minute); the other
+#                                    runs leave the label out.
 #   scripts/test.sh -- -L unit       arguments after -- go to ctest (here: only unit tests)
 #
 # DELAYD_BUILD_DIR (build) names the build directory. A cluster stack and a single-Redis stack
@@ -37,6 +47,7 @@ cd "$ROOT"
 sanitize=0
 fuzz=0
 cluster=0
+sasl=0
 [[ "${CI:-}" == "true" ]] && sanitize=1 && fuzz=1
 ctest_args=()
 while (($#)); do
@@ -46,8 +57,9 @@ while (($#)); do
     --fuzz) fuzz=1 ;;
     --no-fuzz) fuzz=0 ;;
     --cluster) cluster=1 ;;
+    --sasl) sasl=1 ;;
     --) shift; ctest_args=("$@"); break ;;
-    *) echo "usage: scripts/test.sh [--sanitize|--no-sanitize] [--fuzz|--no-fuzz] [--cluster] [-- ctest args]" >&2; exit 2 ;;
+    *) echo "usage: scripts/test.sh [--sanitize|--no-sanitize] [--fuzz|--no-fuzz] [--cluster] [--sasl] [-- ctest args]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -58,14 +70,15 @@ if ((cluster)); then
   export DELAYD_REDIS_CLUSTER="${DELAYD_REDIS_CLUSTER:-3}"
   ((${#ctest_args[@]})) || ctest_args=(-L 'e2e|cluster')
 else
-  # Tests that need the cluster stack (label cluster-e2e) run with --cluster only.
-  ((${#ctest_args[@]})) || ctest_args=(-LE cluster-e2e)
+  # Tests that need the cluster stack (label cluster-e2e) run with --cluster only; those that
+  # need Kafka with SASL and ACLs (label kafka-sasl) on a stack of their own (sasl_tests below).
+  ((${#ctest_args[@]})) || { ctest_args=(-LE 'cluster-e2e|kafka-sasl'); sasl_default=1; }
 fi
 # Under the sanitizers the multi-instance cases (label scale) are left out by default: they run
 # the same code as the single-instance ones with more processes, for minutes, and CI must stay
 # under 30 minutes.
 asan_args=("${ctest_args[@]}")
-[[ "${ctest_args[*]}" == "-LE cluster-e2e" ]] && asan_args=(-LE 'cluster-e2e|scale|examples')
+[[ "${sasl_default:-0}" == 1 ]] && asan_args=(-LE 'cluster-e2e|kafka-sasl|scale|examples')
 werror=OFF
 [[ "${CI:-}" == "true" ]] && werror=ON
 
@@ -82,7 +95,30 @@ started_stack=0
 stop_stack() {
   if ((started_stack)); then scripts/stack.sh down || true; fi
 }
-trap stop_stack EXIT
+sasl_env=(DELAYD_STACK_DIR="${DELAYD_SASL_STACK_DIR:-$ROOT/.stack/sasl}" DELAYD_KAFKA_SASL=1
+  DELAYD_KAFKA_PORT="${DELAYD_SASL_KAFKA_PORT:-19192}"
+  DELAYD_KAFKA_CONTROLLER_PORT="${DELAYD_SASL_KAFKA_CONTROLLER_PORT:-19193}"
+  DELAYD_REDIS_PORT="${DELAYD_SASL_REDIS_PORT:-16479}")
+stop_sasl_stack() { env "${sasl_env[@]}" scripts/stack.sh down >/dev/null 2>&1 || true; }
+trap 'stop_stack; stop_sasl_stack' EXIT
+
+# The Kafka security tests (label kafka-sasl) against a stack started with DELAYD_KAFKA_SASL=1,
+# in a subshell so that its settings do not leak into the other runs.
+sasl_tests() {
+  (
+    export "${sasl_env[@]}"
+    local started=$SECONDS
+    scripts/stack.sh up
+    eval "$(scripts/stack.sh env | sed 's/^/export /')"
+    echo "test: ctest -L kafka-sasl in $build_dir/ (KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP, SASL_SSL with ACLs)"
+    local ok=0
+    ctest --test-dir "$build_dir" --output-on-failure --timeout 600 -L kafka-sasl || ok=1
+    grep -hE "^kafka security: " "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
+    scripts/stack.sh down
+    echo "test: the Kafka security tests took $((SECONDS - started)) s with their stack"
+    exit $ok
+  )
+}
 
 # The benchmarks are built in build/ only: their smoke run (bench.e2e_smoke) is a test there.
 build "$build_dir" -DDELAYD_BUILD_BENCH=ON
@@ -94,6 +130,12 @@ if ((sanitize)); then
   cmake -S . -B "$build_dir-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYD_WERROR="$werror" \
     -DDELAYD_BUILD_BENCH=OFF -DDELAYD_TSAN=ON >/dev/null
   cmake --build "$build_dir-tsan" -j "$jobs" --target "${tsan_targets[@]}"
+fi
+
+if ((sasl)); then
+  status=0
+  sasl_tests || status=1
+  exit $status
 fi
 
 if ! scripts/stack.sh status >/dev/null 2>&1; then
@@ -133,6 +175,12 @@ if ((sanitize)); then
     ctest --test-dir "$build_dir" --output-on-failure --timeout 600 -L 'e2e|cluster-e2e' \
       -R '^e2e\.(every job arrives|the same job-id twice|cluster: slots move)' || status=1
   fi
+fi
+if [[ "${sasl_default:-0}" == 1 ]]; then
+  # A second Kafka beside the first would share two cores: the main stack stops first.
+  stop_stack
+  started_stack=0
+  sasl_tests || status=1
 fi
 if ((fuzz)); then
   # The fuzzers need no servers: stop the stack first if this script started it.

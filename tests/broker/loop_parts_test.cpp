@@ -68,6 +68,19 @@ TEST_CASE("OutageTracker: problem in dependency order, backoff doubling to 1 s, 
   t.turn_done(std::nullopt);
   CHECK(t.problem(false).empty());
   for (const auto& [dependency, active] : t.outages()) CHECK_FALSE(active);
+
+  // Kafka refusing the consumer: on while the refusal lasts, whatever the turns do; it comes
+  // before a deliveries' outage.
+  t.refusal(std::string("Kafka refused Read on group g to user u (SASL SCRAM-SHA-512): denied"));
+  t.turn_done(std::string("queue full"));
+  CHECK(t.outages().at("kafka (access)"));
+  CHECK(t.problem(false) ==
+        "kafka (access) unavailable: Kafka refused Read on group g to user u (SASL SCRAM-SHA-512): denied");
+  t.turn_done(std::nullopt);
+  CHECK(t.outages().at("kafka (access)"));
+  t.refusal(std::nullopt);
+  CHECK(t.problem(false).empty());
+  for (const auto& [dependency, active] : t.outages()) CHECK_FALSE(active);
 }
 
 TEST_CASE("every counter has one name, and the names are those /stats has always shown", "[broker][loop]") {

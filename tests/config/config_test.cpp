@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -641,6 +642,38 @@ TEST_CASE("admin tokens from files: read at start-up, the trailing newline trimm
   CHECK_THAT(render_config(e, ConfigFormat::json), !Catch::Contains("topsecret"));
   CHECK_THAT(render_config(e, ConfigFormat::toml),
              Catch::Contains("read_token = \"***\"  # env DELAYD_ADMIN_READ_TOKEN"));
+}
+
+TEST_CASE("kafka.sasl_password_file: read at start-up into every client's sasl.password, masked", "[unit][config]") {
+  TempFile file("pw-kafka-topsecret\n");
+  const Config c = load_config(with_sets({"kafka.sasl_password_file=" + file.path()}), {});
+  CHECK(c.kafka.sasl_password == "pw-kafka-topsecret");
+  CHECK(c.origins.at("kafka.sasl_password") == "kafka.sasl_password_file " + file.path());
+  for (auto client : {KafkaClient::consumer, KafkaClient::producer, KafkaClient::admin}) {
+    const KafkaProperties props = kafka_properties(c, client);
+    CHECK(std::count(props.begin(), props.end(),
+                     std::pair<std::string, std::string>("sasl.password", "pw-kafka-topsecret")) == 1);
+  }
+  for (auto format : {ConfigFormat::toml, ConfigFormat::json}) {
+    const std::string out = render_config(c, format);
+    INFO(out);
+    CHECK_THAT(out, !Catch::Contains("topsecret") && Catch::Contains(file.path()));
+  }
+  // Without it, no sasl.password at all.
+  const KafkaProperties none = kafka_properties(load_config({}, {}), KafkaClient::consumer);
+  CHECK(std::none_of(none.begin(), none.end(), [](const auto& p) { return p.first == "sasl.password"; }));
+
+  const std::string both = error_of(with_sets({"kafka.sasl_password_file=" + file.path()}),
+                                    {{"DELAYD_KAFKA_SASL_PASSWORD", "pw-env-topsecret"}});
+  CHECK_THAT(
+      both, Catch::Contains("kafka.sasl_password (from env DELAYD_KAFKA_SASL_PASSWORD) and kafka.sasl_password_file") &&
+                Catch::Contains("both are set") && !Catch::Contains("topsecret"));
+  const std::string twice =
+      error_of(with_sets({"kafka.sasl_password=a-topsecret", "kafka.properties.sasl.password=b-topsecret"}));
+  CHECK_THAT(twice, Catch::Contains("kafka.properties.sasl.password") && Catch::Contains("give the password once") &&
+                        !Catch::Contains("topsecret"));
+  TempFile empty("\n");
+  CHECK_THAT(error_of(with_sets({"kafka.sasl_password_file=" + empty.path()})), Catch::Contains("the file is empty"));
 }
 
 TEST_CASE("admin tokens from files: both a token and its file, a missing or empty file, are errors", "[unit][config]") {

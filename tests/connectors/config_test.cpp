@@ -1,5 +1,7 @@
 // Configuration mistakes surface as KafkaConfigError naming the property, before any
 // connection is attempted; secrets never appear in the message.
+#include <librdkafka/rdkafka.h>
+
 #include <mutex>
 #include <string>
 #include <vector>
@@ -92,4 +94,29 @@ TEST_CASE("a consumer property that would break manual commits is overridden, wi
   for (const auto& w : warnings) named = named || w.find("enable.auto.commit") != std::string::npos;
   CHECK(named);
   require_all_clients_destroyed();
+}
+
+TEST_CASE("a failed login and a missing ACL are refusals that name what was refused and to whom", "[kafka]") {
+  CHECK(refusal_of(RD_KAFKA_RESP_ERR__AUTHENTICATION) == Refusal::authentication);
+  CHECK(refusal_of(RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED) == Refusal::authentication);
+  for (auto code :
+       {RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED,
+        RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED, RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED}) {
+    CHECK(refusal_of(code) == Refusal::authorization);
+  }
+  for (auto code : {RD_KAFKA_RESP_ERR_NO_ERROR, RD_KAFKA_RESP_ERR__TRANSPORT, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
+                    RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE}) {
+    CHECK(refusal_of(code) == Refusal::none);
+  }
+
+  const std::string who = principal_of({{"sasl.username", "delayd"}, {"sasl.mechanisms", "SCRAM-SHA-512"}});
+  CHECK(who == "user delayd (SASL SCRAM-SHA-512)");
+  CHECK(principal_of({{"bootstrap.servers", "k:9092"}}) == "the client (no SASL login)");
+  CHECK(refusal_sentence(Refusal::authentication, who, "", "", "bad credentials") ==
+        "Kafka refused the login of user delayd (SASL SCRAM-SHA-512): bad credentials");
+  CHECK(refusal_sentence(Refusal::authorization, who, "Write", "topic ready.pay", "Topic authorization failed") ==
+        "Kafka refused Write on topic ready.pay to user delayd (SASL SCRAM-SHA-512): Topic authorization failed "
+        "(an ACL is missing)");
+  CHECK(refusal_sentence(Refusal::authorization, who, "", "", "denied") ==
+        "Kafka refused access to user delayd (SASL SCRAM-SHA-512): denied (an ACL is missing)");
 }

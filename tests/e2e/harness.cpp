@@ -31,6 +31,11 @@ std::int64_t now_ms() {
       .count();
 }
 
+connectors::Properties with(connectors::Properties base, const connectors::Properties& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
 World::World(const std::string& name) {
   bootstrap = testing::require_env("KAFKA_BOOTSTRAP");
   redis_url = testing::require_env("REDIS_URL");
@@ -45,10 +50,25 @@ World::World(const std::string& name) {
 }
 
 void World::create_topics(const std::vector<std::string>& businesses, int partitions) {
-  connectors::KafkaAdmin admin({{"bootstrap.servers", bootstrap}});
+  connectors::KafkaAdmin admin(testing::kafka_client_properties(bootstrap));
   std::vector<std::string> topics{ingest_topic, dlq_topic, status_topic};
   for (const auto& b : businesses) topics.push_back(ready_topic(b));
   admin.ensure_topics(topics, partitions, 1);
+  const testing::KafkaSecurity security = testing::kafka_security();
+  if (grant_acls && !security.protocol.empty()) {
+    testing::set_acls(testing::kafka_client_properties(bootstrap), security.delayd_user, delayd_acls(businesses));
+  }
+}
+
+std::vector<testing::Acl> World::delayd_acls(const std::vector<std::string>& businesses) const {
+  using testing::AclResource;
+  std::vector<testing::Acl> acls{
+      {AclResource::topic, ingest_topic, "Read"}, {AclResource::topic, ingest_topic, "Describe"},
+      {AclResource::topic, status_topic, "Read"}, {AclResource::topic, status_topic, "Describe"},
+      {AclResource::topic, dlq_topic, "Write"},   {AclResource::group, group, "Read"},
+  };
+  for (const auto& b : businesses) acls.push_back({AclResource::topic, ready_topic(b), "Write"});
+  return acls;
 }
 
 std::vector<std::pair<std::string, std::string>> World::environment() const {
@@ -66,6 +86,7 @@ std::vector<std::pair<std::string, std::string>> World::environment() const {
       {"DELAYD_KAFKA_CONSUMER_PROPERTIES", "session.timeout.ms=6000,heartbeat.interval.ms=1000"},
       {"DELAYD_LOG_LEVEL", "info"},
   };
+  for (const auto& [k, v] : testing::delayd_kafka_security_env()) env[k] = v;
   for (const auto& [k, v] : settings) env[k] = v;
   return {env.begin(), env.end()};
 }
@@ -162,7 +183,7 @@ bool DelaydProcess::running() {
 
 Publisher::Publisher(const World& world)
     : world_(world),
-      producer_({{"bootstrap.servers", world.bootstrap}, {"linger.ms", "5"}},
+      producer_(with(testing::kafka_client_properties(world.bootstrap), {{"linger.ms", "5"}}),
                 [this](const connectors::DeliveryReport& r) { reports_.push_back(r); }) {}
 
 connectors::OutRecord ingest_record(const Job& job) {
@@ -227,9 +248,8 @@ void Publisher::flush() {
 }
 
 Collector::Collector(const World& world, std::vector<std::string> topics)
-    : consumer_({{"bootstrap.servers", world.bootstrap},
-                 {"group.id", testing::unique_name("collector")},
-                 {"auto.offset.reset", "earliest"}},
+    : consumer_(with(testing::kafka_client_properties(world.bootstrap),
+                     {{"group.id", testing::unique_name("collector")}, {"auto.offset.reset", "earliest"}}),
                 {}) {
   consumer_.subscribe(topics);
 }

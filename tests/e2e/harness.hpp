@@ -26,10 +26,14 @@
 #include "redis/connection.hpp"
 #include "redis/url.hpp"
 #include "storage/job_store.hpp"
+#include "support/kafka_acls.hpp"
+#include "support/test_env.hpp"
 
 namespace delayd::e2e {
 
 std::int64_t now_ms();
+// `base` with `more` appended (librdkafka applies them in order: a later entry wins).
+connectors::Properties with(connectors::Properties base, const connectors::Properties& more);
 
 // One isolated delayd world: names, and the settings delayd gets through DELAYD_* variables.
 struct World {
@@ -45,10 +49,18 @@ struct World {
   std::string redis_prefix;
   std::string log_path;
   std::map<std::string, std::string> settings;  // extra DELAYD_* variables
+  // On a secured stack (scripts/stack.sh with DELAYD_KAFKA_SASL=1): whether create_topics()
+  // grants the stack's delayd user delayd_acls() for those topics. Tests of missing ACLs turn
+  // it off and grant their own.
+  bool grant_acls = true;
 
   std::string ready_topic(const std::string& business) const { return ready_prefix + business; }
-  // Creates the ingest, status and DLQ topics and the ready topics of these businesses.
+  // Creates the ingest, status and DLQ topics and the ready topics of these businesses; on a
+  // secured stack, grants delayd's user the ACLs it needs for them (grant_acls).
   void create_topics(const std::vector<std::string>& businesses, int partitions = 4);
+  // The ACLs delayd needs in this world with ready topics for these businesses: exactly those
+  // README's "Kafka security" lists (kafka.create_topics off: the tests create the topics).
+  std::vector<testing::Acl> delayd_acls(const std::vector<std::string>& businesses) const;
   std::vector<std::pair<std::string, std::string>> environment() const;
 };
 

@@ -126,7 +126,7 @@ TEST_CASE("a ready topic deleted under delayd is created again and its jobs go o
   REQUIRE(ready.collect_until([](const auto& recs) { return count_id_prefix(recs, "warm") == 1; },
                               std::chrono::seconds(30)));
 
-  delayd::connectors::KafkaAdmin admin({{"bootstrap.servers", w.bootstrap}});
+  delayd::connectors::KafkaAdmin admin(delayd::testing::kafka_client_properties(w.bootstrap));
   admin.delete_topics({w.ready_topic("orders")});
   constexpr int kJobs = 300;
   publish_due(pub, "gone", kJobs, now_ms() + 1000);
@@ -167,7 +167,7 @@ TEST_CASE("with topic creation off, a missing ready topic's jobs wait, then are 
   const std::uint16_t port = free_port();
   w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(port);
   w.create_topics({"orders"});
-  delayd::connectors::KafkaAdmin admin({{"bootstrap.servers", w.bootstrap}});
+  delayd::connectors::KafkaAdmin admin(delayd::testing::kafka_client_properties(w.bootstrap));
   admin.delete_topics({w.ready_topic("orders")});
   DelaydProcess delayd(w);
   delayd.start();

@@ -30,7 +30,7 @@ std::int64_t now_s() { return now_ms() / 1000; }
 std::string with_peer_topic(World& w, const std::string& format) {
   const std::string topic = w.ingest_topic + "." + format;
   w.settings["DELAYD_KAFKA_INGEST_TOPICS"] = topic + ":" + format;
-  delayd::connectors::KafkaAdmin admin({{"bootstrap.servers", w.bootstrap}});
+  delayd::connectors::KafkaAdmin admin(delayd::testing::kafka_client_properties(w.bootstrap));
   admin.ensure_topics({topic}, 4, 1);
   return topic;
 }
@@ -76,7 +76,7 @@ TEST_CASE("etf1 schedules: delivery with every header, latest wins both ways, to
   const std::string history = w.ingest_topic + ".history";  // etf1's HISTORY_TOPIC
   w.settings["DELAYD_ETF1_HISTORY_TOPIC"] = history;
   w.create_topics({"target"});
-  delayd::connectors::KafkaAdmin({{"bootstrap.servers", w.bootstrap}}).ensure_topics({history}, 1, 1);
+  delayd::connectors::KafkaAdmin(delayd::testing::kafka_client_properties(w.bootstrap)).ensure_topics({history}, 1, 1);
   const std::string target = w.ready_topic("target");
   Collector out(w, {target, w.dlq_topic, schedules, history});
   REQUIRE(out.wait_assigned());

@@ -125,6 +125,10 @@ TEST_CASE("what a failed delivery costs depends on what Kafka said", "[unit][fir
   auto big = broker::decide(DeliveryError::too_large, 1, o);
   CHECK(big.kind == broker::FailureAction::Kind::dead_letter);  // item 2: after one attempt
   CHECK(big.strip_value);
+  // Kafka refusing the client (a missing Write ACL, a failed login): the job waits, no attempt spent.
+  CHECK(broker::decide(DeliveryError::refused, 3, o).kind == broker::FailureAction::Kind::retry);
+  CHECK(broker::decide(DeliveryError::refused, 3, o).refund);
+  CHECK_FALSE(broker::decide(DeliveryError::refused, 3, o).keep_firing);
   CHECK(broker::decide(DeliveryError::permanent, 2, o).kind == broker::FailureAction::Kind::retry);
   CHECK_FALSE(broker::decide(DeliveryError::permanent, 2, o).refund);
   CHECK(broker::decide(DeliveryError::permanent, 3, o).kind == broker::FailureAction::Kind::dead_letter);
