@@ -76,9 +76,12 @@ else
 fi
 # Under the sanitizers the multi-instance cases (label scale) are left out by default: they run
 # the same code as the single-instance ones with more processes, for minutes, and CI must stay
-# under 30 minutes.
+# under 40 minutes. So are the two missing-topic cases: they mostly wait (70 s) for Kafka's
+# metadata and delayd's timeout, and the dead-letter path they end in runs under the sanitizers
+# in the other dead-letter cases.
 asan_args=("${ctest_args[@]}")
-[[ "${sasl_default:-0}" == 1 ]] && asan_args=(-LE 'cluster-e2e|kafka-sasl|scale|examples')
+[[ "${sasl_default:-0}" == 1 ]] &&
+  asan_args=(-LE 'cluster-e2e|kafka-sasl|scale|examples' -E 'after the missing-topic timeout|missing ready topic.s jobs wait')
 werror=OFF
 [[ "${CI:-}" == "true" ]] && werror=ON
 
@@ -104,12 +107,20 @@ trap 'stop_stack; stop_sasl_stack' EXIT
 
 # The Kafka security tests (label kafka-sasl) against a stack started with DELAYD_KAFKA_SASL=1,
 # in a subshell so that its settings do not leak into the other runs.
+# Exports the running stack's addresses (and, over TLS, its client files), dropping those of a
+# stack that ran before it: a TLS file setting left over beside a plain url is a configuration
+# error for delayd.
+export_stack_env() {
+  unset DELAYD_REDIS_TLS_CA_FILE DELAYD_REDIS_TLS_CERT_FILE DELAYD_REDIS_TLS_KEY_FILE REDIS_CLI_TLS
+  eval "$(scripts/stack.sh env | sed 's/^/export /')"
+}
+
 sasl_tests() {
   (
     export "${sasl_env[@]}"
     local started=$SECONDS
     scripts/stack.sh up
-    eval "$(scripts/stack.sh env | sed 's/^/export /')"
+    export_stack_env
     echo "test: ctest -L kafka-sasl in $build_dir/ (KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP, SASL_SSL with ACLs)"
     local ok=0
     ctest --test-dir "$build_dir" --output-on-failure --timeout 600 -L kafka-sasl || ok=1
@@ -142,7 +153,7 @@ if ! scripts/stack.sh status >/dev/null 2>&1; then
   started_stack=1
   scripts/stack.sh up
 fi
-eval "$(scripts/stack.sh env | sed 's/^/export /')"
+export_stack_env
 echo "test: KAFKA_BOOTSTRAP=$KAFKA_BOOTSTRAP REDIS_URL=$REDIS_URL"
 
 status=0
@@ -155,7 +166,7 @@ if ((sanitize)); then
   if ((started_stack)); then
     scripts/stack.sh down
     DELAYD_REDIS_TLS=1 scripts/stack.sh up
-    eval "$(scripts/stack.sh env | sed 's/^/export /')"
+    export_stack_env
   else
     echo "test: the stack was up before this script: the sanitizer pass uses it as it is"
   fi
@@ -170,7 +181,7 @@ if ((sanitize)); then
     # and slots moved and a primary failed over under delayd.
     scripts/stack.sh down
     DELAYD_REDIS_TLS=1 DELAYD_REDIS_CLUSTER=3 scripts/stack.sh up
-    eval "$(scripts/stack.sh env | sed 's/^/export /')"
+    export_stack_env
     echo "test: core e2e and cluster cases in $build_dir/, REDIS_URL=$REDIS_URL"
     ctest --test-dir "$build_dir" --output-on-failure --timeout 600 -L 'e2e|cluster-e2e' \
       -R '^e2e\.(every job arrives|the same job-id twice|cluster: slots move)' || status=1

@@ -506,7 +506,7 @@ TEST_CASE("redis urls", "[unit][config]") {
         delayd::redis::RedisOptions{"::1", 6380, "", "", 4, 2000, {}});
   CHECK(delayd::redis::parse_redis_url("redis://[::1]") ==
         delayd::redis::RedisOptions{"::1", 6379, "", "", 0, 2000, {}});
-  for (const char* bad : {"", "redis:/h", "rediss://h", "redis://", "redis://h:", "redis://h:x", "redis://h:65536",
+  for (const char* bad : {"", "redis:/h", "redis+tls://h", "redis://", "redis://h:", "redis://h:x", "redis://h:65536",
                           "redis://h/-1", "redis://h/1/2", "redis://h/1?x=1", "redis://[::1", "redis://[::1]x",
                           "redis://pw@h", "redis://:p%4@h", "redis://h h"}) {
     INFO(bad);

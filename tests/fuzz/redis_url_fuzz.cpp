@@ -1,7 +1,7 @@
 // The Redis url parser (redis/url.hpp, the only one: the configuration uses it too) on
 // the fuzzer's bytes. A bad url must be refused with std::invalid_argument only; a good one
 // gives a usable endpoint, the same through parse_redis_url and parse_redis_target; and the
-// masked url of a good one still parses to the same place, with "***" for the password.
+// masked url of a good one still parses to the same place (TLS or not), with "***" for the password.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(delayd::redis::parse_redis_target(url).options == o);
 
   const delayd::redis::RedisOptions m = delayd::redis::parse_redis_url(masked);
-  FUZZ_CHECK(m.host == o.host && m.port == o.port && m.db == o.db && m.user == o.user);
+  FUZZ_CHECK(m.host == o.host && m.port == o.port && m.db == o.db && m.user == o.user && m.tls == o.tls);
   FUZZ_CHECK(o.password.empty() ? (m.password.empty() || m.password == "***") : m.password == "***");
   return 0;
 }
