@@ -38,7 +38,8 @@ class Outage {
  public:
   explicit Outage(std::string dependency) : dependency_(std::move(dependency)) {}
 
-  // A failure: logs a warning only if this starts an outage (or the reason changes in kind).
+  // A failure: logs a warning only if this starts an outage (one line per outage, naming the
+  // first failure's reason); problem() gives the latest reason while it lasts.
   void failed(const std::string& reason) {
     if (!active_) {
       active_ = true;

@@ -10,6 +10,21 @@ namespace delayd::redis {
 
 namespace {
 
+// A command's arguments as hiredis takes them (pointers and lengths, valid while cmd lives).
+struct Argv {
+  std::vector<const char*> args;
+  std::vector<size_t> lens;
+  void set(const Command& cmd) {
+    args.clear();
+    lens.clear();
+    for (const auto& a : cmd) {
+      args.push_back(a.data());
+      lens.push_back(a.size());
+    }
+  }
+  int count() const { return static_cast<int>(args.size()); }
+};
+
 timeval to_timeval(int ms) {
   timeval tv{};
   tv.tv_sec = ms / 1000;
@@ -104,16 +119,10 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<Command>& co
 }
 
 std::vector<RedisReply> RedisConnection::pipeline_plain(const std::vector<Command>& commands) {
-  std::vector<const char*> args;
-  std::vector<size_t> lens;
+  Argv argv;
   for (const auto& cmd : commands) {
-    args.clear();
-    lens.clear();
-    for (const auto& a : cmd) {
-      args.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    if (redisAppendCommandArgv(ctx_.get(), static_cast<int>(args.size()), args.data(), lens.data()) != REDIS_OK) {
+    argv.set(cmd);
+    if (redisAppendCommandArgv(ctx_.get(), argv.count(), argv.args.data(), argv.lens.data()) != REDIS_OK) {
       fail("cannot queue a command");
     }
   }
@@ -141,17 +150,11 @@ std::vector<RedisReply> RedisConnection::pipeline_tls(const std::vector<Command>
 
 std::vector<RedisReply> RedisConnection::exchange_tls(const std::vector<Command>& commands) {
   std::string out;
-  std::vector<const char*> args;
-  std::vector<size_t> lens;
+  Argv argv;
   for (const auto& cmd : commands) {
-    args.clear();
-    lens.clear();
-    for (const auto& a : cmd) {
-      args.push_back(a.data());
-      lens.push_back(a.size());
-    }
+    argv.set(cmd);
     char* formatted = nullptr;
-    const long long n = redisFormatCommandArgv(&formatted, static_cast<int>(args.size()), args.data(), lens.data());
+    const long long n = redisFormatCommandArgv(&formatted, argv.count(), argv.args.data(), argv.lens.data());
     if (n < 0 || formatted == nullptr) fail("cannot format a command");
     out.append(formatted, static_cast<std::size_t>(n));
     redisFreeCommand(formatted);

@@ -126,6 +126,32 @@ void expect_one_refusal_line(const World& w, const std::string& what) {
   CHECK(lines == 1);
 }
 
+// While a refusal lasts: /readyz 503 naming the outage and the refusal, no job of `ready`'s topic
+// delivered for 3 s (retries spend no attempt and write no second line), delayd running, one
+// refusal line.
+void expect_refused(const World& w, std::uint16_t admin, DelaydProcess& delayd, Collector& ready,
+                    const std::string& outage, const std::string& refused) {
+  const std::string readyz = readyz_until(admin, refused, std::chrono::seconds(10));
+  CHECK_THAT(readyz, Catch::StartsWith("HTTP/1.0 503") && Catch::Contains("not ready: outage of " + outage) &&
+                         Catch::Contains(refused));
+  ready.collect_until([](const auto&) { return false; }, std::chrono::seconds(3));
+  CHECK(ready.records().empty());
+  CHECK(delayd.running());
+  expect_one_refusal_line(w, refused);
+  show(w, refused, readyz);
+}
+
+// Once the cause is fixed, without a restart: every job of `ids` delivered once, /readyz 200, the
+// outage's end logged, delayd running, still one refusal line.
+void expect_recovered(const World& w, std::uint16_t admin, DelaydProcess& delayd, Collector& ready,
+                      const std::vector<std::string>& ids, const std::string& outage, const std::string& refused) {
+  expect_all_delivered_once(ready, ids);
+  CHECK_THAT(readyz_until(admin, "ready\n", std::chrono::seconds(10)), Catch::StartsWith("HTTP/1.0 200"));
+  CHECK(log_says(w.log_path, outage + " is back", std::chrono::seconds(5)));
+  CHECK(delayd.running());
+  expect_one_refusal_line(w, refused);
+}
+
 }  // namespace
 
 TEST_CASE("without Write on its ready topic delayd says so once, is not ready, and delivers all once granted",
@@ -157,25 +183,13 @@ TEST_CASE("without Write on its ready topic delayd says so once, is not ready, a
   const std::string refused = "Kafka refused Write on topic " + w.ready_topic("orders") + " to user " +
                               sec.delayd_user + " (SASL " + sec.mechanism + ")";
   REQUIRE(log_says(w.log_path, refused, std::chrono::seconds(30)));
-  const std::string readyz = readyz_until(admin, refused, std::chrono::seconds(10));
-  CHECK_THAT(readyz, Catch::StartsWith("HTTP/1.0 503") && Catch::Contains("not ready: outage of kafka (deliveries)") &&
-                         Catch::Contains(refused));
-  // Jobs wait: a few seconds of retries spend no attempt and write no second line.
-  ready.collect_until([](const auto&) { return false; }, std::chrono::seconds(3));
-  CHECK(ready.records().empty());
-  CHECK(delayd.running());
-  expect_one_refusal_line(w, refused);
-  show(w, refused, readyz);
+  expect_refused(w, admin, delayd, ready, "kafka (deliveries)", refused);
 
   CHECK(read_all(w.log_path).find("kafka (deliveries) is back") == std::string::npos);
   CHECK_THAT(http_get(admin, "/readyz"), Catch::StartsWith("HTTP/1.0 503") && Catch::Contains(refused));
 
   delayd::testing::set_acls(admin_props, sec.delayd_user, {{AclResource::topic, w.ready_topic("orders"), "Write"}});
-  expect_all_delivered_once(ready, ids);
-  CHECK_THAT(readyz_until(admin, "ready\n", std::chrono::seconds(10)), Catch::StartsWith("HTTP/1.0 200"));
-  CHECK(log_says(w.log_path, "kafka (deliveries) is back", std::chrono::seconds(5)));
-  CHECK(delayd.running());
-  expect_one_refusal_line(w, refused);
+  expect_recovered(w, admin, delayd, ready, ids, "kafka (deliveries)", refused);
   CHECK(count_of(read_all(w.log_path), "kafka (deliveries) is back") == 1);
   std::vector<std::string> all_mail = mail_ids;
   all_mail.insert(all_mail.end(), more_mail.begin(), more_mail.end());
@@ -204,21 +218,10 @@ TEST_CASE("without Read on its consumer group delayd says so once, is not ready,
   delayd.start_until(refused);
   Collector ready(w, {w.ready_topic("orders")});
   const auto ids = publish(w, "g-", 20);
-  const std::string readyz = readyz_until(admin, refused, std::chrono::seconds(10));
-  CHECK_THAT(readyz,
-             Catch::StartsWith("HTTP/1.0 503") && Catch::Contains("kafka (access)") && Catch::Contains(refused));
-  ready.collect_until([](const auto&) { return false; }, std::chrono::seconds(3));
-  CHECK(ready.records().empty());
-  CHECK(delayd.running());
-  expect_one_refusal_line(w, refused);
-  show(w, refused, readyz);
+  expect_refused(w, admin, delayd, ready, "kafka (access)", refused);
 
   delayd::testing::set_acls(admin_props, sec.delayd_user, {{AclResource::group, w.group, "Read"}});
-  expect_all_delivered_once(ready, ids);
-  CHECK_THAT(readyz_until(admin, "ready\n", std::chrono::seconds(10)), Catch::StartsWith("HTTP/1.0 200"));
-  CHECK(log_says(w.log_path, "kafka (access) is back", std::chrono::seconds(5)));
-  CHECK(delayd.running());
-  expect_one_refusal_line(w, refused);
+  expect_recovered(w, admin, delayd, ready, ids, "kafka (access)", refused);
   delayd::testing::set_acls(admin_props, sec.delayd_user, w.delayd_acls({"orders"}), false);
 }
 
@@ -244,22 +247,11 @@ TEST_CASE("with a wrong password delayd says so once, is not ready, and delivers
   delayd.start_until(refused);
   Collector ready(w, {w.ready_topic("orders")});
   const auto ids = publish(w, "p-", 20);
-  const std::string readyz = readyz_until(admin, refused, std::chrono::seconds(10));
-  CHECK_THAT(readyz,
-             Catch::StartsWith("HTTP/1.0 503") && Catch::Contains("kafka (access)") && Catch::Contains(refused));
-  ready.collect_until([](const auto&) { return false; }, std::chrono::seconds(3));
-  CHECK(ready.records().empty());
-  CHECK(delayd.running());
-  expect_one_refusal_line(w, refused);
-  show(w, refused, readyz);
+  expect_refused(w, admin, delayd, ready, "kafka (access)", refused);
 
   // Kafka's side is fixed: the user's password becomes the one delayd has.
   stack("scram " + user + " delayd-has-" + user);
-  expect_all_delivered_once(ready, ids);
-  CHECK_THAT(readyz_until(admin, "ready\n", std::chrono::seconds(10)), Catch::StartsWith("HTTP/1.0 200"));
-  CHECK(log_says(w.log_path, "kafka (access) is back", std::chrono::seconds(5)));
-  CHECK(delayd.running());
-  expect_one_refusal_line(w, refused);
+  expect_recovered(w, admin, delayd, ready, ids, "kafka (access)", refused);
   delayd::testing::set_acls(admin_props, user, w.delayd_acls({"orders"}), false);
 }
 
