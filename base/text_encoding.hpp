@@ -7,14 +7,19 @@
 //   utf8_prefix(b, n)     b cut to at most n bytes, backed off to the start of a multi-byte
 //                         sequence the cut would split, so that a cut text stays text (b
 //                         itself when it is not longer than n);
-//   base64(b)             the standard alphabet with '=' padding; 4 * ceil(|b| / 3) characters.
+//   base64(b)             the standard alphabet with '=' padding; 4 * ceil(|b| / 3) characters;
+//   hex_digit(c)          the value of one hexadecimal digit (either case), -1 for any other char;
+//   percent_decode(s)     %XX escapes (RFC 3986) decoded; nullopt for a '%' not followed by two
+//                         hex digits.
 //
-// Used by: the admin endpoint's and delayctl's job view (admin/job_json.cpp).
+// Used by: the admin endpoint's and delayctl's job view (admin/job_json.cpp); the Redis url
+// (redis/url.cpp) and the OTEL_* lists (config/otel_env.cpp) for percent_decode.
 // Threading: pure functions.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -94,6 +99,30 @@ inline std::string base64(std::string_view bytes) {
     out += kAlphabet[v >> 12 & 63];
     out += rest == 2 ? kAlphabet[v >> 6 & 63] : '=';
     out += '=';
+  }
+  return out;
+}
+
+inline int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+inline std::optional<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out.push_back(s[i]);
+      continue;
+    }
+    const int hi = i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
+    const int lo = i + 2 < s.size() ? hex_digit(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
   }
   return out;
 }

@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
+
+#include "base/text_encoding.hpp"
 
 namespace delayd::redis {
 
@@ -24,30 +27,10 @@ constexpr Scheme kSchemes[] = {{"redis://", false, false},
                                {"redis-cluster://", true, false},
                                {"redis-cluster+tls://", true, true}};
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 std::string percent_decode(std::string_view s, const char* what) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out.push_back(s[i]);
-      continue;
-    }
-    const int hi = i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
-    const int lo = i + 2 < s.size() ? hex_digit(s[i + 2]) : -1;
-    if (hi < 0 || lo < 0) {
-      throw std::invalid_argument(std::string("bad percent-escape in the ") + what);
-    }
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return out;
+  auto out = base::percent_decode(s);
+  if (!out) throw std::invalid_argument(std::string("bad percent-escape in the ") + what);
+  return std::move(*out);
 }
 
 bool all_digits(std::string_view s) {
