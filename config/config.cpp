@@ -723,7 +723,7 @@ Environment process_environment() {
   Environment env;
   for (char** p = environ; p != nullptr && *p != nullptr; ++p) {
     const std::string_view entry(*p);
-    if (!entry.starts_with("DELAYD_")) continue;
+    if (!entry.starts_with("DELAYD_") && !entry.starts_with("OTEL_")) continue;
     const auto eq = entry.find('=');
     if (eq == std::string_view::npos) continue;
     env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
@@ -785,6 +785,7 @@ Config load_config(const ConfigFlags& flags, const Environment& env) {
   shortcut(flags.log_level, "log.level", "--log-level");
   read_secret_files(c);
   validate_config(c);
+  c.tracing = read_otel_env(env);
   return c;
 }
 

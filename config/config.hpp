@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/otel_env.hpp"
 #include "redis/url.hpp"
 
 namespace CLI {
@@ -215,6 +216,8 @@ struct Config {
   ChronosConfig chronos;
   LogConfig log;
   AdminConfig admin;
+  // Traces: from the standard OTEL_* variables, not from delayd's settings (config/otel_env.hpp).
+  TracingConfig tracing;
 
   // Where each value came from, by dotted name ("redis.url", "kafka.properties.acks"):
   // "default", "file PATH line N", "env NAME", "--set", "--redis-url". Filled by load_config;
@@ -280,7 +283,7 @@ enum class KafkaClient { consumer, producer, admin };
 // group_id or message_timeout_ms.
 KafkaProperties kafka_properties(const Config& config, KafkaClient client);
 
-// DELAYD_* variables of this process. Tests pass their own map instead.
+// DELAYD_* and OTEL_* variables of this process. Tests pass their own map instead.
 using Environment = std::map<std::string, std::string>;
 Environment process_environment();
 
