@@ -14,6 +14,7 @@
 #include "connectors/kafka_error.hpp"
 #include "contract/ingest_parse.hpp"
 #include "contract/peer_formats.hpp"
+#include "telemetry/log_scope.hpp"
 
 namespace delayd::broker {
 
@@ -42,6 +43,11 @@ connectors::OutRecord ready_record(const storage::Claim& c, const std::string& t
   r.headers.push_back({std::string(contract::kHeaderAttempt), std::to_string(c.attempt)});
   if (c.repeat > 0) r.headers.push_back({std::string(contract::kHeaderRepeat), std::to_string(c.repeat)});
   return r;
+}
+
+// The span a job's log lines name: its last publish span, if it had one.
+const telemetry::SpanContext* traced(const PublishTrace& t) {
+  return t.context.trace_id == telemetry::TraceId{} ? nullptr : &t.context;
 }
 
 }  // namespace
@@ -106,7 +112,11 @@ void FirePath::produce(InFlight entry, TagKind kind) {
   // A refusal at enqueue time comes back through on_report(), so there is one failure path. A
   // full queue is not waited for (this thread must not block): it is a transient failure.
   try {
-    producer_.produce(it->second.record, 0);
+    if (options_.tracer != nullptr && kind == TagKind::ready) {
+      produce_traced(it->second);
+    } else {
+      producer_.produce(it->second.record, 0);
+    }
   } catch (const connectors::KafkaError& e) {
     connectors::DeliveryReport r;
     r.tag = tag;
@@ -115,6 +125,28 @@ void FirePath::produce(InFlight entry, TagKind kind) {
     r.error = e.what();
     on_report(r);
   }
+}
+
+void FirePath::produce_traced(InFlight& f) {
+  f.trace.link = trace_context(f.record.headers);
+  f.trace.context = options_.tracer->new_trace(f.trace.link);
+  f.trace.start = telemetry::wall_now();
+  // librdkafka copies the headers in produce(): the record gets the producer's back after it.
+  connectors::Headers own = f.record.headers;
+  set_trace_headers(f.record.headers, f.trace.context);
+  try {
+    producer_.produce(f.record, 0);
+  } catch (...) {
+    f.record.headers = std::move(own);
+    throw;
+  }
+  f.record.headers = std::move(own);
+}
+
+void FirePath::end_span(InFlight& f, const connectors::DeliveryReport& report) {
+  if (options_.tracer == nullptr || f.trace.start.count() == 0) return;
+  options_.tracer->end(publish_span(f.trace, {f.job_id, f.business, f.attempt, f.repeat, f.deliver_at}, report));
+  f.trace.start = std::chrono::nanoseconds(0);  // ended once, whatever reports follow
 }
 
 std::size_t FirePath::send_prepared(std::int64_t now_ms) {
@@ -414,6 +446,7 @@ void FirePath::on_report(const connectors::DeliveryReport& report) {
     if (auto it = in_flight_.find(report.tag); it != in_flight_.end()) {
       produce_latency_.observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.produced_at).count());
+      end_span(it->second, report);
     }
   }
   reports_.push_back(report);
@@ -584,6 +617,7 @@ void FirePath::settle(std::int64_t now_ms) {
 void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms) {
   auto it = in_flight_.find(tag);
   InFlight& f = it->second;
+  const telemetry::LogScope scope(traced(f.trace));
   std::chrono::milliseconds missing_for{0};
   if (report.error_class == DeliveryError::unknown_topic) {
     missing_for = note_missing_topic(f.record.topic, now_ms);
@@ -660,6 +694,7 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
                                          std::int64_t now_ms) {
   auto it = in_flight_.find(tag);
   InFlight& f = it->second;
+  const telemetry::LogScope scope(traced(f.trace));
   if (report.ok) {
     // The dead-letter copy is safe: now the job may be called failed (unless the shard moved
     // on meanwhile: then the new owner's attempts decide, and the copy stays a stray one).

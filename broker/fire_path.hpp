@@ -85,6 +85,7 @@
 #include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
 #include "broker/fire_stages.hpp"
+#include "broker/job_spans.hpp"
 #include "broker/log_throttle.hpp"
 #include "broker/loop_counters.hpp"
 #include "broker/missing_topics.hpp"
@@ -94,6 +95,7 @@
 #include "config/business_policy.hpp"
 #include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
+#include "telemetry/tracer.hpp"
 
 namespace delayd::broker {
 
@@ -139,6 +141,9 @@ struct FireOptions {
   // delivered again: its offset is committed or its version is known).
   std::set<std::string, std::less<>> etf1_tombstone_topics;
   std::string etf1_history_topic;
+  // Traces (broker/job_spans.hpp): a publish span per ready record produced, whose context the
+  // record's traceparent names. Null: off, and the producer's traceparent passes unchanged.
+  telemetry::Tracer* tracer = nullptr;
 };
 
 // FireCounters: broker/loop_counters.hpp.
@@ -237,6 +242,7 @@ class FirePath {
     bool marking = false;                                 // its mark is with the MarkWorker: settle() leaves it alone
     int repeat = 0;                                       // Claim::repeat: the occurrence's number
     storage::RepeatRule rule{};                           // Claim::rule: a repeat's rule (long form)
+    PublishTrace trace{};                                 // the last produce()'s span (tracing on)
   };
   // A mark handed to the MarkWorker: its records, by tag, with their reports (queued again if
   // the mark fails).
@@ -275,6 +281,11 @@ class FirePath {
   // Whether the job's shard is still ours, by the scheduler and by Redis (one round trip).
   bool still_ours(Scheduler::Slot slot);
   void produce(InFlight entry, TagKind kind);
+  // produce() of a ready record with tracing on: a publish span begins, the record goes with its
+  // context as traceparent, and keeps the producer's own headers for a retry or dead letter.
+  void produce_traced(InFlight& f);
+  // The publish span of the ready record `f` ends with its delivery report.
+  void end_span(InFlight& f, const connectors::DeliveryReport& report);
   // Claims the jobs of `slots` (taken from the scheduler) and holds or sends their records.
   std::size_t claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms);
   void set_aside(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::Claim>& claims,

@@ -10,6 +10,7 @@
 #include "broker/header_convert.hpp"
 #include "connectors/kafka_error.hpp"
 #include "contract/peer_formats.hpp"
+#include "telemetry/log_scope.hpp"
 
 namespace delayd::broker {
 
@@ -63,6 +64,7 @@ IngestPath::Batch& IngestPath::batch_for(std::span<const connectors::Record> bat
 void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t now_ms) {
   Batch& b = batch_for(batch);
   accepts_.clear();
+  accept_traces_.clear();
   accept_batches_.clear();
   reports_.clear();
   for (std::size_t i = b.resume; i < batch.size(); ++i) {
@@ -97,6 +99,11 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       j.max_lateness = std::chrono::milliseconds(job->max_lateness_ms);
       j.redrive_count = job->redrive_count;
       if (job->upsert) j.version = rec.offset;
+      if (options_.tracer != nullptr) {
+        AcceptTrace t{{}, trace_context(rec.headers), telemetry::wall_now(), rec.topic, rec.partition, rec.offset};
+        t.context = t.parent ? options_.tracer->child_of(*t.parent) : options_.tracer->new_trace(std::nullopt);
+        accept_traces_.push_back(std::move(t));
+      }
       accepts_.push_back(std::move(j));
       accept_batches_.push_back(b.id);
     } else if (auto* c = std::get_if<contract::CancelJob>(&parsed)) {
@@ -177,10 +184,14 @@ void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) 
   flush_reports(b, now_ms);
   if (!accepts_.empty()) {
     const auto outcomes = store_.accept(accepts_, now_ms);
+    const bool traced = options_.tracer != nullptr && accept_traces_.size() == accepts_.size();
     for (size_t i = 0; i < outcomes.size(); ++i) {
+      const telemetry::LogScope scope(traced ? &accept_traces_[i].context : nullptr);
       if (accepted(accepts_[i], outcomes[i], accept_batches_[i])) ++b.outstanding;  // its offset waits
+      if (traced) options_.tracer->end(accept_span(accept_traces_[i], accepts_[i], outcomes[i]));
     }
     accepts_.clear();
+    accept_traces_.clear();
     accept_batches_.clear();
   }
   b.resume = next;

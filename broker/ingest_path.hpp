@@ -65,6 +65,7 @@
 
 #include "base/backoff.hpp"
 #include "broker/dead_letter.hpp"
+#include "broker/job_spans.hpp"
 #include "broker/loop_counters.hpp"
 #include "broker/topic_creator.hpp"
 #include "broker/wheel_feed.hpp"
@@ -72,6 +73,7 @@
 #include "connectors/kafka_producer.hpp"
 #include "contract/ingest_parse.hpp"
 #include "storage/job_store.hpp"
+#include "telemetry/tracer.hpp"
 
 namespace delayd::broker {
 
@@ -91,6 +93,9 @@ struct IngestOptions {
   redis::RedisClient* wait_on = nullptr;
   int wait_replicas = static_cast<int>(config::RedisConfig{}.wait_replicas);
   int wait_timeout_ms = static_cast<int>(config::RedisConfig{}.wait_timeout_ms);
+  // Traces (broker/job_spans.hpp): an accept span per schedule, a child of its record's
+  // traceparent. Null: off.
+  telemetry::Tracer* tracer = nullptr;
 };
 
 // IngestCounters: broker/loop_counters.hpp.
@@ -176,6 +181,7 @@ class IngestPath {
   TopicCreator* topics_;
   IngestOptions options_;
   std::vector<storage::NewJob> accepts_;  // the batch's schedules since the last cancel
+  std::vector<AcceptTrace> accept_traces_;          // with a tracer: accepts_[i]'s span, begun at its read
   std::vector<contract::StatusReport> reports_;     // the batch's reports since the last flush
   struct WaitingReport {
     contract::StatusReport report;

@@ -33,12 +33,13 @@ connectors::KafkaConsumer::Listener relaying(Handover& handover, std::uint64_t& 
 }  // namespace
 
 IngestStage::IngestStage(const config::Config& c, storage::JobStore& store, redis::RedisClient& redis,
-                         const DurationHistogram& redis_latency, Handover& handover, TopicCreator* topics)
+                         const DurationHistogram& redis_latency, Handover& handover, TopicCreator* topics,
+                         telemetry::Tracer* tracer)
     : c_(c),
       handover_(handover),
       redis_latency_(redis_latency),
       producer_(producer_properties(c), [this](const connectors::DeliveryReport& r) { ingest_.on_report(r); }),
-      ingest_(handover, store, producer_, topics, ingest_options(c, redis)),
+      ingest_(handover, store, producer_, topics, ingest_options(c, redis, tracer)),
       consumer_(consumer_properties(c), relaying(handover, rebalances_)) {
   // The status topic's partitions come with the group's assignment like the ingest topic's,
   // but they are not shards: reports apply to jobs wherever they are (IngestPath).

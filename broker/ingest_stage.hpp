@@ -64,9 +64,10 @@ class IngestStage {
  public:
   // `store` and `redis_latency` belong to this stage's own Redis client (`redis`: WAIT is sent
   // on it); `topics` may be null. All must outlive the stage. Subscribes the consumer; throws
-  // if a Kafka client cannot be built.
+  // if a Kafka client cannot be built. `tracer` (null: off) gets the accept spans.
   IngestStage(const config::Config& c, storage::JobStore& store, redis::RedisClient& redis,
-              const DurationHistogram& redis_latency, Handover& handover, TopicCreator* topics);
+              const DurationHistogram& redis_latency, Handover& handover, TopicCreator* topics,
+              telemetry::Tracer* tracer);
   ~IngestStage();  // requests a stop and joins, if the thread still runs
   IngestStage(const IngestStage&) = delete;
   IngestStage& operator=(const IngestStage&) = delete;

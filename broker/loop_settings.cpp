@@ -51,7 +51,7 @@ SchedulerOptions scheduler_options(const config::Config& c) {
 }
 
 FireOptions fire_options(const config::Config& c, std::function<std::int64_t()> clock,
-                         std::function<void(const std::string&)> recreate_topic) {
+                         std::function<void(const std::string&)> recreate_topic, telemetry::Tracer* tracer) {
   FireOptions o{.max_attempts = static_cast<int>(c.scheduler.max_attempts),
                 .retry_backoff_ms = c.scheduler.retry_backoff_ms,
                 .retry_backoff_max_ms = c.scheduler.retry_backoff_max_ms,
@@ -65,15 +65,17 @@ FireOptions fire_options(const config::Config& c, std::function<std::int64_t()> 
                 .missing_topic_timeout = std::chrono::milliseconds(c.kafka.missing_topic_timeout_ms),
                 .on_missing_topic = c.kafka.create_topics ? std::move(recreate_topic) : nullptr,
                 .etf1_tombstone_topics = {},
-                .etf1_history_topic = c.etf1.history_topic};
+                .etf1_history_topic = c.etf1.history_topic,
+                .tracer = tracer};
   for (const auto& t : config::ingest_topics(c)) {
     if (t.format == config::IngestFormat::etf1 && c.etf1.tombstone_on_fire) o.etf1_tombstone_topics.insert(t.topic);
   }
   return o;
 }
 
-IngestOptions ingest_options(const config::Config& c, redis::RedisClient& redis) {
+IngestOptions ingest_options(const config::Config& c, redis::RedisClient& redis, telemetry::Tracer* tracer) {
   IngestOptions io;
+  io.tracer = tracer;
   io.wait_on = &redis;
   io.wait_replicas = static_cast<int>(c.redis.wait_replicas);
   io.wait_timeout_ms = static_cast<int>(c.redis.wait_timeout_ms);

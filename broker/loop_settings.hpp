@@ -28,10 +28,12 @@ connectors::Properties consumer_properties(const config::Config& c);
 // The wheel's geometry and the scheduler's batches, from wheel.* and scheduler.*.
 SchedulerOptions scheduler_options(const config::Config& c);
 // The fire path's options; `clock` is the loop's wall clock, `recreate_topic` is asked for a
-// missing ready topic when kafka.create_topics is on (ignored otherwise).
+// missing ready topic when kafka.create_topics is on (ignored otherwise); `tracer` (null: off)
+// gets the publish spans.
 FireOptions fire_options(const config::Config& c, std::function<std::int64_t()> clock,
-                         std::function<void(const std::string&)> recreate_topic);
-// The ingest path's options; `redis` is the client the store writes through (WAIT is sent on it).
-IngestOptions ingest_options(const config::Config& c, redis::RedisClient& redis);
+                         std::function<void(const std::string&)> recreate_topic, telemetry::Tracer* tracer);
+// The ingest path's options; `redis` is the client the store writes through (WAIT is sent on it);
+// `tracer` (null: off) gets the accept spans.
+IngestOptions ingest_options(const config::Config& c, redis::RedisClient& redis, telemetry::Tracer* tracer);
 
 }  // namespace delayd::broker

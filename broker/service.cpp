@@ -74,8 +74,10 @@ class Loop {
   Loop(const config::Config& c, const std::atomic<bool>& stop, storage::JobStore& store,
        const DurationHistogram& redis_latency, storage::JobStore& claim_store, const DurationHistogram& claim_latency,
        storage::JobStore& mark_store, const DurationHistogram& mark_latency, storage::JobStore& ingest_store,
-       redis::RedisClient& ingest_redis, const DurationHistogram& ingest_latency, connectors::KafkaAdmin* admin)
+       redis::RedisClient& ingest_redis, const DurationHistogram& ingest_latency, connectors::KafkaAdmin* admin,
+       telemetry::Tracer* tracer)
       : c_(c),
+        tracer_(tracer),
         stop_(stop),
         store_(store),
         redis_latency_(redis_latency),
@@ -93,11 +95,12 @@ class Loop {
                   c, [this] { return clock_.now_ms(); },
                   [this](const std::string& topic) {
                     if (topics_) topics_->recreate(topic);
-                  }),
+                  },
+                  tracer),
               FireWorkers{&claimer_, &marker_}),
         ownership_(contract::ingest_rules(c).ingest_topics, clock_, scheduler_, store_, fire_, producer_),
         rebalance_(ownership_.listener()),
-        ingest_(c, ingest_store, ingest_redis, ingest_latency, handover_, topics(c, admin)) {
+        ingest_(c, ingest_store, ingest_redis, ingest_latency, handover_, topics(c, admin), tracer) {
     ownership_.enable_fencing();
     ingest_.start();
   }
@@ -289,6 +292,7 @@ class Loop {
     snapshot.loading = ownership_.loading();
     snapshot.missing_topics = missing_topics();
     snapshot.missing_topics_problem = fire_.missing_topics().problem();
+    if (tracer_ != nullptr) snapshot.traces = tracer_->counters();
     return snapshot;
   }
 
@@ -304,6 +308,7 @@ class Loop {
   }
 
   const config::Config& c_;
+  telemetry::Tracer* tracer_;  // null: tracing off; its counters go into the snapshot
   const std::atomic<bool>& stop_;
   storage::JobStore& store_;
   const DurationHistogram& redis_latency_;
@@ -410,7 +415,7 @@ int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSna
   if (!conn) return 0;
   Loop loop(c, stop, *conn->loop.store, conn->loop.redis_latency, *conn->claim.store, conn->claim.redis_latency,
             *conn->mark.store, conn->mark.redis_latency, *conn->ingest.store, *conn->ingest.timed,
-            conn->ingest.redis_latency, conn->admin ? &*conn->admin : nullptr);
+            conn->ingest.redis_latency, conn->admin ? &*conn->admin : nullptr, tracer_);
   loop.publish = publish;
   std::string ingest;
   for (const auto& t : config::ingest_topics(c)) {

@@ -141,6 +141,7 @@
 
 #include "broker/snapshot.hpp"
 #include "config/config.hpp"
+#include "telemetry/tracer.hpp"
 
 namespace delayd::broker {
 
@@ -150,7 +151,9 @@ using StartupReport = std::function<void(const std::string& problem)>;
 
 class Service {
  public:
-  explicit Service(config::Config config) : config_(std::move(config)) {}
+  // `tracer` (null: tracing off) gets the accept and publish spans; it must outlive run().
+  explicit Service(config::Config config, telemetry::Tracer* tracer = nullptr)
+      : config_(std::move(config)), tracer_(tracer) {}
   // Returns the process exit status: 0 after a clean stop (also when the stop came while
   // start-up was still retrying), 1 if a fatal error (see the error model) stopped the loop.
   // Throws if the loop's Kafka clients cannot be built (a property librdkafka refuses).
@@ -161,6 +164,7 @@ class Service {
 
  private:
   config::Config config_;
+  telemetry::Tracer* tracer_;
 };
 
 }  // namespace delayd::broker

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/loop_counters.hpp"
+#include "telemetry/exporter.hpp"
 
 namespace delayd::broker {
 
@@ -72,6 +73,8 @@ struct LoopSnapshot {
   // business's topic is not this instance's fault).
   std::vector<std::string> missing_topics;
   std::string missing_topics_problem;
+  // The span exporter's totals since start (all zero with tracing off).
+  telemetry::ExporterCounters traces;
 };
 
 }  // namespace delayd::broker

@@ -15,11 +15,14 @@
 #                    DELAYD_KAFKA_SASL=1; test-only).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
 #   Go module proxy: helm (test-only: the Kubernetes chart's tests), built with go install.
-#   PyPI:            kubernetes-validate (test-only: the Kubernetes JSON schemas, offline).
+#   PyPI:            kubernetes-validate (test-only: the Kubernetes JSON schemas, offline); the
+#                    OpenTelemetry SDK, its OTLP exporter, the confluent-kafka instrumentation and
+#                    opentelemetry-proto in a venv of their own (test-only: the trace tests;
+#                    tests/support/otel_venv.py says where and which versions).
 #   --run            only what building and running need (scripts/run.sh): none of the test-only
 #                    tools (docker-compose, python3-confluent-kafka, gnuplot, prometheus, chromium,
 #                    chromium-driver, python3-selenium, python3-croniter, helm, kubernetes-validate,
-#                    openssl).
+#                    the OpenTelemetry venv, openssl).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
 set -euo pipefail
@@ -44,6 +47,7 @@ TEST_PACKAGES=(
   chromium chromium-driver python3-selenium
   python3-croniter  # tests/cron/croniter_diff.py: delayd's cron against croniter (brings pytz, dateutil)
   openssl  # scripts/stack.sh with DELAYD_KAFKA_SASL=1: the stack's CA and Kafka's certificate
+  python3-venv  # tests/support/otel_venv.py: the trace tests' OpenTelemetry packages, apart from Debian's
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.
@@ -110,4 +114,6 @@ if ((!run_only)); then
     python3 -m pip install --quiet "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" 2>/dev/null ||
       python3 -m pip install --quiet --break-system-packages "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
   fi
+  # The trace tests' Python side (tests/telemetry, bench/run-trace-cost.sh): a no-op once made.
+  $SUDO /usr/bin/python3 "$ROOT/tests/support/otel_venv.py"
 fi

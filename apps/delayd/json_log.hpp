@@ -3,19 +3,23 @@
 // `ts` is UTC with milliseconds; `level` is spdlog's name (trace, debug, info, warning, error,
 // critical); `msg` is the message, escaped as JSON requires. A message about one job (it starts
 // with "job <id>", as delayd's per-job lines do, or says "job-id <id>") also gets the id as
-// "job_id", so a shipper can index by it without parsing text.
+// "job_id", so a shipper can index by it without parsing text. A line written inside a
+// telemetry::LogScope (a traced job's accept or delivery) also gets "trace_id" and "span_id",
+// lowercase hex as in traceparent, so that logs and traces join.
 // Threading: spdlog calls format() under its sink's lock; the formatter keeps no state.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <spdlog/formatter.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <ctime>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+
+#include "telemetry/log_scope.hpp"
 
 namespace delayd::apps {
 
@@ -29,6 +33,10 @@ class JsonLogFormatter final : public spdlog::formatter {
                                               spdlog::level::to_string_view(msg.level).size())},
                         {"msg", std::string(text)}};
     if (auto id = job_id_in(text); !id.empty()) line["job_id"] = std::string(id);
+    if (const telemetry::SpanContext* span = telemetry::LogScope::current()) {
+      line["trace_id"] = telemetry::to_hex(span->trace_id);
+      line["span_id"] = telemetry::to_hex(span->span_id);
+    }
     // Replacement of invalid UTF-8: a log line must never throw.
     const std::string out = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     dest.append(out.data(), out.data() + out.size());

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -20,6 +21,8 @@
 #include "broker/service.hpp"
 #include "config/config.hpp"
 #include "connectors/log.hpp"
+#include "delayd/build_info.hpp"
+#include "telemetry/tracer.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"delayd: a delayed-message broker on Kafka and Redis"};
@@ -97,6 +100,15 @@ int main(int argc, char** argv) {
   // One thread runs the io_context: the signal wait and the admin endpoint (which needs exactly one).
   std::thread signal_thread([&] { io.run(); });
 
+  // Traces (the OTEL_* variables): off unless an endpoint is set; the exporter runs on its own
+  // thread and sends what is queued when the service stops.
+  std::unique_ptr<delayd::telemetry::Tracer> tracer;
+  if (config.tracing.enabled) {
+    tracer = delayd::telemetry::make_tracer(config.tracing, delayd::build::kVersion);
+    spdlog::info("traces: OTLP/HTTP JSON to {}:{}{} as service {}", config.tracing.host, config.tracing.port,
+                 config.tracing.target, config.tracing.service_name);
+  }
+
   int status = 1;
   try {
     std::function<void(delayd::broker::LoopSnapshot)> publish;
@@ -105,10 +117,11 @@ int main(int argc, char** argv) {
       publish = [&admin](delayd::broker::LoopSnapshot s) { admin->publish(std::move(s)); };
       starting = [&admin](const std::string& problem) { admin->starting_up(problem); };
     }
-    status = delayd::broker::Service(config).run(stop, publish, starting);
+    status = delayd::broker::Service(config, tracer.get()).run(stop, publish, starting);
   } catch (const std::exception& e) {
     spdlog::critical("delayd failed: {}", e.what());
   }
+  if (tracer) tracer->shutdown(std::chrono::seconds(2));
   io.stop();
   signal_thread.join();
   admin.reset();

@@ -1,5 +1,6 @@
 // The JSON log lines of log.format = json: one parseable object per line, the message intact
-// (quotes, newlines, invalid UTF-8), the job-id lifted out where a line names one.
+// (quotes, newlines, invalid UTF-8), the job-id lifted out where a line names one, and the trace
+// and span of a traced job's lines.
 #include <catch2/catch.hpp>
 
 #include "apps/delayd/json_log.hpp"
@@ -49,4 +50,19 @@ TEST_CASE("a line about one job carries its id", "[log]") {
 TEST_CASE("invalid UTF-8 in a message never stops a log line", "[log]") {
   const auto j = nlohmann::json::parse(log_line(spdlog::level::info, std::string("bytes \xff\xfe end")));
   CHECK(j.at("msg").get<std::string>().find("end") != std::string::npos);
+}
+
+TEST_CASE("a line written for a traced job names its trace and span", "[log]") {
+  const auto span = delayd::telemetry::parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  REQUIRE(span);
+  {
+    const delayd::telemetry::LogScope scope(&*span);
+    const auto j = nlohmann::json::parse(log_line(spdlog::level::warn, "job order-17: attempt 2 failed (x)"));
+    CHECK(j.at("job_id") == "order-17");
+    CHECK(j.at("trace_id") == "4bf92f3577b34da6a3ce929d0e0e4736");
+    CHECK(j.at("span_id") == "00f067aa0ba902b7");
+  }
+  const auto after = nlohmann::json::parse(log_line(spdlog::level::warn, "job order-17: attempt 3 failed (x)"));
+  CHECK_FALSE(after.contains("trace_id"));
+  CHECK_FALSE(after.contains("span_id"));
 }
