@@ -20,8 +20,8 @@ const (
 	DefaultStatusTopic = "delay-status"
 )
 
-// reportTimeout bounds Work's wait for Kafka to take a job's final report once its context has
-// ended (the work is done: its outcome is still worth reporting).
+// reportTimeout bounds Work's wait for Kafka to take a job's final report, and the commit of its
+// offset, once its context has ended (the work is done: its outcome is still worth reporting).
 const reportTimeout = 30 * time.Second
 
 // DeliveryError is Kafka not acknowledging records.
@@ -217,10 +217,7 @@ func Work(ctx context.Context, c *Client, consumer *kgo.Client,
 			if _, ok := HeaderOf(RecordHeaders(r), HeaderJobID); !ok {
 				continue // not one of delayd's ready records
 			}
-			if err := workOne(ctx, c, r, handler, o.heartbeat); err != nil {
-				return done, err
-			}
-			if err := consumer.CommitRecords(ctx, r); err != nil {
+			if err := workOne(ctx, c, consumer, r, handler, o.heartbeat); err != nil {
 				return done, err
 			}
 			done++
@@ -229,7 +226,7 @@ func Work(ctx context.Context, c *Client, consumer *kgo.Client,
 	return done, nil
 }
 
-func workOne(ctx context.Context, c *Client, r *kgo.Record, handler func(context.Context, *kgo.Record) error,
+func workOne(ctx context.Context, c *Client, consumer *kgo.Client, r *kgo.Record, handler func(context.Context, *kgo.Record) error,
 	heartbeat time.Duration) error {
 	if _, err := c.Report(ctx, r, StatusRunning); err != nil {
 		return err
@@ -274,7 +271,10 @@ func workOne(ctx context.Context, c *Client, r *kgo.Record, handler func(context
 	if _, err := c.Report(ctx, r, status, opts...); err != nil {
 		return err
 	}
-	return c.Flush(ctx)
+	if err := c.Flush(ctx); err != nil {
+		return err
+	}
+	return consumer.CommitRecords(ctx, r)
 }
 
 // runHandler is the handler's error, or a panic's value as one: the job's failure, reported to
