@@ -1,7 +1,8 @@
 // The Go client (clients/go) against a real delayd and the local stack, as roundtrip_test.py
 // checks the Python one: it schedules jobs (at an instant, after a delay), cancels one,
 // reschedules one, and works off the ready topics with Work, which reports each job running and
-// finished, with heartbeats for a business whose ack timeout is shorter than the work. Checked
+// finished, with heartbeats for a business whose ack timeout is shorter than the work, and one
+// job failed with a retry time (delayd.Retry), which comes again with attempt 2. Checked
 // through Kafka (ready records never before their deliver-at, every record of a job keyed by its
 // job-id, reports echoing the attempt, nothing delivered for the cancelled job) and through Redis
 // (`delayctl get`: each job's final state, and no redelivery of the job that heartbeats held).
@@ -12,6 +13,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,6 +32,7 @@ const (
 	ackTimeoutMs = 1500 // of business "slow": its job works 2.5 s, held by heartbeats every 0.5 s
 	slowWork     = 2500 * time.Millisecond
 	heartbeat    = 500 * time.Millisecond
+	retryAfter   = 300 * time.Millisecond // of the job whose first attempt fails
 )
 
 type roundtrip struct {
@@ -133,7 +136,7 @@ func (rt *roundtrip) run(run string) {
 	}
 	defer client.Close()
 	ids := map[string]string{}
-	for _, n := range []string{"at", "delay", "cancelled", "moved", "slow"} {
+	for _, n := range []string{"at", "delay", "cancelled", "moved", "slow", "retried"} {
 		ids[n] = run + "-" + n
 	}
 	t0 := nowMs()
@@ -158,6 +161,9 @@ func (rt *roundtrip) run(run string) {
 		func() (delayd.Record, error) {
 			return client.Schedule(ctx, "slow", []byte("slow"), delayd.Delay(500*time.Millisecond),
 				delayd.JobID(ids["slow"]))
+		},
+		func() (delayd.Record, error) {
+			return client.Schedule(ctx, "rt", []byte("retried"), delayd.DelayMillis(500), delayd.JobID(ids["retried"]))
 		},
 		func() (delayd.Record, error) { return client.Cancel(ctx, ids["cancelled"]) },
 		func() (delayd.Record, error) { return client.Reschedule(ctx, ids["moved"], delayd.Delay(time.Second)) },
@@ -189,12 +195,15 @@ func (rt *roundtrip) run(run string) {
 		if strings.HasSuffix(r.Topic, ".slow") {
 			time.Sleep(slowWork) // the work: longer than the business's ack timeout
 		}
+		if string(r.Key) == ids["retried"] && hdr(r, "attempt") == "1" {
+			return &delayd.Retry{Err: errors.New("try again"), After: retryAfter}
+		}
 		return nil
 	}
 	workCtx, cancelWork := context.WithTimeout(ctx, 60*time.Second)
 	defer cancelWork()
-	done, err := delayd.Work(workCtx, client, consumer, handler, delayd.Heartbeat(heartbeat), delayd.Count(4))
-	rt.check(done == 4 && err == nil, "the worker handled 4 ready records (%d, %v)", done, err)
+	done, err := delayd.Work(workCtx, client, consumer, handler, delayd.Heartbeat(heartbeat), delayd.Count(6))
+	rt.check(done == 6 && err == nil, "the worker handled 6 ready records (%d, %v)", done, err)
 	// The cancelled job was due at t0 + 2.5 s: by now it would have come.
 	if left := time.Until(time.UnixMilli(t0 + 4000)); left > 0 {
 		pollCtx, cancelPoll := context.WithTimeout(ctx, left)
@@ -206,27 +215,41 @@ func (rt *roundtrip) run(run string) {
 		cancelPoll()
 	}
 
-	byID := map[string]seen{}
+	byID := map[string]seen{} // each job's first ready record
+	deliveries := map[string][]seen{}
 	for _, s := range got {
-		byID[hdr(s.r, "job-id")] = s
+		job := hdr(s.r, "job-id")
+		if _, ok := byID[job]; !ok {
+			byID[job] = s
+		}
+		deliveries[job] = append(deliveries[job], s)
 	}
 	var gotIDs, wantIDs []string
 	for id := range byID {
 		gotIDs = append(gotIDs, id)
 	}
-	for _, n := range []string{"at", "delay", "moved", "slow"} {
+	for _, n := range []string{"at", "delay", "moved", "slow", "retried"} {
 		wantIDs = append(wantIDs, ids[n])
 	}
 	sort.Strings(gotIDs)
 	sort.Strings(wantIDs)
-	rt.check(strings.Join(gotIDs, " ") == strings.Join(wantIDs, " ") && len(got) == 4,
-		"one ready record each for the jobs not cancelled: %v (%d records)", gotIDs, len(got))
-	for job, s := range byID {
-		due, _ := strconv.ParseInt(hdr(s.r, "deliver-at"), 10, 64)
-		produced := s.r.Timestamp.UnixMilli()
-		rt.check(produced >= due && s.got >= due, "%s: produced %d ms and consumed %d ms after its deliver-at, never early",
-			job, produced-due, s.got-due)
-		rt.check(string(s.r.Key) == job && hdr(s.r, "attempt") == "1", "%s: keyed by its id, attempt 1", job)
+	rt.check(strings.Join(gotIDs, " ") == strings.Join(wantIDs, " ") && len(got) == 6,
+		"one ready record each for the jobs not cancelled, two for the one retried: %v (%d records)", gotIDs,
+		len(got))
+	for job, ss := range deliveries {
+		for n, s := range ss {
+			due, _ := strconv.ParseInt(hdr(s.r, "deliver-at"), 10, 64)
+			produced := s.r.Timestamp.UnixMilli()
+			rt.check(produced >= due && s.got >= due,
+				"%s: produced %d ms and consumed %d ms after its deliver-at, never early", job, produced-due, s.got-due)
+			rt.check(string(s.r.Key) == job && hdr(s.r, "attempt") == strconv.Itoa(n+1),
+				"%s: keyed by its id, attempt %d (%s)", job, n+1, hdr(s.r, "attempt"))
+		}
+	}
+	if ss := deliveries[ids["retried"]]; len(ss) == 2 {
+		rt.check(ss[1].got-ss[0].got >= retryAfter.Milliseconds(),
+			"the retried job: delivered again %d ms after its failed attempt, not before its retry time (%v)",
+			ss[1].got-ss[0].got, retryAfter)
 	}
 	if s, ok := byID[ids["at"]]; ok {
 		rt.check(hdr(s.r, "deliver-at") == strconv.FormatInt(at, 10) && hdr(s.r, "trace-id") == "t-at" &&
@@ -242,7 +265,7 @@ func (rt *roundtrip) run(run string) {
 	}
 
 	expected := map[string]string{ids["at"]: "finished", ids["delay"]: "finished", ids["moved"]: "finished",
-		ids["slow"]: "finished", ids["cancelled"]: "cancelled"}
+		ids["slow"]: "finished", ids["retried"]: "finished", ids["cancelled"]: "cancelled"}
 	func() {
 		defer func() { _ = recover() }() // timed out: the checks below say which
 		rt.wait("every job's final state", func() bool {
@@ -263,19 +286,32 @@ func (rt *roundtrip) run(run string) {
 		"the slow job (%v of work, ack timeout %d ms) was held by heartbeats: attempt %v, redelivered %v",
 		slowWork, ackTimeoutMs, slow["attempt"], number(slow, "redelivered"))
 
-	perJob := map[string][]string{}
+	perJob := map[string][]string{} // each job's reports: status/attempt
 	for _, r := range rt.readAll(status) {
-		rt.check(string(r.Key) == hdr(r, "job-id") && hdr(r, "attempt") == "1",
-			"report %s %s: keyed by its job-id, attempt 1 echoed", hdr(r, "job-id"), hdr(r, "status"))
-		perJob[hdr(r, "job-id")] = append(perJob[hdr(r, "job-id")], hdr(r, "status"))
+		job := hdr(r, "job-id")
+		rt.check(string(r.Key) == job, "report %s %s: keyed by its job-id", job, hdr(r, "status"))
+		perJob[job] = append(perJob[job], hdr(r, "status")+"/"+hdr(r, "attempt"))
+		if hdr(r, "status") == "failed" {
+			rt.check(job == ids["retried"] && hdr(r, "error") == "try again" &&
+				hdr(r, "retry-after-ms") == strconv.FormatInt(retryAfter.Milliseconds(), 10),
+				"failed report of %s: the handler's error %q and retry time %s ms", job, hdr(r, "error"),
+				hdr(r, "retry-after-ms"))
+		}
 	}
 	for job := range byID {
 		st := perJob[job]
-		rt.check(len(st) >= 2 && st[0] == "running" && st[len(st)-1] == "finished", "%s: reports %v", job, st)
+		want := "running/1 finished/1"
+		if job == ids["retried"] {
+			want = "running/1 failed/1 running/2 finished/2"
+		}
+		if job == ids["slow"] { // its heartbeats: counted below
+			st = []string{st[0], st[len(st)-1]}
+		}
+		rt.check(strings.Join(st, " ") == want, "%s: reports %v, attempts echoed", job, perJob[job])
 	}
 	beats := 0
 	for _, st := range perJob[ids["slow"]] {
-		if st == "running" {
+		if st == "running/1" {
 			beats++
 		}
 	}
@@ -310,7 +346,8 @@ func main() {
 		"DELAYD_KAFKA_INGEST_TOPIC="+run+".ingest", "DELAYD_KAFKA_DLQ_TOPIC="+run+".dlq",
 		"DELAYD_KAFKA_STATUS_TOPIC="+run+".status", "DELAYD_KAFKA_READY_TOPIC_TEMPLATE="+run+".ready.{business}",
 		"DELAYD_KAFKA_GROUP_ID="+run, "DELAYD_REDIS_PREFIX="+run, "DELAYD_KAFKA_CREATE_TOPICS=true",
-		fmt.Sprintf("DELAYD_SCHEDULER_BUSINESS=slow.ack_timeout_ms=%d", ackTimeoutMs))
+		// rt keeps its jobs' payload, so that the one retried can be delivered again.
+		fmt.Sprintf("DELAYD_SCHEDULER_BUSINESS=slow.ack_timeout_ms=%d,rt.keep_payload=true", ackTimeoutMs))
 	log, err := os.Create(rt.logPath)
 	if err != nil {
 		fmt.Println("FAIL:", err)
