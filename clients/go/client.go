@@ -24,6 +24,9 @@ const (
 // offset, once its context has ended (the work is done: its outcome is still worth reporting).
 const reportTimeout = 30 * time.Second
 
+// pollErrorPause is how long Work waits before polling again after a poll that gave only errors.
+const pollErrorPause = 250 * time.Millisecond
+
 // DeliveryError is Kafka not acknowledging records.
 type DeliveryError struct{ Errors []error }
 
@@ -39,7 +42,9 @@ func (e *DeliveryError) Unwrap() []error { return e.Errors }
 
 // Client publishes delayd's records through a franz-go client. Each call checks its arguments
 // (a *ContractError, with delayd's message), produces, and returns the Record it sent; Flush
-// waits until Kafka has them all. A Client is safe for concurrent use.
+// waits until Kafka has them all. A call's ctx is its record's (as franz-go's Produce): a record
+// whose ctx ends before Kafka has it is not sent, and Flush says so. A Client is safe for
+// concurrent use.
 type Client struct {
 	kafka                    *kgo.Client
 	owned                    bool
@@ -212,8 +217,16 @@ func Work(ctx context.Context, c *Client, consumer *kgo.Client,
 		if fetches.IsClientClosed() {
 			return done, errors.New("the consumer is closed")
 		}
-		// Other errors are transient here (a ready topic not created yet): the client retries.
-		for _, r := range fetches.Records() {
+		records := fetches.Records()
+		if len(records) == 0 && fetches.Err() != nil && ctx.Err() == nil {
+			// Transient here (a ready topic not created yet, a broker away): franz-go retries;
+			// poll again after a pause rather than spin on an error it repeats.
+			select {
+			case <-ctx.Done():
+			case <-time.After(pollErrorPause):
+			}
+		}
+		for _, r := range records {
 			if _, ok := HeaderOf(RecordHeaders(r), HeaderJobID); !ok {
 				continue // not one of delayd's ready records
 			}
@@ -238,6 +251,7 @@ func workOne(ctx context.Context, c *Client, consumer *kgo.Client, r *kgo.Record
 	var beats sync.WaitGroup
 	if heartbeat > 0 {
 		beats.Add(1)
+		beatCtx := context.WithoutCancel(ctx) // the handler may go on after ctx ends: so do its beats
 		go func() {
 			defer beats.Done()
 			t := time.NewTicker(heartbeat)
@@ -247,7 +261,7 @@ func workOne(ctx context.Context, c *Client, consumer *kgo.Client, r *kgo.Record
 				case <-stop:
 					return
 				case <-t.C:
-					_, _ = c.Report(ctx, r, StatusRunning) // a lost heartbeat: the next one follows
+					_, _ = c.Report(beatCtx, r, StatusRunning) // a lost heartbeat: the next one follows
 				}
 			}
 		}()
