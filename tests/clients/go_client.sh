@@ -17,6 +17,8 @@ GO="$(command -v go || true)"
 if [[ -z "$GO" && -x /usr/local/go/bin/go ]]; then GO=/usr/local/go/bin/go; fi
 [[ -n "$GO" ]] || missing_tool "go not found (Go 1.26, at /usr/local/go/bin or on PATH)"
 MODULES=("$ROOT/clients/go" "$ROOT/examples/go" "$HERE/go")
+# Programs are built with -buildvcs=false: no git stamp, so a checkout git will not vouch for
+# (another owner, no .git) builds the same.
 
 case "${1:-}" in
   vectors)
@@ -29,13 +31,13 @@ case "${1:-}" in
     for m in "${MODULES[@]}"; do (cd "$m" && "$GO" vet ./...); done
     (cd "$ROOT/clients/go" && "$GO" test -count=1 -v ./... -args -vectors "$ROOT/clients/vectors") |
       grep -v '^=== '
-    (cd "$ROOT/examples/go" && "$GO" build -o "$out/go-schedule-and-work" .)
+    (cd "$ROOT/examples/go" && "$GO" build -buildvcs=false -o "$out/go-schedule-and-work" .)
     echo "built examples/go: $out/go-schedule-and-work"
     ;;
   roundtrip)
     shift
     cd "$HERE/go"
-    exec "$GO" run . "$@"
+    exec "$GO" run -buildvcs=false . "$@"
     ;;
   *)
     echo "usage: go_client.sh vectors <output dir> | roundtrip <delayd> <delayctl> <output dir>" >&2
