@@ -14,7 +14,8 @@
 #                    compares against; test-only), openssl (the certificates of the stack with
 #                    DELAYD_KAFKA_SASL=1; test-only).
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
-#   Go module proxy: helm (test-only: the Kubernetes chart's tests), built with go install.
+#   Go module proxy: helm (test-only: the Kubernetes chart's tests), built with go install, and
+#                    the Go client's modules (test-only: tests/clients/go_client.sh).
 #   PyPI:            kubernetes-validate (test-only: the Kubernetes JSON schemas, offline); the
 #                    OpenTelemetry SDK, its OTLP exporter, the confluent-kafka instrumentation and
 #                    opentelemetry-proto in a venv of their own (test-only: the trace tests;
@@ -108,6 +109,8 @@ if ((!run_only)); then
       echo "install-deps: no Go toolchain, so no helm: the chart's tests skip (fail under CI=true)" >&2
     fi
   fi
+  # The Go client's modules (franz-go) into Go's module cache, for tests/clients/go_client.sh.
+  [[ ! -x "${GO:=$(command -v go || echo /usr/local/go/bin/go)}" ]] || (cd "$ROOT/clients/go" && "$GO" mod download)
   if ! python3 -c 'import kubernetes_validate' 2>/dev/null; then
     echo "install-deps: installing kubernetes-validate $KUBERNETES_VALIDATE_VERSION from PyPI"
     # Debian's own python3 refuses pip without --break-system-packages (PEP 668).
