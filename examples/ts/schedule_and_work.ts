@@ -40,12 +40,18 @@ async function main(): Promise<void> {
   ]); // Kafka has all six records, each job's in order (one producer, keyed by job-id)
   console.log(`scheduled ${id(1)}, -2, -4 (and -3, cancelled)`);
 
+  // delayd creates the business's ready topic at its first delivery; kafkajs cannot subscribe to
+  // a topic before it exists.
+  const kafka = client.kafka!; // made by the Client from `brokers`
+  const topic = args["ready-topic"] ?? `ready.${business}`;
+  const admin = kafka.admin();
+  await admin.connect();
+  while (!(await admin.listTopics()).includes(topic)) await new Promise((r) => setTimeout(r, 500));
+  await admin.disconnect();
   // The business's workers: one group, so a job earlier runs left is worked off once, here too.
-  const consumer = (client.kafka as NonNullable<typeof client.kafka>).consumer({
-    groupId: "schedule-and-work-example", metadataMaxAge: 1000, // the ready topic may be new
-  });
+  const consumer = kafka.consumer({ groupId: "schedule-and-work-example" });
   await consumer.connect();
-  await consumer.subscribe({ topics: [args["ready-topic"] ?? `ready.${business}`], fromBeginning: true });
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
 
   const mine = new Set([id(1), id(2), id(4)]);
   const stop = new AbortController();
