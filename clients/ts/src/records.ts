@@ -259,14 +259,15 @@ function checkNumber(name: string, text: string, lo: number, hi: number): number
 
 /** A job-id a producer may choose: 1-200 of 0x21-0x7E, not starting with "auto:". */
 export function checkJobId(jobId: string): void {
-  const data = bytesOf(String(jobId));
+  const text = String(jobId); // a caller without types may pass anything
+  const data = bytesOf(text);
   if (data.length < 1 || data.length > MAX_JOB_ID_CHARS || data.some((c) => c < 0x21 || c > 0x7e)) {
     throw new ContractError(`${ref(JOB_ID)} must be 1-${MAX_JOB_ID_CHARS} printable ASCII characters without ` +
       `spaces: ${quote(data)} (${data.length} bytes)`);
   }
-  if (jobId.startsWith(DERIVED_JOB_ID_PREFIX)) {
+  if (text.startsWith(DERIVED_JOB_ID_PREFIX)) {
     throw new ContractError(`${ref(JOB_ID)} must not start with '${DERIVED_JOB_ID_PREFIX}', which is kept for ` +
-      `the ids delayd derives: ${quote(jobId)}`);
+      `the ids delayd derives: ${quote(text)}`);
   }
 }
 
