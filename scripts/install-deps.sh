@@ -12,7 +12,11 @@
 #                    client clients/python with its round trip tests/clients; not in the image),
 #                    python3-croniter (the independent cron implementation tests/cron/croniter_diff.py
 #                    compares against; test-only), openssl (the certificates of the stack with
-#                    DELAYD_KAFKA_SASL=1; test-only).
+#                    DELAYD_KAFKA_SASL=1; test-only), nodejs and npm (the TypeScript client clients/ts,
+#                    its tests tests/clients/ts and examples/ts; test-only; npm only when no npm is
+#                    on PATH, as a nodejs of its own may bring one).
+#   npm registry:    the TypeScript client's packages (clients/ts/package-lock.json), installed
+#                    by its tests (tests/clients/ts_test.sh: npm ci), not here.
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
 #   Go module proxy: helm (test-only: the Kubernetes chart's tests), built with go install, and
 #                    the Go client's modules (test-only: tests/clients/go_client.sh).
@@ -23,7 +27,7 @@
 #   --run            only what building and running need (scripts/run.sh): none of the test-only
 #                    tools (docker-compose, python3-confluent-kafka, gnuplot, prometheus, chromium,
 #                    chromium-driver, python3-selenium, python3-croniter, helm, kubernetes-validate,
-#                    the OpenTelemetry venv, openssl).
+#                    the OpenTelemetry venv, openssl, nodejs, npm).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
 set -euo pipefail
@@ -49,6 +53,7 @@ TEST_PACKAGES=(
   python3-croniter  # tests/cron/croniter_diff.py: delayd's cron against croniter (brings pytz, dateutil)
   openssl  # scripts/stack.sh with DELAYD_KAFKA_SASL=1: the stack's CA and Kafka's certificate
   python3-venv  # tests/support/otel_venv.py: the trace tests' OpenTelemetry packages, apart from Debian's
+  nodejs  # clients/ts, its tests (tests/clients/ts_test.sh) and examples/ts
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.
@@ -63,6 +68,9 @@ for arg in "$@"; do
   esac
 done
 ((run_only)) || PACKAGES+=("${TEST_PACKAGES[@]}")
+# Debian's nodejs comes without npm (its package npm); another nodejs package (NodeSource's) brings
+# its own npm and conflicts with Debian's.
+((run_only)) || command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
