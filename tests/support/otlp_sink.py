@@ -105,8 +105,9 @@ class Sink:
                         raise ValueError(f"unexpected path {self.path}")
                     if ctype == "application/json":
                         if count_only:
-                            n = sum(len(ss.get("spans", [])) for rs in json.loads(body).get("resourceSpans", [])
-                                    for ss in rs.get("scopeSpans", []))
+                            # Cheap on purpose (a benchmark's receiver must not take the CPU it
+                            # measures): every span has exactly one start time.
+                            n = body.count(b'"startTimeUnixNano"')
                             spans = None
                         else:
                             spans = flatten(parse_json(body))
