@@ -76,15 +76,12 @@ else
 fi
 # Under the sanitizers the multi-instance cases (label scale) are left out by default: they run
 # the same code as the single-instance ones with more processes, for minutes, and CI must stay
-# under 40 minutes. So are the two missing-topic cases: they mostly wait (70 s) for Kafka's
-# metadata and delayd's timeout, and the dead-letter path they end in runs under the sanitizers
-# in the other dead-letter cases. And so is integration.stack_smoke: it checks the stack with
-# plain hiredis on purpose (a client independent of delayd's), which has no TLS, and the
-# sanitizer pass runs over TLS.
+# under 40 minutes. So is integration.stack_smoke: it checks the stack with plain hiredis on
+# purpose (a client independent of delayd's), which has no TLS, and the sanitizer pass runs over
+# TLS.
 asan_args=("${ctest_args[@]}")
 [[ "${sasl_default:-0}" == 1 ]] &&
-  asan_args=(-LE 'cluster-e2e|kafka-sasl|scale|examples'
-    -E 'after the missing-topic timeout|missing ready topic.s jobs wait|^integration\.stack_smoke$')
+  asan_args=(-LE 'cluster-e2e|kafka-sasl|scale|examples' -E '^integration\.stack_smoke$')
 werror=OFF
 [[ "${CI:-}" == "true" ]] && werror=ON
 

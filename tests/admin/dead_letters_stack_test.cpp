@@ -78,10 +78,7 @@ TEST_CASE("the console lists dead letters, refuses bad input, and a redrive brin
   w.settings["DELAYD_SCHEDULER_BUSINESS"] = "refunds.keep_payload=true,refunds.max_process_attempts=1";
   w.settings["DELAYD_KAFKA_MISSING_TOPIC_TIMEOUT_MS"] = "1000";
   w.settings["DELAYD_KAFKA_MESSAGE_TIMEOUT_MS"] = "1500";
-  // librdkafka calls a topic unknown after the first (30 s by default), and learns that it exists
-  // at the next refresh (5 min by default).
-  w.settings["DELAYD_KAFKA_PRODUCER_PROPERTIES"] =
-      "topic.metadata.propagation.max.ms=1000,topic.metadata.refresh.interval.ms=1000";
+  w.settings["DELAYD_KAFKA_PRODUCER_PROPERTIES"] = kQuickTopicMetadata;
   w.create_topics({"refunds"}, 2);  // not parcels: its job is dead-lettered for the missing topic
   DelaydProcess delayd(w);
   delayd.set_die_with_test(true);

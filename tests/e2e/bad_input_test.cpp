@@ -79,6 +79,7 @@ TEST_CASE("a job whose ready topic does not exist is dead-lettered after the mis
   World w("undeliverable");
   w.settings["DELAYD_KAFKA_MISSING_TOPIC_TIMEOUT_MS"] = "1000";
   w.settings["DELAYD_KAFKA_MESSAGE_TIMEOUT_MS"] = "1500";
+  w.settings["DELAYD_KAFKA_PRODUCER_PROPERTIES"] = kQuickTopicMetadata;
   w.create_topics({"orders"});  // no topic for business "nowhere", and delayd may not create it
   DelaydProcess delayd(w);
   delayd.start();
@@ -88,7 +89,7 @@ TEST_CASE("a job whose ready topic does not exist is dead-lettered after the mis
   pub.flush();
 
   Collector dlq(w, {w.dlq_topic});
-  // librdkafka calls a topic unknown after topic.metadata.propagation.max.ms (30 s).
+  // librdkafka calls a topic unknown after topic.metadata.propagation.max.ms (kQuickTopicMetadata).
   REQUIRE(dlq.collect_until([](const auto& recs) { return !recs.empty(); }, std::chrono::seconds(90)));
   const auto& r = dlq.records().front();
   CHECK(header(r, "job-id") == "lost-cause");

@@ -35,6 +35,12 @@ std::int64_t now_ms();
 // `base` with `more` appended (librdkafka applies them in order: a later entry wins).
 connectors::Properties with(connectors::Properties base, const connectors::Properties& more);
 
+// DELAYD_KAFKA_PRODUCER_PROPERTIES for tests of missing ready topics: librdkafka calls a topic
+// unknown after topic.metadata.propagation.max.ms (30 s by default) and sees a new one at the
+// next metadata refresh (5 min by default); 1 s each here.
+inline constexpr const char* kQuickTopicMetadata =
+    "topic.metadata.propagation.max.ms=1000,topic.metadata.refresh.interval.ms=1000";
+
 // One isolated delayd world: names, and the settings delayd gets through DELAYD_* variables.
 struct World {
   explicit World(const std::string& name);

@@ -164,6 +164,7 @@ TEST_CASE("with topic creation off, a missing ready topic's jobs wait, then are 
           "[e2e][outage][topics]") {
   World w("topic-missing");
   w.settings["DELAYD_KAFKA_MISSING_TOPIC_TIMEOUT_MS"] = "4000";
+  w.settings["DELAYD_KAFKA_PRODUCER_PROPERTIES"] = kQuickTopicMetadata;
   const std::uint16_t port = free_port();
   w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(port);
   w.create_topics({"orders"});
@@ -184,7 +185,7 @@ TEST_CASE("with topic creation off, a missing ready topic's jobs wait, then are 
         health = http_get(port, "/healthz");
         return health.find(w.ready_topic("orders")) != std::string::npos;
       },
-      std::chrono::seconds(60));  // librdkafka says "unknown topic" after topic.metadata.propagation.max.ms (30 s)
+      std::chrono::seconds(60));  // "unknown topic" after topic.metadata.propagation.max.ms (kQuickTopicMetadata)
   CHECK_THAT(health, Catch::Contains("degraded") && Catch::Contains(w.ready_topic("orders")));
 
   REQUIRE(dlq.collect_until([&](const auto& recs) { return recs.size() >= static_cast<std::size_t>(kJobs); },
