@@ -18,8 +18,9 @@
 //
 // One home for each fact of a setting: its default is the member initializer below (option
 // structs elsewhere take theirs from here), its name, environment name and range are its row of
-// the settings table (config_registry.cpp), and README's settings table is checked against
-// `delayd --print-config` (tests/config/check_readme_config.py).
+// the settings table (config_registry.cpp), and the documentation's settings table
+// (docs/operating/configuration.md) is checked against `delayd --print-config`
+// (tests/config/check_docs_config.py).
 //
 // Invariants: a Config returned by load_config() has passed validate_config(): every number is
 // in its range (so narrowing casts to int/size_t by users are safe), the ready-topic

@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""README's settings tables say what `delayd --print-config` says.
+"""The documentation's settings tables say what `delayd --print-config` says.
 
-    check_readme_config.py <delayd executable> <README.md> <config/config_registry.cpp>
+    check_docs_config.py <delayd executable> <docs directory> <config/config_registry.cpp>
 
 The settings table (config/config_registry.cpp) is the one home of every setting's name and
 default; `delayd --print-config` with no file, no DELAYD_* variable and no flag prints exactly
-those defaults. This check reads every README table row whose first cell names settings
+those defaults. This check reads every table row of the documentation's pages (docs/**/*.md) whose first cell names settings
 (`section.key`, or `a` / `b` shorthands after a full name) and asserts:
-  - every setting delayd prints is documented in the Configuration section's table;
-  - every setting README names exists;
-  - every default README states equals delayd's (`empty (...)` is the empty string, a value
+  - every setting delayd prints is documented in the Configuration page's table
+    (docs/operating/configuration.md);
+  - every setting the pages name exists;
+  - every default the pages state equals delayd's (`empty (...)` is the empty string, a value
     followed by a note in parentheses is the value);
-  - every range README states ("lo..hi: ..." at the start of a row's meaning, for a row naming one
+  - every range the pages state ("lo..hi: ..." at the start of a row's meaning, for a row naming one
     setting) equals the bounds of that setting's row in the settings table.
 Exit status 0 when all agree, 1 naming each difference, 2 when it cannot run.
 """
@@ -96,12 +97,9 @@ def defaults_of(cell, count):
     raise ValueError(f"cannot pair {count} names with the defaults {cell!r}")
 
 
-def readme_rows(path):
-    """(line number, in the Configuration section?, names, defaults) for every settings row."""
-    in_config = False
+def page_rows(path, in_config):
+    """(line number, in the Configuration page?, names, defaults) for every settings row."""
     for number, line in enumerate(open(path, encoding="utf-8"), 1):
-        if line.startswith("## "):
-            in_config = line.strip() == "## Configuration"
         if not line.startswith("| `"):
             continue
         row = cells(line)
@@ -116,7 +114,13 @@ def main():
     if len(sys.argv) != 4:
         print(__doc__, file=sys.stderr)
         return 2
-    delayd, readme, registry = sys.argv[1:]
+    delayd, docs, registry = sys.argv[1:]
+    config_page = os.path.join(docs, "operating", "configuration.md")
+    pages = [(os.path.join(root, name), os.path.join(root, name) == config_page)
+             for root, _, names in sorted(os.walk(docs)) for name in sorted(names) if name.endswith(".md")]
+    if not os.path.isfile(config_page):
+        print(f"no {config_page}", file=sys.stderr)
+        return 2
     ranges = table_ranges(registry)
     if not ranges:
         print(f"no integer settings found in {registry}", file=sys.stderr)
@@ -130,32 +134,33 @@ def main():
     documented = set()
     rows = 0
     checked_ranges = 0
-    for number, in_config, names, defaults, stated in readme_rows(readme):
+    rows_of_pages = ((os.path.relpath(page), row) for page, in_config in pages for row in page_rows(page, in_config))
+    for where, (number, in_config, names, defaults, stated) in rows_of_pages:
         rows += 1
         if stated and len(names) == 1 and names[0] in ranges:
             checked_ranges += 1
             if stated != ranges[names[0]]:
-                problems.append(f"README.md:{number}: `{names[0]}` range {stated[0]}..{stated[1]}, "
+                problems.append(f"{where}:{number}: `{names[0]}` range {stated[0]}..{stated[1]}, "
                                 f"but the settings table says {ranges[names[0]][0]}..{ranges[names[0]][1]}")
         for name, default in zip(names, defaults):
             if name not in printed:
                 # A row naming something that is not a setting (a metric, a file) is not ours.
                 if name.split(".")[0] in {"kafka", "redis", "wheel", "scheduler", "log", "admin"}:
-                    problems.append(f"README.md:{number}: `{name}` is not a setting delayd knows")
+                    problems.append(f"{where}:{number}: `{name}` is not a setting delayd knows")
                 continue
             if in_config:
                 documented.add(name)
             if default is not None and printed[name] is not None and default != printed[name]:
-                problems.append(f"README.md:{number}: `{name}` default `{default}`, "
+                problems.append(f"{where}:{number}: `{name}` default `{default}`, "
                                 f"but delayd --print-config says `{printed[name]}`")
     for name in sorted(set(printed) - documented):
-        problems.append(f"`{name}` is not in README's Configuration table")
+        problems.append(f"`{name}` is not in the table of {os.path.relpath(config_page)}")
     for p in problems:
         print(p)
     if problems:
-        print(f"README settings: {len(problems)} differences from delayd --print-config")
+        print(f"documented settings: {len(problems)} differences from delayd --print-config")
         return 1
-    print(f"README settings: all {len(printed)} settings documented in {rows} rows; "
+    print(f"documented settings: all {len(printed)} settings documented in {rows} rows; "
           f"every stated default equals delayd --print-config, and the {checked_ranges} stated ranges "
           f"equal the settings table's")
     return 0
