@@ -316,6 +316,11 @@ enum class ConfigFormat { toml, json };
 // each line notes a value's origin when it is not the default.
 std::string render_config(const Config& config, ConfigFormat format);
 
+// The configuration reference page (docs/reference/configuration.md) as Markdown: every
+// setting with its built-in default, range, environment variable and meaning
+// (config_reference.cpp).
+std::string render_config_reference();
+
 // If --print-config was given, writes render_config() to `out` and returns true: the caller
 // should then exit with status 0 without starting anything.
 bool print_config_if_asked(const ConfigFlags& flags, const Config& config, std::ostream& out);
