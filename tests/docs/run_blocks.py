@@ -15,10 +15,11 @@ The commands are the documentation's, run as a reader runs them from the reposit
 directory after `scripts/run.sh`, with three differences that keep a run apart from any other on
 the same stack: the working directory is a scratch copy of that top directory in which
 `scripts/stack.sh env` prints the test's own KAFKA_BOOTSTRAP and REDIS_URL, and
-`build-release/apps/delayctl` is the delayctl under test (also on PATH, as `delayctl`); delayd is started here, with the admin
-endpoint on a free port (DELAYD_ADMIN_LISTEN, which the tour reads); and the names the pages
-choose (the topic `delay-ingest`, the business `demo`, job ids `hello-1` ...) get this run's
-suffix, in the commands and in the expected output alike.
+`build-release/apps/delayctl` is the delayctl under test (also on PATH, as `delayctl`); delayd is
+started here, with the admin endpoint on a free port (DELAYD_ADMIN_LISTEN, which the tour reads);
+and the names the pages choose (the topics `delay-ingest` and `delay-status`, the businesses
+`demo` and `mail`, job ids `hello-1` ...) get this run's suffix, in the commands and in the
+expected output alike.
 
 Needs KAFKA_BOOTSTRAP and REDIS_URL (scripts/stack.sh env), and kcat, redis-cli and curl: a
 missing tool skips the test (exit 77), or fails it under CI=true (tests/support/requires.py).
@@ -41,7 +42,8 @@ from requires import missing_tool  # noqa: E402
 TOOLS = ("kcat", "redis-cli", "curl")
 EXPECT = re.compile(r"\s+# → (.+?)\s*$")
 # Names the pages use that each run makes its own (whole words only).
-RENAMED = ("delay-ingest", "demo", "hello-1", "hello-2", "order-42")
+RENAMED = ("delay-ingest", "delay-status", "demo", "mail", "orders", "hello-1", "hello-2", "order-42",
+           "digest-daily", "report-daily")
 
 
 def blocks(path):
@@ -114,8 +116,8 @@ def script_of(pages, suffix):
                 lines.append(f"out=$({command})")
                 lines.append("printf '%s\\n' \"$out\"")
                 for want in wants:
-                    lines.append(f"grep -qF -- {shlex.quote(want)} <<<\"$out\" || "
-                                 f"{{ echo {shlex.quote(f'FAIL: {where}: expected {want!r} from: {command.strip()}')}; exit 1; }}")
+                    fail = shlex.quote(f"FAIL: {where}: expected {want!r} from: {command.strip()}")
+                    lines.append(f"grep -qF -- {shlex.quote(want)} <<<\"$out\" || {{ echo {fail}; exit 1; }}")
     return "\n".join(lines) + "\n", count
 
 
@@ -171,7 +173,8 @@ def main():
         os.chmod(stack, 0o755)
         env = {k: v for k, v in os.environ.items() if not k.startswith("DELAYD_")}
         env.update(DELAYD_KAFKA_BOOTSTRAP=bootstrap, DELAYD_REDIS_URL=redis_url, DELAYD_ADMIN_LISTEN=admin,
-                   DELAYD_KAFKA_INGEST_TOPIC="delay-ingest" + suffix, DELAYD_KAFKA_GROUP_ID="docs" + suffix)
+                   DELAYD_KAFKA_INGEST_TOPIC="delay-ingest" + suffix, DELAYD_KAFKA_STATUS_TOPIC="delay-status" + suffix,
+                   DELAYD_KAFKA_GROUP_ID="docs" + suffix)
         env["PATH"] = os.path.join(top, "build-release", "apps") + os.pathsep + env.get("PATH", "")
         log_path = os.path.join(top, "delayd.log")
         started = time.monotonic()
