@@ -14,7 +14,8 @@
 #                    compares against; test-only), openssl (the certificates of the stack with
 #                    DELAYD_KAFKA_SASL=1; test-only), nodejs and npm (the TypeScript client clients/ts,
 #                    its tests tests/clients/ts and examples/ts; test-only; npm only when no npm is
-#                    on PATH, as a nodejs of its own may bring one).
+#                    on PATH, as a nodejs of its own may bring one), curl (README's tour, run by its
+#                    test; test-only).
 #   npm registry:    the TypeScript client's packages (clients/ts/package-lock.json), installed
 #                    by its tests (tests/clients/ts_test.sh: npm ci), not here.
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
@@ -28,7 +29,7 @@
 #   --run            only what building and running need (scripts/run.sh): none of the test-only
 #                    tools (docker-compose, python3-confluent-kafka, gnuplot, prometheus, chromium,
 #                    chromium-driver, python3-selenium, python3-croniter, helm, kubernetes-validate,
-#                    mkdocs-material, the OpenTelemetry venv, openssl, nodejs, npm).
+#                    mkdocs-material, the OpenTelemetry venv, openssl, nodejs, npm, curl).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
 set -euo pipefail
@@ -55,6 +56,7 @@ TEST_PACKAGES=(
   openssl  # scripts/stack.sh with DELAYD_KAFKA_SASL=1: the stack's CA and Kafka's certificate
   python3-venv  # tests/support/otel_venv.py: the trace tests' OpenTelemetry packages, apart from Debian's
   nodejs  # clients/ts, its tests (tests/clients/ts_test.sh) and examples/ts
+  curl  # README's tour asks the admin endpoint with it (tests/docs, docs.tour)
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.
