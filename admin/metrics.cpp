@@ -13,9 +13,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
+#include "admin/metric_catalog.hpp"
 #include "delayd/build_info.hpp"
 
 namespace delayd::admin {
@@ -92,104 +94,81 @@ ProcessSample sample_process() {
 struct Metrics::Impl {
   pm::Registry registry;
 
-  pm::Family<pm::Counter>& counters(const std::string& name, const std::string& help) {
-    return pm::BuildCounter().Name(name).Help(help).Register(registry);
+  // Each family is registered from its row of the metric table (admin/metric_catalog.cpp).
+  static const MetricDef& def(Metric id, MetricType type) {
+    const MetricDef& d = metric_def(id);
+    if (d.type != type) throw std::logic_error("metric " + std::string(d.name) + " is registered with another type");
+    return d;
   }
-  pm::Family<pm::Gauge>& gauges(const std::string& name, const std::string& help) {
-    return pm::BuildGauge().Name(name).Help(help).Register(registry);
+  pm::Family<pm::Counter>& counters(Metric id) {
+    const MetricDef& d = def(id, MetricType::counter);
+    return pm::BuildCounter().Name(std::string(d.name)).Help(std::string(d.help)).Register(registry);
   }
-  pm::Histogram& histogram(const std::string& name, const std::string& help) {
-    return pm::BuildHistogram().Name(name).Help(help).Register(registry).Add(
-        {}, pm::Histogram::BucketBoundaries(Hist::kBoundsSeconds.begin(), Hist::kBoundsSeconds.end()));
+  pm::Family<pm::Gauge>& gauges(Metric id) {
+    const MetricDef& d = def(id, MetricType::gauge);
+    return pm::BuildGauge().Name(std::string(d.name)).Help(std::string(d.help)).Register(registry);
+  }
+  pm::Histogram& histogram(Metric id) {
+    const MetricDef& d = def(id, MetricType::histogram);
+    return pm::BuildHistogram()
+        .Name(std::string(d.name))
+        .Help(std::string(d.help))
+        .Register(registry)
+        .Add({}, pm::Histogram::BucketBoundaries(Hist::kBoundsSeconds.begin(), Hist::kBoundsSeconds.end()));
   }
 
-  pm::Counter& accepted =
-      counters("delayd_jobs_accepted_total", "Jobs accepted from the ingest topic and stored").Add({});
-  pm::Counter& delivered =
-      counters("delayd_jobs_delivered_total", "Jobs whose ready record Kafka acknowledged").Add({});
-  pm::Counter& cancelled = counters("delayd_jobs_cancelled_total", "Jobs cancelled before they fired").Add({});
-  pm::Counter& failed = counters("delayd_jobs_failed_total", "Jobs given up after scheduler.max_attempts").Add({});
-  pm::Counter& duplicates =
-      counters("delayd_jobs_duplicate_total", "Ingest records for a job id already stored (not stored again)").Add({});
-  pm::Family<pm::Counter>& dead_lettered =
-      counters("delayd_jobs_dead_lettered_total",
-               "Records sent to the dead-letter topic, by reason (invalid_record, topic_refused, invalid_status, "
-               "too_large, delivery_failed, topic_missing, reported_failed, ack_timeout)");
-  pm::Counter& dead_letter_retries =
-      counters("delayd_dead_letter_retries_total", "Dead-letter produce attempts that had to be repeated").Add({});
-  pm::Counter& produced = counters("delayd_records_produced_total", "Ready records handed to Kafka").Add({});
-  pm::Family<pm::Counter>& attempts =
-      counters("delayd_delivery_attempts_total", "Settled delivery attempts of ready records, by outcome");
-  pm::Counter& rebalances = counters("delayd_rebalances_total", "Shard assignments and revocations seen").Add({});
-  pm::Family<pm::Counter>& reports =
-      counters("delayd_reports_total", "Consumers' reports read from the status topic, by what they did");
-  pm::Counter& rescheduled =
-      counters("delayd_jobs_rescheduled_total", "Jobs moved to a new time by a reschedule").Add({});
-  pm::Counter& upserted =
-      counters("delayd_jobs_upserted_total", "Waiting jobs replaced by a newer version (op upsert, etf1, Chronos)")
-          .Add({});
-  pm::Counter& dropped =
-      counters("delayd_jobs_dropped_total", "etf1 schedules dropped as past due when produced (etf1.past_due = drop)")
-          .Add({});
-  pm::Counter& repeated =
-      counters("delayd_jobs_repeated_total", "Occurrences of repeating jobs scheduled after a delivery").Add({});
-  pm::Counter& skipped =
-      counters("delayd_occurrences_skipped_total", "Missed occurrences of repeats not delivered (repeat-catchup)")
-          .Add({});
-  pm::Family<pm::Gauge>& jobs =
-      gauges("delayd_jobs", "Jobs per business and state, from Redis's counters (redelivered: times, not jobs)");
+  pm::Counter& accepted = counters(Metric::jobs_accepted).Add({});
+  pm::Counter& delivered = counters(Metric::jobs_delivered).Add({});
+  pm::Counter& cancelled = counters(Metric::jobs_cancelled).Add({});
+  pm::Counter& failed = counters(Metric::jobs_failed).Add({});
+  pm::Counter& duplicates = counters(Metric::jobs_duplicate).Add({});
+  pm::Family<pm::Counter>& dead_lettered = counters(Metric::jobs_dead_lettered);
+  pm::Counter& dead_letter_retries = counters(Metric::dead_letter_retries).Add({});
+  pm::Counter& produced = counters(Metric::records_produced).Add({});
+  pm::Family<pm::Counter>& attempts = counters(Metric::delivery_attempts);
+  pm::Counter& rebalances = counters(Metric::rebalances).Add({});
+  pm::Family<pm::Counter>& reports = counters(Metric::reports);
+  pm::Counter& rescheduled = counters(Metric::jobs_rescheduled).Add({});
+  pm::Counter& upserted = counters(Metric::jobs_upserted).Add({});
+  pm::Counter& dropped = counters(Metric::jobs_dropped).Add({});
+  pm::Counter& repeated = counters(Metric::jobs_repeated).Add({});
+  pm::Counter& skipped = counters(Metric::occurrences_skipped).Add({});
+  pm::Family<pm::Gauge>& jobs = gauges(Metric::jobs);
   std::map<std::string, pm::Gauge*> jobs_by_label;
-  pm::Family<pm::Gauge>& lag =
-      gauges("delayd_ingest_lag_records", "Records of each assigned partition (ingest and status topics) not read yet");
+  pm::Family<pm::Gauge>& lag = gauges(Metric::ingest_lag_records);
   std::map<std::string, pm::Gauge*> lag_by_partition;
-  pm::Histogram& lateness = histogram("delayd_lateness_seconds", "A ready record's produce time minus its deliver_at");
-  pm::Histogram& redis_request =
-      histogram("delayd_redis_request_seconds", "Round trips to Redis (a command or a pipeline)");
-  pm::Histogram& kafka_produce =
-      histogram("delayd_kafka_produce_seconds", "A ready record's produce() to its delivery report");
-  pm::Gauge& held = gauges("delayd_jobs_held", "Jobs held in memory (in the wheel or in flight)").Add({});
-  pm::Gauge& wheel_timers = gauges("delayd_wheel_timers", "Jobs waiting for their timer in the wheel").Add({});
-  pm::Gauge& in_flight =
-      gauges("delayd_jobs_in_flight", "Ready records handed to Kafka, outcome not written yet").Add({});
-  pm::Gauge& shards_owned = gauges("delayd_shards_owned", "Shards (ingest partitions) this instance owns").Add({});
-  pm::Gauge& topics_missing =
-      gauges("delayd_ready_topics_missing", "Ready topics Kafka says do not exist while their jobs wait for them")
-          .Add({});
-  pm::Family<pm::Gauge>& next_due_family =
-      gauges("delayd_next_due_seconds", "Seconds until the next timer in the wheel (absent when the wheel is empty)");
+  pm::Histogram& lateness = histogram(Metric::lateness_seconds);
+  pm::Histogram& redis_request = histogram(Metric::redis_request_seconds);
+  pm::Histogram& kafka_produce = histogram(Metric::kafka_produce_seconds);
+  pm::Gauge& held = gauges(Metric::jobs_held).Add({});
+  pm::Gauge& wheel_timers = gauges(Metric::wheel_timers).Add({});
+  pm::Gauge& in_flight = gauges(Metric::jobs_in_flight).Add({});
+  pm::Gauge& shards_owned = gauges(Metric::shards_owned).Add({});
+  pm::Gauge& topics_missing = gauges(Metric::ready_topics_missing).Add({});
+  pm::Family<pm::Gauge>& next_due_family = gauges(Metric::next_due_seconds);
   pm::Gauge* next_due = nullptr;
-  pm::Gauge& max_turn =
-      gauges("delayd_loop_max_turn_seconds", "Longest turn of the scheduling loop over the last 10 to 20 s").Add({});
-  pm::Family<pm::Gauge>& outage = gauges("delayd_outage", "1 while an outage of the dependency is being ridden out");
-  pm::Family<pm::Gauge>& pending =
-      gauges("delayd_jobs_pending", "Jobs waiting in Redis, by shard (refreshed every few seconds)");
+  pm::Gauge& max_turn = gauges(Metric::loop_max_turn_seconds).Add({});
+  pm::Family<pm::Gauge>& outage = gauges(Metric::outage);
+  pm::Family<pm::Gauge>& pending = gauges(Metric::jobs_pending);
   std::map<std::string, pm::Gauge*> pending_by_shard;
-  pm::Family<pm::Counter>& http_closed =
-      counters("delayd_admin_connections_closed_total", "Admin endpoint connections closed by its defences, by reason");
-  pm::Counter& http_accepted =
-      counters("delayd_admin_connections_accepted_total", "Admin endpoint connections accepted").Add({});
-  pm::Gauge& http_open = gauges("delayd_admin_connections_open", "Admin endpoint connections open").Add({});
-  pm::Family<pm::Counter>& admin_actions =
-      counters("delayd_admin_actions_total",
-               "Write actions asked of the admin endpoint, by action and outcome (refused: the read token asked)");
+  pm::Family<pm::Counter>& http_closed = counters(Metric::admin_connections_closed);
+  pm::Counter& http_accepted = counters(Metric::admin_connections_accepted).Add({});
+  pm::Gauge& http_open = gauges(Metric::admin_connections_open).Add({});
+  pm::Family<pm::Counter>& admin_actions = counters(Metric::admin_actions);
   HttpServerCounters http_last;
 
-  pm::Gauge& ready = gauges("delayd_ready",
-                            "1 while /readyz answers 200, 0 while it answers 503 (starting, outage, loading, stopping)")
-                         .Add({});
+  pm::Gauge& ready = gauges(Metric::ready).Add({});
   // Always 1; its labels say which build answers (cmake/BuildInfo.cmake).
   pm::Gauge& build_info =
-      gauges("delayd_build_info", "delayd's version and the git revision it was built from; always 1")
-          .Add({{"version", build::kVersion}, {"revision", build::kRevision}});
+      gauges(Metric::build_info).Add({{"version", build::kVersion}, {"revision", build::kRevision}});
 
-  pm::Counter& cpu = counters("process_cpu_seconds_total", "Total user and system CPU time spent in seconds").Add({});
-  pm::Gauge& resident = gauges("process_resident_memory_bytes", "Resident memory size in bytes").Add({});
-  pm::Gauge& virtual_mem = gauges("process_virtual_memory_bytes", "Virtual memory size in bytes").Add({});
-  pm::Gauge& start_time =
-      gauges("process_start_time_seconds", "Start time of the process since unix epoch in seconds").Add({});
-  pm::Gauge& open_fds = gauges("process_open_fds", "Number of open file descriptors").Add({});
-  pm::Gauge& max_fds = gauges("process_max_fds", "Maximum number of open file descriptors").Add({});
-  pm::Gauge& threads = gauges("process_threads", "Number of OS threads in the process").Add({});
+  pm::Counter& cpu = counters(Metric::process_cpu_seconds).Add({});
+  pm::Gauge& resident = gauges(Metric::process_resident_memory_bytes).Add({});
+  pm::Gauge& virtual_mem = gauges(Metric::process_virtual_memory_bytes).Add({});
+  pm::Gauge& start_time = gauges(Metric::process_start_time_seconds).Add({});
+  pm::Gauge& open_fds = gauges(Metric::process_open_fds).Add({});
+  pm::Gauge& max_fds = gauges(Metric::process_max_fds).Add({});
+  pm::Gauge& threads = gauges(Metric::process_threads).Add({});
   double cpu_last = 0;
 
   broker::LoopSnapshot last;  // what the metrics were last brought up to

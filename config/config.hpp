@@ -18,8 +18,9 @@
 //
 // One home for each fact of a setting: its default is the member initializer below (option
 // structs elsewhere take theirs from here), its name, environment name and range are its row of
-// the settings table (config_registry.cpp), and README's settings table is checked against
-// `delayd --print-config` (tests/config/check_readme_config.py).
+// the settings table (config_registry.cpp), and the documentation's settings table
+// (docs/operating/configuration.md) is checked against `delayd --print-config`
+// (tests/config/check_docs_config.py).
 //
 // Invariants: a Config returned by load_config() has passed validate_config(): every number is
 // in its range (so narrowing casts to int/size_t by users are safe), the ready-topic
@@ -314,6 +315,11 @@ enum class ConfigFormat { toml, json };
 // passthrough properties whose name suggests a secret). TOML output is a valid config file;
 // each line notes a value's origin when it is not the default.
 std::string render_config(const Config& config, ConfigFormat format);
+
+// The configuration reference page (docs/reference/configuration.md) as Markdown: every
+// setting with its built-in default, range, environment variable and meaning
+// (config_reference.cpp).
+std::string render_config_reference();
 
 // If --print-config was given, writes render_config() to `out` and returns true: the caller
 // should then exit with status 0 without starting anything.

@@ -1,5 +1,5 @@
-// The table of every setting in delayd::config::Config: its dotted name, which member holds
-// it, its numeric range, its validity check, whether it is secret. The loader, the validator
+// The table of every setting in delayd::config::Config: its dotted name, what it does, which
+// member holds it, its numeric range, its validity check, whether it is secret. The loader, the validator
 // and the printer all walk this one table, so a setting added here is at once readable from
 // the file, the environment and --set, checked, and printed; nothing can be forgotten in one
 // of them. Internal to the config_* sources.
@@ -34,6 +34,11 @@ using AnyField = std::variant<Field<std::string>, Field<bool>, Field<std::int64_
 
 struct Setting {
   std::string_view name;  // "section.key"
+  // What the setting does, in Markdown, for the configuration reference (delayd
+  // --print-reference config; docs/reference/configuration.md). Its links are relative to that
+  // page. Default, range, environment name and secrecy are not repeated here: they are the
+  // other members.
+  std::string_view doc;
   AnyField field;
   std::int64_t min = 0;  // inclusive bounds, for the integer kinds
   std::int64_t max = 0;

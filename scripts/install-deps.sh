@@ -14,7 +14,8 @@
 #                    compares against; test-only), openssl (the certificates of the stack with
 #                    DELAYD_KAFKA_SASL=1; test-only), nodejs and npm (the TypeScript client clients/ts,
 #                    its tests tests/clients/ts and examples/ts; test-only; npm only when no npm is
-#                    on PATH, as a nodejs of its own may bring one).
+#                    on PATH, as a nodejs of its own may bring one), curl (README's tour, run by its
+#                    test; test-only).
 #   npm registry:    the TypeScript client's packages (clients/ts/package-lock.json), installed
 #                    by its tests (tests/clients/ts_test.sh: npm ci), not here.
 #   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
@@ -23,11 +24,12 @@
 #   PyPI:            kubernetes-validate (test-only: the Kubernetes JSON schemas, offline); the
 #                    OpenTelemetry SDK, its OTLP exporter, the confluent-kafka instrumentation and
 #                    opentelemetry-proto in a venv of their own (test-only: the trace tests;
-#                    tests/support/otel_venv.py says where and which versions).
+#                    tests/support/otel_venv.py says where and which versions); mkdocs-material
+#                    (test-only: builds the documentation site docs/ in its test).
 #   --run            only what building and running need (scripts/run.sh): none of the test-only
 #                    tools (docker-compose, python3-confluent-kafka, gnuplot, prometheus, chromium,
 #                    chromium-driver, python3-selenium, python3-croniter, helm, kubernetes-validate,
-#                    the OpenTelemetry venv, openssl, nodejs, npm).
+#                    mkdocs-material, the OpenTelemetry venv, openssl, nodejs, npm, curl).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
 set -euo pipefail
@@ -54,6 +56,7 @@ TEST_PACKAGES=(
   openssl  # scripts/stack.sh with DELAYD_KAFKA_SASL=1: the stack's CA and Kafka's certificate
   python3-venv  # tests/support/otel_venv.py: the trace tests' OpenTelemetry packages, apart from Debian's
   nodejs  # clients/ts, its tests (tests/clients/ts_test.sh) and examples/ts
+  curl  # README's tour asks the admin endpoint with it (tests/docs, docs.tour)
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.
@@ -104,9 +107,12 @@ fi
 #                        once); skipped when helm is on PATH or already there.
 #   kubernetes-validate  (PyPI) the Kubernetes JSON schemas, offline, for the python3 on PATH (the
 #                        one CMake finds for the tests).
+#   mkdocs-material      (PyPI) MkDocs and its Material theme, for tests/docs (mkdocs build --strict
+#                        of the site in docs/, configured by mkdocs.yml).
 HELM_VERSION=v3.19.5
 HELM_BIN_DIR=/usr/local/bin
 KUBERNETES_VALIDATE_VERSION=1.37.0
+MKDOCS_MATERIAL_VERSION=9.8.2
 if ((!run_only)); then
   if ! command -v helm >/dev/null 2>&1 && [[ ! -x "$HELM_BIN_DIR/helm" ]]; then
     GO="$(command -v go || echo /usr/local/go/bin/go)"
@@ -124,6 +130,11 @@ if ((!run_only)); then
     # Debian's own python3 refuses pip without --break-system-packages (PEP 668).
     python3 -m pip install --quiet "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" 2>/dev/null ||
       python3 -m pip install --quiet --break-system-packages "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+  fi
+  if ! python3 -c 'import material, mkdocs' 2>/dev/null; then
+    echo "install-deps: installing mkdocs-material $MKDOCS_MATERIAL_VERSION from PyPI"
+    python3 -m pip install --quiet "mkdocs-material==$MKDOCS_MATERIAL_VERSION" 2>/dev/null ||
+      python3 -m pip install --quiet --break-system-packages "mkdocs-material==$MKDOCS_MATERIAL_VERSION"
   fi
   # The trace tests' Python side (tests/telemetry, bench/run-trace-cost.sh): a no-op once made.
   $SUDO /usr/bin/python3 "$ROOT/tests/support/otel_venv.py"

@@ -6,7 +6,7 @@
 #   scripts/run.sh stop     stop delayd, then the stack
 #   scripts/run.sh status   what runs
 # Extra delayd settings: put them in a TOML file and set DELAYD_CONFIG, or use DELAYD_* variables
-# (see README, "Configuration").
+# (see docs/operating/configuration.md and docs/reference/configuration.md).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -17,6 +17,7 @@
 
 #include "admin/admin_server.hpp"
 #include "admin/job_backend.hpp"
+#include "admin/metric_catalog.hpp"
 #include "apps/delayd/json_log.hpp"
 #include "broker/service.hpp"
 #include "config/config.hpp"
@@ -28,7 +29,18 @@ int main(int argc, char** argv) {
   CLI::App app{"delayd: a delayed-message broker on Kafka and Redis"};
   delayd::config::ConfigFlags flags;
   delayd::config::add_config_flags(app, flags);
+  std::string reference;
+  app.add_option("--print-reference", reference,
+                 "print a reference page of the documentation as Markdown and exit: config "
+                 "(docs/reference/configuration.md) or metrics (docs/reference/metrics.md)")
+      ->check(CLI::IsMember({"config", "metrics"}));
   CLI11_PARSE(app, argc, argv);
+  // From the code's own tables and built-in defaults, whatever the environment says.
+  if (!reference.empty()) {
+    std::cout << (reference == "config" ? delayd::config::render_config_reference()
+                                        : delayd::admin::render_metrics_reference());
+    return 0;
+  }
 
   delayd::config::Config config;
   try {

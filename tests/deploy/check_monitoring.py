@@ -7,7 +7,7 @@
                                             every 5 s
     check_monitoring.py dashboard <repo>    deploy/grafana/dashboards/delayd.json parses; every
                                             delayd_* and process_* name in it is one that
-                                            admin/metrics.cpp registers (a histogram for _bucket,
+                                            admin/metric_catalog.cpp lists (a histogram for _bucket,
                                             _sum, _count; a counter or histogram under rate());
                                             every label it groups by is one delayd sets; every
                                             expression parses (`promtool check rules`); the
@@ -49,7 +49,8 @@ PROMETHEUS_YML = "deploy/prometheus/prometheus.yml"
 DASHBOARD_JSON = "deploy/grafana/dashboards/delayd.json"
 DATASOURCES_YML = "deploy/grafana/provisioning/datasources/prometheus.yml"
 DASHBOARDS_YML = "deploy/grafana/provisioning/dashboards/delayd.yml"
-METRICS_CPP = "admin/metrics.cpp"
+METRICS_CPP = "admin/metric_catalog.cpp"  # the metric table admin/metrics.cpp registers from
+METRICS_USE_CPP = "admin/metrics.cpp"
 ALERTS_YML = "deploy/prometheus/alerts.yml"
 ALERTS_TEST_YML = "deploy/prometheus/alerts_test.yml"
 CHART_ALERTS = "deploy/helm/delayd/files/alerts.yml"
@@ -259,16 +260,21 @@ def check_prometheus(root):
 
 
 def registered_metrics(root):
-    """{name: "counter"|"gauge"|"histogram"} as admin/metrics.cpp registers them."""
+    """{name: "counter"|"gauge"|"histogram"} as admin/metric_catalog.cpp lists them (and
+    admin/metrics.cpp registers them), and every label name either file gives."""
     text = read(root, METRICS_CPP)
-    kinds = {"counters": "counter", "gauges": "gauge", "histogram": "histogram"}
-    found = {m.group(2): kinds[m.group(1)]
-             for m in re.finditer(r'\b(counters|gauges|histogram)\(\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"', text)}
+    found = {}
+    labels = set()
+    for m in re.finditer(r'\{Metric::\w+,\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)",\s*MetricType::(counter|gauge|histogram),'
+                         r'\s*"([a-z_,]*)"', text):
+        found[m.group(1)] = m.group(2)
+        labels |= {label for label in m.group(3).split(",") if label}
     if len(found) < 10:
-        raise CannotRun(f"{METRICS_CPP}: found only {len(found)} metric registrations "
-                        f"(counters(\"...\"), gauges(\"...\"), histogram(\"...\")); has it changed shape?")
-    labels = set(re.findall(r'\{\{\s*"([a-z_]+)"\s*,', text))
-    labels |= set(re.findall(r'labelled\(\s*[\w.]+\s*,\s*[\w.]+\s*,\s*"([a-z_]+)"', text))
+        raise CannotRun(f"{METRICS_CPP}: found only {len(found)} metrics "
+                        f"({{Metric::..., \"name\", MetricType::..., \"labels\", ...}}); has it changed shape?")
+    use = read(root, METRICS_USE_CPP)
+    labels |= set(re.findall(r'\{\{\s*"([a-z_]+)"\s*,', use))
+    labels |= set(re.findall(r'labelled\(\s*[\w.]+\s*,\s*[\w.]+\s*,\s*"([a-z_]+)"', use))
     return found, labels
 
 

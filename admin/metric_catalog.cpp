@@ -1,0 +1,236 @@
+#include "admin/metric_catalog.hpp"
+
+#include <cstddef>
+#include <iterator>
+
+namespace delayd::admin {
+
+namespace {
+
+// clang-format off
+constexpr MetricDef kMetricCatalog[] = {
+  {Metric::jobs_accepted, "delayd_jobs_accepted_total", MetricType::counter, "",
+   "Jobs accepted from the ingest topic and stored",
+   ""},
+  {Metric::jobs_delivered, "delayd_jobs_delivered_total", MetricType::counter, "",
+   "Jobs whose ready record Kafka acknowledged",
+   ""},
+  {Metric::jobs_cancelled, "delayd_jobs_cancelled_total", MetricType::counter, "",
+   "Jobs cancelled before they fired",
+   ""},
+  {Metric::jobs_failed, "delayd_jobs_failed_total", MetricType::counter, "",
+   "Jobs given up after scheduler.max_attempts",
+   ""},
+  {Metric::jobs_duplicate, "delayd_jobs_duplicate_total", MetricType::counter, "",
+   "Ingest records for a job id already stored (not stored again)",
+   ""},
+  {Metric::jobs_dead_lettered, "delayd_jobs_dead_lettered_total", MetricType::counter, "reason",
+   "Records sent to the dead-letter topic, by reason (invalid_record, topic_refused, "
+   "invalid_status, too_large, delivery_failed, topic_missing, reported_failed, ack_timeout)",
+   "records sent to the dead-letter topic, by reason: `invalid_record` (an ingest record that "
+   "breaks the contract), `topic_refused` (its business would need a ready topic beyond the "
+   "cap), `invalid_status` (a malformed status record), `too_large` (a ready record Kafka "
+   "refuses as too large), `delivery_failed` (Kafka refused the ready record `max_attempts` "
+   "times), `topic_missing` (its ready topic did not exist for "
+   "`kafka.missing_topic_timeout_ms`), `reported_failed` (reported failed on its last attempt), "
+   "`ack_timeout` (no report within `ack_timeout_ms`, `max_process_attempts` times), `expired` "
+   "(delayd reached it later than its `deliver-at` + `max-lateness-ms`)"},
+  {Metric::dead_letter_retries, "delayd_dead_letter_retries_total", MetricType::counter, "",
+   "Dead-letter produce attempts that had to be repeated",
+   ""},
+  {Metric::records_produced, "delayd_records_produced_total", MetricType::counter, "",
+   "Ready records handed to Kafka",
+   ""},
+  {Metric::delivery_attempts, "delayd_delivery_attempts_total", MetricType::counter, "outcome",
+   "Settled delivery attempts of ready records, by outcome",
+   "settled delivery attempts: `delivered`, `retried`, `retried_outage`, `failed`, `set_aside`, "
+   "`dropped_stale`, `fenced`, and `redelivered` (no report within `ack_timeout_ms`)"},
+  {Metric::rebalances, "delayd_rebalances_total", MetricType::counter, "",
+   "Shard assignments and revocations seen",
+   ""},
+  {Metric::reports, "delayd_reports_total", MetricType::counter, "status",
+   "Consumers' reports read from the status topic, by what they did",
+   "reports read from the status topic: `running`, `finished` and `failed` (applied), `ignored` "
+   "(did not fit the job's state or attempt), `unknown` (no such job)"},
+  {Metric::jobs_rescheduled, "delayd_jobs_rescheduled_total", MetricType::counter, "",
+   "Jobs moved to a new time by a reschedule",
+   ""},
+  {Metric::jobs_upserted, "delayd_jobs_upserted_total", MetricType::counter, "",
+   "Waiting jobs replaced by a newer version (op upsert, etf1, Chronos)",
+   "waiting jobs replaced by a newer version (`op: upsert`, etf1, Chronos)"},
+  {Metric::jobs_dropped, "delayd_jobs_dropped_total", MetricType::counter, "",
+   "etf1 schedules dropped as past due when produced (etf1.past_due = drop)",
+   ""},
+  {Metric::jobs_repeated, "delayd_jobs_repeated_total", MetricType::counter, "",
+   "Occurrences of repeating jobs scheduled after a delivery",
+   ""},
+  {Metric::occurrences_skipped, "delayd_occurrences_skipped_total", MetricType::counter, "",
+   "Missed occurrences of repeats not delivered (repeat-catchup)",
+   "missed occurrences of repeats not delivered after an outage (`repeat-catchup` latest or "
+   "none)"},
+  {Metric::jobs, "delayd_jobs", MetricType::gauge, "business,state",
+   "Jobs per business and state, from Redis's counters (redelivered: times, not jobs)",
+   "Redis's per-business counters of all shards (`<business>|<state>` of the stats hashes: jobs "
+   "`delay`, `ready` or `running` now; `finished`, `failed`, `cancelled` since the start; "
+   "`redelivered` and `repeated` count times, not jobs), read with `delayd_jobs_pending`"},
+  {Metric::ingest_lag_records, "delayd_ingest_lag_records", MetricType::gauge, "partition",
+   "Records of each assigned partition (ingest and status topics) not read yet",
+   "records of each partition assigned to this instance (ingest and status topics, "
+   "`<topic>:<partition>`) not read yet: the high watermark librdkafka last saw less the "
+   "consumer's position, read once a second; a partition no longer assigned here is removed"},
+  {Metric::lateness_seconds, "delayd_lateness_seconds", MetricType::histogram, "",
+   "A ready record's produce time minus its deliver_at",
+   "a ready record's produce time minus its `deliver_at`; buckets 1 ms … 60 s"},
+  {Metric::redis_request_seconds, "delayd_redis_request_seconds", MetricType::histogram, "",
+   "Round trips to Redis (a command or a pipeline)",
+   "round trips of the loop to Redis (a command or a pipeline); buckets 1 ms … 60 s"},
+  {Metric::kafka_produce_seconds, "delayd_kafka_produce_seconds", MetricType::histogram, "",
+   "A ready record's produce() to its delivery report",
+   "a ready record's `produce()` to its delivery report; buckets 1 ms … 60 s"},
+  {Metric::jobs_held, "delayd_jobs_held", MetricType::gauge, "",
+   "Jobs held in memory (in the wheel or in flight)",
+   ""},
+  {Metric::wheel_timers, "delayd_wheel_timers", MetricType::gauge, "",
+   "Jobs waiting for their timer in the wheel",
+   ""},
+  {Metric::jobs_in_flight, "delayd_jobs_in_flight", MetricType::gauge, "",
+   "Ready records handed to Kafka, outcome not written yet",
+   "ready records handed to Kafka whose outcome is not written yet"},
+  {Metric::shards_owned, "delayd_shards_owned", MetricType::gauge, "",
+   "Shards (ingest partitions) this instance owns",
+   ""},
+  {Metric::ready_topics_missing, "delayd_ready_topics_missing", MetricType::gauge, "",
+   "Ready topics Kafka says do not exist while their jobs wait for them",
+   "ready topics Kafka says do not exist while their jobs wait for them (deleted under delayd); "
+   "`/healthz` says `degraded` naming them"},
+  {Metric::next_due_seconds, "delayd_next_due_seconds", MetricType::gauge, "",
+   "Seconds until the next timer in the wheel (absent when the wheel is empty)",
+   ""},
+  {Metric::loop_max_turn_seconds, "delayd_loop_max_turn_seconds", MetricType::gauge, "",
+   "Longest turn of the scheduling loop over the last 10 to 20 s",
+   ""},
+  {Metric::outage, "delayd_outage", MetricType::gauge, "dependency",
+   "1 while an outage of the dependency is being ridden out",
+   "1 while an outage of `redis`, `kafka`, `kafka (deliveries)` or `delayd` is being ridden out,"
+   " else 0"},
+  {Metric::jobs_pending, "delayd_jobs_pending", MetricType::gauge, "shard",
+   "Jobs waiting in Redis, by shard (refreshed every few seconds)",
+   "jobs waiting in Redis per shard (`<ingest topic>:<partition>`), read from Redis at most "
+   "every 5 s, by the endpoint's own client"},
+  {Metric::admin_connections_closed, "delayd_admin_connections_closed_total", MetricType::counter, "reason",
+   "Admin endpoint connections closed by its defences, by reason",
+   "connections closed by the endpoint's defences: `evicted`, `refused`, `timeout`, `too_large`,"
+   " `bad_request`"},
+  {Metric::admin_connections_accepted, "delayd_admin_connections_accepted_total", MetricType::counter, "",
+   "Admin endpoint connections accepted",
+   "connections the admin endpoint accepted"},
+  {Metric::admin_connections_open, "delayd_admin_connections_open", MetricType::gauge, "",
+   "Admin endpoint connections open",
+   "open connections to the admin endpoint"},
+  {Metric::admin_actions, "delayd_admin_actions_total", MetricType::counter, "action,outcome",
+   "Write actions asked of the admin endpoint, by action and outcome (refused: the read token "
+   "asked)",
+   "write actions asked of the admin endpoint ([audit log](../operating/admin.md#audit-log)): "
+   "`action` `cancel`, `run-now`, `reschedule`, `retry`, `bulk-cancel`, `bulk-run-now`, "
+   "`bulk-retry`, `stop-operation`, `redrive`, `other`; `outcome` `ok`, `pending`, `invalid`, "
+   "`refused` (the read token asked), `not_found`, `conflict`, `stopped`, `error`"},
+  {Metric::ready, "delayd_ready", MetricType::gauge, "",
+   "1 while /readyz answers 200, 0 while it answers 503 (starting, outage, loading, stopping)",
+   "1 while `/readyz` answers 200, 0 while it answers 503"},
+  {Metric::build_info, "delayd_build_info", MetricType::gauge, "version,revision",
+   "delayd's version and the git revision it was built from; always 1",
+   "always 1: the project version (CMake's `project()`) and the git commit the build was "
+   "configured at (`unknown` outside a git tree)"},
+  {Metric::process_cpu_seconds, "process_cpu_seconds_total", MetricType::counter, "",
+   "Total user and system CPU time spent in seconds",
+   "the process, from `/proc`"},
+  {Metric::process_resident_memory_bytes, "process_resident_memory_bytes", MetricType::gauge, "",
+   "Resident memory size in bytes",
+   "the process, from `/proc`"},
+  {Metric::process_virtual_memory_bytes, "process_virtual_memory_bytes", MetricType::gauge, "",
+   "Virtual memory size in bytes",
+   "the process, from `/proc`"},
+  {Metric::process_start_time_seconds, "process_start_time_seconds", MetricType::gauge, "",
+   "Start time of the process since unix epoch in seconds",
+   "the process, from `/proc`"},
+  {Metric::process_open_fds, "process_open_fds", MetricType::gauge, "",
+   "Number of open file descriptors",
+   "the process, from `/proc`"},
+  {Metric::process_max_fds, "process_max_fds", MetricType::gauge, "",
+   "Maximum number of open file descriptors",
+   "the process, from `/proc`"},
+  {Metric::process_threads, "process_threads", MetricType::gauge, "",
+   "Number of OS threads in the process",
+   "the process, from `/proc`"},
+};
+// clang-format on
+
+constexpr bool ids_in_order() {
+  for (std::size_t i = 0; i < std::size(kMetricCatalog); ++i) {
+    if (kMetricCatalog[i].id != static_cast<Metric>(i)) return false;
+  }
+  return true;
+}
+static_assert(ids_in_order() && std::size(kMetricCatalog) == static_cast<std::size_t>(Metric::process_threads) + 1,
+              "kMetricCatalog must list every Metric once, in the order of the enum (process_threads last)");
+
+std::string_view type_name(MetricType t) {
+  switch (t) {
+    case MetricType::counter:
+      return "counter";
+    case MetricType::gauge:
+      return "gauge";
+    case MetricType::histogram:
+      return "histogram";
+  }
+  return "";
+}
+
+// A Markdown table cell: `|` would end it.
+std::string cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string labels_of(std::string_view labels) {
+  std::string out;
+  while (!labels.empty()) {
+    const auto comma = labels.find(',');
+    if (!out.empty()) out += ", ";
+    out += "`" + std::string(labels.substr(0, comma)) + "`";
+    labels = comma == std::string_view::npos ? std::string_view() : labels.substr(comma + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const MetricDef> metric_catalog() { return kMetricCatalog; }
+
+const MetricDef& metric_def(Metric id) { return kMetricCatalog[static_cast<std::size_t>(id)]; }
+
+std::string render_metrics_reference() {
+  std::string out =
+      "# Metrics reference\n"
+      "\n"
+      "<!-- Generated by `delayd --print-reference metrics` from the metric table\n"
+      "     (admin/metric_catalog.cpp); do not edit: change the table, then run\n"
+      "     build/apps/delayd --print-reference metrics > docs/reference/metrics.md -->\n"
+      "\n"
+      "Every family `GET /metrics` serves, as [Metrics](../operating/metrics.md) describes; its `# HELP`\n"
+      "line is the meaning here or a shorter form of it.\n"
+      "\n"
+      "| metric | type | labels | meaning |\n"
+      "|---|---|---|---|\n";
+  for (const auto& m : kMetricCatalog) {
+    out += "| `" + std::string(m.name) + "` | " + std::string(type_name(m.type)) + " | " + labels_of(m.labels) + " | " +
+           cell(m.doc.empty() ? m.help : m.doc) + " |\n";
+  }
+  return out;
+}
+
+}  // namespace delayd::admin
