@@ -68,6 +68,14 @@ constexpr MetricDef kMetricCatalog[] = {
    "Missed occurrences of repeats not delivered (repeat-catchup)",
    "missed occurrences of repeats not delivered after an outage (`repeat-catchup` latest or "
    "none)"},
+  {Metric::trace_spans_exported, "delayd_trace_spans_exported_total", MetricType::counter, "",
+   "Spans the OTLP collector accepted (tracing on: OTEL_EXPORTER_OTLP_ENDPOINT)",
+   "spans the OTLP collector accepted; 0 while tracing is off ([Tracing](../operating/tracing.md))"},
+  {Metric::trace_spans_dropped, "delayd_trace_spans_dropped_total", MetricType::counter, "reason",
+   "Spans not exported, by reason (queue_full, export_failed)",
+   "spans not exported: `queue_full` (`OTEL_BSP_MAX_QUEUE_SIZE` spans were waiting already: delayd "
+   "drops rather than slow down), `export_failed` (the collector refused the batch or could not be "
+   "reached)"},
   {Metric::jobs, "delayd_jobs", MetricType::gauge, "business,state",
    "Jobs per business and state, from Redis's counters (redelivered: times, not jobs)",
    "Redis's per-business counters of all shards (`<business>|<state>` of the stats hashes: jobs "

@@ -34,6 +34,8 @@ enum class Metric {
   jobs_dropped,
   jobs_repeated,
   occurrences_skipped,
+  trace_spans_exported,
+  trace_spans_dropped,
   jobs,
   ingest_lag_records,
   lateness_seconds,

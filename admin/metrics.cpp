@@ -133,6 +133,9 @@ struct Metrics::Impl {
   pm::Counter& dropped = counters(Metric::jobs_dropped).Add({});
   pm::Counter& repeated = counters(Metric::jobs_repeated).Add({});
   pm::Counter& skipped = counters(Metric::occurrences_skipped).Add({});
+  pm::Counter& spans_exported = counters(Metric::trace_spans_exported).Add({});
+  pm::Counter& spans_queue_full = counters(Metric::trace_spans_dropped).Add({{"reason", "queue_full"}});
+  pm::Counter& spans_export_failed = counters(Metric::trace_spans_dropped).Add({{"reason", "export_failed"}});
   pm::Family<pm::Gauge>& jobs = gauges(Metric::jobs);
   std::map<std::string, pm::Gauge*> jobs_by_label;
   pm::Family<pm::Gauge>& lag = gauges(Metric::ingest_lag_records);
@@ -244,6 +247,9 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   }
   if (!by_reason) m.advance(m.dead_lettered.Add({{"reason", "any"}}), &IngestCounters::dead_lettered, s);
   Impl::advance_by(m.rebalances, m.last.rebalances, s.rebalances);
+  Impl::advance_by(m.spans_exported, m.last.traces.exported, s.traces.exported);
+  Impl::advance_by(m.spans_queue_full, m.last.traces.dropped_full, s.traces.dropped_full);
+  Impl::advance_by(m.spans_export_failed, m.last.traces.dropped_failed, s.traces.dropped_failed);
   Impl::advance(m.lateness, m.last.lateness, s.lateness);
   Impl::advance(m.redis_request, m.last.redis_request, s.redis_request);
   Impl::advance(m.kafka_produce, m.last.kafka_produce, s.kafka_produce);
