@@ -131,16 +131,8 @@ void FirePath::produce_traced(InFlight& f) {
   f.trace.link = trace_context(f.record.headers);
   f.trace.context = options_.tracer->new_trace(f.trace.link);
   f.trace.start = telemetry::wall_now();
-  // librdkafka copies the headers in produce(): the record gets the producer's back after it.
-  connectors::Headers own = f.record.headers;
-  set_trace_headers(f.record.headers, f.trace.context);
-  try {
-    producer_.produce(f.record, 0);
-  } catch (...) {
-    f.record.headers = std::move(own);
-    throw;
-  }
-  f.record.headers = std::move(own);
+  const TraceHeaders scope(f.record.headers, f.trace.context);  // the producer's are back after it
+  producer_.produce(f.record, 0);
 }
 
 void FirePath::end_span(InFlight& f, const connectors::DeliveryReport& report) {

@@ -1,6 +1,7 @@
 #include "broker/job_spans.hpp"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace delayd::broker {
 namespace {
@@ -45,16 +46,16 @@ telemetry::SpanData accept_span(const AcceptTrace& t, const storage::NewJob& job
   s.kind = telemetry::SpanKind::consumer;
   s.start = t.start;
   s.end = std::max(t.start, telemetry::wall_now());
-  s.attributes = {{"messaging.system", std::string("kafka")},
-                  {"messaging.operation.type", std::string("process")},
-                  {"messaging.operation.name", std::string("accept")},
+  s.attributes = {{"messaging.system", std::string_view("kafka")},
+                  {"messaging.operation.type", std::string_view("process")},
+                  {"messaging.operation.name", std::string_view("accept")},
                   {"messaging.destination.name", t.topic},
                   {"messaging.destination.partition.id", std::to_string(t.partition)},
                   {"messaging.kafka.offset", t.offset},
                   {"delayd.job_id", job.job_id},
                   {"delayd.business", job.business},
                   {"delayd.deliver_at", o.deliver_at},
-                  {"delayd.accept", std::string(accept_name(o.kind))}};
+                  {"delayd.accept", accept_name(o.kind)}};
   return s;
 }
 
@@ -68,9 +69,9 @@ telemetry::SpanData publish_span(const PublishTrace& t, const PublishedJob& job,
   s.start = t.start;
   s.end = std::max(t.start, telemetry::wall_now());
   const std::int64_t start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.start).count();
-  s.attributes = {{"messaging.system", std::string("kafka")},
-                  {"messaging.operation.type", std::string("send")},
-                  {"messaging.operation.name", std::string("send")},
+  s.attributes = {{"messaging.system", std::string_view("kafka")},
+                  {"messaging.operation.type", std::string_view("send")},
+                  {"messaging.operation.name", std::string_view("send")},
                   {"messaging.destination.name", report.topic},
                   {"delayd.job_id", job.job_id},
                   {"delayd.business", job.business},
@@ -88,10 +89,21 @@ telemetry::SpanData publish_span(const PublishTrace& t, const PublishedJob& job,
   return s;
 }
 
-void set_trace_headers(connectors::Headers& headers, const telemetry::SpanContext& span) {
-  std::erase_if(
-      headers, [](const connectors::Header& h) { return h.name == kTraceparentHeader || h.name == kTracestateHeader; });
-  headers.push_back({std::string(kTraceparentHeader), telemetry::format_traceparent(span)});
+TraceHeaders::TraceHeaders(connectors::Headers& headers, const telemetry::SpanContext& span) : headers_(headers) {
+  for (std::size_t k = headers_.size(); k-- > 0;) {
+    if (headers_[k].name == kTraceparentHeader || headers_[k].name == kTracestateHeader) {
+      taken_.emplace_back(k, std::move(headers_[k]));
+      headers_.erase(headers_.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
+  headers_.push_back({std::string(kTraceparentHeader), telemetry::format_traceparent(span)});
+}
+
+TraceHeaders::~TraceHeaders() {
+  headers_.pop_back();
+  for (auto it = taken_.rbegin(); it != taken_.rend(); ++it) {  // first position first
+    headers_.insert(headers_.begin() + static_cast<std::ptrdiff_t>(it->first), std::move(it->second));
+  }
 }
 
 }  // namespace delayd::broker

@@ -30,6 +30,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "connectors/record.hpp"
 #include "storage/job_store.hpp"
@@ -67,8 +69,21 @@ struct PublishedJob {
 telemetry::SpanData publish_span(const PublishTrace& t, const PublishedJob& job,
                                  const connectors::DeliveryReport& report);
 
-// The record's headers as delayd produces them with tracing on: every `traceparent` and
-// `tracestate` taken out (they spoke for the producer's trace), `span`'s traceparent added last.
-void set_trace_headers(connectors::Headers& headers, const telemetry::SpanContext& span);
+// A ready record's headers as delayd produces them with tracing on, for the scope of the produce
+// call: every `traceparent` and `tracestate` taken out (they spoke for the producer's trace),
+// `span`'s traceparent added last. The end of the scope puts the headers back as they were
+// (librdkafka has copied them by then), so the job keeps the producer's context for a retry or
+// a dead-letter copy. No copy of the other headers is made.
+class TraceHeaders {
+ public:
+  TraceHeaders(connectors::Headers& headers, const telemetry::SpanContext& span);
+  ~TraceHeaders();
+  TraceHeaders(const TraceHeaders&) = delete;
+  TraceHeaders& operator=(const TraceHeaders&) = delete;
+
+ private:
+  connectors::Headers& headers_;
+  std::vector<std::pair<std::size_t, connectors::Header>> taken_;  // the producer's, by position, last first
+};
 
 }  // namespace delayd::broker

@@ -27,20 +27,20 @@ class SpanExporter::Poster {
 
   // POSTs `body`; nullopt on a 2xx answer, else what went wrong. A kept-alive connection the
   // collector closed meanwhile is opened again once.
-  std::optional<std::string> post(const std::string& body) {
+  std::optional<std::string> post(std::string body) {
+    http::request<http::string_body> req{http::verb::post, options_.target, 11};
+    req.set(http::field::host, options_.host + ":" + std::to_string(options_.port));
+    req.set(http::field::content_type, "application/json");
+    req.set(http::field::user_agent, "delayd");
+    for (const auto& [name, value] : options_.headers) req.set(name, value);
+    req.keep_alive(true);
+    req.body() = std::move(body);
+    req.prepare_payload();
     for (int round = 0; round < 2; ++round) {
       const bool reused = stream_.has_value();
       if (!reused) {
         if (auto error = connect()) return error;
       }
-      http::request<http::string_body> req{http::verb::post, options_.target, 11};
-      req.set(http::field::host, options_.host + ":" + std::to_string(options_.port));
-      req.set(http::field::content_type, "application/json");
-      req.set(http::field::user_agent, "delayd");
-      for (const auto& [name, value] : options_.headers) req.set(name, value);
-      req.keep_alive(true);
-      req.body() = body;
-      req.prepare_payload();
       beast::error_code ec;
       stream_->expires_after(options_.timeout);
       http::async_write(*stream_, req, [&](beast::error_code e, std::size_t) { ec = e; });

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -18,9 +19,12 @@ enum class SpanKind : unsigned char { internal = 1, server = 2, client = 3, prod
 // OTLP's Status.code values.
 enum class StatusCode : unsigned char { unset = 0, ok = 1, error = 2 };
 
+// A span's attribute. The key, and a string_view value, must outlive the span: delayd's are
+// literals (no allocation per span for them); text of the job (its id, business, topic) is owned.
 struct Attribute {
-  std::string key;
-  std::variant<std::string, std::int64_t, bool> value;
+  using Value = std::variant<std::string, std::string_view, std::int64_t, bool>;
+  std::string_view key;
+  Value value;
 };
 
 struct SpanData {

@@ -16,17 +16,17 @@ ExporterOptions exporter_options(const config::TracingConfig& c, const std::stri
   o.max_batch = c.max_batch;
   o.schedule_delay = std::chrono::milliseconds(c.schedule_delay_ms);
   o.resource.scope_version = version;
-  o.resource.attributes.push_back({"service.name", c.service_name});
+  o.resource.attributes.emplace_back("service.name", c.service_name);
   bool has_version = false;
   for (const auto& [k, v] : c.resource) {
     if (k == "service.name") continue;  // said once, above
     has_version = has_version || k == "service.version";
-    o.resource.attributes.push_back({k, v});
+    o.resource.attributes.emplace_back(k, v);
   }
-  if (!has_version) o.resource.attributes.push_back({"service.version", version});
-  o.resource.attributes.push_back({"telemetry.sdk.name", std::string("delayd")});
-  o.resource.attributes.push_back({"telemetry.sdk.language", std::string("cpp")});
-  o.resource.attributes.push_back({"telemetry.sdk.version", version});
+  if (!has_version) o.resource.attributes.emplace_back("service.version", version);
+  o.resource.attributes.emplace_back("telemetry.sdk.name", "delayd");
+  o.resource.attributes.emplace_back("telemetry.sdk.language", "cpp");
+  o.resource.attributes.emplace_back("telemetry.sdk.version", version);
   return o;
 }
 

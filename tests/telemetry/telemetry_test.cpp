@@ -125,10 +125,16 @@ TEST_CASE("otlp json: lowerCamelCase fields, hex ids, 64-bit integers as strings
   s.kind = SpanKind::producer;
   s.start = std::chrono::nanoseconds(1'700'000'000'000'000'001);
   s.end = std::chrono::nanoseconds(1'700'000'000'000'000'002);
-  s.attributes = {{"delayd.job_id", std::string("j\xff")}, {"delayd.attempt", std::int64_t{2}}, {"flag", true}};
+  s.attributes = {
+      {"delayd.job_id", std::string("j\xff")},
+      {"delayd.attempt", std::int64_t{2}},
+      {"flag", true},
+      {"text", std::string_view("quote \" back \\ tab \t nl \n ctl \x01 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80")},
+      {"bad", std::string("\xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x82")},
+      {"negative", std::int64_t{-5}}};
   s.status = StatusCode::error;
   s.status_message = "refused";
-  const Resource r{{{"service.name", std::string("delayd")}}, "0.3.0"};
+  const Resource r{{{"service.name", "delayd"}}, "0.3.0"};
   const auto j = nlohmann::json::parse(encode_otlp_json(r, std::span<const SpanData>(&s, 1)));
   const auto& rs = j.at("resourceSpans").at(0);
   CHECK(rs.at("resource").at("attributes").at(0).at("value").at("stringValue") == "delayd");
@@ -146,6 +152,13 @@ TEST_CASE("otlp json: lowerCamelCase fields, hex ids, 64-bit integers as strings
   CHECK(span.at("attributes").at(0).at("value").at("stringValue") == "j\xef\xbf\xbd");  // replaced, not thrown
   CHECK(span.at("attributes").at(1).at("value").at("intValue") == "2");
   CHECK(span.at("attributes").at(2).at("value").at("boolValue") == true);
+  // Escapes and valid UTF-8 come back as they were; each byte of an invalid sequence is U+FFFD.
+  CHECK(span.at("attributes").at(3).at("value").at("stringValue") ==
+        "quote \" back \\ tab \t nl \n ctl \x01 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  const std::string fffd = "\xef\xbf\xbd";
+  CHECK(span.at("attributes").at(4).at("value").at("stringValue") ==
+        fffd + fffd + " " + fffd + fffd + fffd + " " + fffd + fffd + fffd + fffd + " " + fffd + fffd);
+  CHECK(span.at("attributes").at(5).at("value").at("intValue") == "-5");
   CHECK(span.at("status").at("code") == 2);
   CHECK(span.at("status").at("message") == "refused");
 }
@@ -186,11 +199,21 @@ TEST_CASE("job spans: the ready record's trace headers, and the producer's conte
   REQUIRE(delayd::broker::trace_context(h));
   CHECK(*delayd::broker::trace_context(h) == producer);  // the first one, as delayd reads headers
   const SpanContext ours{new_trace_id(), new_span_id(), true};
-  delayd::broker::set_trace_headers(h, ours);
-  REQUIRE(h.size() == 2);
-  CHECK(h[0].name == "a");
-  CHECK(h[1].name == "traceparent");
-  CHECK(h[1].value == format_traceparent(ours));
+  const delayd::connectors::Headers before = h;
+  {
+    const delayd::broker::TraceHeaders scope(h, ours);
+    REQUIRE(h.size() == 2);
+    CHECK(h[0].name == "a");
+    CHECK(h[1].name == "traceparent");
+    CHECK(h[1].value == format_traceparent(ours));
+  }
+  CHECK(h == before);  // the producer's headers back, in their places
+  delayd::connectors::Headers none{{"a", "1"}};
+  {
+    const delayd::broker::TraceHeaders scope(none, ours);
+    CHECK(none.size() == 2);
+  }
+  CHECK(none == delayd::connectors::Headers{{"a", "1"}});
   CHECK_FALSE(delayd::broker::trace_context({{"traceparent", "garbage"}}));
   CHECK_FALSE(delayd::broker::trace_context({{"traceparent", std::nullopt}}));
 }
