@@ -1,6 +1,9 @@
 #include "telemetry/exporter.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -140,9 +143,15 @@ ExporterCounters SpanExporter::counters() const {
 }
 
 void SpanExporter::run() {
+  // The lowest CPU priority for this thread alone (Linux keeps a nice value per thread): spans
+  // are telemetry, so under CPU pressure they wait, and drop once the queue is full, rather than
+  // take the CPU the loop, Redis and Kafka need to deliver jobs on time. Best effort: a refusal
+  // leaves the thread at the process's priority.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
   Poster poster(options_);
   base::Backoff backoff{std::chrono::seconds(1), std::chrono::seconds(30)};
   std::chrono::steady_clock::time_point not_before{};  // after a failure: no POST before this
+  std::vector<SpanData> taken;  // the spans of this round; empty between rounds, keeping its capacity
   std::unique_lock lock(mutex_);
   for (;;) {
     const auto wait_until = std::max(not_before, std::chrono::steady_clock::now() + options_.schedule_delay);
@@ -156,25 +165,30 @@ void SpanExporter::run() {
       return;
     }
     if (queue_.empty() || (!stopping_ && std::chrono::steady_clock::now() < not_before)) continue;
-    std::vector<SpanData> batch;
-    const std::size_t n = std::min(queue_.size(), options_.max_batch);
-    batch.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      batch.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-    }
+    // Everything queued, in one swap: submit() never waits behind more than that (this thread
+    // runs at the lowest priority, and must not be preempted while holding the callers' lock
+    // for long).
+    taken.swap(queue_);
     lock.unlock();
-    if (send(poster, batch)) {
-      backoff.reset();
-      not_before = {};
-    } else {
-      not_before = std::chrono::steady_clock::now() + backoff.next();
+    bool failed = false;
+    for (std::size_t at = 0; at < taken.size(); at += options_.max_batch) {
+      const std::span<const SpanData> batch(taken.data() + at, std::min(options_.max_batch, taken.size() - at));
+      if (failed) {  // the collector failed this round: the rest waits for no POST
+        dropped_failed_.fetch_add(batch.size(), std::memory_order_relaxed);
+      } else if (send(poster, batch)) {
+        backoff.reset();
+        not_before = {};
+      } else {
+        failed = true;
+        not_before = std::chrono::steady_clock::now() + backoff.next();
+      }
     }
+    taken.clear();
     lock.lock();
   }
 }
 
-bool SpanExporter::send(Poster& poster, const std::vector<SpanData>& batch) {
+bool SpanExporter::send(Poster& poster, std::span<const SpanData> batch) {
   const std::optional<std::string> error = poster.post(encode_otlp_json(options_.resource, batch));
   if (!error) {
     exported_.fetch_add(batch.size(), std::memory_order_relaxed);

@@ -4,7 +4,10 @@
 //   submit(span)  any thread; takes a mutex for a push onto the queue, never waits for I/O. A
 //                 full queue (max_queue spans) drops the span and counts it (dropped_full): the
 //                 fire path is never slowed by a slow or absent collector.
-//   the thread    sends a batch when max_batch spans wait, or every schedule_delay otherwise;
+//   the thread    runs at the lowest CPU priority (nice 19): under CPU pressure spans wait, and
+//                 drop once the queue is full, instead of taking CPU from the delivery of jobs;
+//                 takes the whole queue in one swap when max_batch spans wait, or every
+//                 schedule_delay otherwise, and sends it in batches of max_batch spans:
 //                 one POST per batch over a kept-alive connection (opened again after an error),
 //                 each bounded by `timeout` (resolve, connect, write and read together).
 //   failures      a batch the collector refuses (non-2xx), or that cannot be sent, is dropped and
@@ -23,9 +26,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -72,12 +75,12 @@ class SpanExporter {
   class Poster;  // one HTTP/1.1 connection to the collector; the exporter thread's own
   void run();
   // Sends `batch`; counts it exported or dropped; logs the start and end of a failing stretch.
-  bool send(Poster& poster, const std::vector<SpanData>& batch);
+  bool send(Poster& poster, std::span<const SpanData> batch);
 
   ExporterOptions options_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;                      // a full batch waits, or shutdown began
-  std::deque<SpanData> queue_;                        // guarded by mutex_
+  std::vector<SpanData> queue_;                       // guarded by mutex_; taken whole by a swap
   bool stopping_ = false;                             // guarded by mutex_
   std::chrono::steady_clock::time_point deadline_{};  // shutdown's end; guarded by mutex_
   std::atomic<std::uint64_t> exported_{0};
