@@ -107,8 +107,19 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       accepts_.push_back(std::move(j));
       accept_batches_.push_back(b.id);
     } else if (auto* c = std::get_if<contract::CancelJob>(&parsed)) {
-      flush_accepts(b, i, now_ms);  // a cancel applies to what came before it in the partition
-      cancel(storage::shard_id(rec.topic, rec.partition), c->job_id, rec.offset, now_ms);
+      const std::string shard = storage::shard_id(rec.topic, rec.partition);
+      if (unwritten_schedule(shard, c->job_id)) {
+        // Its job came earlier in this batch and is not written yet: the cancel goes first, into
+        // this shard only, and the job is then accepted straight into cancelled. Written the
+        // other way round, a job already due (a job and its cancel read late together, after an
+        // outage) would be offered to the wheel, whose owner could claim it before the cancel's
+        // round trip. A crash between the two writes replays both: the same outcome.
+        cancel(shard, c->job_id, rec.offset, now_ms, CancelScope::own_shard);
+        flush_accepts(b, i, now_ms);
+      } else {
+        flush_accepts(b, i, now_ms);  // a cancel applies to what came before it in the partition
+        cancel(shard, c->job_id, rec.offset, now_ms, CancelScope::anywhere);
+      }
       b.resume = i + 1;
     } else if (auto* r = std::get_if<contract::RescheduleJob>(&parsed)) {
       flush_accepts(b, i, now_ms);  // like a cancel: after what came before it
@@ -236,15 +247,30 @@ bool IngestPath::accepted(const storage::NewJob& job, const storage::AcceptOutco
   return false;
 }
 
-void IngestPath::cancel(const std::string& shard, const std::string& job_id, std::int64_t offset, std::int64_t now_ms) {
-  const storage::Transition t = store_.cancel_anywhere(shard, job_id, now_ms, options_.cancel_memory_s, offset);
+bool IngestPath::unwritten_schedule(const std::string& shard, const std::string& job_id) const {
+  bool found = false;
+  for (const storage::NewJob& j : accepts_) {
+    if (j.job_id != job_id || j.shard != shard) continue;
+    if (j.version) return false;  // an upsert: accepted after a cancel it would be a new job
+    found = true;
+  }
+  return found;
+}
+
+void IngestPath::cancel(const std::string& shard, const std::string& job_id, std::int64_t offset, std::int64_t now_ms,
+                        CancelScope scope) {
+  const storage::Transition t = scope == CancelScope::own_shard
+                                    ? store_.cancel(shard, job_id, now_ms, options_.cancel_memory_s, offset)
+                                    : store_.cancel_anywhere(shard, job_id, now_ms, options_.cancel_memory_s, offset);
   if (t.changed && t.state == storage::JobState::in_flight) {
     ++counters_.cancelled;
     spdlog::info("job {} cancelled: an occurrence is on its way, the series ends after it", job_id);
   } else if (t.changed) {
-    wheel_.cancel(t.shard, job_id);
+    wheel_.cancel(t.shard.empty() ? shard : t.shard, job_id);
     ++counters_.cancelled;
     spdlog::info("job {} cancelled", job_id);
+  } else if (t.state == storage::JobState::missing && scope == CancelScope::own_shard) {
+    spdlog::debug("cancel for job {} written before the job, read just before it", job_id);
   } else if (t.state == storage::JobState::missing) {
     spdlog::info("cancel for unknown job {}: remembered for {} s in case the job arrives", job_id,
                  options_.cancel_memory_s);

@@ -11,7 +11,10 @@
 //             (<prefix>:shards). An id found nowhere is remembered for cancel_memory_s in every
 //             known shard, the cancel's own included (JobStore::cancel_anywhere): a job that
 //             arrives in any of them in time is accepted straight into cancelled, never
-//             delivered.
+//             delivered. A cancel whose job came earlier in the same batch and is not written
+//             yet is written first, in its shard only, so that the job is accepted straight into
+//             cancelled: a job due already (both read late, after an outage) is never offered to
+//             the wheel, where its claim could beat the cancel.
 //   reschedule  moved in Redis if still pending and not in flight (its shard's owner is woken
 //             through the wake list; if that is this instance, the timer moves at once). Too
 //             late (in flight) or unknown: logged and counted, nothing else.
@@ -150,8 +153,13 @@ class IngestPath {
   void flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms);
   // WAIT for options_.wait_replicas replicas; on failure b.resume goes back to b.replicated.
   void wait_for_replicas(Batch& b, std::size_t end);
-  // A cancel read from `shard` at `offset`: the job is looked for there first, then in every shard.
-  void cancel(const std::string& shard, const std::string& job_id, std::int64_t offset, std::int64_t now_ms);
+  // A cancel read from `shard` at `offset`: with `anywhere`, the job is looked for there first,
+  // then in every shard; with `own_shard`, only there (its job is in this batch, not written yet).
+  enum class CancelScope { anywhere, own_shard };
+  void cancel(const std::string& shard, const std::string& job_id, std::int64_t offset, std::int64_t now_ms,
+              CancelScope scope);
+  // accepts_ holds a schedule (not an upsert) of `job_id` read from `shard`, and no upsert of it.
+  bool unwritten_schedule(const std::string& shard, const std::string& job_id) const;
   void reschedule(const std::string& shard, const contract::RescheduleJob& r, std::int64_t now_ms);
   // Applies the reports collected since the last call; those whose job is in flight wait (and
   // hold b's offsets) until retry_waiting_reports() gets them through.

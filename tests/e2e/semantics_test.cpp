@@ -104,6 +104,49 @@ TEST_CASE("a cancel that arrives before its job, on another partition, prevents 
   CHECK(redis.field("first-the-cancel", "business") == "orders");
 }
 
+// A cancel published right after its job, both read late (delayd was down until after the due
+// time): the cancel came first in the partition's order of events that matter to the producer,
+// so it wins, although the job is due the moment delayd reads it. Both records come in one
+// batch; the cancel is applied before the job could be claimed (it is accepted straight into
+// cancelled), never raced against the fire path.
+TEST_CASE("a job and its cancel read together after its due time: the cancel wins, nothing is delivered",
+          "[e2e][cancel]") {
+  World w("late-cancel");
+  w.create_topics({"orders"});
+  Publisher pub(w);
+  constexpr int kJobs = 20;
+  const std::int64_t at = now_ms() - 1000;  // due before delayd reads them
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string id = "late-cancel-" + std::to_string(i);
+    pub.send_raw(on_partition(i % 2, id, at));
+    delayd::connectors::OutRecord cancel;
+    cancel.partition = i % 2;
+    cancel.key = id;
+    cancel.headers = {{"op", "cancel"}, {"job-id", id}};
+    pub.send_raw(cancel);
+  }
+  pub.send_raw(on_partition(0, "after-them-0", at));  // same partitions, later: delivered, so read
+  pub.send_raw(on_partition(1, "after-them-1", at));
+  pub.flush();
+  Collector ready(w, {w.ready_topic("orders")});
+  DelaydProcess delayd(w);
+  delayd.start();
+  REQUIRE(ready.collect_until(
+      [](const auto& recs) {
+        return values_of(recs, "after-them-0").size() == 1 && values_of(recs, "after-them-1").size() == 1;
+      },
+      std::chrono::seconds(30)));
+  CHECK(delayd.stop() == 0);
+  JobReader redis(w);
+  int delivered = 0;
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string id = "late-cancel-" + std::to_string(i);
+    delivered += static_cast<int>(values_of(ready.records(), id).size());
+    CHECK(redis.field(id, "state") == "cancelled");
+  }
+  CHECK(delivered == 0);
+}
+
 namespace {
 
 delayd::connectors::OutRecord twin_on(std::int32_t partition, const std::string& id, std::int64_t at) {
