@@ -18,6 +18,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python"))
+from checks import Checks, wait_for  # noqa: E402
 from requires import missing_tool  # noqa: E402
 
 ACK_TIMEOUT_MS = 1500  # of business "slow": its job works 2.5 s, held by heartbeats every 0.5 s
@@ -59,22 +60,11 @@ def main():
     log_path = os.path.join(out_dir, run + ".log")
     log = open(log_path, "w")
     proc = subprocess.Popen([delayd], env=env, stdout=log, stderr=subprocess.STDOUT)
-    failures = []
-
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what, flush=True)
-        if not ok:
-            failures.append(what)
+    checks = Checks()
+    failures, check = checks.failures, checks.check
 
     def wait(what, cond, seconds):
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            if cond():
-                return True
-            if proc.poll() is not None:
-                raise AssertionError("delayd exited")
-            time.sleep(0.1)
-        raise AssertionError("timed out waiting for " + what)
+        return wait_for(what, cond, seconds, proc)
 
     def get(job):
         r = subprocess.run([delayctl, "get", job], env=env, capture_output=True, text=True, timeout=30)

@@ -24,6 +24,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import otel_venv  # noqa: E402
+from checks import Checks, wait_for  # noqa: E402
 from requires import missing_tool  # noqa: E402
 
 KIND = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
@@ -76,24 +77,11 @@ def main():
     log_path = os.path.join(out_dir, run + ".log")
     log = open(log_path, "w")
     proc = subprocess.Popen([delayd], env=env, stdout=log, stderr=subprocess.STDOUT)
-    failures = []
-
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what, flush=True)
-        if not ok:
-            failures.append(what)
-        return ok
+    checks = Checks()
+    failures, check = checks.failures, checks.check
 
     def wait(what, cond, seconds):
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            got = cond()
-            if got:
-                return got
-            if proc.poll() is not None:
-                raise AssertionError("delayd exited")
-            time.sleep(0.1)
-        raise AssertionError("timed out waiting for " + what)
+        return wait_for(what, cond, seconds, proc)
 
     def span(pred):
         return next((s for s in sink.spans() if pred(s)), None)
