@@ -10,6 +10,7 @@
 #include "admin/dead_letter_topic.hpp"
 #include "admin/job_query.hpp"
 #include "base/backoff.hpp"
+#include "base/thread_name.hpp"
 #include "broker/loop_settings.hpp"
 #include "broker/wall_clock.hpp"
 #include "config/redis_options.hpp"
@@ -135,6 +136,7 @@ void OperationRunner::wait_for(std::chrono::milliseconds d) {
 }
 
 void OperationRunner::run() {
+  base::name_this_thread("admin-ops");
   base::Backoff backoff(std::chrono::milliseconds(200), std::chrono::milliseconds(10'000));
   bool failing = false;
   while (!stopping_) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "base/thread_name.hpp"
 #include "broker/loop_settings.hpp"
 #include "broker/outage.hpp"
 #include "connectors/kafka_error.hpp"
@@ -70,6 +71,7 @@ IngestStatus IngestStage::status() const {
 }
 
 void IngestStage::run() {
+  base::name_this_thread("ingest");
   while (!stop_ && !fatal_) {
     turn();
     if (status_every_.due()) publish_status();

@@ -8,6 +8,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/thread_name.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/handover.hpp"
 #include "broker/ingest_stage.hpp"
@@ -62,34 +63,51 @@ auto until_up(const char* what, const std::atomic<bool>& stop, const StartupRepo
   return std::nullopt;
 }
 
+// What start-up connected to, kept for the loop's life (on the heap: the loop and the timed
+// client hold references into it).
+struct Connections {
+  // One Redis client, its round trips timed, and a store over it: the loop's, and the ingest
+  // thread's (its own connection, so that an accept never waits behind a claim or a mark).
+  struct Store {
+    std::unique_ptr<redis::RedisClient> redis;
+    DurationHistogram redis_latency;  // every round trip of this client, for /metrics
+    std::unique_ptr<TimedRedisClient> timed;
+    std::unique_ptr<storage::JobStore> store;
+  };
+  Store loop;
+  Store claim;  // the claim stage's (ClaimWorker): writes under the loop's fences
+  Store mark;   // the settle stage's (MarkWorker)
+  Store wake;   // the wake stage's (WakeWorker)
+  Store ingest;
+  std::optional<connectors::KafkaAdmin> admin;  // only with kafka.create_topics
+};
+
 // The scheduling loop: what one turn does, in what order, and the bookkeeping around it. The
 // parts it turns: Scheduler (the wheel), FirePath, Ownership (rebalances and fences), the
 // Handover from the ingest thread (IngestStage), OutageTracker (outages and /healthz), the
 // periodic duties (periodic.hpp); their settings come from loop_settings.hpp.
 class Loop {
  public:
-  // `redis_latency` is filled by the client the store uses (TimedRedisClient); `ingest_store`
-  // (over `ingest_redis`, timed into `ingest_latency`) is the ingest thread's. All must outlive
-  // the loop.
-  Loop(const config::Config& c, const std::atomic<bool>& stop, storage::JobStore& store,
-       const DurationHistogram& redis_latency, storage::JobStore& claim_store, const DurationHistogram& claim_latency,
-       storage::JobStore& mark_store, const DurationHistogram& mark_latency, storage::JobStore& ingest_store,
-       redis::RedisClient& ingest_redis, const DurationHistogram& ingest_latency, connectors::KafkaAdmin* admin,
-       telemetry::Tracer* tracer)
+  // `conn` holds a store per thread (the loop's, each stage's, the ingest thread's), each over a
+  // Redis client of its own timed into its histogram; it must outlive the loop.
+  Loop(const config::Config& c, const std::atomic<bool>& stop, Connections& conn, telemetry::Tracer* tracer)
       : c_(c),
         tracer_(tracer),
         stop_(stop),
-        store_(store),
-        redis_latency_(redis_latency),
-        scheduler_(scheduler_options(c), clock_.now_ms(), store),
+        store_(*conn.loop.store),
+        redis_latency_(conn.loop.redis_latency),
+        scheduler_(scheduler_options(c), clock_.now_ms(), store_),
         producer_(producer_properties(c), [this](const connectors::DeliveryReport& r) { route_report(r); }),
         // One claim per turn: each result goes back at once, and the loop issues the next meanwhile.
         claimer_(
-            claim_store, claim_latency, claim_work(), [this] { handover_.notify(); }, 1),
+            "claim", *conn.claim.store, conn.claim.redis_latency, claim_work(), [this] { handover_.notify(); }, 1),
         // Up to four mark requests (800 records) per round trip: enough to merge, short enough
         // (a few ms of Redis) not to hold up the other connections' calls behind it.
         marker_(
-            mark_store, mark_latency, mark_work(), [this] { handover_.notify(); }, 4),
+            "mark", *conn.mark.store, conn.mark.redis_latency, mark_work(), [this] { handover_.notify(); }, 4),
+        // One pop at a time (take_wakes() asks again only once the last one is applied).
+        waker_(
+            "wake", *conn.wake.store, conn.wake.redis_latency, wake_work(), [this] { handover_.notify(); }, 1),
         fire_(scheduler_, store_, producer_,
               fire_options(
                   c, [this] { return clock_.now_ms(); },
@@ -100,7 +118,8 @@ class Loop {
               FireWorkers{&claimer_, &marker_}),
         ownership_(contract::ingest_rules(c).ingest_topics, clock_, scheduler_, store_, fire_, producer_),
         rebalance_(ownership_.listener()),
-        ingest_(c, ingest_store, ingest_redis, ingest_latency, handover_, topics(c, admin), tracer) {
+        ingest_(c, *conn.ingest.store, *conn.ingest.timed, conn.ingest.redis_latency, handover_,
+                topics(c, conn.admin ? &*conn.admin : nullptr), tracer) {
     ownership_.enable_fencing();
     ingest_.start();
   }
@@ -194,13 +213,19 @@ class Loop {
   }
 
   // Jobs of our shards whose pending entry another member moved (a report or reschedule it
-  // read): their timers move. At most every duty::kWakeLists: two round trips when there is work.
+  // read): their timers move. The wake stage pops the wake lists (fire_stages.hpp), at most
+  // every duty::kWakeLists and one request at a time; this applies what it popped and asks again.
+  // A job that finished between the pop and this is offered at its popped time and released by
+  // its claim (stale entry); one moved again meanwhile has a newer entry, applied later. A
+  // failed pop is an outage of the turn, like the loop's own Redis calls.
   void take_wakes() {
-    if (!wakes_every_.due()) return;
-    const auto shards = scheduler_.owned_shards();
-    for (const auto& [shard, entries] : store_.take_wakes(shards)) {
-      for (const auto& e : entries) scheduler_.move(shard, e.job_id, e.deliver_at);
+    for (WakeResult& r : waker_.take_done()) {
+      if (r.error) std::rethrow_exception(r.error);
+      for (const auto& [shard, entries] : r.woken) {
+        for (const auto& e : entries) scheduler_.move(shard, e.job_id, e.deliver_at);
+      }
     }
+    if (waker_.outstanding() == 0 && wakes_every_.due()) waker_.submit({scheduler_.owned_shards()});
   }
 
   // The producer's delivery reports: ready records and their dead-letter copies, all the fire
@@ -287,6 +312,7 @@ class Loop {
     snapshot.redis_request.add(ingest.redis_request);
     snapshot.redis_request.add(claimer_.latency());
     snapshot.redis_request.add(marker_.latency());
+    snapshot.redis_request.add(waker_.latency());
     snapshot.kafka_produce = fire_.produce_latency();
     snapshot.ingest_lag = ingest.lag;
     snapshot.loading = ownership_.loading();
@@ -319,6 +345,7 @@ class Loop {
   Handover handover_;    // before the stages: they wake the loop through it
   ClaimWorker claimer_;  // the claim stage's thread and connection
   MarkWorker marker_;    // the settle stage's thread and connection
+  WakeWorker waker_;     // the wake stage's thread and connection
   FirePath fire_;
   Ownership ownership_;
   connectors::KafkaConsumer::Listener rebalance_;  // Ownership's, run by handover_.serve()
@@ -330,28 +357,6 @@ class Loop {
   Every snapshot_every_{duty::kSnapshot};
   Every wakes_every_{duty::kWakeLists};
   Every progress_log_every_{duty::kProgressLog, Every::First::after_period};
-};
-
-}  // namespace
-
-namespace {
-
-// What start-up connected to, kept for the loop's life (on the heap: the loop and the timed
-// client hold references into it).
-struct Connections {
-  // One Redis client, its round trips timed, and a store over it: the loop's, and the ingest
-  // thread's (its own connection, so that an accept never waits behind a claim or a mark).
-  struct Store {
-    std::unique_ptr<redis::RedisClient> redis;
-    DurationHistogram redis_latency;  // every round trip of this client, for /metrics
-    std::unique_ptr<TimedRedisClient> timed;
-    std::unique_ptr<storage::JobStore> store;
-  };
-  Store loop;
-  Store claim;  // the claim stage's (ClaimWorker): writes under the loop's fences
-  Store mark;   // the settle stage's (MarkWorker)
-  Store ingest;
-  std::optional<connectors::KafkaAdmin> admin;  // only with kafka.create_topics
 };
 
 // Connects one Store (retried until Redis answers or a stop is requested; false then).
@@ -376,7 +381,8 @@ std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic
                                       const StartupReport& report) {
   auto conn = std::make_unique<Connections>();
   if (!connect_store(c, stop, report, conn->loop) || !connect_store(c, stop, report, conn->claim) ||
-      !connect_store(c, stop, report, conn->mark) || !connect_store(c, stop, report, conn->ingest)) {
+      !connect_store(c, stop, report, conn->mark) || !connect_store(c, stop, report, conn->wake) ||
+      !connect_store(c, stop, report, conn->ingest)) {
     return nullptr;
   }
   conn->claim.store->enable_fencing(Ownership::member_name());
@@ -411,11 +417,10 @@ int run_turns(Loop& loop, const std::atomic<bool>& stop) {
 int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish,
                  const StartupReport& starting) {
   const config::Config& c = config_;
+  base::name_this_thread("loop");
   const auto conn = start_up(c, stop, starting);
   if (!conn) return 0;
-  Loop loop(c, stop, *conn->loop.store, conn->loop.redis_latency, *conn->claim.store, conn->claim.redis_latency,
-            *conn->mark.store, conn->mark.redis_latency, *conn->ingest.store, *conn->ingest.timed,
-            conn->ingest.redis_latency, conn->admin ? &*conn->admin : nullptr, tracer_);
+  Loop loop(c, stop, *conn, tracer_);
   loop.publish = publish;
   std::string ingest;
   for (const auto& t : config::ingest_topics(c)) {

@@ -8,10 +8,11 @@
 //                `on_done` (the loop wakes). A small per_turn hands each result back as soon as
 //                it is there, so the loop refills the queue while the next one runs.
 //   take_done()  the loop collects the results (no wait) and applies them on its own thread
-// Two stages use it (fire_path.hpp): claims (ClaimWorker, issued ahead while earlier ones are
-// in flight) and marks (MarkWorker, written while the loop claims and produces). Everything a
-// result changes (the wheel, the held records, the counters) is changed by the loop's thread;
-// the worker touches only its store.
+// Three stages use it (fire_stages.hpp): claims (ClaimWorker, issued ahead while earlier ones are
+// in flight), marks (MarkWorker, written while the loop claims and produces) and wake lists
+// (WakeWorker, read without the loop waiting for Redis). Everything a result changes (the wheel,
+// the held records, the counters) is changed by the loop's thread; the worker touches only its
+// store.
 //
 // Errors: `work` sets Result::error for what failed (it must not throw); the loop decides (an
 // outage: retried; a fenced shard: given up).
@@ -29,10 +30,13 @@
 #include <functional>
 #include <iterator>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "base/thread_name.hpp"
 #include "broker/snapshot.hpp"
 #include "storage/job_store.hpp"
 
@@ -46,10 +50,12 @@ class StoreWorker {
 
   // `store` runs over a Redis client used by nothing else; `latency` is that client's histogram
   // (TimedRedisClient), written only by this thread. Both must outlive the worker. `on_done` is
-  // called on the worker thread after each turn (may be empty).
-  StoreWorker(storage::JobStore& store, const DurationHistogram& latency, Work work, std::function<void()> on_done,
-              std::size_t per_turn = SIZE_MAX)
-      : store_(store),
+  // called on the worker thread after each turn (may be empty). `name` is the thread's
+  // (base/thread_name.hpp).
+  StoreWorker(std::string_view name, storage::JobStore& store, const DurationHistogram& latency, Work work,
+              std::function<void()> on_done, std::size_t per_turn = SIZE_MAX)
+      : name_(name),
+        store_(store),
         latency_(latency),
         work_(std::move(work)),
         on_done_(std::move(on_done)),
@@ -100,6 +106,7 @@ class StoreWorker {
 
  private:
   void run() {
+    base::name_this_thread(name_);
     std::unique_lock lock(mutex_);
     while (true) {
       wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -128,6 +135,7 @@ class StoreWorker {
     }
   }
 
+  std::string name_;  // the thread's
   storage::JobStore& store_;
   const DurationHistogram& latency_;  // written by the worker thread only (its client's)
   Work work_;

@@ -1,12 +1,13 @@
 #include "broker/topic_creator.hpp"
 
-#include "base/backoff.hpp"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <map>
+
+#include "base/backoff.hpp"
+#include "base/thread_name.hpp"
 
 namespace delayd::broker {
 
@@ -57,6 +58,7 @@ std::size_t TopicCreator::requested() const {
 }
 
 void TopicCreator::work(const connectors::Properties& admin_properties) {
+  base::name_this_thread("topics");
   using Clock = std::chrono::steady_clock;
   connectors::KafkaAdmin admin(admin_properties);
   // topic -> when to try again, and the backoff between tries (1 s doubling to 60 s)

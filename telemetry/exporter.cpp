@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "base/backoff.hpp"
+#include "base/thread_name.hpp"
 
 namespace delayd::telemetry {
 
@@ -143,6 +144,7 @@ ExporterCounters SpanExporter::counters() const {
 }
 
 void SpanExporter::run() {
+  base::name_this_thread("otel-export");
   // The lowest CPU priority for this thread alone (Linux keeps a nice value per thread): spans
   // are telemetry, so under CPU pressure they wait, and drop once the queue is full, rather than
   // take the CPU the loop, Redis and Kafka need to deliver jobs on time. Best effort: a refusal

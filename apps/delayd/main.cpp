@@ -19,6 +19,7 @@
 #include "admin/job_backend.hpp"
 #include "admin/metric_catalog.hpp"
 #include "apps/delayd/json_log.hpp"
+#include "base/thread_name.hpp"
 #include "broker/service.hpp"
 #include "config/config.hpp"
 #include "connectors/log.hpp"
@@ -110,7 +111,10 @@ int main(int argc, char** argv) {
     }
   }
   // One thread runs the io_context: the signal wait and the admin endpoint (which needs exactly one).
-  std::thread signal_thread([&] { io.run(); });
+  std::thread signal_thread([&] {
+    delayd::base::name_this_thread("admin-io");
+    io.run();
+  });
 
   // Traces (the OTEL_* variables): off unless an endpoint is set; the exporter runs on its own
   // thread and sends what is queued when the service stops.

@@ -76,8 +76,8 @@ TEST_CASE(
   Handover handover;
   const broker::DurationHistogram no_latency;  // the stages' clients are not timed here
   broker::ClaimWorker claimer(
-      claim_store, no_latency, broker::claim_work(), [&] { handover.notify(); }, 1);
-  broker::MarkWorker marker(mark_store, no_latency, broker::mark_work(), [&] { handover.notify(); });
+      "claim", claim_store, no_latency, broker::claim_work(), [&] { handover.notify(); }, 1);
+  broker::MarkWorker marker("mark", mark_store, no_latency, broker::mark_work(), [&] { handover.notify(); });
   bool late_assigned = false;  // written by the owner in the listener, read by ingest after relay()
   connectors::KafkaConsumer::Listener listener;
   listener.assigned = [&](const std::vector<connectors::TopicPartition>& tps) {
