@@ -140,7 +140,7 @@ void SpanExporter::shutdown(std::chrono::milliseconds timeout) {
 
 ExporterCounters SpanExporter::counters() const {
   return {exported_.load(std::memory_order_relaxed), dropped_full_.load(std::memory_order_relaxed),
-          dropped_failed_.load(std::memory_order_relaxed), failed_posts_.load(std::memory_order_relaxed)};
+          dropped_failed_.load(std::memory_order_relaxed)};
 }
 
 void SpanExporter::run() {
@@ -198,7 +198,6 @@ bool SpanExporter::send(Poster& poster, std::span<const SpanData> batch) {
     failing_ = false;
     return true;
   }
-  failed_posts_.fetch_add(1, std::memory_order_relaxed);
   dropped_failed_.fetch_add(batch.size(), std::memory_order_relaxed);
   if (!failing_) {
     spdlog::warn("traces: export to {}:{}{} failed: {}; spans are dropped (and counted) until it works again",

@@ -55,7 +55,6 @@ struct ExporterCounters {
   std::uint64_t exported = 0;        // spans the collector accepted (2xx)
   std::uint64_t dropped_full = 0;    // spans not queued: the queue was full
   std::uint64_t dropped_failed = 0;  // spans of batches that failed to send or were refused
-  std::uint64_t failed_posts = 0;    // POSTs that failed
 };
 
 class SpanExporter {
@@ -86,7 +85,6 @@ class SpanExporter {
   std::atomic<std::uint64_t> exported_{0};
   std::atomic<std::uint64_t> dropped_full_{0};
   std::atomic<std::uint64_t> dropped_failed_{0};
-  std::atomic<std::uint64_t> failed_posts_{0};
   bool failing_ = false;  // the exporter thread's: exports are failing now
   std::thread thread_;    // last: started once everything above exists
 };

@@ -56,24 +56,18 @@ bool Tracer::sample_new(const TraceId& id) const {
 }
 
 SpanContext Tracer::child_of(const SpanContext& parent) const {
-  using config::TraceSampler;
   SpanContext c;
   c.trace_id = parent.trace_id;
   c.span_id = new_span_id();
-  const bool parent_based = sampler_ == TraceSampler::parent_always_on || sampler_ == TraceSampler::parent_always_off ||
-                            sampler_ == TraceSampler::parent_ratio;
-  c.sampled = parent_based ? parent.sampled : sample_new(parent.trace_id);
+  c.sampled = parent_based() ? parent.sampled : sample_new(parent.trace_id);
   return c;
 }
 
 SpanContext Tracer::new_trace(const std::optional<SpanContext>& follows) const {
-  using config::TraceSampler;
   SpanContext c;
   c.trace_id = new_trace_id();
   c.span_id = new_span_id();
-  const bool parent_based = sampler_ == TraceSampler::parent_always_on || sampler_ == TraceSampler::parent_always_off ||
-                            sampler_ == TraceSampler::parent_ratio;
-  c.sampled = parent_based && follows ? follows->sampled : sample_new(c.trace_id);
+  c.sampled = parent_based() && follows ? follows->sampled : sample_new(c.trace_id);
   return c;
 }
 

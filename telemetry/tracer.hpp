@@ -43,6 +43,11 @@ class Tracer {
 
  private:
   bool sample_new(const TraceId& id) const;
+  // The sampler follows the parent's (or linked context's) decision where there is one.
+  bool parent_based() const {
+    return sampler_ == config::TraceSampler::parent_always_on || sampler_ == config::TraceSampler::parent_always_off ||
+           sampler_ == config::TraceSampler::parent_ratio;
+  }
 
   config::TraceSampler sampler_;
   double ratio_;

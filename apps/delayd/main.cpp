@@ -121,8 +121,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<delayd::telemetry::Tracer> tracer;
   if (config.tracing.enabled) {
     tracer = delayd::telemetry::make_tracer(config.tracing, delayd::build::kVersion);
-    spdlog::info("traces: OTLP/HTTP JSON to {}:{}{} as service {}", config.tracing.host, config.tracing.port,
-                 config.tracing.target, config.tracing.service_name);
+    spdlog::info("traces: OTLP/HTTP JSON to {}:{}{} (from {}) as service {}", config.tracing.host, config.tracing.port,
+                 config.tracing.target, config.tracing.endpoint_origin, config.tracing.service_name);
   }
 
   int status = 1;

@@ -18,7 +18,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python"))
-from checks import Checks, wait_for  # noqa: E402
+from checks import Checks, delayd_env, wait_for  # noqa: E402
 from requires import missing_tool  # noqa: E402
 
 ACK_TIMEOUT_MS = 1500  # of business "slow": its job works 2.5 s, held by heartbeats every 0.5 s
@@ -48,12 +48,9 @@ def main():
 
     run = f"pyclient-{os.getpid()}-{time.time_ns()}"
     ingest, status = run + ".ingest", run + ".status"
-    env = dict(os.environ)
+    env = delayd_env(run, bootstrap, redis_url)
     env.update({
-        "DELAYD_KAFKA_BOOTSTRAP": bootstrap, "DELAYD_REDIS_URL": redis_url,
-        "DELAYD_KAFKA_INGEST_TOPIC": ingest, "DELAYD_KAFKA_DLQ_TOPIC": run + ".dlq", "DELAYD_KAFKA_STATUS_TOPIC": status,
-        "DELAYD_KAFKA_READY_TOPIC_TEMPLATE": run + ".ready.{business}", "DELAYD_KAFKA_GROUP_ID": run,
-        "DELAYD_REDIS_PREFIX": run, "DELAYD_KAFKA_CREATE_TOPICS": "true",
+        "DELAYD_KAFKA_STATUS_TOPIC": status,
         "DELAYD_SCHEDULER_BUSINESS": f"slow.ack_timeout_ms={ACK_TIMEOUT_MS}",
     })
     ready_topics = [run + ".ready.rt", run + ".ready.slow"]

@@ -6,8 +6,25 @@
     checks.failures                            what failed, in order
     wait_for("what", cond, seconds, proc)      cond()'s first true value; AssertionError when the
                                                time is up or `proc` (a Popen) has exited
+    delayd_env(run, bootstrap, redis_url)      the environment of a delayd of the test's own: its
+                                               topics, group and Redis prefix named after `run`
 """
+import os
 import time
+
+
+def delayd_env(run, bootstrap, redis_url):
+    """os.environ plus the settings of a delayd whose topics, consumer group and Redis prefix are
+    the run's own: ingest <run>.ingest, dead letters <run>.dlq, ready <run>.ready.{business},
+    topics created by delayd."""
+    env = dict(os.environ)
+    env.update({
+        "DELAYD_KAFKA_BOOTSTRAP": bootstrap, "DELAYD_REDIS_URL": redis_url,
+        "DELAYD_KAFKA_INGEST_TOPIC": run + ".ingest", "DELAYD_KAFKA_DLQ_TOPIC": run + ".dlq",
+        "DELAYD_KAFKA_READY_TOPIC_TEMPLATE": run + ".ready.{business}", "DELAYD_KAFKA_GROUP_ID": run,
+        "DELAYD_REDIS_PREFIX": run, "DELAYD_KAFKA_CREATE_TOPICS": "true",
+    })
+    return env
 
 
 class Checks:

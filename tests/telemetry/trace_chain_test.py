@@ -24,7 +24,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import otel_venv  # noqa: E402
-from checks import Checks, wait_for  # noqa: E402
+from checks import Checks, delayd_env, wait_for  # noqa: E402
 from requires import missing_tool  # noqa: E402
 
 KIND = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
@@ -64,12 +64,9 @@ def main():
     run = f"traces-{os.getpid()}-{time.time_ns()}"
     ingest = run + ".ingest"
     ready = run + ".ready.orders"
-    env = dict(os.environ)
+    env = delayd_env(run, bootstrap, redis_url)
     env.update({
-        "DELAYD_KAFKA_BOOTSTRAP": bootstrap, "DELAYD_REDIS_URL": redis_url,
-        "DELAYD_KAFKA_INGEST_TOPIC": ingest, "DELAYD_KAFKA_DLQ_TOPIC": run + ".dlq",
-        "DELAYD_KAFKA_READY_TOPIC_TEMPLATE": run + ".ready.{business}", "DELAYD_KAFKA_GROUP_ID": run,
-        "DELAYD_REDIS_PREFIX": run, "DELAYD_KAFKA_CREATE_TOPICS": "true", "DELAYD_LOG_FORMAT": "json",
+        "DELAYD_LOG_FORMAT": "json",
         "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint, "OTEL_SERVICE_NAME": "delayd-under-test",
         "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test,team=platform%20tools",
         "OTEL_BSP_SCHEDULE_DELAY": "200",
