@@ -3,11 +3,10 @@
 // instance that owns the job drops it from its wheel); the caller then watches Redis for the
 // outcome, for at most `wait`.
 //
-// Verdicts (README, "Cancel"): no_job (nothing under that id), not_waiting (delivered, failed,
-// cancelled already or in flight: nothing published), cancelled, not_cancelled (delayd acted,
-// but the job was no longer waiting: it went out first), pending (published, delayd has not
-// acted within `wait`: if it arrives while the job is in flight, it has no effect).
-// Threading: blocks the calling thread; no state of its own.
+// Verdicts (docs/operating/admin.md, DELETE /jobs/{id}): no_job (nothing under that id), not_waiting (delivered,
+// failed, cancelled already or in flight: nothing published), cancelled, not_cancelled (delayd acted, but the job was
+// no longer waiting: it went out first), pending (published, delayd has not acted within `wait`: if it arrives while
+// the job is in flight, it has no effect). Threading: blocks the calling thread; no state of its own.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // GET /cron/next and `delayctl cron next`: the next instants of a cron expression in a zone, so
-// that a user can check an expression before publishing it (README, "Calendar schedules").
+// that a user can check an expression before publishing it (docs/producing.md, "Calendar schedules").
 //   expr   the expression (cron/cron_expr.hpp's grammar), required
 //   tz     an IANA zone name, default UTC
 //   from   epoch ms or RFC 3339, default now: instants strictly after it

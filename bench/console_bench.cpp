@@ -1,4 +1,4 @@
-// What the console's job listing costs on a big store (README, "Finding jobs"): 1 000 000 pending
+// What the console's job listing costs on a big store (docs/operating/admin.md, "Finding jobs"): 1 000 000 pending
 // jobs of ten businesses (and one rare one), 1 000 000 delivered ones of which 1 % failed, over
 // four shards; then pages of 50 walked as GET /jobs walks them (storage/job_browse.hpp), first
 // pages and deep ones, timed per page. Also the Redis bytes the state indexes take per job.

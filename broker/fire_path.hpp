@@ -46,7 +46,7 @@
 // repeat), then business, job-id, deliver-at (epoch ms), attempt (from 1), and repeat (the
 // occurrence, from 1) for a repeating job.
 //
-// The lifecycle (README, "Job lifecycle"; the business's policy, config/business_policy.hpp):
+// The lifecycle (docs/consuming.md, "Job lifecycle"; the business's policy, config/business_policy.hpp):
 // a claim may come back marked dead (a failed report used the last attempt) or as a
 // redelivery after an ack timeout beyond max_process_attempts: it is dead-lettered like a job
 // out of Kafka attempts. A record is held until its not_before (a retry's time, an ack
@@ -133,7 +133,7 @@ struct FireOptions {
   // again after being back); the service asks the topic creator to create it again when
   // kafka.create_topics is on. Empty: nothing is asked.
   std::function<void(const std::string&)> on_missing_topic;
-  // etf1 (README "etf1 records"): after a job read from one of these topics is delivered, a
+  // etf1 (docs/producing.md "etf1 records"): after a job read from one of these topics is delivered, a
   // tombstone of its schedule goes to the topic, in the schedule's partition (empty: none,
   // etf1.tombstone_on_fire off); and a copy of the delivered record to etf1_history_topic
   // (empty: none). Both after Kafka acknowledged the ready record and Redis marked it, and not

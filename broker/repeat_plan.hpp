@@ -1,5 +1,5 @@
 // The arithmetic of a repeating job's series: which occurrence comes next, and which missed ones
-// are skipped after an outage (README, "Repeats" and "Catch-up after an outage").
+// are skipped after an outage (docs/producing.md, "Repeats" and "Catch-up after an outage").
 //
 // A series is a rule (storage::RepeatRule: an interval or a cron expression in a zone, an end,
 // a count, a catch-up policy) and the occurrence pending, `due` (its instant and number). The

@@ -1,4 +1,4 @@
-// BusinessPolicy: what the job lifecycle (README, "Job lifecycle") does for one business's jobs
+// BusinessPolicy: what the job lifecycle (docs/consuming.md, "Job lifecycle") does for one business's jobs
 // once they are delivered: how many deliveries failed reports may cost, the backoff between
 // them, whether and when silence means "deliver again", and whether the payload is kept after
 // ready so that either can happen.

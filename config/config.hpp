@@ -67,11 +67,11 @@ struct KafkaConfig {
   // delayd's format; always read, listed in ingest_topics or not.
   std::string ingest_topic = "delay-ingest";
   // More ingest topics, comma-separated "<topic>[:<format>]" (format delayd, the default, etf1
-  // or chronos; README "Drop-in for etf1 and Chronos"); in TOML also an array of strings.
+  // or chronos; docs/producing.md "Drop-in for etf1 and Chronos"); in TOML also an array of strings.
   // ingest_topics() below is the one reading of it.
   std::string ingest_topics;
   std::string dlq_topic = "delay-ingest.dlq";
-  // Consumers' reports on delivered jobs (README, "Job lifecycle"); empty: none are read.
+  // Consumers' reports on delivered jobs (docs/consuming.md, "Job lifecycle"); empty: none are read.
   std::string status_topic = "delay-status";
   std::string ready_topic_template = "ready.{business}";  // exactly one {business}
   bool create_topics = true;                              // create missing ingest, DLQ and ready topics
@@ -145,7 +145,7 @@ struct SchedulerConfig {
   std::int64_t shutdown_timeout_ms = 10000;   // how long SIGTERM waits for in-flight records
   std::int64_t cancel_memory_s = 300;         // how long a cancel for an unknown id is remembered
   std::int64_t claim_ahead_ms = 50;           // jobs are claimed this long before due, then held in memory
-  // The job lifecycle (README, "Job lifecycle"); each may be overridden per business in
+  // The job lifecycle (docs/consuming.md, "Job lifecycle"); each may be overridden per business in
   // `business` (config/business_policy.hpp):
   std::int64_t max_process_attempts = 5;       // deliveries a job gets through failed reports
   std::int64_t process_retry_base_ms = 1000;   // backoff after a failed report (doubling)
@@ -156,7 +156,7 @@ struct SchedulerConfig {
   PropertyMap business;
 };
 
-// The etf1 format (etf1/kafka-message-scheduler's schedules topic; README "etf1 records").
+// The etf1 format (etf1/kafka-message-scheduler's schedules topic; docs/producing.md "etf1 records").
 struct Etf1Config {
   // A schedule already past due when it was produced (epoch < record timestamp - grace_s):
   // "fire" (at once, as delayd does every late job) or "drop" (counted and tombstoned).
@@ -166,7 +166,7 @@ struct Etf1Config {
   std::string history_topic;      // a copy of each delivered record; empty: none
 };
 
-// The Chronos format (kindredgroup/chronos's input topic; README "Chronos records").
+// The Chronos format (kindredgroup/chronos's input topic; docs/producing.md "Chronos records").
 struct ChronosConfig {
   std::string output_topic;  // where every Chronos job is delivered; needed with a chronos topic
 };

@@ -5,7 +5,7 @@
 //
 // Headers (names matched exactly and case-sensitively; if a name repeats, the first counts):
 //   op          "schedule" (default), "upsert", "cancel" or "reschedule". An upsert is a schedule
-//               where the latest wins (README "Latest wins"): it replaces a waiting job of its
+//               where the latest wins (docs/producing.md "Latest wins"): it replaces a waiting job of its
 //               job-id (required), or starts a new one when the id's job was delivered or is
 //               final.
 //   job-id      1-200 printable ASCII characters (0x21-0x7E), not starting with "auto:". Optional
@@ -42,7 +42,7 @@
 // reschedule reads op, job-id (required) and exactly one of deliver-at and delay-ms (delay-ms
 // counts from the reschedule record's own timestamp).
 //
-// The status topic (README, "Job lifecycle"): parse_status() reads a consumer's report, headers
+// The status topic (docs/consuming.md, "Job lifecycle"): parse_status() reads a consumer's report, headers
 //   job-id (required, as above), status (running | finished | failed), error (optional, cut to
 //   1000 bytes), retry-after-ms (optional, 0..86400000, for failed), attempt (optional, the ready
 //   record's attempt header echoed: a report about another delivery than the job's current one

@@ -1,5 +1,5 @@
 // The record formats of two Kafka-native schedulers, read unchanged so that their users can
-// point delayd at the topic they already have (README, "Drop-in for etf1 and Chronos"). Each
+// point delayd at the topic they already have (docs/producing.md, "Drop-in for etf1 and Chronos"). Each
 // turns one record into what parse_ingest() returns for delayd's own format; both schedule with
 // latest wins (ScheduleJob::upsert), and both name the topic to deliver to rather than a
 // business: their jobs' business is config::topic_business(<that topic>).

@@ -9,7 +9,7 @@ It reads a ready topic, and for every ready record:
 After a `failed` report delayd delivers the job again (its next ready record has `attempt` + 1)
 until the business's scheduler.max_process_attempts are used up; then the job goes to the
 dead-letter topic and its state is `failed`. That needs the payload after delivery: give the
-business scheduler.keep_payload = true (see README, "Job lifecycle").
+business scheduler.keep_payload = true (see docs/consuming.md, "Job lifecycle").
 
 Each report is acknowledged by Kafka before the ready record's offset is committed. A worker
 that dies in between reads the record again and repeats its reports, which delayd ignores.

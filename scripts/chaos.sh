@@ -6,7 +6,7 @@
 #
 #   scripts/chaos.sh                     every case
 #   scripts/chaos.sh --long              also the long runs (DELAYD_CHAOS_LONG=1), e.g. the
-#                                        three-instance run of README's "Scaling out" (~2 min)
+#                                        three-instance run of docs/operating/scaling.md's "Scaling out" (~2 min)
 #   scripts/chaos.sh -- -R kafka         arguments after -- go to ctest
 #
 # Settings (environment):

@@ -48,13 +48,13 @@ constexpr std::optional<JobState> parse_job_state(std::string_view s) {
 }
 
 // Nothing more will happen to the job by delayd's own doing: ready (a consumer's report may
-// still move it on, see README "Job lifecycle"), running, finished, cancelled and failed.
+// still move it on, see docs/consuming.md "Job lifecycle"), running, finished, cancelled and failed.
 constexpr bool is_final(JobState s) {
   return s == JobState::ready || s == JobState::running || s == JobState::finished || s == JobState::cancelled ||
          s == JobState::failed;
 }
 
-// What a consumer reports on a delivered job (README, "Job lifecycle"): the `status` header of a
+// What a consumer reports on a delivered job (docs/consuming.md, "Job lifecycle"): the `status` header of a
 // status-topic record, as the broker parses it and the report script applies it.
 enum class ReportStatus { running, finished, failed };
 constexpr std::string_view to_string(ReportStatus s) {

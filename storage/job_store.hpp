@@ -34,7 +34,7 @@
 //             upserted job's vo below the cancel's offset)  job cancelled, or upserted after it
 //             an unknown id: a remembered cancel that       accept fills it in: cancelled, no
 //             expires after remember_s                      payload, no pending entry
-// The lifecycle (README, "Job lifecycle") adds these, each one call too:
+// The lifecycle (docs/consuming.md, "Job lifecycle") adds these, each one call too:
 //   mark      keep: ready with its payload; with an ack     as mark above; a crash before it
 //   (kept,    timeout the entry stays, at the deadline.     delivers the job again (attempt
 //   repeat)   repeat: delay again at the next occurrence,   counts both), as before
@@ -151,7 +151,7 @@ struct NewJob {
   std::optional<std::string> key;
   std::optional<std::string> value;
   StoredHeaders headers;
-  // A repeating job (README, "Repeats"): its first occurrence is deliver_at. Not repeating
+  // A repeating job (docs/producing.md, "Repeats"): its first occurrence is deliver_at. Not repeating
   // unless repeat.repeats().
   RepeatRule repeat{};
   // Not delivered later than deliver_at + this (max-lateness-ms); 0: no limit.

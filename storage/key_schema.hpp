@@ -1,4 +1,5 @@
-// The names of every Redis key delayd writes. README's "Keys in Redis" section mirrors this file.
+// The names of every Redis key delayd writes. The key table of docs/operating/job-state.md
+// mirrors this file.
 //
 //   <prefix>:{<shard>}:job:<job-id>  string  one job: a header line, "\n", then its payload
 //   <prefix>:{<shard>}:pending       zset    the shard's jobs not yet delivered, by deliver_at
@@ -63,7 +64,8 @@
 //              job keeps it for the retention (an operator may retry it)
 // So `GET <prefix>:{<shard>}:job:<id>` shows the state as the first word; a finished job's
 // record expires after the retention. The first line is short on purpose: with a 200-byte
-// value the whole record stays within one allocator size class (see README, "Memory").
+// value the whole record stays within one allocator size class (see docs/performance.md, "Throughput and memory per
+// job").
 //
 // Invariant: the prefix matches [A-Za-z0-9._-]+ (the config checks it), so the first "{...}" in a
 // shard key is always the shard's hash tag.

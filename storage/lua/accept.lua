@@ -10,7 +10,7 @@
 -- and stays cancelled. A failed job is revived (state delay, from the new record) by a
 -- redriven dead letter of it: a record whose rv (redrive-count) is higher than the failed
 -- one's, so that each redrive revives it once, however often its ingest record is read again.
--- version '<offset>' (an upsert, README "Latest wins"; the record carries vo=<offset>, the
+-- version '<offset>' (an upsert, docs/producing.md "Latest wins"; the record carries vo=<offset>, the
 -- ingest offset it was read at, which orders the versions of one id within the shard): latest
 -- wins.
 --   no record               created, as a schedule

@@ -10,7 +10,7 @@
 -- removed; a corrupt record is kept for people as the payload of a record marked failed with
 -- error "corrupt job record: ..."; an entry with no readable record (none, or not a string)
 -- is moved to the quarantine hash with the reason.
--- The lifecycle (README, "Job lifecycle"): a job is not due before its not-before time (nb, a
+-- The lifecycle (docs/consuming.md, "Job lifecycle"): a job is not due before its not-before time (nb, a
 -- retry after a failed report); a ready or running job whose ack deadline (its pending entry's
 -- score) passed is delivered again, as delay, with its kept payload, or, out of attempts (ma),
 -- goes round once more marked dead for its dead letter.

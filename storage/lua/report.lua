@@ -1,7 +1,7 @@
 -- report: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
 -- Stride 7: job-id, status, error, retry_at, max_attempts, ack_ms, attempt. ARGV[3] unused. Not fenced:
 -- like accept and cancel it applies a record of a topic (the status topic), whichever member
--- reads it. A consumer's report on a delivered job (README, "Job lifecycle"):
+-- reads it. A consumer's report on a delivered job (docs/consuming.md, "Job lifecycle"):
 --   running   ready or running -> running, running_at now; an ack deadline moves to now + ack_ms
 --   finished  ready or running -> finished: payload dropped, expires after the retention
 --   failed    ready or running -> with a payload: back to delay, due at retry_at (nb), its

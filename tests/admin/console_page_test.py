@@ -57,7 +57,7 @@ def main():
         "DELAYD_KAFKA_GROUP_ID": run, "DELAYD_REDIS_PREFIX": run, "DELAYD_KAFKA_CREATE_TOPICS": "true",
         "DELAYD_ADMIN_LISTEN": f"127.0.0.1:{port}", "DELAYD_ADMIN_TOKEN": TOKEN, "DELAYD_ADMIN_READ_TOKEN": READ_TOKEN,
         # refunds keeps payloads too: a failed report for a business that keeps none fails the job at
-        # once, without a dead letter (README, "Job lifecycle").
+        # once, without a dead letter (docs/consuming.md, "Job lifecycle").
         "DELAYD_SCHEDULER_BUSINESS": "orders.keep_payload=true,orders.max_process_attempts=1,"
                                      "refunds.keep_payload=true,refunds.max_process_attempts=1",
     })

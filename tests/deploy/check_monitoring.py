@@ -55,7 +55,7 @@ ALERTS_YML = "deploy/prometheus/alerts.yml"
 ALERTS_TEST_YML = "deploy/prometheus/alerts_test.yml"
 CHART_ALERTS = "deploy/helm/delayd/files/alerts.yml"
 
-# The alerts README's "Deploying on Kubernetes" lists.
+# The alerts docs/operating/deploying.md's "Deploying on Kubernetes" lists.
 REQUIRED_ALERTS = ("DelaydDown", "DelaydNotReady", "DelaydLatenessHigh", "DelaydDeadLettersGrowing",
                    "DelaydOutage", "DelaydIngestLagGrowing", "DelaydJobsOverdue")
 

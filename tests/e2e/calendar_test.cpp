@@ -1,4 +1,4 @@
-// Calendar repeats (README, "Calendar schedules" and "Catch-up after an outage"), end to end:
+// Calendar repeats (docs/producing.md, "Calendar schedules" and "Catch-up after an outage"), end to end:
 // cron expressions with seconds deliver on the second, never early, numbered; repeat-until,
 // repeat-count and a cancel end them; a kill -9 between occurrences loses and doubles none; and
 // each catch-up policy after delayd was stopped across several occurrences, for cron and

@@ -65,7 +65,7 @@ struct World {
   // secured stack, grants delayd's user the ACLs it needs for them (grant_acls).
   void create_topics(const std::vector<std::string>& businesses, int partitions = 4);
   // The ACLs delayd needs in this world with ready topics for these businesses: exactly those
-  // README's "Kafka security" lists (kafka.create_topics off: the tests create the topics).
+  // docs/operating/configuration.md's "Kafka security" lists (kafka.create_topics off: the tests create the topics).
   std::vector<testing::Acl> delayd_acls(const std::vector<std::string>& businesses) const;
   std::vector<std::pair<std::string, std::string>> environment() const;
 };

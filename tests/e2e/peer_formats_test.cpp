@@ -1,4 +1,4 @@
-// The etf1 and Chronos drop-in (README, "Drop-in for etf1 and Chronos") and delayd's own
+// The etf1 and Chronos drop-in (docs/producing.md, "Drop-in for etf1 and Chronos") and delayd's own
 // op: upsert, end to end: the real delayd reads a schedules topic in the peer's format and
 // delivers to the topics its records name. Each case says which of the peer's tests or issues
 // it comes from. For every delivery: never before its due time, and within kMaxLateMs after it

@@ -627,7 +627,7 @@ TEST_CASE_METHOD(Fixture, "due_counts counts pending jobs per window, the first 
   CHECK(store.due_counts(bounds) == std::vector<std::int64_t>{2, 1, 0});  // "d" lies beyond the last window
 }
 
-// ---- the job lifecycle (README, "Job lifecycle"): reports, redelivery, reschedule, repeats ----
+// ---- the job lifecycle (docs/consuming.md, "Job lifecycle"): reports, redelivery, reschedule, repeats ----
 
 namespace {
 

@@ -7,7 +7,7 @@ topic. clients/vectors/ holds the calls and records every client must agree on.
 
 Rules every record follows:
   * every record of one job (schedule, cancel, reschedule, status report) is keyed by its
-    job-id, so that they land in one partition, in order (README, "Reschedule", "Latest wins");
+    job-id, so that they land in one partition, in order (docs/producing.md, "Reschedule", "Latest wins");
   * only headers the README documents are written; the caller's own `headers` are carried after
     them, in their order.
 """
@@ -364,7 +364,7 @@ def cancel_record(job_id: str) -> Record:
 
 def reschedule_record(job_id: str, *, at: Optional[Instant] = None, delay: Optional[Duration] = None) -> Record:
     """The ingest record that moves a waiting job to `at`, or `delay` after this record's
-    timestamp (README, "Reschedule")."""
+    timestamp (docs/producing.md, "Reschedule")."""
     check_job_id(job_id)
     times, _ = _time_headers(at, delay, optional=False)
     return Record(INGEST, job_id, ((OP, "reschedule"), (JOB_ID, job_id), *times), None)
@@ -381,7 +381,7 @@ def header_of(headers: Optional[Iterable[Tuple[str, Optional[Union[str, bytes]]]
 def report_record(ready_headers: Optional[Iterable[Tuple[str, Optional[Union[str, bytes]]]]], status: str, *,
                   error: Optional[str] = None, retry_after: Optional[Duration] = None) -> Record:
     """The status record about the ready record whose headers are `ready_headers`: its job-id and
-    attempt echoed (README, "Status reports")."""
+    attempt echoed (docs/consuming.md, "Status reports")."""
     job_id = header_of(ready_headers, JOB_ID)
     if job_id is None:
         raise ContractError("status record without header 'job-id'")
