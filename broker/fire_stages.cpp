@@ -56,18 +56,4 @@ MarkWorker::Work mark_work() {
   };
 }
 
-WakeWorker::Work wake_work() {
-  return [](storage::JobStore& store, std::vector<WakeRequest>& batch) {
-    std::vector<WakeResult> results(batch.size());
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      try {
-        results[i].woken = store.take_wakes(batch[i].shards);
-      } catch (...) {
-        results[i].error = std::current_exception();
-      }
-    }
-    return results;
-  };
-}
-
 }  // namespace delayd::broker

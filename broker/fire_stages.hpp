@@ -1,5 +1,5 @@
-// The loop's stages beside it (store_worker.hpp), each on a thread and Redis connection of its
-// own, so that the loop's thread never waits for Redis on its steady path:
+// The fire path's two stages beside the loop (store_worker.hpp), each on a thread and Redis
+// connection of its own:
 //
 //   ClaimWorker  claims due jobs (JobStore::claim) under the owner's fence, issued a round ahead
 //                (FirePath::kMaxClaimRounds) while the previous round is still in flight, so
@@ -11,22 +11,14 @@
 //                Not every shard's calls in one round trip: tried, and on one Redis the claims
 //                then waited behind the larger pipeline (lateness at 10 000/s, max 77-111 ms
 //                against 6-78 ms, four runs each, alternated).
-//   WakeWorker   pops the owned shards' wake lists (JobStore::take_wakes: jobs another member
-//                moved), every duty::kWakeLists, one request at a time; the loop moves their
-//                timers when the result is in. On this 2-core machine a loaded Redis answered
-//                the loop's own pop 20-58 ms late now and then, and every due job of that
-//                moment waited with it: the pop does not belong on the loop's thread.
 //
 // Crash points: as claim and mark in storage/job_store.hpp's table. A crash while a claim is
 // queued or in flight leaves the job delay (claimed or not): loaded and claimed again after the
 // restart. A crash while a mark is queued or in flight leaves the job claimed and not marked:
-// delivered again (at-least-once), as a crash between produce and mark always did. A crash
-// after a wake list was popped and before the loop moved the timers loses those wake entries,
-// which costs nothing: the next owner loads the shard from its pending set (job_store.hpp).
+// delivered again (at-least-once), as a crash between produce and mark always did.
 // Fencing: a claim request carries the fence the loop's store holds for the shard
 // (JobStore::adopt_fence); Redis refuses it (ShardFenced, as the result's error) once another
-// member took the shard. Marks and wake pops are not fenced (a pop for a shard given up in the
-// meantime is ignored by Scheduler::move).
+// member took the shard. Marks are not fenced.
 // Threading: see store_worker.hpp.
 #pragma once
 
@@ -34,7 +26,6 @@
 #include <exception>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "broker/store_worker.hpp"
@@ -73,17 +64,5 @@ struct MarkResult {
 using MarkWorker = StoreWorker<MarkRequest, MarkResult>;
 // The mark stage's work: the turn's requests merged per shard.
 MarkWorker::Work mark_work();
-
-struct WakeRequest {
-  std::vector<std::string> shards;  // the shards the loop owned when it asked
-};
-struct WakeResult {
-  // Per shard with woken jobs: each job still pending and its pending entry's score then.
-  std::vector<std::pair<std::string, std::vector<storage::PendingEntry>>> woken;
-  std::exception_ptr error;  // set: the pop failed (the lists may be popped, or not)
-};
-using WakeWorker = StoreWorker<WakeRequest, WakeResult>;
-// The wake stage's work: each request's take_wakes (two round trips when there is work).
-WakeWorker::Work wake_work();
 
 }  // namespace delayd::broker

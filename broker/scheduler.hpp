@@ -15,9 +15,9 @@
 // same job-id in two shards is two jobs (idempotency is per shard), held side by side.
 // One exception is bounded, not excluded: a job another member moved (it read a report or a
 // reschedule of a shard it does not own) is held at its new time once the owner applies the
-// job's wake list entry (move(); broker/service.hpp: the wake stage pops the lists every
-// duty::kWakeLists and the loop applies the result in its next turn). Until then the job waits
-// at its old time or, if it was not held, is missing; moved earlier, it is that much later.
+// job's wake list entry (move(); the loop pops the owned shards' wake lists every
+// duty::kWakeLists). Until then the job waits at its old time or, if it was not held, is
+// missing; moved earlier, it is that much later.
 //
 // Retries move a job's timer, not its deliver_at: the sorted set is re-scored with the retry
 // time (by the caller, in Redis), and the job stays held unless the wheel cannot take that time.

@@ -77,7 +77,6 @@ struct Connections {
   Store loop;
   Store claim;  // the claim stage's (ClaimWorker): writes under the loop's fences
   Store mark;   // the settle stage's (MarkWorker)
-  Store wake;   // the wake stage's (WakeWorker)
   Store ingest;
   std::optional<connectors::KafkaAdmin> admin;  // only with kafka.create_topics
 };
@@ -105,9 +104,6 @@ class Loop {
         // (a few ms of Redis) not to hold up the other connections' calls behind it.
         marker_(
             "mark", *conn.mark.store, conn.mark.redis_latency, mark_work(), [this] { handover_.notify(); }, 4),
-        // One pop at a time (take_wakes() asks again only once the last one is applied).
-        waker_(
-            "wake", *conn.wake.store, conn.wake.redis_latency, wake_work(), [this] { handover_.notify(); }, 1),
         fire_(scheduler_, store_, producer_,
               fire_options(
                   c, [this] { return clock_.now_ms(); },
@@ -213,19 +209,13 @@ class Loop {
   }
 
   // Jobs of our shards whose pending entry another member moved (a report or reschedule it
-  // read): their timers move. The wake stage pops the wake lists (fire_stages.hpp), at most
-  // every duty::kWakeLists and one request at a time; this applies what it popped and asks again.
-  // A job that finished between the pop and this is offered at its popped time and released by
-  // its claim (stale entry); one moved again meanwhile has a newer entry, applied later. A
-  // failed pop is an outage of the turn, like the loop's own Redis calls.
+  // read): their timers move. At most every duty::kWakeLists: two round trips when there is work.
   void take_wakes() {
-    for (WakeResult& r : waker_.take_done()) {
-      if (r.error) std::rethrow_exception(r.error);
-      for (const auto& [shard, entries] : r.woken) {
-        for (const auto& e : entries) scheduler_.move(shard, e.job_id, e.deliver_at);
-      }
+    if (!wakes_every_.due()) return;
+    const auto shards = scheduler_.owned_shards();
+    for (const auto& [shard, entries] : store_.take_wakes(shards)) {
+      for (const auto& e : entries) scheduler_.move(shard, e.job_id, e.deliver_at);
     }
-    if (waker_.outstanding() == 0 && wakes_every_.due()) waker_.submit({scheduler_.owned_shards()});
   }
 
   // The producer's delivery reports: ready records and their dead-letter copies, all the fire
@@ -312,7 +302,6 @@ class Loop {
     snapshot.redis_request.add(ingest.redis_request);
     snapshot.redis_request.add(claimer_.latency());
     snapshot.redis_request.add(marker_.latency());
-    snapshot.redis_request.add(waker_.latency());
     snapshot.kafka_produce = fire_.produce_latency();
     snapshot.ingest_lag = ingest.lag;
     snapshot.loading = ownership_.loading();
@@ -345,7 +334,6 @@ class Loop {
   Handover handover_;    // before the stages: they wake the loop through it
   ClaimWorker claimer_;  // the claim stage's thread and connection
   MarkWorker marker_;    // the settle stage's thread and connection
-  WakeWorker waker_;     // the wake stage's thread and connection
   FirePath fire_;
   Ownership ownership_;
   connectors::KafkaConsumer::Listener rebalance_;  // Ownership's, run by handover_.serve()
@@ -381,8 +369,7 @@ std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic
                                       const StartupReport& report) {
   auto conn = std::make_unique<Connections>();
   if (!connect_store(c, stop, report, conn->loop) || !connect_store(c, stop, report, conn->claim) ||
-      !connect_store(c, stop, report, conn->mark) || !connect_store(c, stop, report, conn->wake) ||
-      !connect_store(c, stop, report, conn->ingest)) {
+      !connect_store(c, stop, report, conn->mark) || !connect_store(c, stop, report, conn->ingest)) {
     return nullptr;
   }
   conn->claim.store->enable_fencing(Ownership::member_name());

@@ -1,31 +1,31 @@
 // Service: delayd itself. Owns the connections and runs the scheduling loop on the calling
 // thread until asked to stop; ingest runs on a thread of its own beside it.
 //
-// THE CONCURRENCY DESIGN. Five threads, each with its own Redis connection, so that an
+// THE CONCURRENCY DESIGN. Four threads, each with its own Redis connection, so that an
 // accept, a claim and a mark are in flight at the same time and no stage waits for another's
 // reply:
 //
 //   thread         owns                                        Redis connection, Kafka client
 //   loop (run())   the Scheduler (wheel, held jobs, horizons),  the loop's: refills, fences,
-//                  FirePath (held records, records in flight), retries, failures, set asides;
-//                  Ownership (fences), the ready producer,     the ready producer
+//                  FirePath (held records, records in flight), wakes, retries, failures, set
+//                  Ownership (fences), the ready producer,     asides; the ready producer
 //                  OutageTracker, the snapshot
 //   claim stage    nothing but its store (ClaimWorker,         its own: claims, under the
 //                  fire_stages.hpp)                            loop's fences (adopted per call)
 //   mark stage     nothing but its store (MarkWorker)          its own: ready marks
-//   wake stage     nothing but its store (WakeWorker)          its own: wake list pops
 //   ingest         IngestPath (accept, cancel, reschedule,     its own: accepts, cancels,
 //   (IngestStage)  reports, dead letters), IngestPause, the    reschedules, reports, WAIT; the
 //                  consumer and its offsets                    consumer, a dead-letter producer
 //   topic creator  the admin client (topic_creator.hpp)        none; an admin client
 //
-// The three stages (store_worker.hpp, fire_stages.hpp) only run Redis calls: the loop hands
-// them requests (the jobs to claim, up to FirePath::kMaxClaimRounds rounds ahead; the records to
-// mark; the owned shards whose wake lists to pop, every duty::kWakeLists) and applies their
-// results on its own thread, so the wheel, the held records and the counters have one owner.
-// Each stage wakes the loop (Handover::notify()) when a result is in.
-// Every thread is named (top -H, /proc/<pid>/task/*/comm): loop, ingest, claim, mark, wake,
-// admin-io, admin-ops, topics, otel-export; librdkafka's own are rdk:*.
+// The two stages of the fire path (store_worker.hpp) only run Redis calls: the loop hands them
+// requests (the jobs to claim, up to FirePath::kMaxClaimRounds rounds ahead; the records to
+// mark) and applies their results on its own thread, so the wheel, the held records and the
+// counters have one owner. Each stage wakes the loop (Handover::notify()) when a result is in.
+// Every thread is named (top -H, /proc/<pid>/task/*/comm): loop, ingest, claim, mark, admin-io,
+// admin-ops, topics, otel-export; librdkafka's own are rdk:*.
+// The loop's own wake list pop (every duty::kWakeLists) stays on its thread: a stage of its own
+// was tried and measured no better (docs/performance.md, "Where the tail at 10 000/s comes from").
 //
 // What crosses, and how (broker/handover.hpp, one FIFO queue guarded by a mutex):
 //   ingest -> loop  offer / cancel / move of a job, after ingest's Redis write is acknowledged;
@@ -63,7 +63,7 @@
 //
 // One loop turn (service.cpp):
 //   1. apply what the ingest thread handed over; take fences of newly assigned shards; move the
-//      timers of the jobs the wake stage found woken, and ask it again when due
+//      timers of woken jobs
 //   2. fire: dispatch the claims the claim stage returned (hold each record until its deliver_at,
 //      then produce, never waiting for queue room), hand it the claims of what is due next;
 //      settle: apply the marks the mark stage wrote, hand it the records Kafka acknowledged,

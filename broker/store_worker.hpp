@@ -8,11 +8,10 @@
 //                `on_done` (the loop wakes). A small per_turn hands each result back as soon as
 //                it is there, so the loop refills the queue while the next one runs.
 //   take_done()  the loop collects the results (no wait) and applies them on its own thread
-// Three stages use it (fire_stages.hpp): claims (ClaimWorker, issued ahead while earlier ones are
-// in flight), marks (MarkWorker, written while the loop claims and produces) and wake lists
-// (WakeWorker, read without the loop waiting for Redis). Everything a result changes (the wheel,
-// the held records, the counters) is changed by the loop's thread; the worker touches only its
-// store.
+// Two stages use it (fire_stages.hpp): claims (ClaimWorker, issued ahead while earlier ones are
+// in flight) and marks (MarkWorker, written while the loop claims and produces). Everything a
+// result changes (the wheel, the held records, the counters) is changed by the loop's thread;
+// the worker touches only its store.
 //
 // Errors: `work` sets Result::error for what failed (it must not throw); the loop decides (an
 // outage: retried; a fenced shard: given up).
