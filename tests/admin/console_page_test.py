@@ -11,13 +11,13 @@ through the page. Also: the read token's page hides every action; screenshots ar
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import delayd_env, free_port  # noqa: E402
 from requires import missing_tool  # noqa: E402
 
 TOKEN, READ_TOKEN = "page-test-token", "page-test-read-token"
@@ -46,15 +46,10 @@ def main():
         return 1
 
     run = f"page-{os.getpid()}-{int(time.time())}"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ)
+    port = free_port()
+    env = delayd_env(run, bootstrap, redis_url)
     env.update({
-        "DELAYD_KAFKA_BOOTSTRAP": bootstrap, "DELAYD_REDIS_URL": redis_url,
-        "DELAYD_KAFKA_INGEST_TOPIC": run + ".ingest", "DELAYD_KAFKA_DLQ_TOPIC": run + ".dlq",
-        "DELAYD_KAFKA_STATUS_TOPIC": run + ".status", "DELAYD_KAFKA_READY_TOPIC_TEMPLATE": run + ".ready.{business}",
-        "DELAYD_KAFKA_GROUP_ID": run, "DELAYD_REDIS_PREFIX": run, "DELAYD_KAFKA_CREATE_TOPICS": "true",
+        "DELAYD_KAFKA_STATUS_TOPIC": run + ".status",
         "DELAYD_ADMIN_LISTEN": f"127.0.0.1:{port}", "DELAYD_ADMIN_TOKEN": TOKEN, "DELAYD_ADMIN_READ_TOKEN": READ_TOKEN,
         # refunds keeps payloads too: a failed report for a business that keeps none fails the job at
         # once, without a dead letter (docs/consuming.md, "Job lifecycle").

@@ -29,7 +29,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import free_port  # noqa: E402
 from requires import missing_tool  # noqa: E402
 
 TOOLS = ("kcat", "redis-cli", "curl")
@@ -119,12 +119,6 @@ def script_of(pages, suffix):
                     fail = shlex.quote(f"FAIL: {where}: expected {want!r} from: {command.strip()}")
                     lines.append(f"grep -qF -- {shlex.quote(want)} <<<\"$out\" || {{ echo {fail}; exit 1; }}")
     return "\n".join(lines) + "\n", count
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_ready(admin, proc, log, deadline_s=60):

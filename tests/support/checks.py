@@ -8,9 +8,18 @@
                                                time is up or `proc` (a Popen) has exited
     delayd_env(run, bootstrap, redis_url)      the environment of a delayd of the test's own: its
                                                topics, group and Redis prefix named after `run`
+    free_port()                                a TCP port on 127.0.0.1 free a moment ago
 """
 import os
+import socket
 import time
+
+
+def free_port():
+    """A port of 127.0.0.1 that the kernel handed out a moment ago and nothing holds now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def delayd_env(run, bootstrap, redis_url):
