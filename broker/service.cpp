@@ -8,7 +8,6 @@
 #include <optional>
 #include <thread>
 
-#include "base/thread_name.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/handover.hpp"
 #include "broker/ingest_stage.hpp"
@@ -404,7 +403,6 @@ int run_turns(Loop& loop, const std::atomic<bool>& stop) {
 int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish,
                  const StartupReport& starting) {
   const config::Config& c = config_;
-  base::name_this_thread("loop");
   const auto conn = start_up(c, stop, starting);
   if (!conn) return 0;
   Loop loop(c, stop, *conn, tracer_);

@@ -22,8 +22,10 @@
 // requests (the jobs to claim, up to FirePath::kMaxClaimRounds rounds ahead; the records to
 // mark) and applies their results on its own thread, so the wheel, the held records and the
 // counters have one owner. Each stage wakes the loop (Handover::notify()) when a result is in.
-// Every thread is named (top -H, /proc/<pid>/task/*/comm): loop, ingest, claim, mark, admin-io,
-// admin-ops, topics, otel-export; librdkafka's own are rdk:*.
+// Every thread is named (top -H, /proc/<pid>/task/*/comm): ingest, claim, mark, admin-io,
+// admin-ops, topics, otel-export; librdkafka's own are rdk:*. The loop runs on the process's
+// main thread, which keeps the program's name (delayd), so that pidof, killall and top still
+// find the process by it.
 // The loop's own wake list pop (every duty::kWakeLists) stays on its thread: a stage of its own
 // was tried and measured no better (docs/performance.md, "Where the tail at 10 000/s comes from").
 //
