@@ -11,7 +11,7 @@ RUN apt-get update \
       g++ cmake ninja-build pkg-config \
       librdkafka-dev libhiredis-dev libboost-dev nlohmann-json3-dev catch2 \
       libtoml11-dev libcli11-dev libspdlog-dev prometheus-cpp-dev \
-      libhowardhinnant-date-dev \
+      libhowardhinnant-date-dev libjemalloc-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -23,10 +23,10 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 FROM debian:bookworm-slim
 # Header-only at run time: Boost.Asio, nlohmann/json, toml11, CLI11. Shared: librdkafka (C and
 # C++), hiredis, spdlog and the fmt it is built on, prometheus-cpp (core), date/tz with the
-# system tz database it reads (cron time zones).
+# system tz database it reads (cron time zones), jemalloc (delayd's malloc).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      librdkafka++1 libhiredis0.14 libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 libdate-tz3 tzdata \
+      librdkafka++1 libhiredis0.14 libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 libdate-tz3 libjemalloc2 tzdata \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \

@@ -41,6 +41,7 @@ PACKAGES=(
   librdkafka-dev libhiredis-dev libboost-dev nlohmann-json3-dev catch2
   libtoml11-dev libcli11-dev libspdlog-dev prometheus-cpp-dev
   libhowardhinnant-date-dev tzdata
+  libjemalloc-dev  # delayd's malloc (DELAYD_JEMALLOC in CMakeLists.txt)
   redis-server redis-tools kcat
   openjdk-17-jre-headless maven
   procps iproute2 python3

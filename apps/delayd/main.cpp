@@ -19,6 +19,7 @@
 #include "admin/job_backend.hpp"
 #include "admin/metric_catalog.hpp"
 #include "apps/delayd/json_log.hpp"
+#include "base/allocator.hpp"
 #include "base/thread_name.hpp"
 #include "broker/service.hpp"
 #include "config/config.hpp"
@@ -35,6 +36,12 @@ int main(int argc, char** argv) {
                  "print a reference page of the documentation as Markdown and exit: config "
                  "(docs/reference/configuration.md) or metrics (docs/reference/metrics.md)")
       ->check(CLI::IsMember({"config", "metrics"}));
+  // What runs: the version, the commit, and the malloc the process found (base/allocator.hpp).
+  const auto identity = [] {
+    return "delayd " + std::string(delayd::build::kVersion) + " (" + std::string(delayd::build::kRevision) + "), " +
+           delayd::base::allocator_name();
+  };
+  app.set_version_flag("--version", identity, "print the version, the commit and the memory allocator, and exit");
   CLI11_PARSE(app, argc, argv);
   // From the code's own tables and built-in defaults, whatever the environment says.
   if (!reference.empty()) {
@@ -58,6 +65,7 @@ int main(int argc, char** argv) {
   } else {
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
   }
+  spdlog::info("{}", identity());
   for (const auto& w : config.warnings) spdlog::warn("{}", w);
   delayd::connectors::set_log_hook([](delayd::connectors::LogLevel level, std::string_view msg) {
     using L = delayd::connectors::LogLevel;
