@@ -65,8 +65,9 @@ auto until_up(const char* what, const std::atomic<bool>& stop, const StartupRepo
 // What start-up connected to, kept for the loop's life (on the heap: the loop and the timed
 // client hold references into it).
 struct Connections {
-  // One Redis client, its round trips timed, and a store over it: the loop's, and the ingest
-  // thread's (its own connection, so that an accept never waits behind a claim or a mark).
+  // One Redis client, its round trips timed, and a store over it, for each thread that talks to
+  // Redis: the loop, the claim and mark stages, and the ingest thread (each on a connection of
+  // its own, so that an accept never waits behind a claim or a mark, nor a claim behind a mark).
   struct Store {
     std::unique_ptr<redis::RedisClient> redis;
     DurationHistogram redis_latency;  // every round trip of this client, for /metrics

@@ -47,8 +47,8 @@ def main():
         return 1
 
     run = f"pyclient-{os.getpid()}-{time.time_ns()}"
-    ingest, status = run + ".ingest", run + ".status"
     env = delayd_env(run, bootstrap, redis_url)
+    ingest, status = env["DELAYD_KAFKA_INGEST_TOPIC"], run + ".status"
     env.update({
         "DELAYD_KAFKA_STATUS_TOPIC": status,
         "DELAYD_SCHEDULER_BUSINESS": f"slow.ack_timeout_ms={ACK_TIMEOUT_MS}",

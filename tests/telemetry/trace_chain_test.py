@@ -62,9 +62,9 @@ def main():
     tracer = provider.get_tracer("trace-test")
 
     run = f"traces-{os.getpid()}-{time.time_ns()}"
-    ingest = run + ".ingest"
-    ready = run + ".ready.orders"
     env = delayd_env(run, bootstrap, redis_url)
+    ingest = env["DELAYD_KAFKA_INGEST_TOPIC"]
+    ready = env["DELAYD_KAFKA_READY_TOPIC_TEMPLATE"].replace("{business}", "orders")
     env.update({
         "DELAYD_LOG_FORMAT": "json",
         "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint, "OTEL_SERVICE_NAME": "delayd-under-test",
