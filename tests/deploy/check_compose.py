@@ -190,11 +190,13 @@ def stack_defaults(stack):
 
 
 def stack_kafka_properties(stack, defaults):
-    m = re.search(r"^kafka_config\(\)\s*\{.*?<<\s*'?EOF'?\n(.*?)^EOF$", stack, re.M | re.S)
-    if not m:
+    # kafka_config()'s here-documents: the plain stack's listeners and the settings every stack shares.
+    body = re.search(r"^kafka_config\(\)\s*\{\n(.*?)^\}$", stack, re.M | re.S)
+    docs = re.findall(r"<<\s*'?EOF'?\n(.*?)^EOF$", body.group(1), re.M | re.S) if body else []
+    if not docs:
         raise CannotRun("scripts/stack.sh: no kafka_config() here-document found")
     props = {}
-    for line in m.group(1).splitlines():
+    for line in "\n".join(docs).splitlines():
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
