@@ -56,6 +56,7 @@ TEST_PACKAGES=(
   python3-croniter  # tests/cron/croniter_diff.py: delayd's cron against croniter (brings pytz, dateutil)
   openssl  # scripts/stack.sh with DELAYD_KAFKA_SASL=1: the stack's CA and Kafka's certificate
   python3-venv  # tests/support/otel_venv.py: the trace tests' OpenTelemetry packages, apart from Debian's
+  python3-pip  # kubernetes-validate and mkdocs-material from PyPI (below): Debian's python3 has no pip
   nodejs  # clients/ts, its tests (tests/clients/ts_test.sh) and examples/ts
   curl  # README's tour asks the admin endpoint with it (tests/docs, docs.tour)
 )
