@@ -75,6 +75,10 @@
 // record and its index entry agree. What can disagree is harmless and bounded: an entry whose
 // record expired before the trim (a walk skips it), a record written by a delayd before the
 // indexes (not listed by state until it changes; waiting jobs are listed from the pending set).
+// The waiting index of a business (prelude.lua, wadd()) moves in the same calls as the pending
+// entries, so a shard that marks it complete ('on') lists every waiting job of the business at
+// every crash point; what it may hold beyond them is an entry of a record found corrupt or
+// missing when claimed, which a walk checks against the record and leaves out.
 // A wake list entry lost with a crash costs nothing: every owner loads its shards from the
 // pending sets, which the same calls wrote.
 //

@@ -21,6 +21,12 @@
 //                                            ms); entries older than the retention are trimmed and
 //                                            the set expires a retention after its last entry
 //                                            (prelude.lua, enter()): the console's index
+//   <prefix>:{<shard>}:waiting:<business> zset  the shard's delay jobs of one business, scored as
+//                                            in the pending set, kept only while there are at
+//                                            most kWaitingIndexMax of them (prelude.lua, wadd()):
+//                                            the console's index of a rare business
+//   <prefix>:{<shard>}:waiting       hash    business -> 'on' (its waiting index lists every
+//                                            delay job of it) or 'off' (not kept)
 //   <prefix>:{<shard>}:wake          list    job-ids whose pending entry a member that may not own
 //                                            the shard moved (a report, a reschedule); the owner
 //                                            pops them and moves their timers
@@ -73,6 +79,7 @@
 #pragma once
 
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -95,6 +102,13 @@ inline std::optional<std::int32_t> partition_of(std::string_view shard, std::str
   return p;
 }
 
+// The most delay jobs of one business in one shard for which the shard keeps a waiting index
+// of the business. A page of a business with more is found soon enough by walking the pending
+// set (the walk looks at about pending / this entries per match: 60 with a million waiting jobs
+// in four shards); the index costs about 110 B per job it holds, so at most this many per
+// business and shard.
+inline constexpr std::size_t kWaitingIndexMax = 4096;
+
 class KeySchema {
  public:
   explicit KeySchema(std::string prefix) : prefix_(std::move(prefix)) {}
@@ -112,6 +126,10 @@ class KeySchema {
     return tagged(shard) + ":history:" + std::string(job_id);
   }
   std::string wake(std::string_view shard) const { return tagged(shard) + ":wake"; }
+  std::string waiting_marks(std::string_view shard) const { return tagged(shard) + ":waiting"; }
+  std::string waiting(std::string_view shard, std::string_view business) const {
+    return waiting_marks(shard) + ":" + std::string(business);
+  }
   // Precondition: state is stored and not delay (job_record::kStates).
   std::string state_index(std::string_view shard, std::string_view state) const {
     return tagged(shard) + ":state:" + std::string(state);

@@ -33,14 +33,14 @@ end
 -- An upsert meeting the existing job j (its header line): {code, state, deliver_at}.
 local function upsert(key, id, j, at, biz, version, v)
   if (tonumber(j.f.vo) or -1) >= version then
-    if j.st == 'delay' then redis.call('ZADD', KEYS[1], j.at, id) end
+    if j.st == 'delay' then pend(id, j.biz, j.at) end
     return {0, j.st, string.format('%.0f', j.at)}
   end
   -- A remembered cancel holds, unless it came earlier in this partition (its vo, below ours).
   if j.st == 'cancelled' and j.f.cancelled_early and j.biz == '-' and not j.f.vo then return nil end
   if j.st == 'delay' and in_flight(id) then return {3, 'in_flight', string.format('%.0f', j.at)} end
   local n = parse(v, true)
-  n.st0, n.f.h = j.st, j.f.h
+  n.st0, n.biz0, n.f.h = j.st, j.biz, j.f.h
   if j.st == 'delay' then
     n.att = j.att
     hist(key, n, 'updated', 'from ' .. string.format('%.0f', j.at) .. ' to ' .. at .. ' (offset ' .. version .. ')')
@@ -60,7 +60,7 @@ for i = FIRST, #KEYS do
   local a = 5 + (i - FIRST) * 5
   local id, at, biz, version, rec = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), ARGV[a + 4]
   if redis.call('SET', KEYS[i], rec, 'NX') then
-    redis.call('ZADD', KEYS[1], at, id)
+    pend(id, biz, at)
     bump(biz, 'delay', 1)
     out[#out + 1] = {1, 'delay', at}
   else
@@ -77,7 +77,7 @@ for i = FIRST, #KEYS do
       n.st0, n.f.h, n.f.last_error = 'failed', j.f.h, j.f.error
       hist(KEYS[i], n, 'redriven', 'redrive ' .. n.f.rv .. ' of its dead letter ' .. (j.f.dl or '?'))
       write(KEYS[i], n, 0)
-      redis.call('ZADD', KEYS[1], at, id)
+      pend(id, biz, at)
       bump(j.biz, 'failed', -1)
       bump(biz, 'delay', 1)
       out[#out + 1] = {1, 'delay', at}
@@ -87,7 +87,7 @@ for i = FIRST, #KEYS do
       bump(biz, 'cancelled', 1)
       out[#out + 1] = {2, 'cancelled', at}
     else
-      if j.st == 'delay' then redis.call('ZADD', KEYS[1], j.at, id) end
+      if j.st == 'delay' then pend(id, j.biz, j.at) end
       out[#out + 1] = {0, j.st, string.format('%.0f', j.at)}
     end
   end

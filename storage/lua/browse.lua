@@ -2,8 +2,10 @@
 -- after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp; ARGV[3] unused). Not fenced, and it
 -- writes nothing. No jobs' keys and no stride: its own arguments follow the fixed four.
 --   ARGV[5]        the state walked: 'delay' walks the pending set (KEYS[1]) by due time,
---                  earliest first; any other state walks its state index (key_schema.hpp),
---                  newest first
+--                  earliest first, or with a business the business's waiting index where the
+--                  shard keeps one or has never held a job of it (prelude.lua, wadd(): the
+--                  same scores, so a cursor of one walk is good in the other); any other state walks its state index
+--                  (key_schema.hpp), newest first
 --   ARGV[6]        the walk's start (epoch ms): a delay job whose entry moved since (its mv) is
 --                  left out; so a walk never lists a job twice (a state walk's range ends there)
 --   ARGV[7..9]     where to start: score and job-id ('' for the start of the range), then '1'
@@ -22,6 +24,13 @@ local want, budget = tonumber(ARGV[12]), tonumber(ARGV[13])
 local biz, prefix, text = ARGV[14], ARGV[15], ARGV[16]
 local at_from, at_to = tonumber(ARGV[17]), tonumber(ARGV[18])
 local key = st == 'delay' and KEYS[1] or state_key(st)
+if st == 'delay' and biz ~= '' then
+  -- No mark and no waiting job of the business counted: the shard has never held one (its
+  -- index, empty, is complete).
+  local m = redis.call('HGET', WAITING, biz)
+  local n = not m and redis.pcall('HGET', KEYS[2], biz .. '|delay')
+  if m == 'on' or (not m and type(n) ~= 'table' and (tonumber(n) or 0) <= 0) then key = wkey(biz) end
+end
 local desc = st ~= 'delay'
 -- a < b in byte order, as Redis orders members (Lua's own < follows the locale's collation).
 local function bytes_less(a, b)

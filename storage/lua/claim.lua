@@ -74,6 +74,7 @@ for i = FIRST, #KEYS do
         hist(KEYS[i], whole, 'redelivered', 'no report within the ack timeout')
       end
       write(KEYS[i], whole, 0)
+      wadd(id, whole.biz, due)  -- its pending entry stays at the deadline that passed
       redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
       out[#out + 1] = {'deliver', string.format('%.0f', whole.at), whole.biz, att, whole.f.rep or '0', 0,
                        string.format('%.0f', due), 1, whole.f.dead or '', whole.f.ml or '', rule_of(whole)}

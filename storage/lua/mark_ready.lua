@@ -18,6 +18,7 @@ for i = FIRST, #KEYS do
     if retention > 0 then redis.call('SET', KEYS[i], v, 'EX', retention) else redis.call('SET', KEYS[i], v) end
     redis.call('ZREM', KEYS[1], id)
     enter(id, 'ready', 'delay')
+    wdel(id, biz)
     bump(biz, 'delay', -1)
     bump(biz, 'ready', 1)
     out[#out + 1] = {1, 'ready', '0'}

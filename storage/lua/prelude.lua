@@ -1,13 +1,15 @@
 -- The prelude: the shared helpers and locals of every batch script, which is this text followed
 -- by the script's own (lua_scripts.hpp documents the keys, ARGV[1..4], fencing and the record).
 --
--- Shared helpers. parse(v) -> job table {st, st0, at, att, biz, f = {name = value}, payload} or
--- nil (st0: the state as read, for the state indexes). write(key, job, ex) SETs the record, with
--- EX ex when ex > 0, and moves the job between the state indexes when its state changed. enc() percent-encodes whitespace
--- and '%' so that free text (an error) fits in one field. bump() counts; flush() writes counts.
+-- Shared helpers. parse(v) -> job table {st, st0, at, att, biz, biz0, f = {name = value}, payload}
+-- or nil (st0 and biz0: the state and business as read, for the indexes). write(key, job, ex)
+-- SETs the record, with EX ex when ex > 0, and moves the job between the state indexes (and out
+-- of a waiting index) when its state or business changed. enc() percent-encodes whitespace and
+-- '%' so that free text (an error) fits in one field. bump() counts; flush() writes counts.
 local FIRST = 6  -- KEYS index of the first job record; its arguments start at ARGV[5]
 -- STATES, FIELDS (in the order write() puts them), AT_DIGITS and ATT_DIGITS come before this
--- text: the build writes them from storage/job_record.hpp, the one list C++ reads too.
+-- text: the build writes them from storage/job_record.hpp, the one list C++ reads too; and
+-- WAITING_MAX, from key_schema.hpp.
 -- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("...:pending"): a job's history
 -- list and the shard's wake list live beside its other keys, in the same hash slot.
 local SHARD = string.sub(KEYS[1], 1, -9)
@@ -31,7 +33,7 @@ local function parse(v, with_payload)
     f[k] = val
     from = last + 1
   end
-  local j = {st = st, st0 = st, at = tonumber(at), att = tonumber(att), biz = biz, f = f}
+  local j = {st = st, st0 = st, at = tonumber(at), att = tonumber(att), biz = biz, biz0 = biz, f = f}
   if with_payload then j.payload = string.sub(v, nl + 1) end
   return j
 end
@@ -52,9 +54,53 @@ local function enter(id, st, left)
     indexed[st] = true
   end
 end
+-- The waiting index (key_schema.hpp): <prefix>:{<shard>}:waiting:<business> lists the shard's
+-- delay jobs of one business, scored as in the pending set, so that the console pages through a
+-- rare business's waiting jobs without walking everyone's. It is kept for a business only
+-- while the shard holds at most WAITING_MAX of its delay jobs (a business with more is common
+-- enough for a walk of the pending set to find a page soon, and the index then costs nothing);
+-- the hash <prefix>:{<shard>}:waiting says for which:
+--   'on'    kept: it lists every delay job of the business (and maybe stale entries of records
+--           that were corrupt or missing when claimed, which a walk checks against the record)
+--   'off'   not kept: it had more than WAITING_MAX entries, or the business had delay jobs when
+--           its index started (from a delayd before it); 'on' again once the stats hash counts
+--           none of the business's jobs delay in the shard
+--   absent  not known yet: this call indexes the business's jobs, and flush() says 'on' if the
+--           shard held none of them before the call, else 'off'
+-- Entries move in the same call as the pending entries (wadd, pend, and write() for a job that
+-- leaves delay or changes business), so at every crash point the index agrees with the records.
+local WAITING = SHARD .. ':waiting'
+local function wkey(biz) return WAITING .. ':' .. biz end
+local wmark, wadded = {}, {}  -- business -> 'on' | 'off' | 'new' (as read once); -> true if added to
+local function wstate(biz)
+  local m = wmark[biz]
+  if not m then
+    m = redis.call('HGET', WAITING, biz) or 'new'
+    wmark[biz] = m
+  end
+  return m
+end
+-- wadd(id, biz, score): the delay job is in its business's waiting index at `score` (its pending
+-- entry's). wdel(id, biz): it is not (any more).
+local function wadd(id, biz, score)
+  if biz ~= '-' and wstate(biz) ~= 'off' then
+    redis.call('ZADD', wkey(biz), score, id)
+    wadded[biz] = true
+  end
+end
+local function wdel(id, biz)
+  if biz ~= '-' and wstate(biz) ~= 'off' then redis.call('ZREM', wkey(biz), id) end
+end
+-- pend(id, biz, score): the delay job's pending entry (and its waiting index entry) at `score`.
+local function pend(id, biz, score)
+  redis.call('ZADD', KEYS[1], score, id)
+  wadd(id, biz, score)
+end
 local function write(key, j, ex)
-  enter(string.sub(key, #SHARD + 6), j.st, j.st0)
-  j.st0 = j.st
+  local id = string.sub(key, #SHARD + 6)
+  enter(id, j.st, j.st0)
+  if j.st0 == 'delay' and (j.st ~= 'delay' or j.biz ~= j.biz0) then wdel(id, j.biz0) end
+  j.st0, j.biz0 = j.st, j.biz
   local parts = {j.st, string.format('%.0f', j.at), tostring(j.att), j.biz}
   for _, k in ipairs(FIELDS) do
     if j.f[k] then parts[#parts + 1] = k .. '=' .. j.f[k] end
@@ -89,7 +135,7 @@ local function wake(id) redis.call('RPUSH', SHARD .. ':wake', id) end
 local function repend(key, id, j, at)
   j.f.mv = stamp
   write(key, j, 0)
-  redis.call('ZADD', KEYS[1], at, id)
+  pend(id, j.biz, at)
   wake(id)
 end
 local counts = {}
@@ -99,9 +145,37 @@ local function bump(biz, st, n)
   counts[k] = (counts[k] or 0) + n
 end
 local function flush()
-  -- pcall: counters are for dashboards; a broken counters key must not fail the jobs' call
-  -- after their writes are done (a script's writes are not rolled back on error).
-  for k, n in pairs(counts) do if n ~= 0 then redis.pcall('HINCRBY', KEYS[2], k, n) end end
+  -- pcall: counters are for dashboards (and for starting waiting indexes, which a count that
+  -- cannot be read does not do); a broken counters key must not fail the jobs' call after their
+  -- writes are done (a script's writes are not rolled back on error).
+  local after = {}  -- "<business>|<state>" -> the count after this call (nil: not known)
+  for k, n in pairs(counts) do
+    if n ~= 0 then
+      local c = redis.pcall('HINCRBY', KEYS[2], k, n)
+      if type(c) == 'number' then after[k] = c end
+    end
+  end
+  -- The waiting indexes this call read the mark of (see wadd() above).
+  for biz, m in pairs(wmark) do
+    local k = biz .. '|delay'
+    local delta = counts[k] or 0
+    local n = after[k]
+    if delta == 0 and m == 'new' then
+      local v = redis.pcall('HGET', KEYS[2], k)
+      n = type(v) ~= 'table' and (tonumber(v) or 0) or nil
+    end
+    local mark = m
+    if m == 'new' then
+      mark = (n and n - delta == 0) and 'on' or 'off'
+    elseif m == 'off' and delta ~= 0 and n == 0 then
+      mark = 'on'
+    end
+    if mark == 'on' and wadded[biz] and redis.call('ZCARD', wkey(biz)) > WAITING_MAX then mark = 'off' end
+    if mark ~= m then
+      redis.call('HSET', WAITING, biz, mark)
+      if m == 'off' or mark == 'off' then redis.call('DEL', wkey(biz)) end
+    end
+  end
   -- An entry older than the retention names a record that has expired (or will now); the
   -- index itself expires a retention after its last entry (an idle shard keeps none).
   if retention > 0 then
@@ -230,7 +304,7 @@ local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
       j.f.mv = stamp
       hist(key, j, 'repeat', 'occurrence ' .. j.f.rep .. ' at ' .. string.format('%.0f', j.at))
       write(key, j, 0)
-      redis.call('ZADD', KEYS[1], j.at, id)
+      pend(id, j.biz, j.at)
       bump(j.biz, skip and 'skipped' or 'repeated', 1)
       return {1, 'delay', string.format('%.0f', j.at)}
     end

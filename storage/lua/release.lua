@@ -26,6 +26,7 @@ for i = FIRST, #KEYS do
     j.f.mv = stamp
     write(KEYS[i], j, 0)
     redis.call('ZADD', KEYS[1], 'XX', ARGV[a + 4], ARGV[a])
+    wadd(ARGV[a], j.biz, ARGV[a + 4])
     out[#out + 1] = {1, 'delay'}
   else
     out[#out + 1] = {0, j and j.st or 'missing'}

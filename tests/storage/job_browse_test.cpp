@@ -37,12 +37,33 @@ struct Walk {
     j.value = "v-" + id;
     return j;
   }
-  // The members of a shard's state index with their scores.
-  std::map<std::string, std::int64_t> index(const std::string& shard, JobState st) {
-    auto r = redis.command({"ZRANGE", keys.state_index(shard, to_string(st)), "0", "-1", "WITHSCORES"});
+  // The members of a sorted set with their scores.
+  std::map<std::string, std::int64_t> members(const std::string& key) {
+    auto r = redis.command({"ZRANGE", key, "0", "-1", "WITHSCORES"});
     std::map<std::string, std::int64_t> out;
     for (std::size_t i = 0; i + 1 < r.view().size(); i += 2) {
       out[std::string(r.view()[i].str())] = std::stoll(std::string(r.view()[i + 1].str()));
+    }
+    return out;
+  }
+  // A shard's state index; its waiting index of `business`; that index's mark ("" for none).
+  std::map<std::string, std::int64_t> index(const std::string& shard, JobState st) {
+    return members(keys.state_index(shard, to_string(st)));
+  }
+  std::map<std::string, std::int64_t> waiting(const std::string& shard, const std::string& business) {
+    return members(keys.waiting(shard, business));
+  }
+  std::string mark(const std::string& shard, const std::string& business) {
+    auto r = redis.command({"HGET", keys.waiting_marks(shard), business});
+    return r.view().is_nil() ? "" : std::string(r.view().str());
+  }
+  // What the waiting index of `business` must hold: the shard's delay jobs of the business, at
+  // their pending entries' scores (read from the records and the pending set, not the index).
+  std::map<std::string, std::int64_t> truth(const std::string& shard, const std::string& business) {
+    std::map<std::string, std::int64_t> out;
+    for (const PendingEntry& e : store.pending_between(shard, std::nullopt, kMaxWalkScore, 100'000)) {
+      const auto f = store.get(e.job_id);
+      if (f && f->at("state") == "delay" && f->at("business") == business) out[e.job_id] = e.deliver_at;
     }
     return out;
   }
@@ -257,6 +278,10 @@ TEST_CASE_METHOD(Walk, "a rare match returns short pages within the page budget 
   for (int i = 0; i < n; ++i)
     jobs.push_back(job("r" + std::to_string(i), 1000 + i, s, i % 10000 == 7 ? "rare" : "bulk"));
   store.accept(jobs, 0);
+  // Jobs from a delayd before the waiting index: the shard keeps none for the business, so the
+  // walk goes through the pending set.
+  redis.command({"HSET", keys.waiting_marks(s), "rare", "off"});
+  redis.command({"DEL", keys.waiting(s, "rare")});
   JobFilter f;
   f.states = {JobState::delay};
   f.business = "rare";
@@ -301,4 +326,130 @@ TEST_CASE_METHOD(Walk, "a walk through many jobs of one instant keeps Redis's by
   JobFilter ready;
   ready.states = {JobState::ready};
   for (std::size_t limit : {1u, 7u, 500u}) CHECK(walk_all(ready, limit, 1000) == expected);
+}
+
+TEST_CASE_METHOD(Walk, "a rare business is paged through its waiting index, looking at its own jobs only",
+                 "[store][walk]") {
+  // 12 000 waiting jobs over two shards, 30 of them of one business: a page of 20 of them looks
+  // at those jobs only (not the 10 000 entries of the page budget) and comes in due order.
+  std::vector<NewJob> jobs;
+  Ids expected;
+  for (int i = 0; i < 12'000; ++i) {
+    const bool rare = i % 800 == 3 || i % 800 == 404;  // 15 in each shard
+    const std::string id = "j" + std::to_string(i);
+    jobs.push_back(job(id, 1000 + i, shards[static_cast<std::size_t>(i % 2)], rare ? "rare" : "bulk"));
+    if (rare) expected.push_back(shards[static_cast<std::size_t>(i % 2)] + "/" + id);
+  }
+  store.accept(jobs, 0);
+  CHECK(mark(shards[0], "rare") == "on");
+  CHECK(waiting(shards[0], "rare").size() == 15);
+  CHECK(mark(shards[0], "bulk") == "off");  // 6 000 in the shard: more than kWaitingIndexMax
+  CHECK(redis.command({"EXISTS", keys.waiting(shards[0], "bulk")}).view().integer() == 0);
+  JobFilter f;
+  f.states = {JobState::delay};
+  f.business = "rare";
+  const WalkPage first = walk_jobs(store, f, WalkCursor{1, 0, {}, {}}, 20, 1);
+  CHECK_FALSE(first.partial);
+  CHECK(first.jobs.size() == 20);
+  CHECK(first.examined <= 30);
+  std::size_t pages = 0;
+  CHECK(walk_all(f, 20, 1, &pages) == expected);
+  CHECK(pages == 2);
+  // A business no shard has held a job of: no walk of the pending sets either.
+  f.business = "never";
+  const WalkPage none = walk_jobs(store, f, WalkCursor{1, 0, {}, {}}, 20, 1);
+  CHECK(none.jobs.empty());
+  CHECK(none.examined == 0);
+  CHECK_FALSE(none.next);
+}
+
+TEST_CASE_METHOD(Walk, "the waiting index follows every move of a business's waiting jobs, in the same calls",
+                 "[store][walk]") {
+  const std::string& s = shards[0];
+  std::vector<NewJob> jobs;
+  for (int i = 0; i < 12; ++i) jobs.push_back(job("m" + std::to_string(i), 1000 + i, s, i < 8 ? "a" : "b"));
+  store.accept(jobs, 0);
+  const auto agree = [&] {
+    CHECK(waiting(s, "a") == truth(s, "a"));
+    CHECK(waiting(s, "b") == truth(s, "b"));
+  };
+  agree();
+  CHECK(waiting(s, "a").size() == 8);
+  // Claimed and marked ready (the fast way and the slow way), cancelled, failed, rescheduled.
+  deliver(s, "m0", 2000);
+  store.claim(s, Ids{"m1"}, 2000);
+  store.mark_ready(s, Ids{"m1"}, 2000);
+  store.cancel(s, "m2", 2000);
+  store.claim(s, Ids{"m3"}, 2000);
+  store.mark_failed(s, "m3", "boom", 2000, DeadLetterAt{0, 1}, /*keep_payload=*/true);
+  store.reschedule_anywhere(s, "m4", 50'000, 2000);
+  agree();
+  // Released to a retry time: the index moves with the pending entry.
+  store.claim(s, Ids{"m5"}, 2000);
+  store.release(s, "m5", "timeout", 9000, {}, 2000);
+  agree();
+  CHECK(waiting(s, "a").at("m5") == 9000);
+  // Retried by an operator: back in.
+  store.retry_anywhere("m3", 3000);
+  agree();
+  CHECK(waiting(s, "a").count("m3"));
+  // An upsert that moves a job to another business moves its entry.
+  NewJob moved = job("m6", 7000, s, "b");
+  moved.version = 100;
+  store.accept(std::vector<NewJob>{moved}, 3000);
+  agree();
+  CHECK(waiting(s, "b").at("m6") == 7000);
+  CHECK_FALSE(waiting(s, "a").count("m6"));
+  CHECK(mark(s, "a") == "on");
+  CHECK(mark(s, "b") == "on");
+}
+
+TEST_CASE_METHOD(Walk, "a waiting index is dropped past its bound and starts again once the business has none waiting",
+                 "[store][walk]") {
+  const std::string& s = shards[0];
+  std::vector<NewJob> jobs;
+  const auto n = static_cast<int>(kWaitingIndexMax);
+  for (int i = 0; i < n; ++i) jobs.push_back(job("g" + std::to_string(i), 1000 + i, s, "grow"));
+  store.accept(jobs, 0);
+  CHECK(mark(s, "grow") == "on");
+  CHECK(waiting(s, "grow").size() == kWaitingIndexMax);
+  store.accept(std::vector<NewJob>{job("g-last", 900, s, "grow")}, 0);  // one more: over the bound
+  CHECK(mark(s, "grow") == "off");
+  CHECK(redis.command({"EXISTS", keys.waiting(s, "grow")}).view().integer() == 0);
+  // The walk still finds the business's jobs, through the pending set.
+  JobFilter f;
+  f.states = {JobState::delay};
+  f.business = "grow";
+  CHECK(walk_jobs(store, f, WalkCursor{1, 0, {}, {}}, 5, 1).jobs.size() == 5);
+  // All cancelled: none waiting, so the index starts again, and the next job is in it.
+  store.cancel(s, "g-last", 2000);
+  for (int i = 0; i < n; i += 500) {
+    Ids batch;
+    for (int k = i; k < std::min(n, i + 500); ++k) batch.push_back("g" + std::to_string(k));
+    store.act(JobStore::Action::cancel, s, batch, 2000);
+  }
+  CHECK(mark(s, "grow") == "on");
+  store.accept(std::vector<NewJob>{job("g-new", 5000, s, "grow")}, 3000);
+  CHECK(waiting(s, "grow") == std::map<std::string, std::int64_t>{{"g-new", 5000}});
+}
+
+TEST_CASE_METHOD(Walk, "jobs waiting from before the index keep their business out of it until none waits",
+                 "[store][walk]") {
+  // A store written by a delayd without the index: no marks, no index.
+  const std::string& s = shards[0];
+  store.accept(std::vector<NewJob>{job("u1", 1000, s, "old"), job("u2", 2000, s, "old")}, 0);
+  redis.command({"HDEL", keys.waiting_marks(s), "old"});
+  redis.command({"DEL", keys.waiting(s, "old")});
+  // The next job of the business finds jobs waiting that the index lacks: the index is not kept.
+  store.accept(std::vector<NewJob>{job("u3", 3000, s, "old")}, 0);
+  CHECK(mark(s, "old") == "off");
+  CHECK(redis.command({"EXISTS", keys.waiting(s, "old")}).view().integer() == 0);
+  JobFilter f;
+  f.states = {JobState::delay};
+  f.business = "old";
+  std::size_t pages = 0;
+  CHECK(walk_all(f, 10, 1, &pages) == std::vector<std::string>{s + "/u1", s + "/u2", s + "/u3"});
+  // Once none of them waits, it starts.
+  for (const char* id : {"u1", "u2", "u3"}) deliver(s, id, 4000);
+  CHECK(mark(s, "old") == "on");
 }
