@@ -81,7 +81,21 @@ int main(int argc, char** argv) {
     if (jobs.size() == kBatch) flush();
   }
   if (!jobs.empty()) flush();
-  std::printf("{\"bench\":\"fill_pending\",\"n\":%ld,\"seconds\":%.1f}\n", pending, ms_since(t0) / 1000);
+  const double fill_s = ms_since(t0) / 1000;
+  // The waiting index of the rare business (the others have more than kWaitingIndexMax jobs in
+  // each shard, so their shards keep none): its bytes per job it lists.
+  long long waiting_bytes = 0, waiting_jobs = 0;
+  for (int s = 0; s < kShards; ++s) {
+    const std::string shard = shard_id("delay-ingest", s);
+    auto r = redis.command({"MEMORY", "USAGE", KeySchema(prefix).waiting(shard, "rare"), "SAMPLES", "0"});
+    if (r.view().is_integer()) waiting_bytes += r.view().integer();
+    waiting_jobs += redis.command({"ZCARD", KeySchema(prefix).waiting(shard, "rare")}).view().integer();
+  }
+  std::printf(
+      "{\"bench\":\"fill_pending\",\"n\":%ld,\"seconds\":%.1f,\"jobs_per_s\":%.0f,\"waiting_index_jobs\":%lld,"
+      "\"waiting_index_bytes_per_job\":%.1f}\n",
+      pending, fill_s, static_cast<double>(pending) / fill_s, waiting_jobs,
+      waiting_jobs ? static_cast<double>(waiting_bytes) / static_cast<double>(waiting_jobs) : 0.0);
   // Delivered: accepted due now, claimed and marked ready; one in 100 failed instead.
   t0 = Clock::now();
   const long long mem0 = used_memory(redis);

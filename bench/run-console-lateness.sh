@@ -3,7 +3,8 @@
 # PENDING far-future jobs of one business; then `e2e_load rate` publishes RATE jobs/s due
 # DELAY_MS after publish for ROUND_SECONDS s and measures each one's lateness through the ready topic,
 # ROUNDS times without and ROUNDS times with bench/console-browser.py paging GET /jobs at
-# BROWSE_RATE pages/s (alternating, so that drift of the machine hits both alike). Prints one JSON
+# BROWSE_RATE pages/s (alternating, and the order of the two alternating from round to round, so
+# that drift of the machine hits both alike). Prints one JSON
 # object per line: e2e_load's lateness figures, tagged "browsing": true|false, and the browser's
 # page latencies. Starts the stack if it is not up (and stops it again after).
 #   RATE=5000 ROUND_SECONDS=30 ROUNDS=2 BROWSE_RATE=10 bench/run-console-lateness.sh
@@ -22,7 +23,10 @@ seq -f "far %08g" 1 "$PENDING" | kcat -P -b "$KAFKA_BOOTSTRAP" -t "$run.ingest" 
 pending=$(bench_wait_pending "$PENDING")
 echo "{\"figure\":\"pending_to_browse\",\"value\":$pending}"
 for round in $(seq 1 "$ROUNDS"); do
-  for browsing in false true; do
+  # Odd rounds without browsing first, even rounds with: neither comes first always.
+  order="false true"
+  ((round % 2 == 0)) && order="true false"
+  for browsing in $order; do
     if [[ "$browsing" == true ]]; then
       python3 bench/console-browser.py --port "$port" --rate "$BROWSE_RATE" \
         --filter 'state=delay&business=bench' --filter 'state=delay' --filter 'state=ready&business=bench' \
