@@ -99,6 +99,30 @@ int main(int argc, char** argv) {
   const double accept_s = seconds_since(t0);
   const long long mem1 = redis_used_memory(redis);
   line("redis_accept", n, accept_s, static_cast<double>(mem1 - mem0) / static_cast<double>(n));
+  {
+    // Where a pending job's bytes go (MEMORY USAGE, shard 0): its record key and the pending
+    // set's entry; the rest of the delta above is Redis's own (the main dictionary's buckets,
+    // the waiting index while it was kept, script and client buffers).
+    const std::string shard = shard_of(0);
+    auto usage = [&](const std::string& key) {
+      auto r = redis.command({"MEMORY", "USAGE", key, "SAMPLES", "0"});
+      return r.view().is_integer() ? static_cast<double>(r.view().integer()) : 0.0;
+    };
+    double record = 0, record_len = 0;
+    const long sampled = std::min<long>(n / 4, 1000);
+    for (long k = 0; k < sampled; ++k) {
+      const std::string key = store.keys().job(shard, ids[static_cast<size_t>(k * 4)]);
+      record += usage(key);
+      auto r = redis.command({"STRLEN", key});
+      record_len += static_cast<double>(r.view().integer());
+    }
+    auto card = redis.command({"ZCARD", store.keys().pending(shard)});
+    const double entries = static_cast<double>(card.view().integer());
+    std::printf("{\"bench\":\"redis_pending_job_parts\",\"record_key_bytes\":%.1f,\"record_length\":%.1f,"
+                "\"pending_entry_bytes\":%.1f}\n",
+                record / static_cast<double>(sampled), record_len / static_cast<double>(sampled),
+                usage(store.keys().pending(shard)) / entries);
+  }
 
   // claim, then mark_ready: what the fire path does per batch, around the Kafka round trip.
   auto by_shard = [&](long i) {
