@@ -11,11 +11,13 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "harness.hpp"
 #include "storage/key_schema.hpp"
 #include "support/redis_connect.hpp"
+#include "support/requires.hpp"
 
 using namespace delayd::e2e;
 using delayd::redis::RedisCluster;
@@ -42,6 +44,9 @@ std::optional<RedisNodeAddress> replica_of(RedisCluster& redis, const RedisNodeA
 }  // namespace
 
 TEST_CASE("cluster: slots move and a primary fails over while jobs flow: none lost, none early", "[e2e][cluster]") {
+  const char* url = std::getenv("REDIS_URL");
+  delayd::testing::require_setup(url != nullptr && std::string_view(url).starts_with("redis-cluster"),
+                                 "REDIS_URL is not a redis-cluster:// url: run scripts/test.sh --cluster");
   World w("cluster");
   auto client = delayd::testing::connect_redis(w.redis_url);
   auto* redis = dynamic_cast<RedisCluster*>(client.get());

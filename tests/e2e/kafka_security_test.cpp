@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "support/requires.hpp"
 
 using namespace delayd::e2e;
 using delayd::testing::AclResource;
@@ -23,11 +24,9 @@ namespace {
 
 const delayd::testing::KafkaSecurity& security() {
   static const delayd::testing::KafkaSecurity s = delayd::testing::kafka_security();
-  if (s.protocol.empty()) {
-    FAIL(
-        "KAFKA_SECURITY_PROTOCOL is not set: these tests need the stack started with DELAYD_KAFKA_SASL=1 and its "
-        "env exported (scripts/test.sh --sasl does both)");
-  }
+  delayd::testing::require_setup(!s.protocol.empty(),
+                                 "KAFKA_SECURITY_PROTOCOL is not set: these tests need the stack started with "
+                                 "DELAYD_KAFKA_SASL=1 and its env exported (scripts/test.sh --sasl does both)");
   return s;
 }
 

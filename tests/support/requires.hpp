@@ -63,6 +63,14 @@ inline std::string require_tool(const std::string& tool, std::string_view how_to
   skip_test(tool + " not found (" + std::string(how_to_get) + ")");
 }
 
+// A setup the test needs that the environment does not describe (a stack started with an
+// option, say): under CI the test fails with `what`; elsewhere it is skipped with the same words.
+inline void require_setup(bool present, std::string_view what) {
+  if (present) return;
+  if (under_ci()) FAIL(what << "; under CI=true the setup must be there");
+  skip_test(what);
+}
+
 // A deliberate opt-in (a long run, say): without the environment variable `name` set and
 // non-empty, the test is skipped, under CI too; `how` says how to opt in.
 inline void require_opt_in(const char* name, std::string_view how) {
