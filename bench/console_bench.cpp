@@ -87,9 +87,9 @@ int main(int argc, char** argv) {
   long long waiting_bytes = 0, waiting_jobs = 0;
   for (int s = 0; s < kShards; ++s) {
     const std::string shard = shard_id("delay-ingest", s);
-    auto r = redis.command({"MEMORY", "USAGE", KeySchema(prefix).waiting(shard, "rare"), "SAMPLES", "0"});
+    auto r = redis.command({"MEMORY", "USAGE", store.keys().waiting(shard, "rare"), "SAMPLES", "0"});
     if (r.view().is_integer()) waiting_bytes += r.view().integer();
-    waiting_jobs += redis.command({"ZCARD", KeySchema(prefix).waiting(shard, "rare")}).view().integer();
+    waiting_jobs += redis.command({"ZCARD", store.keys().waiting(shard, "rare")}).view().integer();
   }
   std::printf(
       "{\"bench\":\"fill_pending\",\"n\":%ld,\"seconds\":%.1f,\"jobs_per_s\":%.0f,\"waiting_index_jobs\":%lld,"
@@ -131,8 +131,8 @@ int main(int argc, char** argv) {
   long long index_bytes = 0;
   for (int s = 0; s < kShards; ++s) {
     for (const char* st : {"ready", "failed"}) {
-      auto r = redis.command(
-          {"MEMORY", "USAGE", KeySchema(prefix).state_index(shard_id("delay-ingest", s), st), "SAMPLES", "0"});
+      auto r =
+          redis.command({"MEMORY", "USAGE", store.keys().state_index(shard_id("delay-ingest", s), st), "SAMPLES", "0"});
       if (r.view().is_integer()) index_bytes += r.view().integer();
     }
   }
@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> keys;
   for (int s = 0; s < kShards; ++s) {
     const std::string shard = shard_id("delay-ingest", s);
-    const KeySchema k(prefix);
+    const KeySchema& k = store.keys();
     for (const char* st : {"ready", "failed", "cancelled", "running", "finished"})
       keys.push_back(k.state_index(shard, st));
     keys.push_back(k.pending(shard));
