@@ -500,15 +500,18 @@ class JobStore {
   // record as read right after the call is records[i] (when run() was asked to read them).
   struct Replies {
     std::vector<redis::RedisReply> calls;
-    std::vector<redis::RedisReply> records;
+    std::vector<redis::RedisReply> reads;  // per call, with read_records: the MGET of its jobs' records
     redis::ReplyView operator[](std::size_t i) const { return calls[i / kJobsPerCall].view()[i % kJobsPerCall]; }
+    // Job i's record as read right after its call (read_records); throws RedisCommandError if
+    // the read failed.
+    redis::ReplyView record(std::size_t i) const { return reads[i / kJobsPerCall].view()[i % kJobsPerCall]; }
   };
   // Runs `script` over the jobs of one shard, kJobsPerCall per call, pipelined, reloading the
   // scripts if Redis lost them. per_job[i] are job i's arguments (the first is its id); `extra`
-  // is ARGV[3]. read_records: each job's record is read (GET) right after its call, in the
-  // same round trip. Throws RedisCommandError if a call failed (a script error: a bug, or a
-  // key of the shard that is not of delayd's type).
-  // A fenced script runs with this store's fence for the shard; a refusal throws ShardFenced.
+  // is ARGV[3]. read_records: the call's records are read (one MGET: the keys share the shard's
+  // slot) right after it, in the same round trip. Throws RedisCommandError if a call failed (a script error: a bug, or
+  // a key of the shard that is not of delayd's type). A fenced script runs with this store's fence for the shard; a
+  // refusal throws ShardFenced.
   Replies run(Script script, std::string_view shard, const std::vector<redis::Command>& per_job, std::int64_t now_ms,
               std::int64_t extra = 0, bool read_records = false);
   // ARGV[4] of a call: the fence, or '' when fencing is off or the script is not fenced.

@@ -4,7 +4,7 @@
 -- "in_flight" (the record may already be on its way, or held by the broker until its
 -- deliver_at). A job whose deliver_at is after now + ahead_ms is left alone ('early'); the
 -- broker never produces a record before its deliver_at by the wall clock (ahead_ms only lets
--- it claim in advance). The caller reads each claimed record (GET) right after the call, in
+-- it claim in advance). The caller reads the claimed records (MGET) right after the call, in
 -- the same round trip, for the payload.
 -- What cannot be delivered is set aside in the same call: a stale entry (job finished) is
 -- removed; a corrupt record is kept for people as the payload of a record marked failed with
