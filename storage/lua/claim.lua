@@ -27,9 +27,44 @@ local function rule_of(j)
 end
 local refused = check_fence()
 if refused then return refused end
+-- The reads are done for the whole batch at once (one MGET of the records, one HMGET of the
+-- in-flight entries) and the in-flight entries written at the end in one HSET, so that Redis
+-- spends its time on the jobs, not on calls from Lua. A record MGET did not return (none, or
+-- not a string) is read again alone, for its reason. A batch that names a job twice is done
+-- job by job instead, as the second must see what the first wrote.
+local records, flying, hset = {}, {}, {}
+local twice = false
+do
+  local seen, ids = {}, {}
+  for i = FIRST, #KEYS do
+    local id = ARGV[i - 1]
+    twice = twice or seen[id] ~= nil
+    seen[id] = true
+    ids[#ids + 1] = id
+  end
+  if #ids > 0 then
+    records = redis.call('MGET', unpack(KEYS, FIRST))
+    if not twice then flying = redis.call('HMGET', KEYS[4], unpack(ids)) end
+  end
+end
+-- The attempt in the job's in-flight entry (the k-th of the batch), or nil.
+local function attempt_in_flight(k, id)
+  if twice then return (in_flight(id)) end
+  return (flight_of(flying[k]))
+end
+-- The job's in-flight entry is `v` (written before the call returns).
+local function fly(id, v)
+  if twice then
+    redis.call('HSET', KEYS[4], id, v)
+  else
+    hset[#hset + 1] = id
+    hset[#hset + 1] = v
+  end
+end
 for i = FIRST, #KEYS do
   local id = ARGV[i - 1]
-  local v, err = read_head(KEYS[i])
+  local v, err = records[i - FIRST + 1], nil
+  if not v or v == '' then v, err = read_head(KEYS[i]) end
   local j = parse(v)
   if err or not v then
     local why = err and ('job record unreadable: ' .. string.sub(err, 1, 200)) or 'no job record for this pending entry'
@@ -75,7 +110,7 @@ for i = FIRST, #KEYS do
       end
       write(KEYS[i], whole, 0)
       wadd(id, whole.biz, due)  -- its pending entry stays at the deadline that passed
-      redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
+      fly(id, att .. ' ' .. stamp .. ' ' .. my_epoch)
       out[#out + 1] = {'deliver', string.format('%.0f', whole.at), whole.biz, att, whole.f.rep or '0', 0,
                        string.format('%.0f', due), 1, whole.f.dead or '', whole.f.ml or '', rule_of(whole)}
     end
@@ -90,8 +125,8 @@ for i = FIRST, #KEYS do
       out[#out + 1] = {'early', string.format('%.0f', due)}
     else
       -- A job marked dead goes to the dead-letter topic, not to a consumer: no attempt is added.
-      local att = (in_flight(id) or j.att) + (j.f.dead and 0 or 1)
-      redis.call('HSET', KEYS[4], id, att .. ' ' .. stamp .. ' ' .. my_epoch)
+      local att = (attempt_in_flight(i - FIRST + 1, id) or j.att) + (j.f.dead and 0 or 1)
+      fly(id, att .. ' ' .. stamp .. ' ' .. my_epoch)
       if repeats(j) or j.f.h or j.f.rd or j.f.dead or j.f.nb or j.f.vo or j.f.ml then
         out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att, j.f.rep or '0', 0,
                          string.format('%.0f', due), 0, j.f.dead or '', j.f.ml or '', rule_of(j)}
@@ -101,5 +136,6 @@ for i = FIRST, #KEYS do
     end
   end
 end
+if #hset > 0 then redis.call('HSET', KEYS[4], unpack(hset)) end
 flush()
 return out

@@ -3,21 +3,47 @@
 -- when the caller does not know them). ARGV[3] unused. Not fenced (see FENCING in lua_scripts.hpp). After
 -- Kafka acknowledged each job's ready record, for plain jobs (Claim::plain: no repeat, no
 -- history) of businesses that keep no payload: the common case, kept cheap. The job's in-flight
--- entry is removed (HDEL says it was there, so the job was claimed and is still delay: nothing
+-- entry is removed (it was there, so the job was claimed and is still delay: nothing
 -- else removes the entry without settling the job) and the finished record is written from the
 -- arguments, without reading the old one. Otherwise (a caller that does not know the fields,
 -- or an entry lost with a Redis restart) the record is read and settled (settle_read()).
 -- Per job: {changed, state, at}: at is the next occurrence (state delay), the ack deadline
 -- (ready), or 0. A job already final only loses its (stale) pending entry; a ready or running
 -- one keeps its ack deadline.
+-- The fast path's bookkeeping is done for the whole batch at once (one HMGET, HDEL, ZREM and
+-- ZADD for all its jobs, so that Redis spends its time on the jobs, not on calls from Lua); only
+-- the record's SET is per job. A job-id seen earlier in the same batch takes the per-job path,
+-- after that earlier one, as if each job were marked in turn.
+local fast, probe, seen = {}, {}, {}
+for i = FIRST, #KEYS do
+  local a = 5 + (i - FIRST) * 4
+  local id = ARGV[a]
+  if ARGV[a + 3] ~= '' and not seen[id] then probe[#probe + 1] = i end
+  seen[id] = true
+end
+if #probe > 0 then
+  local ids = {}
+  for k, i in ipairs(probe) do ids[k] = ARGV[5 + (i - FIRST) * 4] end
+  local flying = redis.call('HMGET', KEYS[4], unpack(ids))
+  local gone = {}
+  for k, i in ipairs(probe) do
+    if flying[k] then
+      fast[i] = true
+      gone[#gone + 1] = ids[k]
+    end
+  end
+  if #gone > 0 then
+    redis.call('HDEL', KEYS[4], unpack(gone))
+    redis.call('ZREM', KEYS[1], unpack(gone))
+    enter_all(gone, 'ready')
+  end
+end
 for i = FIRST, #KEYS do
   local a = 5 + (i - FIRST) * 4
   local id, biz = ARGV[a], ARGV[a + 3]
-  if biz ~= '' and redis.call('HDEL', KEYS[4], id) == 1 then
+  if fast[i] then
     local v = 'ready ' .. ARGV[a + 1] .. ' ' .. ARGV[a + 2] .. ' ' .. biz .. ' ready_at=' .. stamp .. '\n'
     if retention > 0 then redis.call('SET', KEYS[i], v, 'EX', retention) else redis.call('SET', KEYS[i], v) end
-    redis.call('ZREM', KEYS[1], id)
-    enter(id, 'ready', 'delay')
     wdel(id, biz)
     bump(biz, 'delay', -1)
     bump(biz, 'ready', 1)

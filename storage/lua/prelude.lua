@@ -54,6 +54,16 @@ local function enter(id, st, left)
     indexed[st] = true
   end
 end
+-- enter_all(ids, st): enter(id, st, 'delay') for each of ids (at least one), in one ZADD.
+local function enter_all(ids, st)
+  local args = {}
+  for k, id in ipairs(ids) do
+    args[2 * k - 1] = stamp
+    args[2 * k] = id
+  end
+  redis.call('ZADD', state_key(st), unpack(args))
+  indexed[st] = true
+end
 -- The waiting index (key_schema.hpp): <prefix>:{<shard>}:waiting:<business> lists the shard's
 -- delay jobs of one business, scored as in the pending set, so that the console pages through a
 -- rare business's waiting jobs without walking everyone's. It is kept for a business only
@@ -202,13 +212,15 @@ end
 -- A job in flight (claimed, its record maybe on its way) has an entry in the shard's in-flight
 -- hash, "<attempt> <firing_at> <epoch>" (the claiming owner's fence; older entries lack it), and
 -- its record is not rewritten by the claim (so the payload never passes through Lua).
--- in_flight(id) -> attempt, firing_at, epoch ('' when absent), or nil.
-local function in_flight(id)
-  local e = redis.call('HGET', KEYS[4], id)
+-- flight_of(e) -> attempt, firing_at, epoch ('' when absent) of an in-flight entry's value, or
+-- nil (no entry: e nil or false; or not one).
+local function flight_of(e)
   if not e then return nil end
   local att, at, epoch = string.match(e, '^(%d+) (%d+) ?(%d*)$')
   return tonumber(att), at, epoch
 end
+-- in_flight(id) -> the same for the job's entry.
+local function in_flight(id) return flight_of(redis.call('HGET', KEYS[4], id)) end
 -- The whole call is refused unless the caller holds the shard's current fence (or none is
 -- asked for: fence '').
 local function check_fence()

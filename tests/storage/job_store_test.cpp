@@ -223,6 +223,86 @@ TEST_CASE_METHOD(Fixture, "mark_ready finishes the job, removes its entry and se
   CHECK(s.by_business_state["orders"]["ready"] == 1);
 }
 
+// claim.lua and mark_ready.lua read and write a batch's in-flight entries with one command each;
+// a batch that names a job twice, or holds a record MGET cannot return, must end as the same
+// jobs done one call at a time (the slow reference: shard B).
+TEST_CASE_METHOD(Fixture, "a batch naming a job twice ends as the same jobs claimed and marked one call at a time",
+                 "[store]") {
+  const std::string a = shard_id("delay-ingest", 1), b = shard_id("delay-ingest", 2);
+  const Ids batch{"x", "y", "x", "gone", "empty", "z", "z"};
+  for (const auto& sh : {a, b}) {
+    std::vector<NewJob> jobs{job("x", 10), job("y", 10), job("z", 10)};
+    for (auto& j : jobs) j.shard = sh;
+    store.accept(jobs, 0);
+    redis.command({"ZADD", keys.pending(sh), "10", "gone"});  // an entry without its record
+    redis.command({"ZADD", keys.pending(sh), "10", "empty"});
+    redis.command({"SET", keys.job(sh, "empty"), ""});  // a record that is an empty string
+  }
+  auto dump = [&](const std::string& sh) {
+    std::string out;
+    for (const auto& id : {"x", "y", "z", "gone", "empty"}) {
+      auto r = redis.command({"GET", keys.job(sh, id)});
+      out += std::string(id) + "=" + (r.view().is_nil() ? "<nil>" : std::string(r.view().str())) + ";";
+    }
+    auto flat = [&](const delayd::redis::Command& c) {
+      std::vector<std::string> v;
+      auto r = redis.command(c);
+      for (std::size_t i = 0; i < r.view().size(); ++i) v.emplace_back(r.view()[i].str());
+      std::string joined;
+      for (const auto& e : v) joined += e + ",";
+      return joined;
+    };
+    out += " inflight " + flat({"HGETALL", keys.in_flight(sh)});
+    out += " pending " + flat({"ZRANGE", keys.pending(sh), "0", "-1", "WITHSCORES"});
+    out += " ready " + flat({"ZRANGE", keys.state_index(sh, "ready"), "0", "-1", "WITHSCORES"});
+    out += " quarantine " + flat({"HGETALL", keys.quarantine(sh)});
+    out += " stats " + flat({"HGETALL", keys.stats(sh)});
+    return out;
+  };
+  auto kinds = [](const std::vector<Claim>& cs) {
+    std::string out;
+    for (const auto& c : cs) {
+      out += c.job_id + ":" + std::to_string(static_cast<int>(c.kind)) + ":" + std::to_string(c.attempt) + ":" +
+             c.reason + ":" + c.value.value_or("-") + ";";
+    }
+    return out;
+  };
+  auto delivered = [](const std::vector<Claim>& cs) {
+    std::vector<JobStore::Delivered> d;
+    for (const auto& c : cs) {
+      if (c.kind == Claim::Kind::deliver) d.push_back({c.job_id, c.deliver_at, c.attempt, c.business});
+    }
+    return d;
+  };
+  auto transitions = [](const std::vector<Transition>& ts) {
+    std::string out;
+    for (const auto& t : ts)
+      out += t.job_id + ":" + (t.changed ? "1" : "0") + ":" + std::string(to_string(t.state)) + ";";
+    return out;
+  };
+
+  const auto claimed_a = store.claim(a, batch, 10);
+  std::vector<Claim> claimed_b;
+  for (const auto& id : batch) claimed_b.push_back(store.claim(b, Ids{id}, 10).front());
+  CHECK(kinds(claimed_a) == kinds(claimed_b));
+  CHECK(claimed_a[2].attempt == 2);  // the second x sees the first one's in-flight entry
+  CHECK(claimed_a[3].reason == "no job record for this pending entry");
+  CHECK(claimed_a[4].reason == "no job record for this pending entry");
+  CHECK(dump(a) == dump(b));
+
+  const auto da = delivered(claimed_a), db = delivered(claimed_b);
+  REQUIRE(da.size() == 5);
+  const auto marked_a = store.mark_ready(a, std::span<const JobStore::Delivered>(da), 12);
+  std::vector<Transition> marked_b;
+  for (const auto& d : db) {
+    marked_b.push_back(store.mark_ready(b, std::span<const JobStore::Delivered>(&d, 1), 12).front());
+  }
+  CHECK(transitions(marked_a) == transitions(marked_b));
+  CHECK(dump(a) == dump(b));
+  CHECK(marked_a[0].changed);
+  CHECK_FALSE(marked_a[2].changed);  // x was ready already: marked once
+}
+
 TEST_CASE_METHOD(Fixture, "mark_ready with the claim's fields writes the finished record without reading it",
                  "[store]") {
   store.accept(std::vector<NewJob>{job("d1", 10), job("d2", 10)}, 0);
