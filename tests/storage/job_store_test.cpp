@@ -303,6 +303,43 @@ TEST_CASE_METHOD(Fixture, "a batch naming a job twice ends as the same jobs clai
   CHECK_FALSE(marked_a[2].changed);  // x was ready already: marked once
 }
 
+// accept.lua adds the pending entries of a batch's new jobs in one ZADD; a batch that creates a
+// job and then upserts it, or names it twice, must end as the same jobs accepted one at a time
+// (the slow reference: shard B).
+TEST_CASE_METHOD(Fixture, "a batch creating and then upserting a job ends as the same jobs accepted one at a time",
+                 "[store]") {
+  const std::string a = shard_id("delay-ingest", 1), b = shard_id("delay-ingest", 2);
+  auto batch = [&](const std::string& sh) {
+    std::vector<NewJob> jobs{job("p", 10), job("u", 20), job("p", 30), job("u", 40), job("q", 50), job("u", 60)};
+    jobs[1].version = 7;  // u created by an upsert, then moved by a later version, then an older one
+    jobs[3].version = 9;
+    jobs[5].version = 8;
+    for (auto& j : jobs) j.shard = sh;
+    return jobs;
+  };
+  auto dump = [&](const std::string& sh) {
+    std::string out;
+    for (const auto& id : {"p", "u", "q"})
+      out += std::string(id) + "=" + std::string(redis.command({"GET", keys.job(sh, id)}).view().str()) + ";";
+    auto r = redis.command({"ZRANGE", keys.pending(sh), "0", "-1", "WITHSCORES"});
+    for (std::size_t i = 0; i < r.view().size(); ++i) out += std::string(r.view()[i].str()) + ",";
+    return out;
+  };
+  const auto together = store.accept(batch(a), 0);
+  std::vector<AcceptOutcome> alone;
+  for (const auto& j : batch(b)) alone.push_back(store.accept(std::vector<NewJob>{j}, 0).front());
+  REQUIRE(together.size() == alone.size());
+  for (std::size_t i = 0; i < together.size(); ++i) {
+    CHECK(together[i].kind == alone[i].kind);
+    CHECK(together[i].state == alone[i].state);
+    CHECK(together[i].deliver_at == alone[i].deliver_at);
+  }
+  CHECK(dump(a) == dump(b));
+  const auto u = redis.command({"ZSCORE", keys.pending(a), "u"});
+  CHECK(u.view().str() == "40");  // the later version's time, not the first's
+  CHECK(redis.command({"ZSCORE", keys.pending(a), "p"}).view().str() == "10");  // the first publish wins
+}
+
 TEST_CASE_METHOD(Fixture, "mark_ready with the claim's fields writes the finished record without reading it",
                  "[store]") {
   store.accept(std::vector<NewJob>{job("d1", 10), job("d2", 10)}, 0);
