@@ -211,7 +211,7 @@ local function read_head(key)
 end
 -- A job in flight (claimed, its record maybe on its way) has an entry in the shard's in-flight
 -- hash, "<attempt> <firing_at> <epoch>" (the claiming owner's fence; older entries lack it), and
--- its record is not rewritten by the claim (so the payload never passes through Lua).
+-- its record is not rewritten by the claim (the payload is read in Lua, never written again).
 -- flight_of(e) -> attempt, firing_at, epoch ('' when absent) of an in-flight entry's value, or
 -- nil (no entry: e nil or false; or not one).
 local function flight_of(e)

@@ -190,7 +190,7 @@ TEST_CASE_METHOD(Fixture, "claim hands out the payload once due, and refuses ear
   CHECK(c[0].headers == StoredHeaders{{"trace", "abc"}, {"nullh", std::nullopt}});
   CHECK(c[0].attempt == 1);
   CHECK(field("c", "firing_at") == "1000");
-  // The claim leaves the record alone (the payload never passes through Lua); the attempt under
+  // The claim leaves the record alone (read, never written again); the attempt under
   // way and its time are in the shard's in-flight hash.
   CHECK(record("c").rfind("delay 1000 0 orders\n", 0) == 0);
   CHECK(redis.command({"HGET", keys.in_flight(shard), "c"}).view().str() == "1 1000 0");  // epoch 0: unfenced
