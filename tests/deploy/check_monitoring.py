@@ -55,7 +55,7 @@ ALERTS_YML = "deploy/prometheus/alerts.yml"
 ALERTS_TEST_YML = "deploy/prometheus/alerts_test.yml"
 CHART_ALERTS = "deploy/helm/delayd/files/alerts.yml"
 
-# The alerts docs/operating/deploying.md's "Deploying on Kubernetes" lists.
+# The alerts listed in docs/operating/deploying.md, "Deploying on Kubernetes".
 REQUIRED_ALERTS = ("DelaydDown", "DelaydNotReady", "DelaydLatenessHigh", "DelaydDeadLettersGrowing",
                    "DelaydOutage", "DelaydIngestLagGrowing", "DelaydJobsOverdue")
 

@@ -8,8 +8,8 @@ topic. clients/vectors/ holds the calls and records every client must agree on.
 Rules every record follows:
   * every record of one job (schedule, cancel, reschedule, status report) is keyed by its
     job-id, so that they land in one partition, in order (docs/producing.md, "Reschedule", "Latest wins");
-  * only headers the README documents are written; the caller's own `headers` are carried after
-    them, in their order.
+  * only headers of the contract (README's table, docs/producing.md) are written; the caller's
+    own `headers` are carried after them, in their order.
 """
 from __future__ import annotations
 
