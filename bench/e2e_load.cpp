@@ -23,6 +23,7 @@
 //   e2e_load restart-measure --ready-topic R --overdue M --start-ms S --log FILE
 //   e2e_load report          --in RAW.jsonl --out e2e.jsonl
 //   e2e_load compare         --before e2e.jsonl --after e2e.jsonl
+//   e2e_load medians         --dir D --rounds N   (D/round<k>/{off,on}/e2e.jsonl: run-trace-cost.sh)
 //   e2e_load cleanup         [--topic-prefix P] [--redis-match GLOB,...] [--groups G,...]
 // Common options: --bootstrap host:port, --redis-url redis://host:port, --tag (job-id prefix,
 // default "e2e"), --data-dir (where the raw data for the plots goes, default ".").
@@ -1312,10 +1313,13 @@ int cmd_report(const Options& o) {
   return ok ? 0 : kPipelineBroken;
 }
 
-// The first figure whose name starts with `prefix`, if any.
-const Json* figure_named(const std::map<std::string, Json>& figures, const std::string& prefix) {
-  const auto it = figures.lower_bound(prefix);
-  return it != figures.end() && it->first.starts_with(prefix) ? &it->second : nullptr;
+// The first figure whose name starts with `prefix` and ends with `suffix`, if any.
+const Json* figure_named(const std::map<std::string, Json>& figures, const std::string& prefix,
+                         const std::string& suffix = "") {
+  for (auto it = figures.lower_bound(prefix); it != figures.end() && it->first.starts_with(prefix); ++it) {
+    if (it->first.ends_with(suffix)) return &it->second;
+  }
+  return nullptr;
 }
 
 // Two runs side by side (bench/compare-e2e.sh): the main figures of each, the machine limit each
@@ -1357,6 +1361,72 @@ int cmd_compare(const Options& o) {
   std::printf("\nbefore: %s; after: %s", run_label(before).c_str(), run_label(after).c_str());
   if (short_b) std::printf("; short delays: due %lld ms after publish", short_b->value("delay_ms", 0LL));
   std::printf("\nfraction: the run's figure over the limit the same run measured (limit over figure for bytes)\n");
+  return 0;
+}
+
+// The medians over bench/run-trace-cost.sh's rounds (--dir D --rounds N: D/round<k>/{off,on}/
+// e2e.jsonl): each figure with tracing off and on, on over off, and every round's value. One run
+// of each is noise on a shared two-core machine; the median of several alternated ones is the
+// figure to quote. A row whose figure no run has (the smoke runs no rate) prints "-".
+int cmd_medians(const Options& o) {
+  const std::string dir = o.required("dir");
+  const std::int64_t rounds = o.required_num("rounds");
+  if (rounds < 1) throw UsageError("--rounds must be at least 1");
+  struct Row {
+    std::string title, prefix, suffix, field;
+    int decimals;
+  };
+  const std::vector<Row> rows = {
+      {"fire capacity, jobs/s", "fire_jobs_per_s", "", "value", 0},
+      {"fire capacity, fraction of limit", "fire_jobs_per_s", "", "fraction", 2},
+      {"durable ingest, jobs/s", "ingest_jobs_per_s", "", "value", 0},
+      {"durable ingest, fraction of limit", "ingest_jobs_per_s", "", "fraction", 2},
+      {"lateness at the rate, p50 ms", "lateness_", "_per_s", "p50", 0},
+      {"lateness at the rate, p99 ms", "lateness_", "_per_s", "p99", 0},
+      {"lateness at the rate, p99.9 ms", "lateness_", "_per_s", "p999", 0},
+      {"lateness at the rate, max ms", "lateness_", "_per_s", "max", 0},
+      {"short delays, p99 ms", "lateness_short_", "", "p99", 0},
+  };
+  std::map<std::string, std::vector<std::map<std::string, Json>>> runs;  // side -> one per round
+  for (const std::string side : {"off", "on"}) {
+    for (std::int64_t r = 1; r <= rounds; ++r) {
+      std::vector<std::string> order;
+      runs[side].push_back(read_figures(dir + "/round" + std::to_string(r) + "/" + side + "/e2e.jsonl", order));
+    }
+  }
+  // The field of the row's figure in each run of `side` that has it.
+  auto values = [&](const std::string& side, const Row& row) {
+    std::vector<double> out;
+    for (const auto& figures : runs[side]) {
+      const Json* j = figure_named(figures, row.prefix, row.suffix);
+      if (j && j->contains(row.field) && (*j)[row.field].is_number()) out.push_back((*j)[row.field].get<double>());
+    }
+    return out;
+  };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  auto joined = [](const std::vector<double>& v, int decimals) {
+    std::string out;
+    for (double x : v) out += (out.empty() ? "" : ", ") + pretty(x, decimals);
+    return out;
+  };
+  std::printf("%-36s %13s %12s %9s   %s\n", "figure", "off (median)", "on (median)", "on / off",
+              "off, each round / on, each round");
+  for (const auto& row : rows) {
+    const auto off = values("off", row), on = values("on", row);
+    if (off.empty() || on.empty()) {
+      std::printf("%-36s %13s %12s %9s\n", row.title.c_str(), "-", "-", "-");
+      continue;
+    }
+    const double m_off = median(off), m_on = median(on);
+    const std::string ratio = m_off > 0 ? pretty(m_on / m_off, 2) : "-";
+    std::printf("%-36s %13s %12s %9s   %s / %s\n", row.title.c_str(), pretty(m_off, row.decimals).c_str(),
+                pretty(m_on, row.decimals).c_str(), ratio.c_str(), joined(off, row.decimals).c_str(),
+                joined(on, row.decimals).c_str());
+  }
   return 0;
 }
 
@@ -1454,6 +1524,7 @@ int dispatch(const std::string& name, const Options& o) {
   if (name == "restart-measure") return cmd_restart_measure(o);
   if (name == "report") return cmd_report(o);
   if (name == "compare") return cmd_compare(o);
+  if (name == "medians") return cmd_medians(o);
   if (name == "cleanup") return cmd_cleanup(o);
   throw UsageError("unknown subcommand " + name);
 }

@@ -4,8 +4,8 @@
 # receiver on this machine (tests/support/otlp_sink.py, counting spans), ROUNDS times, the order
 # alternating (off then on, then on then off, ...) so that a drift of the machine does not fall on
 # one side. Then each round side by side (e2e_load compare: each figure with the machine limit of
-# its own run and the fraction of it), the medians over the rounds with on over off, and the
-# receiver's count of spans.
+# its own run and the fraction of it), the medians over the rounds with on over off (e2e_load
+# medians), and the receiver's count of spans.
 #
 #   bench/run-trace-cost.sh                      ingest, fire capacity, lateness at 10 000/s and
 #                                                short delays (sizes below), 3 rounds, about 15 minutes
@@ -92,5 +92,5 @@ for ((r = 1; r <= rounds; r++)); do
   "$build/bench/e2e_load" compare --before "$out/round$r/off/e2e.jsonl" --after "$out/round$r/on/e2e.jsonl" || status=1
 done
 echo "== medians over $rounds rounds"
-python3 bench/trace_cost_medians.py "$out" "$rounds" || status=1
+"$build/bench/e2e_load" medians --dir "$out" --rounds "$rounds" || status=1
 exit "$status"
