@@ -14,6 +14,10 @@ with the commands it would use. The layouts:
                 found through a per-shard directory (a sorted set of leaves by their lowest
                 score); leaves split in two when full, as jobs arrive in random order
   hash+leaves   the records as fields of one hash per shard (while pending), and the leaves
+  keys+buckets  the record keys, and the pending entries in small sorted sets chosen by the
+                job-id's hash (about 96 entries each, as a linear hash table that splits a bucket
+                at a time keeps them), with a directory of the buckets by their lowest score
+  hash+buckets  the records as fields of one hash per shard, and those buckets
   hash+zset     the records as fields of one hash per shard, and today's sorted set
   member+index  the record as the pending set's member ("<job-id> <record>"), and an index
                 job-id -> deliver_at in hashes of about 100 fields each (listpacks), so that a
@@ -141,7 +145,7 @@ def main():
     ap.add_argument("--id-length", type=int, default=16)
     ap.add_argument("--prefix", default="delayd")
     ap.add_argument("--shard", default="delay-ingest:0")
-    ap.add_argument("--layouts", default="keys+zset,keys+leaves,hash+leaves,hash+zset,member+index")
+    ap.add_argument("--layouts", default="keys+zset,keys+leaves,hash+leaves,keys+buckets,hash+buckets,hash+zset,member+index")
     a = ap.parse_args()
     server = shutil.which("redis-server")
     if not server:
@@ -195,6 +199,18 @@ def main():
             r.flush()
             if pend is None:
                 pass
+            elif pend == "buckets":
+                nb = max(1, n // 96)
+                lowest = {}
+                for i in range(n):
+                    b = zlib.crc32(ids[i].encode()) % nb
+                    r.send("ZADD", f"{tag}:pq:{b}", scores[i], ids[i])
+                    lowest[b] = min(lowest.get(b, scores[i]), scores[i])
+                for b, low in lowest.items():
+                    r.send("ZADD", f"{tag}:pending", low, str(b))
+                r.flush()
+                if r.call("OBJECT", "ENCODING", f"{tag}:pq:0").decode() != "listpack":
+                    raise RuntimeError("a bucket is not a listpack: check zset-max-listpack-*")
             elif pend == "zset":
                 for i in range(n):
                     r.send("ZADD", f"{tag}:pending", scores[i], ids[i])
