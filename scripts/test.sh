@@ -160,8 +160,8 @@ status=0
 echo "test: ctest in $build_dir/"
 ctest --test-dir "$build_dir" --output-on-failure --timeout 600 "${ctest_args[@]}" || status=1
 # The figures the end-to-end tests print (lateness percentiles, duplicates after a crash, the
-# admin endpoint's counters, limits and status page).
-grep -hE "^(lateness|crash test|chaos: scale|admin: |twin ids: |sub-ms: |missing topic |record codec: |documented settings: |handover stress: )" "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
+# admin endpoint's counters, limits and status page, the console's actions and redrives).
+grep -hE "^(lateness \(ms\)|crash test|chaos: scale|admin: |twin ids: |sub-ms: |missing topic |record codec: |documented settings: |handover stress: |console: |console page: |dead letters: ([0-9]+ listed|a redrive) )" "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
 if ((sanitize)); then
   if ((started_stack)); then
     scripts/stack.sh down
