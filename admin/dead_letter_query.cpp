@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "broker/dead_letter.hpp"
+#include "config/config_names.hpp"
 #include "contract/ingest_parse.hpp"
 
 namespace delayd::admin {
@@ -354,6 +355,13 @@ std::variant<Redriven, std::string> redrive_record(const Record& rec, std::int64
     if (const auto other = target.other_formats.find(s.source->topic); other != target.other_formats.end()) {
       return "read from " + other->first + " in the " + other->second + " format: publish it there again";
     }
+  }
+  // A delivery letter of a job read in a peer format names its business "topic:<target>", which
+  // delayd's own format cannot: published to the ingest topic it would only be dead-lettered
+  // again, as an invalid record. Its schedule belongs on the peer's topic.
+  if (!s.source && s.business && s.business->starts_with(config::kTopicBusinessPrefix)) {
+    return "its job was read in a peer format (business " + *s.business +
+           "), which delayd's ingest topic cannot schedule: publish it to the peer's topic again";
   }
   if (s.redrive_count >= max_redrives) {
     return "redriven " + std::to_string(s.redrive_count) + " times already (admin.max_redrives " +

@@ -317,3 +317,28 @@ TEST_CASE("a dead letter read from an etf1 or Chronos topic is not redriven to d
   rec.headers[2].value = "ingest";
   CHECK(std::holds_alternative<Redriven>(redrive_record(rec, 3, target, "op")));
 }
+
+TEST_CASE("a delivery letter of an etf1 or Chronos job is not redriven to delayd's ingest topic", "[unit][dlq]") {
+  // What the fire path dead-letters when a peer-format job's delivery fails for good: the ready
+  // record, whose business names its target topic, which no business of delayd's format can.
+  Record rec;
+  rec.topic = "dlq";
+  rec.partition = 1;
+  rec.offset = 4;
+  rec.key = "target-key";
+  rec.value = "v";
+  rec.headers = {{"business", "topic:billing.events"},
+                 {"job-id", "sched-7"},
+                 {"deliver-at", "1900000000000"},
+                 {"attempt", "3"},
+                 {"error", "Broker: Message size too large"},
+                 {"reason", "delivery_failed"}};
+  const auto r = redrive_record(rec, 3, "ingest", "op");
+  REQUIRE(std::holds_alternative<std::string>(r));
+  CHECK(std::get<std::string>(r) ==
+        "its job was read in a peer format (business topic:billing.events), which delayd's ingest topic cannot "
+        "schedule: publish it to the peer's topic again");
+  // A delayd-format job's delivery letter is redriven as before.
+  rec.headers[0].value = "billing";
+  CHECK(std::holds_alternative<Redriven>(redrive_record(rec, 3, "ingest", "op")));
+}
