@@ -47,6 +47,8 @@ do
     if not twice then flying = redis.call('HMGET', KEYS[4], unpack(ids)) end
   end
 end
+-- What follows the attempt in every in-flight entry this call writes.
+local flown = ' ' .. stamp .. ' ' .. my_epoch
 -- The attempt in the job's in-flight entry (the k-th of the batch), or nil.
 local function attempt_in_flight(k, id)
   if twice then return (in_flight(id)) end
@@ -110,7 +112,7 @@ for i = FIRST, #KEYS do
       end
       write(KEYS[i], whole, 0)
       wadd(id, whole.biz, due)  -- its pending entry stays at the deadline that passed
-      fly(id, att .. ' ' .. stamp .. ' ' .. my_epoch)
+      fly(id, att .. flown)
       out[#out + 1] = {'deliver', string.format('%.0f', whole.at), whole.biz, att, whole.f.rep or '0', 0,
                        string.format('%.0f', due), 1, whole.f.dead or '', whole.f.ml or '', rule_of(whole)}
     end
@@ -126,7 +128,7 @@ for i = FIRST, #KEYS do
     else
       -- A job marked dead goes to the dead-letter topic, not to a consumer: no attempt is added.
       local att = (attempt_in_flight(i - FIRST + 1, id) or j.att) + (j.f.dead and 0 or 1)
-      fly(id, att .. ' ' .. stamp .. ' ' .. my_epoch)
+      fly(id, att .. flown)
       if repeats(j) or j.f.h or j.f.rd or j.f.dead or j.f.nb or j.f.vo or j.f.ml then
         out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att, j.f.rep or '0', 0,
                          string.format('%.0f', due), 0, j.f.dead or '', j.f.ml or '', rule_of(j)}

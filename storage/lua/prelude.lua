@@ -20,7 +20,9 @@ local function parse(v, with_payload)
   if type(v) ~= 'string' then return nil end
   local nl = string.find(v, '\n', 1, true)
   if not nl then return nil end
-  local st, at, att, biz, rest = string.match(string.sub(v, 1, nl - 1), '^(%l+) (%d+) (%d+) (%S+)(.*)$')
+  -- The first line is matched in place (no copy of it): its end is the first newline, and no
+  -- capture crosses it ([^\n] below, and %S for the business).
+  local st, at, att, biz, rest = string.match(v, '^(%l+) (%d+) (%d+) (%S+)([^\n]*)\n')
   if not st or not STATES[st] or #at > AT_DIGITS or #att > ATT_DIGITS then return nil end
   -- Every byte after the business is in a field " <name>=<value>" (job_record.hpp's grammar, as
   -- C++ reads it). This used to skip whatever did not look like a field (a tab, a word without
