@@ -60,6 +60,18 @@ Headers fired(const std::string& job, const std::string& business, const std::st
           {"deliver-at", "1700000000000"}, {"attempt", "3"},     {"error", error},       {"reason", reason}};
 }
 
+// One dead letter as the walk reads it (partition 0, offset 9), keyed `key`, with `headers`.
+Record letter(const std::string& key, Headers headers) {
+  Record r;
+  r.topic = "dlq";
+  r.partition = 0;
+  r.offset = 9;
+  r.key = key;
+  r.value = "v";
+  r.headers = std::move(headers);
+  return r;
+}
+
 Headers refused(const std::string& job, std::int32_t partition, std::int64_t offset) {
   return {{"job-id", job},
           {"deliver-at", "tomorrow"},
@@ -300,17 +312,11 @@ TEST_CASE("a redrive's dry run counts the dead letters of its filter and those i
 TEST_CASE("a dead letter read from an etf1 or Chronos topic is not redriven to delayd's ingest topic", "[unit][dlq]") {
   RedriveTarget target("ingest");
   target.other_formats["schedules"] = "etf1";
-  Record rec;
-  rec.topic = "dlq";
-  rec.partition = 0;
-  rec.offset = 9;
-  rec.key = "sched-1";
-  rec.value = "v";
-  rec.headers = {{"error", "header 'scheduler-epoch' must be whole seconds"},
-                 {"reason", "invalid_record"},
-                 {"source-topic", "schedules"},
-                 {"source-partition", "2"},
-                 {"source-offset", "5"}};
+  Record rec = letter("sched-1", {{"error", "header 'scheduler-epoch' must be whole seconds"},
+                                  {"reason", "invalid_record"},
+                                  {"source-topic", "schedules"},
+                                  {"source-partition", "2"},
+                                  {"source-offset", "5"}});
   const auto r = redrive_record(rec, 3, target, "op");
   REQUIRE(std::holds_alternative<std::string>(r));
   CHECK(std::get<std::string>(r) == "read from schedules in the etf1 format: publish it there again");
@@ -321,24 +327,13 @@ TEST_CASE("a dead letter read from an etf1 or Chronos topic is not redriven to d
 TEST_CASE("a delivery letter of an etf1 or Chronos job is not redriven to delayd's ingest topic", "[unit][dlq]") {
   // What the fire path dead-letters when a peer-format job's delivery fails for good: the ready
   // record, whose business names its target topic, which no business of delayd's format can.
-  Record rec;
-  rec.topic = "dlq";
-  rec.partition = 1;
-  rec.offset = 4;
-  rec.key = "target-key";
-  rec.value = "v";
-  rec.headers = {{"business", "topic:billing.events"},
-                 {"job-id", "sched-7"},
-                 {"deliver-at", "1900000000000"},
-                 {"attempt", "3"},
-                 {"error", "Broker: Message size too large"},
-                 {"reason", "delivery_failed"}};
+  Record rec = letter("target-key", fired("sched-7", "topic:billing.events", "delivery_failed", "Broker: too large"));
   const auto r = redrive_record(rec, 3, "ingest", "op");
   REQUIRE(std::holds_alternative<std::string>(r));
   CHECK(std::get<std::string>(r) ==
         "its job was read in a peer format (business topic:billing.events), which delayd's ingest topic cannot "
         "schedule: publish it to the peer's topic again");
   // A delayd-format job's delivery letter is redriven as before.
-  rec.headers[0].value = "billing";
+  rec.headers = fired("sched-7", "billing", "delivery_failed", "Broker: too large");
   CHECK(std::holds_alternative<Redriven>(redrive_record(rec, 3, "ingest", "op")));
 }
