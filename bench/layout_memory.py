@@ -40,6 +40,9 @@ import tempfile
 import time
 import zlib
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
+import checks  # noqa: E402  (tests/support: free_port)
+
 LEAF = 128  # Redis's default zset-max-listpack-entries
 
 
@@ -161,9 +164,7 @@ def main():
     records = [b"delay %d 0 orders\n" % s + payload for s in scores]
     tag = f"{a.prefix}:{{{a.shard}}}"
     tmp = tempfile.mkdtemp(prefix="delayd-layout-")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = checks.free_port()
     proc = subprocess.Popen([server, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", tmp],
                             stdout=subprocess.DEVNULL)
     try:

@@ -38,9 +38,8 @@ if #probe > 0 then
     enter_all(gone, 'ready')
   end
 end
--- The fast way's reply (one table for every job: the reply is only read) and its count of
--- jobs per business (bumped once per business after the loop).
-local READY, readied = {1, 'ready', '0'}, {}
+-- The fast way's reply: one table for every job (the reply is only read).
+local READY = {1, 'ready', '0'}
 local tail = ' ready_at=' .. stamp .. '\n'
 for i = FIRST, #KEYS do
   local a = 5 + (i - FIRST) * 4
@@ -49,7 +48,8 @@ for i = FIRST, #KEYS do
     local v = 'ready ' .. ARGV[a + 1] .. ' ' .. ARGV[a + 2] .. ' ' .. biz .. tail
     if retention > 0 then redis.call('SET', KEYS[i], v, 'EX', retention) else redis.call('SET', KEYS[i], v) end
     wdel(id, biz)
-    readied[biz] = (readied[biz] or 0) + 1
+    bump(biz, 'delay', -1)
+    bump(biz, 'ready', 1)
     out[#out + 1] = READY
   else
     -- The header line first: a plain job still delay is finished from it, as above.
@@ -61,10 +61,6 @@ for i = FIRST, #KEYS do
       out[#out + 1] = settle_read(KEYS[i], id, false, 0, 0)
     end
   end
-end
-for biz, n in pairs(readied) do
-  bump(biz, 'delay', -n)
-  bump(biz, 'ready', n)
 end
 flush()
 return out

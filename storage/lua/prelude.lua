@@ -150,27 +150,36 @@ local function repend(key, id, j, at)
   pend(id, j.biz, at)
   wake(id)
 end
+-- counts: business -> state -> change in this call; its hash field "<business>|<state>" is only
+-- built when flush() writes it (bump() is called once or twice per job).
 local counts = {}
 local function bump(biz, st, n)
   if biz == '-' then return end
-  local k = biz .. '|' .. st
-  counts[k] = (counts[k] or 0) + n
+  local c = counts[biz]
+  if not c then
+    c = {}
+    counts[biz] = c
+  end
+  c[st] = (c[st] or 0) + n
 end
 local function flush()
   -- pcall: counters are for dashboards (and for starting waiting indexes, which a count that
   -- cannot be read does not do); a broken counters key must not fail the jobs' call after their
   -- writes are done (a script's writes are not rolled back on error).
   local after = {}  -- "<business>|<state>" -> the count after this call (nil: not known)
-  for k, n in pairs(counts) do
-    if n ~= 0 then
-      local c = redis.pcall('HINCRBY', KEYS[2], k, n)
-      if type(c) == 'number' then after[k] = c end
+  for biz, by_state in pairs(counts) do
+    for st, n in pairs(by_state) do
+      if n ~= 0 then
+        local k = biz .. '|' .. st
+        local c = redis.pcall('HINCRBY', KEYS[2], k, n)
+        if type(c) == 'number' then after[k] = c end
+      end
     end
   end
   -- The waiting indexes this call read the mark of (see wadd() above).
   for biz, m in pairs(wmark) do
     local k = biz .. '|delay'
-    local delta = counts[k] or 0
+    local delta = counts[biz] and counts[biz].delay or 0
     local n = after[k]
     if delta == 0 and m == 'new' then
       local v = redis.pcall('HGET', KEYS[2], k)
