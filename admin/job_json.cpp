@@ -16,8 +16,9 @@ using contract::format_rfc3339_ms;
 namespace {
 
 // Fields that hold epoch milliseconds; each gets an "<name>_iso" companion.
-constexpr const char* kTimeFields[] = {"deliver_at",  "created_at",   "firing_at", "ready_at",   "running_at",
-                                       "finished_at", "cancelled_at", "failed_at", "not_before", "repeat_until"};
+constexpr const char* kTimeFields[] = {"deliver_at", "created_at",   "firing_at",    "ready_at",
+                                       "running_at", "finished_at",  "cancelled_at", "failed_at",
+                                       "not_before", "ack_deadline", "repeat_until"};
 
 std::optional<std::int64_t> as_int(const std::string& s) {
   std::int64_t v = 0;

@@ -99,8 +99,8 @@ std::string job_record::encode_field_value(std::string_view text) {
   return out;
 }
 
-std::string format_header_line(JobState state, std::int64_t deliver_at, std::int64_t attempt,
-                               std::string_view business, const std::map<std::string, std::string, std::less<>>& fields) {
+std::string format_header_line(JobState state, std::int64_t deliver_at, std::int64_t attempt, std::string_view business,
+                               const std::map<std::string, std::string, std::less<>>& fields) {
   std::string line(to_string(state));
   line += ' ' + std::to_string(deliver_at) + ' ' + std::to_string(attempt) + ' ';
   line += business;
@@ -112,6 +112,15 @@ std::string format_header_line(JobState state, std::int64_t deliver_at, std::int
     }
   }
   return line;
+}
+
+std::optional<std::int64_t> pending_score(const JobRecord& r) {
+  const auto it = r.fields.find("nb");
+  const std::optional<std::int64_t> nb =
+      it == r.fields.end() ? std::nullopt : number(it->second, job_record::kMaxDeliverAtDigits);
+  if (r.state == JobState::delay) return std::max(r.deliver_at, nb.value_or(0));
+  if (r.state == JobState::ready || r.state == JobState::running) return nb;
+  return std::nullopt;
 }
 
 }  // namespace delayd::storage

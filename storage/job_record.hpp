@@ -98,11 +98,23 @@ struct JobRecord {
 // if it were fine while the broker set it aside.
 std::optional<JobRecord> parse_job_record(std::string_view record);
 
+// Where the job's entry in its shard's pending set belongs, from its record alone: for a delay
+// job the later of deliver_at and nb (not before: a retry's time, an operator's retry, the passed
+// ack deadline of a job delivered again); for a ready or running job nb, its ack deadline, when
+// its business has one; nullopt for a job that has no entry (any other state, or ready or
+// running with nothing waiting). nb reads as deliver_at does (1 to kMaxDeliverAtDigits digits);
+// any other value is no nb. Every script keeps the entry there (prelude.lua's entry_at(), the
+// same rule; record_codec_diff_test.cpp checks that the two agree), so that an entry can be found
+// by its score from its record: what pending entries kept in small sorted sets by score need.
+// Records written by delayd before this rule (0.3.0 and earlier builds) may lack the nb of an ack deadline or of a
+// produce retry.
+std::optional<std::int64_t> pending_score(const JobRecord& r);
+
 // The header line (without its "\n") that prelude.lua's write() would write for these values:
 // the words, then each of `fields` whose name is in kFields, in kFields' order (names not in
 // kFields are not written, as write() drops them). Values must be free of white space (encode
 // free text first). parse_job_record(format_header_line(...) + "\n") reads them back.
-std::string format_header_line(JobState state, std::int64_t deliver_at, std::int64_t attempt,
-                               std::string_view business, const std::map<std::string, std::string, std::less<>>& fields);
+std::string format_header_line(JobState state, std::int64_t deliver_at, std::int64_t attempt, std::string_view business,
+                               const std::map<std::string, std::string, std::less<>>& fields);
 
 }  // namespace delayd::storage

@@ -91,9 +91,12 @@ std::optional<std::map<std::string, std::string>> parse_record(std::string_view 
     out.emplace("deliver_at", std::to_string(r->deliver_at));
     out.emplace("business", r->business);
   }
+  const bool delivered = r->state == JobState::ready || r->state == JobState::running;
   for (const auto& [name, value] : r->fields) {
     if (name == "h") continue;  // only says the history list exists
-    out[std::string(display_name(name))] = percent_decode(value);
+    // nb of a delivered job is when it goes round again without a report (job_record.hpp).
+    const std::string_view shown = delivered && name == "nb" ? "ack_deadline" : display_name(name);
+    out[std::string(shown)] = percent_decode(value);
   }
   const std::string_view payload = r->payload;
   if (!payload.empty()) {

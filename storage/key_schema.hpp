@@ -2,7 +2,9 @@
 // mirrors this file.
 //
 //   <prefix>:{<shard>}:job:<job-id>  string  one job: a header line, "\n", then its payload
-//   <prefix>:{<shard>}:pending       zset    the shard's jobs not yet delivered, by deliver_at
+//   <prefix>:{<shard>}:pending       zset    the shard's jobs not yet delivered, and the delivered
+//                                            ones waiting for an ack deadline, each scored where its
+//                                            record says (job_record.hpp, pending_score())
 //   <prefix>:{<shard>}:stats         hash    counters "<business>|<state>" of the shard's jobs
 //   <prefix>:{<shard>}:quarantine    hash    job-id -> reason, for pending entries of the shard
 //                                            that pointed at no readable job record
@@ -48,7 +50,9 @@
 //   names      last_error, ready_at, running_at, finished_at, cancelled_at, failed_at, error,
 //              cancelled_early, every and count (a repeating job's interval in ms and its number
 //              of occurrences), rep (the occurrence pending, from 1), rd (ack-timeout
-//              redeliveries), nb (not before: a retry's time, epoch ms), dead (a reason: the
+//              redeliveries), nb (epoch ms: a delay job is not due before it (a retry's time, an
+//              operator's retry, the passed ack deadline of a redelivery); a ready or running job's
+//              ack deadline; its pending entry is at pending_score()), dead (a reason: the
 //              next claim dead-letters the job), ma (with an ack timeout: the business's
 //              max_process_attempts when the job became ready), stop (1: a repeating job
 //              cancelled while an occurrence was in flight; the series ends after it), h (1: the

@@ -33,7 +33,7 @@ end
 -- An upsert meeting the existing job j (its header line): {code, state, deliver_at}.
 local function upsert(key, id, j, at, biz, version, v)
   if (tonumber(j.f.vo) or -1) >= version then
-    if j.st == 'delay' then pend(id, j.biz, j.at) end
+    if j.st == 'delay' then pend(id, j) end
     return {0, j.st, string.format('%.0f', j.at)}
   end
   -- A remembered cancel holds, unless it came earlier in this partition (its vo, below ours).
@@ -46,14 +46,14 @@ local function upsert(key, id, j, at, biz, version, v)
     hist(key, n, 'updated', 'from ' .. string.format('%.0f', j.at) .. ' to ' .. at .. ' (offset ' .. version .. ')')
     bump(j.biz, 'delay', -1)
     bump(biz, 'delay', 1)
-    repend(key, id, n, at)
+    repend(key, id, n)
     return {4, 'delay', at}
   end
   hist(key, n, 'scheduled-again', 'its earlier job was ' .. j.st .. ' after ' .. j.att .. ' attempts (offset ' ..
        version .. ')')
   bump(j.biz, j.st, -1)
   bump(biz, 'delay', 1)
-  repend(key, id, n, at)
+  repend(key, id, n)
   return {5, 'delay', at}
 end
 -- The pending entries of the jobs created the plain way are added together, in one ZADD (so
@@ -90,7 +90,7 @@ for i = FIRST, #KEYS do
       n.st0, n.f.h, n.f.last_error = 'failed', j.f.h, j.f.error
       hist(KEYS[i], n, 'redriven', 'redrive ' .. n.f.rv .. ' of its dead letter ' .. (j.f.dl or '?'))
       write(KEYS[i], n, 0)
-      pend(id, biz, at)
+      pend(id, n)
       bump(j.biz, 'failed', -1)
       bump(biz, 'delay', 1)
       out[#out + 1] = {1, 'delay', at}
@@ -100,7 +100,7 @@ for i = FIRST, #KEYS do
       bump(biz, 'cancelled', 1)
       out[#out + 1] = {2, 'cancelled', at}
     else
-      if j.st == 'delay' then pend(id, j.biz, j.at) end
+      if j.st == 'delay' then pend(id, j) end  -- where its record says (a retry's nb too)
       out[#out + 1] = {0, j.st, string.format('%.0f', j.at)}
     end
   end

@@ -11,9 +11,10 @@
 -- error "corrupt job record: ..."; an entry with no readable record (none, or not a string)
 -- is moved to the quarantine hash with the reason.
 -- The lifecycle (docs/consuming.md, "Job lifecycle"): a job is not due before its not-before time (nb, a
--- retry after a failed report); a ready or running job whose ack deadline (its pending entry's
--- score) passed is delivered again, as delay, with its kept payload, or, out of attempts (ma),
--- goes round once more marked dead for its dead letter.
+-- retry after a failed report); a ready or running job whose ack deadline (its nb, where its
+-- pending entry waits) passed is delivered again, as delay, with its kept payload, its entry
+-- and nb left at that deadline, or, out of attempts (ma), goes round once more marked dead for
+-- its dead letter.
 -- Per job: {'deliver', deliver_at, business, attempt} for a plain job, or for any other
 -- {'deliver', deliver_at, business, attempt, repeat, 0, not_before, redelivery 0|1, dead reason,
 -- ml, every, cron, tz, until, count, cu, cc} (ml: max-lateness-ms; the last seven: the repeat
@@ -68,6 +69,8 @@ for i = FIRST, #KEYS do
   local v, err = records[i - FIRST + 1], nil
   if not v or v == '' then v, err = read_head(KEYS[i]) end
   local j = parse(v)
+  -- A delivered job's pending entry: its ack deadline, if its business has one (read once).
+  local waiting = j and (j.st == 'ready' or j.st == 'running') and redis.call('ZSCORE', KEYS[1], id)
   if err or not v then
     local why = err and ('job record unreadable: ' .. string.sub(err, 1, 200)) or 'no job record for this pending entry'
     local q = redis.pcall('HSET', KEYS[3], id, why)
@@ -84,15 +87,19 @@ for i = FIRST, #KEYS do
     redis.call('ZREM', KEYS[1], id)
     redis.call('HDEL', KEYS[4], id)
     out[#out + 1] = {'corrupt', why, '-'}
-  elseif (j.st == 'ready' or j.st == 'running') and redis.call('ZSCORE', KEYS[1], id) then
+  elseif waiting then
     -- Delivered and waiting for a report until its ack deadline (the entry's score): once that
     -- passed, it goes round again, as delay, with its kept payload.
-    local due = tonumber(redis.call('ZSCORE', KEYS[1], id))
+    local due = tonumber(waiting)
     local whole = due <= now + extra and parse(read(KEYS[i]), true)
     if due > now + extra then
       out[#out + 1] = {'early', string.format('%.0f', due)}
     elseif not whole or not whole.payload or whole.payload == '' then
       redis.call('ZREM', KEYS[1], id)  -- nothing to deliver again: it waits for its report only
+      if whole then  -- and its record says so (no deadline), and expires as a settled one does
+        whole.f.nb = nil
+        write(KEYS[i], whole, retention)
+      end
       out[#out + 1] = {'finished', j.st}
     else
       -- ma: the business's max_process_attempts when it became ready. Out of them, it goes
@@ -110,8 +117,9 @@ for i = FIRST, #KEYS do
         whole.f.rd = tostring((tonumber(whole.f.rd) or 0) + 1)
         hist(KEYS[i], whole, 'redelivered', 'no report within the ack timeout')
       end
+      whole.f.nb = string.format('%.0f', due)  -- its pending entry stays at the deadline that passed
       write(KEYS[i], whole, 0)
-      wadd(id, whole.biz, due)  -- its pending entry stays at the deadline that passed
+      wadd(id, whole.biz, due)
       fly(id, att .. flown)
       out[#out + 1] = {'deliver', string.format('%.0f', whole.at), whole.biz, att, whole.f.rep or '0', 0,
                        string.format('%.0f', due), 1, whole.f.dead or '', whole.f.ml or '', rule_of(whole)}
@@ -122,7 +130,7 @@ for i = FIRST, #KEYS do
     out[#out + 1] = {'finished', j.st}
   else
     -- nb: not before (a retry after a failed report waits for its time, not only deliver_at).
-    local due = math.max(j.at, tonumber(j.f.nb) or 0)
+    local due = entry_at(j)
     if due > now + extra then
       out[#out + 1] = {'early', string.format('%.0f', due)}
     else

@@ -103,10 +103,29 @@ end
 local function wdel(id, biz)
   if biz ~= '-' and wstate(biz) ~= 'off' then redis.call('ZREM', wkey(biz), id) end
 end
--- pend(id, biz, score): the delay job's pending entry (and its waiting index entry) at `score`.
-local function pend(id, biz, score)
+-- An epoch-ms field's value as a number: 1 to AT_DIGITS digits, as deliver_at is; else nil.
+local function ms(s)
+  if s and #s <= AT_DIGITS and string.find(s, '^%d+$') then return tonumber(s) end
+  return nil
+end
+-- The pending entry's score is always what the job's record says (job_record.hpp,
+-- pending_score(): the same rule in C++, and record_codec_diff_test.cpp checks that the two
+-- agree): entry_at(j) is the later of deliver_at and nb for a delay job (nb, not before: a
+-- retry's time, an operator's retry, a passed ack deadline delivered again), nb for a ready or
+-- running job (its ack deadline, when its business has one), and nil for a job that has no
+-- entry. So every script that moves an entry writes nb in the same call, and an entry can be
+-- found from its record alone.
+local function entry_at(j)
+  local nb = ms(j.f.nb)
+  if j.st == 'delay' then return math.max(j.at, nb or 0) end
+  if j.st == 'ready' or j.st == 'running' then return nb end
+  return nil
+end
+-- pend(id, j): the delay job j's pending entry (and its waiting index entry) at entry_at(j).
+local function pend(id, j)
+  local score = entry_at(j)
   redis.call('ZADD', KEYS[1], score, id)
-  wadd(id, biz, score)
+  wadd(id, j.biz, score)
 end
 local function write(key, j, ex)
   local id = string.sub(key, #SHARD + 6)
@@ -142,12 +161,12 @@ end
 -- The owner of the shard re-reads the pending entries of these ids (their time moved, maybe
 -- earlier than what it has loaded).
 local function wake(id) redis.call('RPUSH', SHARD .. ':wake', id) end
--- repend(key, id, j, at): the job j (delay now) written, due at `at`, its pending entry moved
--- there and the shard's owner woken; mv marks the move for the console's walks.
-local function repend(key, id, j, at)
+-- repend(key, id, j): the job j (delay now) written, its pending entry moved to entry_at(j) and
+-- the shard's owner woken; mv marks the move for the console's walks.
+local function repend(key, id, j)
   j.f.mv = stamp
   write(key, j, 0)
-  pend(id, j.biz, at)
+  pend(id, j)
   wake(id)
 end
 -- counts: business -> state -> change in this call; its hash field "<business>|<state>" is only
@@ -327,7 +346,7 @@ local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
       j.f.mv = stamp
       hist(key, j, 'repeat', 'occurrence ' .. j.f.rep .. ' at ' .. string.format('%.0f', j.at))
       write(key, j, 0)
-      pend(id, j.biz, j.at)
+      pend(id, j)
       bump(j.biz, skip and 'skipped' or 'repeated', 1)
       return {1, 'delay', string.format('%.0f', j.at)}
     end
@@ -347,10 +366,11 @@ local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
   bump(j.biz, 'delay', -1)
   bump(j.biz, 'ready', 1)
   if ack > 0 then
-    redis.call('ZADD', KEYS[1], now + ack, id)
+    j.f.nb = string.format('%.0f', now + ack)  -- the ack deadline, where the entry waits
+    redis.call('ZADD', KEYS[1], entry_at(j), id)
     if max_att > 0 then j.f.ma = tostring(max_att) end
     write(key, j, 0)
-    return {1, 'ready', string.format('%.0f', now + ack)}
+    return {1, 'ready', j.f.nb}
   end
   redis.call('ZREM', KEYS[1], id)
   write(key, j, retention)

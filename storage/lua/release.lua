@@ -1,7 +1,8 @@
 -- release: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
 -- Stride 5: job-id, error, refund, keep_firing, retry_at. ARGV[3] unused. Fenced. A delivery attempt
--- failed and will be retried at retry_at: the pending entry is re-scored (XX: never resurrect
--- an entry a finished job left). refund = 1: the attempt does not count (Kafka never answered
+-- failed and will be retried at retry_at, written as the job's nb (not before): the pending entry
+-- is re-scored to the later of deliver_at and nb (XX: never resurrect an entry a finished job
+-- left). refund = 1: the attempt does not count (Kafka never answered
 -- with a permanent error), so `attempt` goes back down. keep_firing = 1: the record may have
 -- been written ("possibly persisted"), so firing_at stays and a cancel keeps answering
 -- in_flight until a later attempt settles the job; otherwise a cancel may win again.
@@ -24,9 +25,11 @@ for i = FIRST, #KEYS do
     j.f.last_error = enc(ARGV[a + 1])
     hist(KEYS[i], j, 'retry', ARGV[a + 1])
     j.f.mv = stamp
+    j.f.nb = ARGV[a + 4]
     write(KEYS[i], j, 0)
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[a + 4], ARGV[a])
-    wadd(ARGV[a], j.biz, ARGV[a + 4])
+    local score = entry_at(j)
+    redis.call('ZADD', KEYS[1], 'XX', score, ARGV[a])
+    wadd(ARGV[a], j.biz, score)
     out[#out + 1] = {1, 'delay'}
   else
     out[#out + 1] = {0, j and j.st or 'missing'}

@@ -26,13 +26,20 @@ local function report(key, id, j, status, err, retry_at, max_att, ack)
     j.st = 'running'
     j.f.running_at = stamp
     hist(key, j, 'running', '')
-    if waiting and ack > 0 then redis.call('ZADD', KEYS[1], now + ack, id) end
+    -- nb: the ack deadline (a heartbeat moves it), or none when nothing waits.
+    if waiting then
+      j.f.nb = string.format('%.0f', ack > 0 and now + ack or math.ceil(tonumber(waiting)))
+      if ack > 0 then redis.call('ZADD', KEYS[1], entry_at(j), id) end
+    else
+      j.f.nb = nil
+    end
     write(key, j, waiting and 0 or retention)
     return {'applied', 'running', '0'}
   end
   bump(j.biz, j.st, -1)
   if status == 'finished' or not j.payload or j.payload == '' then
     j.f.last_error = nil
+    j.f.nb = nil
     if status == 'finished' then
       j.st = 'finished'
       j.f.finished_at = stamp
@@ -59,8 +66,8 @@ local function report(key, id, j, status, err, retry_at, max_att, ack)
   j.st = 'delay'
   j.f.nb = string.format('%.0f', at)
   bump(j.biz, 'delay', 1)
-  repend(key, id, j, at)
-  return {'applied', j.f.dead and 'dead' or 'delay', string.format('%.0f', at)}
+  repend(key, id, j)
+  return {'applied', j.f.dead and 'dead' or 'delay', string.format('%.0f', entry_at(j))}
 end
 for i = FIRST, #KEYS do
   local a = 5 + (i - FIRST) * 7

@@ -21,7 +21,7 @@ for i = FIRST, #KEYS do
     hist(KEYS[i], j, 'rescheduled', 'from ' .. string.format('%.0f', j.at) .. ' to ' .. at)
     j.at = tonumber(at)
     j.f.nb = nil
-    repend(KEYS[i], id, j, at)
+    repend(KEYS[i], id, j)
     out[#out + 1] = {1, 'delay'}
   end
 end

@@ -22,8 +22,9 @@ for i = FIRST, #KEYS do
     bump(j.biz, 'delay', 1)
     j.st = 'delay'
     j.f.last_error = j.f.error
-    j.f.error, j.f.failed_at, j.f.dead, j.f.nb, j.f.dl = nil, nil, nil, nil, nil
-    repend(KEYS[i], id, j, now)
+    j.f.error, j.f.failed_at, j.f.dead, j.f.dl = nil, nil, nil, nil
+    j.f.nb = stamp  -- due at once: not before now
+    repend(KEYS[i], id, j)
     out[#out + 1] = {1, 'delay'}
   end
 end

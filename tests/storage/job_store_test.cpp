@@ -8,11 +8,13 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "redis/url.hpp"
+#include "storage/job_record.hpp"
 #include "support/redis_cleanup.hpp"
 #include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
@@ -56,6 +58,32 @@ struct Fixture {
   }
   void set_record(const std::string& id, const std::string& v) { redis.command({"SET", keys.job(shard, id), v}); }
   std::int64_t ttl(const std::string& id) { return redis.command({"TTL", keys.job(shard, id)}).view().integer(); }
+  // Every job of the shard whose pending entry is not where its record says (pending_score():
+  // at the later of deliver_at and nb for a delay job, at nb for a ready or running one, none
+  // otherwise), as "<id>: entry <score or none>, record '<line>'"; empty when all agree.
+  std::vector<std::string> misplaced() {
+    std::map<std::string, std::string> entries;
+    const auto z = redis.command({"ZRANGE", keys.pending(shard), "0", "-1", "WITHSCORES"});
+    for (std::size_t i = 0; i + 1 < z.view().size(); i += 2) {
+      entries[std::string(z.view()[i].str())] = std::string(z.view()[i + 1].str());
+    }
+    const std::string job_prefix = keys.job(shard, "");
+    const auto names = redis.command({"KEYS", job_prefix + "*"});  // a test's own prefix: a few keys
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < names.view().size(); ++i) {
+      const std::string id(names.view()[i].str().substr(job_prefix.size()));
+      const std::string line = record(id).substr(0, record(id).find('\n'));
+      const auto r = parse_job_record(record(id));
+      const auto want = r ? pending_score(*r) : std::nullopt;
+      const auto it = entries.find(id);
+      const std::string have = it == entries.end() ? "none" : it->second;
+      if (have != (want ? std::to_string(*want) : "none"))
+        out.push_back(id + ": entry " + have + ", record '" + line + "'");
+      if (it != entries.end()) entries.erase(it);
+    }
+    for (const auto& [id, score] : entries) out.push_back(id + ": entry " + score + ", no record");
+    return out;
+  }
   ~Fixture() { delayd::testing::delete_prefixed_keys(redis, keys.prefix()); }
 };
 
@@ -396,7 +424,9 @@ TEST_CASE_METHOD(Fixture,
   CHECK(field("k2", "deliver_at") == "100");                                 // the record keeps its deliver-at
   CHECK(pending() == std::vector<PendingEntry>{{"k3", 100}, {"k2", 5000}});  // k1 was cancelled
   auto score = redis.command({"ZSCORE", keys.pending(shard), "k2"});
-  CHECK(score.view().str() == "5000");  // the retry waits in Redis as well
+  CHECK(score.view().str() == "5000");         // the retry waits in Redis as well
+  CHECK(field("k2", "not_before") == "5000");  // and its record says where
+  CHECK(misplaced() == Ids{});
   t = store.cancel(shard, "k2", 102);
   CHECK(t.changed);
 
@@ -549,6 +579,7 @@ TEST_CASE_METHOD(Fixture,
   CHECK(field("p", "attempt") == "0");
   CHECK(field("p", "firing_at") == "5");
   CHECK(store.cancel(shard, "p", 50).state == JobState::in_flight);  // no cancel can win against a maybe-written record
+  CHECK(misplaced() == Ids{});                                       // both wait at their retry time, written as nb
   CHECK(store.cancel(shard, "o", 50).changed);
 }
 
@@ -814,7 +845,14 @@ TEST_CASE_METHOD(Lifecycle, "a failed report goes round again at the retry time,
   CHECK_FALSE(o.dead);
   CHECK(o.due_at == 500);
   CHECK(score("f") == 500);
+  CHECK(field("f", "not_before") == "500");
   CHECK(field("f", "last_error") == "boom");
+  CHECK(misplaced() == Ids{});
+  // A replay of its ingest record re-adds a lost entry where the record says: at the retry
+  // time, not at its long-passed deliver_at.
+  redis.command({"ZREM", keys.pending(shard), "f"});
+  store.accept(std::vector<NewJob>{job("f", 10)}, 0);
+  CHECK(score("f") == 500);
   // The owner is told through the wake list.
   const auto woken = store.take_wakes(std::vector<std::string>{shard});
   REQUIRE(woken.size() == 1);
@@ -840,8 +878,10 @@ TEST_CASE_METHOD(Lifecycle, "a failed report goes round again at the retry time,
   c = store.claim(shard, Ids{"f"}, 600);
   REQUIRE(c[0].kind == Claim::Kind::deliver);
   CHECK(c[0].dead_reason == "reported failed after 2 attempts: boom");
+  CHECK(misplaced() == Ids{});
   store.mark_failed(shard, "f", c[0].dead_reason, 610);
   CHECK(field("f", "state") == "failed");
+  CHECK(misplaced() == Ids{});
   CHECK(field("f", "error") == "reported failed after 2 attempts: boom");
 }
 
@@ -860,9 +900,13 @@ TEST_CASE_METHOD(Lifecycle, "an ack timeout redelivers a silent job and running 
   const auto t = deliver("s", 10, Mode::keep, 1000);
   CHECK(t.at == 1010);
   CHECK(score("s") == 1010);
+  CHECK(field("s", "ack_deadline") == "1010");  // the record says where its entry waits
+  CHECK(misplaced() == Ids{});
   CHECK(store.claim(shard, Ids{"s"}, 900)[0].kind == Claim::Kind::early);
   report("s", ReportStatus::running, 900, 0, 3, 1000);
   CHECK(score("s") == 1900);  // a heartbeat
+  CHECK(field("s", "ack_deadline") == "1900");
+  CHECK(misplaced() == Ids{});
   CHECK(store.claim(shard, Ids{"s"}, 1500)[0].kind == Claim::Kind::early);
   auto c = store.claim(shard, Ids{"s"}, 1900);
   REQUIRE(c[0].kind == Claim::Kind::deliver);
@@ -871,12 +915,36 @@ TEST_CASE_METHOD(Lifecycle, "an ack timeout redelivers a silent job and running 
   CHECK(c[0].value == std::optional<std::string>("v-s"));
   CHECK(field("s", "redelivered") == "1");
   CHECK(field("s", "history").find("redelivered 1 no report within the ack timeout") != std::string::npos);
+  CHECK(field("s", "not_before") == "1900");  // delay again, its entry still at the deadline that passed
+  CHECK(misplaced() == Ids{});
   // Reported finished: nothing waits any more.
   const JobStore::Delivered d{"s", c[0].deliver_at, 2, "orders", Mode::keep, std::chrono::milliseconds(1000)};
   store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 1950);
+  CHECK(score("s") == 2950);
+  CHECK(misplaced() == Ids{});
   report("s", ReportStatus::finished, 2000);
   CHECK_FALSE(score("s"));
   CHECK(field("s", "state") == "finished");
+  CHECK(field("s", "ack_deadline") == "<nil>");
+  CHECK(misplaced() == Ids{});
+}
+
+TEST_CASE_METHOD(Lifecycle, "an operator's retry of a failed job waits at its not-before time, now",
+                 "[store][lifecycle]") {
+  deliver("o", 10, Mode::keep);
+  report("o", ReportStatus::failed, 20, 30, 1);  // out of attempts: due at once, marked dead
+  auto c = store.claim(shard, Ids{"o"}, 30);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  store.mark_failed(shard, "o", c[0].dead_reason, 40, std::nullopt, true);
+  REQUIRE(field("o", "state") == "failed");
+  CHECK(store.retry_anywhere("o", 5000).changed);
+  CHECK(field("o", "state") == "delay");
+  CHECK(field("o", "not_before") == "5000");
+  CHECK(score("o") == 5000);  // where the console lists it, not at its deliver_at of long ago
+  CHECK(misplaced() == Ids{});
+  c = store.claim(shard, Ids{"o"}, 5000);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].not_before == 5000);
 }
 
 TEST_CASE_METHOD(Lifecycle, "silence after the last attempt dead-letters the job instead of delivering it again",
@@ -897,9 +965,11 @@ TEST_CASE_METHOD(Lifecycle, "silence after the last attempt dead-letters the job
   CHECK(c[0].attempt == 2);  // no delivery is added for the dead letter
   CHECK(c[0].dead_reason == "no report within the ack timeout after 2 deliveries");
   CHECK(field("z", "redelivered") == "1");
+  CHECK(misplaced() == Ids{});
   store.mark_failed(shard, "z", c[0].dead_reason, 230);
   CHECK(field("z", "state") == "failed");
   CHECK(field("z", "attempt") == "2");
+  CHECK(misplaced() == Ids{});
 }
 
 TEST_CASE_METHOD(Lifecycle, "reschedule moves a waiting job, not one in flight", "[store][lifecycle]") {
@@ -914,6 +984,7 @@ TEST_CASE_METHOD(Lifecycle, "reschedule moves a waiting job, not one in flight",
   CHECK_FALSE(t.changed);
   CHECK(t.state == JobState::in_flight);
   CHECK(store.reschedule_anywhere(shard, "none", 9000, 110).state == JobState::missing);
+  CHECK(misplaced() == Ids{});
   const auto woken = store.take_wakes(std::vector<std::string>{shard});
   REQUIRE(woken.size() == 1);
   CHECK(woken[0].second == std::vector<PendingEntry>{{"r", 200}});
@@ -934,6 +1005,7 @@ TEST_CASE_METHOD(Lifecycle, "a repeating job comes back on its grid, skips what 
   CHECK(t.state == JobState::delay);
   CHECK(t.at == 1500);  // deliver_at + 500, not the delivery time + 500
   CHECK(has_payload("p"));
+  CHECK(misplaced() == Ids{});
   c = store.claim(shard, Ids{"p"}, 1500);
   CHECK(c[0].repeat == 2);
   CHECK(c[0].deliver_at == 1500);
@@ -950,6 +1022,7 @@ TEST_CASE_METHOD(Lifecycle, "a repeating job comes back on its grid, skips what 
   t = store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 2601)[0];
   CHECK(t.state == JobState::ready);  // the last of 4
   CHECK_FALSE(score("p"));
+  CHECK(misplaced() == Ids{});
   // Reports are not tracked for repeating jobs, the last occurrence included.
   CHECK(report("p", ReportStatus::finished, 2600).verdict == ReportOutcome::Verdict::ignored);
 }
@@ -1131,6 +1204,7 @@ TEST_CASE_METHOD(Fixture, "an upsert replaces a waiting job, waits for one in fl
   CHECK(field("u", "value") == "v9");
   CHECK(pending() == std::vector<PendingEntry>{{"u", 900}});
   CHECK(ttl("u") == -1);  // waiting again: no retention
+  CHECK(misplaced() == Ids{});
   s = store.stats();
   CHECK(s.by_business_state["mail"]["ready"] == 0);
   CHECK(s.by_business_state["orders"]["delay"] == 1);

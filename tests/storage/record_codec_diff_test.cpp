@@ -3,7 +3,8 @@
 // record could be delivered by the scripts and shown as corrupt by delayctl, or the other way
 // round. This test feeds both the same bytes, good and damaged, the Lua one through EVALSHA on the
 // stack's Redis (REDIS_URL), and checks that they agree on the verdict and, for a record that
-// reads, on every word, field and the payload.
+// reads, on every word, field and the payload, and on where its pending entry belongs
+// (pending_score() and prelude.lua's entry_at()).
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <iostream>
@@ -31,8 +32,10 @@ using Reading = std::vector<std::string>;
 Reading cpp_reading(std::string_view record) {
   const auto r = parse_job_record(record);
   if (!r) return {"0"};
-  Reading out{"1",         std::string(to_string(r->state)), std::to_string(r->deliver_at), std::to_string(r->attempt),
-              r->business, std::string(r->payload)};
+  const std::optional<std::int64_t> entry = pending_score(*r);
+  Reading out{
+      "1",         std::string(to_string(r->state)), std::to_string(r->deliver_at),       std::to_string(r->attempt),
+      r->business, std::string(r->payload),          entry ? std::to_string(*entry) : "-"};
   for (const auto& [name, value] : r->fields) {  // std::map: sorted like table.sort
     out.push_back(name);
     out.push_back(value);
@@ -136,6 +139,16 @@ std::vector<std::string> edge_cases() {
       "delay 1000 0 orders frobnicate=1\n",  // unknown name
       "delay 1000 0 orders FOO_2=x\n",
       "delay 1000 0 orders nb=5 nb=6\n",  // a name twice
+      // Where the pending entry belongs (pending_score()): nb only as digits, as deliver_at.
+      "delay 1000 0 orders nb=2000\n",
+      "delay 3000 0 orders nb=2000\n",
+      "delay 1000 0 orders nb=1e4\n",
+      "delay 1000 0 orders nb=0x10\n",
+      "delay 1000 0 orders nb=1234567890123456\n",  // 16 digits
+      "ready 1000 1 orders nb=5000 ma=3\n",         // an ack deadline
+      "running 1000 1 orders running_at=1200 nb=6000\n",
+      "ready 1000 1 orders nb=\n",
+      "finished 1000 1 orders nb=5000\n",
       "delay 1000 0 orders every=60000 count=3 rep=1\n",
       "delay 1000 0 orders every=60000 count=3 rep=1 rd=2 nb=1500 dead=no%20report ma=3 stop=1 h=1\n",
       "delay 1000 0 orders\nline one\nline two\n",  // payload with newlines
