@@ -214,10 +214,15 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
   std::exception_ptr outage;
   for (const auto& [shard, index] : by_shard(slots)) {
     std::vector<std::string> ids;
+    std::vector<std::int64_t> due_at;
     ids.reserve(index.size());
-    for (size_t i : index) ids.push_back(scheduler_.job(slots[i]).job_id);
+    due_at.reserve(index.size());
+    for (size_t i : index) {
+      ids.push_back(scheduler_.job(slots[i]).job_id);
+      due_at.push_back(scheduler_.job(slots[i]).due_at);
+    }
     try {
-      auto got = store_.claim(scheduler_.shard_name(shard), ids, now_ms, options_.claim_ahead_ms);
+      auto got = store_.claim(scheduler_.shard_name(shard), ids, now_ms, options_.claim_ahead_ms, due_at);
       for (size_t k = 0; k < index.size(); ++k) {
         claims[index[k]] = std::move(got[k]);
         claimed[index[k]] = true;
@@ -255,6 +260,7 @@ void FirePath::submit_claims(const std::vector<Scheduler::Slot>& slots, std::int
     ++rounds_[round];
     for (size_t i : index) {
       r.job_ids.push_back(scheduler_.job(slots[i]).job_id);
+      r.due_at.push_back(scheduler_.job(slots[i]).due_at);
       pc.slots.push_back(slots[i]);
     }
     claims_.emplace(r.id, std::move(pc));

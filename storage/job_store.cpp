@@ -1,6 +1,7 @@
 #include "storage/job_store.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -460,11 +461,12 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
 std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std::optional<std::int64_t> after,
                                                     std::int64_t upto, std::size_t limit) {
   register_shard(shard);  // the loader reads every owned shard first: tools and cancels now see it
-  const std::string min = after ? "(" + std::to_string(*after) : "-inf";
-  redis::Command cmd{"ZRANGEBYSCORE", keys_.pending(shard), min, std::to_string(upto), "WITHSCORES"};
-  if (limit > 0) cmd.insert(cmd.end(), {"LIMIT", "0", std::to_string(limit)});
-  auto reply = redis_.command(cmd);
-  redis::ReplyView r = reply.view();
+  static_assert(lua::info(Script::pending).args == lua::kFixedArgs + 4);
+  const auto replies = eval_groups({{shard_call(
+      Script::pending, shard, 0,
+      {"between", after ? std::to_string(*after) : std::string(), std::to_string(upto), std::to_string(limit)})}});
+  redis::ReplyView r = replies.front().front().view();
+  if (r.is_error()) throw redis::RedisCommandError("redis: pending script: " + r.error());
   std::vector<PendingEntry> out;
   out.reserve(r.size() / 2);
   for (size_t i = 0; i + 1 < r.size(); i += 2) {
@@ -473,11 +475,33 @@ std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std:
   return out;
 }
 
+redis::Command JobStore::shard_call(Script script, std::string_view shard, std::int64_t now_ms,
+                                    std::initializer_list<std::string> own) const {
+  static_assert(lua::kShardKeys == 5 && lua::kFixedArgs == 4);
+  redis::Command c{"EVALSHA",
+                   shas_[static_cast<size_t>(script)],
+                   std::to_string(lua::kShardKeys),
+                   keys_.pending(shard),
+                   keys_.stats(shard),
+                   keys_.quarantine(shard),
+                   keys_.in_flight(shard),
+                   keys_.owner(shard),
+                   std::to_string(now_ms),
+                   std::to_string(retention_s_),
+                   "0",
+                   ""};
+  c.insert(c.end(), own.begin(), own.end());
+  return c;
+}
+
 std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms,
-                                   std::int64_t ahead_ms) {
+                                   std::int64_t ahead_ms, std::span<const std::int64_t> seen_at) {
+  assert(seen_at.empty() || seen_at.size() == job_ids.size());
   std::vector<redis::Command> per_job;
   per_job.reserve(job_ids.size());
-  for (const auto& id : job_ids) per_job.push_back({id});
+  for (size_t i = 0; i < job_ids.size(); ++i) {
+    per_job.push_back({job_ids[i], i < seen_at.size() ? std::to_string(seen_at[i]) : std::string()});
+  }
   const Replies replies = run(Script::claim, shard, per_job, now_ms, ahead_ms, true);
   std::vector<Claim> out;
   out.reserve(job_ids.size());
@@ -723,25 +747,22 @@ std::vector<std::pair<std::string, std::vector<PendingEntry>>> JobStore::take_wa
   std::vector<redis::Command> pops;
   for (const auto& shard : shards) pops.push_back({"LPOP", keys_.wake(shard), std::to_string(kWakesPerShard)});
   const auto popped = redis_.pipeline(pops);
-  std::vector<redis::Command> scores;
-  std::vector<std::pair<size_t, std::string>> asked;  // (shard index, job-id) per ZSCORE
   for (size_t s = 0; s < shards.size(); ++s) {
     const redis::ReplyView r = popped[s].view();
     if (!r.is_array()) continue;  // nil: an empty list
-    for (size_t k = 0; k < r.size(); ++k) {
-      asked.emplace_back(s, std::string(r[k].str()));
-      scores.push_back({"ZSCORE", keys_.pending(shards[s]), asked.back().second});
+    std::vector<redis::Command> ids;
+    for (size_t k = 0; k < r.size(); ++k) ids.push_back({std::string(r[k].str())});
+    if (ids.empty()) continue;
+    // Where each entry is now (find.lua: where its record says); none: it left the pending set.
+    const Replies got = run(Script::find, shards[s], ids, 0);
+    std::vector<PendingEntry> entries;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const redis::ReplyView score = got[k];
+      if (score.str().empty()) continue;
+      entries.push_back({ids[k].front(), score_of(score)});
     }
+    if (!entries.empty()) out.emplace_back(shards[s], std::move(entries));
   }
-  if (scores.empty()) return out;
-  const auto got = redis_.pipeline(scores);
-  std::map<size_t, std::vector<PendingEntry>> found;
-  for (size_t i = 0; i < asked.size(); ++i) {
-    const redis::ReplyView r = got[i].view();
-    if (r.is_nil() || r.is_error()) continue;
-    found[asked[i].first].push_back({asked[i].second, score_of(r)});
-  }
-  for (auto& [s, entries] : found) out.emplace_back(shards[s], std::move(entries));
   return out;
 }
 
@@ -760,32 +781,12 @@ std::vector<BrowsePage> JobStore::browse(std::span<const std::pair<std::string, 
   const auto opt = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
   std::vector<std::vector<redis::Command>> groups;
   for (const auto& [shard, q] : walks) {
-    groups.push_back({{"EVALSHA",
-                       shas_[static_cast<size_t>(Script::browse)],
-                       std::to_string(lua::kShardKeys),
-                       keys_.pending(shard),
-                       keys_.stats(shard),
-                       keys_.quarantine(shard),
-                       keys_.in_flight(shard),
-                       keys_.owner(shard),
-                       std::to_string(now_ms),
-                       std::to_string(retention_s_),
-                       "0",
-                       "",
-                       std::string(to_string(q.state)),
-                       std::to_string(q.walk_start),
-                       q.from ? std::to_string(q.from->score) : std::string(),
-                       q.from ? q.from->job_id : std::string(),
-                       q.inclusive ? "1" : "0",
-                       std::to_string(q.lo),
-                       std::to_string(q.hi),
-                       std::to_string(q.want),
-                       std::to_string(q.budget),
-                       q.business,
-                       q.id_prefix,
-                       q.error_text,
-                       opt(q.deliver_from),
-                       opt(q.deliver_to)}});
+    groups.push_back({shard_call(
+        Script::browse, shard, now_ms,
+        {std::string(to_string(q.state)), std::to_string(q.walk_start),
+         q.from ? std::to_string(q.from->score) : std::string(), q.from ? q.from->job_id : std::string(),
+         q.inclusive ? "1" : "0", std::to_string(q.lo), std::to_string(q.hi), std::to_string(q.want),
+         std::to_string(q.budget), q.business, q.id_prefix, q.error_text, opt(q.deliver_from), opt(q.deliver_to)})});
   }
   static_assert(lua::info(Script::browse).args == lua::kFixedArgs + 14);
   const auto replies = eval_groups(groups);
@@ -888,19 +889,19 @@ std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const 
 
 std::vector<std::int64_t> JobStore::due_counts(std::span<const std::int64_t> bounds) {
   const std::vector<std::string> shards = known_shards();
-  std::vector<redis::Command> cmds;
-  for (const auto& shard : shards) {
-    for (std::size_t i = 0; i < bounds.size(); ++i) {
-      const std::string min = i == 0 ? "-inf" : "(" + std::to_string(bounds[i - 1]);
-      cmds.push_back({"ZCOUNT", keys_.pending(shard), min, std::to_string(bounds[i])});
-    }
-  }
   std::vector<std::int64_t> out(bounds.size(), 0);
-  if (cmds.empty()) return out;
-  const auto replies = redis_.pipeline(cmds);
-  for (std::size_t k = 0; k < replies.size(); ++k) {
-    const redis::ReplyView r = replies[k].view();
-    if (r.is_integer()) out[k % bounds.size()] += r.integer();
+  if (shards.empty() || bounds.empty()) return out;
+  std::string joined;
+  for (const std::int64_t b : bounds) joined += (joined.empty() ? "" : " ") + std::to_string(b);
+  std::vector<std::vector<redis::Command>> groups;
+  for (const auto& shard : shards) groups.push_back({shard_call(Script::pending, shard, 0, {"count", joined, "", ""})});
+  const auto replies = eval_groups(groups);
+  for (const auto& group : replies) {
+    const redis::ReplyView r = group.front().view();
+    if (!r.is_array()) continue;
+    for (std::size_t k = 0; k < r.size() && k < bounds.size(); ++k) {
+      if (r[k].is_integer()) out[k] += r[k].integer();
+    }
   }
   return out;
 }
@@ -908,23 +909,22 @@ std::vector<std::int64_t> JobStore::due_counts(std::span<const std::int64_t> bou
 StoreStats JobStore::stats() {
   StoreStats s;
   const std::vector<std::string> shards = known_shards();
-  std::vector<redis::Command> cmds;
+  std::vector<std::vector<redis::Command>> groups;
   for (const auto& shard : shards) {
-    cmds.push_back({"ZCARD", keys_.pending(shard)});
-    cmds.push_back({"ZRANGE", keys_.pending(shard), "0", "0", "WITHSCORES"});
-    cmds.push_back({"HGETALL", keys_.stats(shard)});
+    groups.push_back({shard_call(Script::pending, shard, 0, {"size", "", "", ""}), {"HGETALL", keys_.stats(shard)}});
   }
-  auto replies = redis_.pipeline(cmds);
+  const auto replies = eval_groups(groups);
   for (size_t i = 0; i < shards.size(); ++i) {
-    const std::int64_t n = replies[3 * i].view().integer();
+    const redis::ReplyView size = replies[i][0].view();
+    if (size.is_error()) throw redis::RedisCommandError("redis: pending script: " + size.error());
+    const std::int64_t n = size[0].integer();
     s.pending += n;
     s.pending_by_shard[shards[i]] = n;
-    redis::ReplyView first = replies[3 * i + 1].view();
-    if (first.size() == 2) {
-      const std::int64_t due = score_of(first[1]);
+    if (!size[1].str().empty()) {
+      const std::int64_t due = score_of(size[1]);
       if (!s.next_due || due < *s.next_due) s.next_due = due;
     }
-    redis::ReplyView counters = replies[3 * i + 2].view();
+    redis::ReplyView counters = replies[i][1].view();
     for (size_t k = 0; k + 1 < counters.size(); k += 2) {
       const std::string_view field = counters[k].str();
       const auto bar = field.rfind('|');

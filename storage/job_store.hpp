@@ -215,10 +215,10 @@ struct Claim {
   // For deliver: the record may not be sent before this (epoch ms; >= deliver_at: a retry after a
   // failed report, or an ack deadline, may come later than deliver_at).
   std::int64_t not_before = 0;
-  int repeat = 0;           // the occurrence of a repeating job, from 1; 0: not repeating
-  RepeatRule rule{};        // a repeating job's rule (long form only)
+  int repeat = 0;                             // the occurrence of a repeating job, from 1; 0: not repeating
+  RepeatRule rule{};                          // a repeating job's rule (long form only)
   std::chrono::milliseconds max_lateness{0};  // max-lateness-ms (long form only); 0: no limit
-  bool plain = true;        // no repeat, no history: mark_ready may take the fast way
+  bool plain = true;                          // no repeat, no history: mark_ready may take the fast way
   bool redelivery = false;  // its ack deadline passed: delivered again, or dead-lettered (dead_reason)
   std::string dead_reason;  // non-empty: dead-letter it with this reason instead of delivering it
 };
@@ -348,9 +348,12 @@ class JobStore {
   // Claims jobs of one shard due by now_ms + ahead_ms for delivery, and sets aside in the same
   // call what cannot be delivered (storage/lua/claim.lua). One round trip. Result i is job_ids[i]'s.
   // A claim of kind deliver may be due up to ahead_ms after now_ms: the caller holds its record
-  // until the wall clock reaches deliver_at (never early).
+  // until the wall clock reaches deliver_at (never early). seen_at[i], if given, is the score
+  // job_ids[i]'s pending entry was read at (pending_between(), take_wakes()): how the claim finds
+  // an entry whose record cannot say (none, unreadable, or settled: a stale entry).
+  // Precondition: seen_at is empty or as long as job_ids.
   std::vector<Claim> claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms,
-                           std::int64_t ahead_ms = 0);
+                           std::int64_t ahead_ms = 0, std::span<const std::int64_t> seen_at = {});
 
   // After Kafka acknowledged: ready, payload dropped, entry removed. One round trip.
   // A delivered job as its claim described it; mark_ready() then writes the finished record
@@ -523,6 +526,10 @@ class JobStore {
   // restart without persistence, SCRIPT FLUSH), that call did not run: the scripts are loaded
   // again and those groups, and only those, are sent once more. The one home of that rule.
   std::vector<std::vector<redis::RedisReply>> eval_groups(const std::vector<std::vector<redis::Command>>& groups);
+  // The call of a batch script that takes no jobs (stride 0: browse, pending) on `shard`: its
+  // kShardKeys keys, the kFixedArgs arguments (now, the retention, 0, no fence), then `own`.
+  redis::Command shard_call(Script script, std::string_view shard, std::int64_t now_ms,
+                            std::initializer_list<std::string> own) const;
   Transition one(Script script, std::string_view shard, redis::Command args, std::int64_t now_ms,
                  std::int64_t extra = 0);
   // Every shard in <prefix>:shards, sorted; `first` (if given, known or not) moved to the front.

@@ -64,6 +64,8 @@ enum class Script : unsigned char {
   mark_delivered,
   retry,
   browse,
+  pending,
+  find,
   take_shard,
 };
 
@@ -89,7 +91,7 @@ struct ScriptInfo {
 
 inline constexpr ScriptInfo kScripts[] = {
     {Script::accept, "accept", kAccept, true, false, kShardKeys, kFixedArgs, 5},
-    {Script::claim, "claim", kClaim, true, true, kShardKeys, kFixedArgs, 1},
+    {Script::claim, "claim", kClaim, true, true, kShardKeys, kFixedArgs, 2},
     {Script::mark_ready, "mark_ready", kMarkReady, true, false, kShardKeys, kFixedArgs, 4},
     {Script::release, "release", kRelease, true, true, kShardKeys, kFixedArgs, 5},
     {Script::mark_failed, "mark_failed", kMarkFailed, true, true, kShardKeys, kFixedArgs, 4},
@@ -99,6 +101,8 @@ inline constexpr ScriptInfo kScripts[] = {
     {Script::mark_delivered, "mark_delivered", kMarkDelivered, true, false, kShardKeys, kFixedArgs, 10},
     {Script::retry, "retry", kRetry, true, false, kShardKeys, kFixedArgs, 1},
     {Script::browse, "browse", kBrowse, true, false, kShardKeys, kFixedArgs + 14, 0},
+    {Script::pending, "pending", kPending, true, false, kShardKeys, kFixedArgs + 4, 0},
+    {Script::find, "find", kFind, true, false, kShardKeys, kFixedArgs, 1},
     {Script::take_shard, "take_shard", kTakeShard, false, false, 1, 2, 0},
 };
 

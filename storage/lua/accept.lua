@@ -40,7 +40,7 @@ local function upsert(key, id, j, at, biz, version, v)
   if j.st == 'cancelled' and j.f.cancelled_early and j.biz == '-' and not j.f.vo then return nil end
   if j.st == 'delay' and in_flight(id) then return {3, 'in_flight', string.format('%.0f', j.at)} end
   local n = parse(v, true)
-  n.st0, n.biz0, n.f.h = j.st, j.biz, j.f.h
+  n.st0, n.biz0, n.e0, n.f.h = j.st, j.biz, j.e0, j.f.h
   if j.st == 'delay' then
     n.att = j.att
     hist(key, n, 'updated', 'from ' .. string.format('%.0f', j.at) .. ' to ' .. at .. ' (offset ' .. version .. ')')
@@ -62,7 +62,7 @@ end
 local created = {}
 local function pend_created()
   if #created > 0 then
-    redis.call('ZADD', KEYS[1], unpack(created))
+    entries_put(created)
     created = {}
   end
 end
@@ -87,7 +87,7 @@ for i = FIRST, #KEYS do
       -- A redriven dead letter of this failed job: the job lives again from the new record (a
       -- first attempt), its history kept and told why.
       local n = parse(rec, true)
-      n.st0, n.f.h, n.f.last_error = 'failed', j.f.h, j.f.error
+      n.st0, n.e0, n.f.h, n.f.last_error = 'failed', j.e0, j.f.h, j.f.error
       hist(KEYS[i], n, 'redriven', 'redrive ' .. n.f.rv .. ' of its dead letter ' .. (j.f.dl or '?'))
       write(KEYS[i], n, 0)
       pend(id, n)

@@ -1,5 +1,5 @@
 -- claim: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
--- Stride 1: job-id. ARGV[3] ahead_ms. Fenced. Takes jobs due by now + ahead_ms for delivery: counts the
+-- Stride 2: job-id, the score the loader read its pending entry at ('' unknown). ARGV[3] ahead_ms. Fenced. Takes jobs due by now + ahead_ms for delivery: counts the
 -- attempt and stamps firing_at in the in-flight hash, which from here on makes a cancel answer
 -- "in_flight" (the record may already be on its way, or held by the broker until its
 -- deliver_at). A job whose deliver_at is after now + ahead_ms is left alone ('early'); the
@@ -38,7 +38,8 @@ local twice = false
 do
   local seen, ids = {}, {}
   for i = FIRST, #KEYS do
-    local id = ARGV[i - 1]
+    local a = 5 + (i - FIRST) * 2
+    local id = ARGV[a]
     twice = twice or seen[id] ~= nil
     seen[id] = true
     ids[#ids + 1] = id
@@ -65,37 +66,38 @@ local function fly(id, v)
   end
 end
 for i = FIRST, #KEYS do
-  local id = ARGV[i - 1]
+  local a = 5 + (i - FIRST) * 2
+  local id, seen_at = ARGV[a], tonumber(ARGV[a + 1])
   local v, err = records[i - FIRST + 1], nil
   if not v or v == '' then v, err = read_head(KEYS[i]) end
   local j = parse(v)
   -- A delivered job's pending entry: its ack deadline, if its business has one (read once).
-  local waiting = j and (j.st == 'ready' or j.st == 'running') and redis.call('ZSCORE', KEYS[1], id)
+  local waiting = j and (j.st == 'ready' or j.st == 'running') and entry_find(id, j.e0 or seen_at)
   if err or not v then
     local why = err and ('job record unreadable: ' .. string.sub(err, 1, 200)) or 'no job record for this pending entry'
     local q = redis.pcall('HSET', KEYS[3], id, why)
     if type(q) == 'table' and q.err then
       out[#out + 1] = {'unreadable', why, 'kept: quarantine hash unwritable: ' .. string.sub(q.err, 1, 200)}
     else
-      redis.call('ZREM', KEYS[1], id)
+      entry_drop(id, seen_at)
       out[#out + 1] = {'unreadable', why}
     end
   elseif not j then
     local whole = read(KEYS[i])
     local why = "corrupt job record: header line unreadable: '" .. string.sub(string.match(whole, '^[^\n]*'), 1, 64) .. "'"
     write(KEYS[i], {st = 'failed', at = 0, att = 0, biz = '-', f = {failed_at = stamp, error = enc(why)}, payload = whole}, retention)
-    redis.call('ZREM', KEYS[1], id)
+    entry_drop(id, seen_at)
     redis.call('HDEL', KEYS[4], id)
     out[#out + 1] = {'corrupt', why, '-'}
   elseif waiting then
     -- Delivered and waiting for a report until its ack deadline (the entry's score): once that
     -- passed, it goes round again, as delay, with its kept payload.
-    local due = tonumber(waiting)
+    local due = waiting
     local whole = due <= now + extra and parse(read(KEYS[i]), true)
     if due > now + extra then
       out[#out + 1] = {'early', string.format('%.0f', due)}
     elseif not whole or not whole.payload or whole.payload == '' then
-      redis.call('ZREM', KEYS[1], id)  -- nothing to deliver again: it waits for its report only
+      entry_drop(id, due)  -- nothing to deliver again: it waits for its report only
       if whole then  -- and its record says so (no deadline), and expires as a settled one does
         whole.f.nb = nil
         write(KEYS[i], whole, retention)
@@ -125,7 +127,7 @@ for i = FIRST, #KEYS do
                        string.format('%.0f', due), 1, whole.f.dead or '', whole.f.ml or '', rule_of(whole)}
     end
   elseif j.st ~= 'delay' then
-    redis.call('ZREM', KEYS[1], id)
+    entry_drop(id, j.e0 or seen_at)
     redis.call('HDEL', KEYS[4], id)
     out[#out + 1] = {'finished', j.st}
   else

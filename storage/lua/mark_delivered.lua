@@ -8,7 +8,8 @@
 for i = FIRST, #KEYS do
   local a = 5 + (i - FIRST) * 10
   out[#out + 1] = settle_read(KEYS[i], ARGV[a], ARGV[a + 4] == 'keep', tonumber(ARGV[a + 5]) or 0,
-                              tonumber(ARGV[a + 6]) or 0, ARGV[a + 7], ARGV[a + 8], ARGV[a + 9] == '1')
+                              tonumber(ARGV[a + 6]) or 0, ARGV[a + 7], ARGV[a + 8], ARGV[a + 9] == '1',
+                              tonumber(ARGV[a + 1]))
 end
 flush()
 return out

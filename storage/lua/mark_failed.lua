@@ -16,7 +16,7 @@ for i = FIRST, #KEYS do
     finish(KEYS[i], ARGV[a], j, 'failed', 'failed_at', extra_fields, ARGV[a + 1], keep)
     out[#out + 1] = {1, 'failed'}
   else
-    if j then redis.call('ZREM', KEYS[1], ARGV[a]) end
+    if j then entry_drop(ARGV[a], j.e0) end
     out[#out + 1] = {0, j and j.st or 'missing'}
   end
 end

@@ -25,16 +25,17 @@ if #probe > 0 then
   local ids = {}
   for k, i in ipairs(probe) do ids[k] = ARGV[5 + (i - FIRST) * 4] end
   local flying = redis.call('HMGET', KEYS[4], unpack(ids))
-  local gone = {}
+  local gone, at = {}, {}
   for k, i in ipairs(probe) do
     if flying[k] then
       fast[i] = true
       gone[#gone + 1] = ids[k]
+      at[#at + 1] = tonumber(ARGV[5 + (i - FIRST) * 4 + 1])  -- a plain job's entry: its deliver_at
     end
   end
   if #gone > 0 then
     redis.call('HDEL', KEYS[4], unpack(gone))
-    redis.call('ZREM', KEYS[1], unpack(gone))
+    entries_drop(gone, at)
     enter_all(gone, 'ready')
   end
 end
@@ -58,7 +59,7 @@ for i = FIRST, #KEYS do
       finish(KEYS[i], id, j, 'ready', 'ready_at')
       out[#out + 1] = {1, 'ready', '0'}
     else
-      out[#out + 1] = settle_read(KEYS[i], id, false, 0, 0)
+      out[#out + 1] = settle_read(KEYS[i], id, false, 0, 0, nil, nil, nil, tonumber(ARGV[a + 1]))
     end
   end
 end

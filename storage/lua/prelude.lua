@@ -16,6 +16,24 @@ local SHARD = string.sub(KEYS[1], 1, -9)
 local now, retention, extra = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local stamp, fence = ARGV[1], ARGV[4]
 local function hist_key(job_key) return SHARD .. ':history:' .. string.sub(job_key, #SHARD + 6) end
+-- An epoch-ms field's value as a number: 1 to AT_DIGITS digits, as deliver_at is; else nil.
+local function ms(s)
+  if s and #s <= AT_DIGITS and string.find(s, '^%d+$') then return tonumber(s) end
+  return nil
+end
+-- The pending entry's score is always what the job's record says (job_record.hpp,
+-- pending_score(): the same rule in C++, and record_codec_diff_test.cpp checks that the two
+-- agree): entry_at(j) is the later of deliver_at and nb for a delay job (nb, not before: a
+-- retry's time, an operator's retry, a passed ack deadline delivered again), nb for a ready or
+-- running job (its ack deadline, when its business has one), and nil for a job that has no
+-- entry. So every script that moves an entry writes nb in the same call, and an entry can be
+-- found from its record alone.
+local function entry_at(j)
+  local nb = ms(j.f.nb)
+  if j.st == 'delay' then return math.max(j.at, nb or 0) end
+  if j.st == 'ready' or j.st == 'running' then return nb end
+  return nil
+end
 local function parse(v, with_payload)
   if type(v) ~= 'string' then return nil end
   local nl = string.find(v, '\n', 1, true)
@@ -37,6 +55,7 @@ local function parse(v, with_payload)
   end
   local j = {st = st, st0 = st, at = tonumber(at), att = tonumber(att), biz = biz, biz0 = biz, f = f}
   if with_payload then j.payload = string.sub(v, nl + 1) end
+  j.e0 = entry_at(j)  -- where the job's pending entry is, as read (nil: it has none)
   return j
 end
 -- The state indexes (key_schema.hpp): <prefix>:{<shard>}:state:<state> lists the shard's jobs
@@ -103,28 +122,64 @@ end
 local function wdel(id, biz)
   if biz ~= '-' and wstate(biz) ~= 'off' then redis.call('ZREM', wkey(biz), id) end
 end
--- An epoch-ms field's value as a number: 1 to AT_DIGITS digits, as deliver_at is; else nil.
-local function ms(s)
-  if s and #s <= AT_DIGITS and string.find(s, '^%d+$') then return tonumber(s) end
-  return nil
+-- The pending set (key_schema.hpp): every job's entry, at entry_at() of its record. Scripts
+-- reach it only through the entry_* helpers below, so its layout is theirs alone. Each is told
+-- the entry's score: the record's as read (j.e0, which parse() keeps), the new one, or for an
+-- entry whose record is unreadable, missing or says it has none (stale), the score the loader
+-- read it at (the claim's). A `hint` may be nil or wrong only for such a stale entry: the call
+-- then finds it or not, and the claim of the loader that reads it later removes it.
+local PENDING = KEYS[1]
+-- entry_put(id, score): the job's entry is at score (none elsewhere: the caller moved it
+-- with entry_move() if it had one).
+local function entry_put(id, score) redis.call('ZADD', PENDING, score, id) end
+-- entries_put(args): entry_put() for each pair of the flat list {score, id, score, id, ...}.
+local function entries_put(args) redis.call('ZADD', PENDING, unpack(args)) end
+-- entry_drop(id, hint) -> whether the job had an entry; it has none now.
+local function entry_drop(id, hint) return redis.call('ZREM', PENDING, id) == 1 end
+-- entries_drop(ids, hints): entry_drop() for each ids[k] at hints[k] (nil: unknown).
+local function entries_drop(ids, hints) redis.call('ZREM', PENDING, unpack(ids)) end
+-- entry_find(id, hint) -> the entry's score (a number), or nil when the job has none.
+local function entry_find(id, hint)
+  local s = redis.call('ZSCORE', PENDING, id)
+  return s and tonumber(s)
 end
--- The pending entry's score is always what the job's record says (job_record.hpp,
--- pending_score(): the same rule in C++, and record_codec_diff_test.cpp checks that the two
--- agree): entry_at(j) is the later of deliver_at and nb for a delay job (nb, not before: a
--- retry's time, an operator's retry, a passed ack deadline delivered again), nb for a ready or
--- running job (its ack deadline, when its business has one), and nil for a job that has no
--- entry. So every script that moves an entry writes nb in the same call, and an entry can be
--- found from its record alone.
-local function entry_at(j)
-  local nb = ms(j.f.nb)
-  if j.st == 'delay' then return math.max(j.at, nb or 0) end
-  if j.st == 'ready' or j.st == 'running' then return nb end
-  return nil
+-- entries_between(after, upto, limit) -> {id, score, ...}: the entries with after < score <=
+-- upto (after nil: from the first), ascending, at most limit (0: all). entries_count(after,
+-- upto): how many there are. entries_size(): all entries. entries_first(): the earliest
+-- entry's score, or nil when there is none.
+local function entries_between(after, upto, limit)
+  local low = after and '(' .. string.format('%.0f', after) or '-inf'
+  if limit > 0 then
+    return redis.call('ZRANGEBYSCORE', PENDING, low, string.format('%.0f', upto), 'WITHSCORES', 'LIMIT', 0, limit)
+  end
+  return redis.call('ZRANGEBYSCORE', PENDING, low, string.format('%.0f', upto), 'WITHSCORES')
 end
--- pend(id, j): the delay job j's pending entry (and its waiting index entry) at entry_at(j).
+local function entries_count(after, upto)
+  return redis.call('ZCOUNT', PENDING, after and '(' .. string.format('%.0f', after) or '-inf', string.format('%.0f', upto))
+end
+local function entries_size() return redis.call('ZCARD', PENDING) end
+local function entries_first()
+  local r = redis.call('ZRANGE', PENDING, 0, 0, 'WITHSCORES')
+  return r[2] and tonumber(r[2])
+end
+-- entry_move(id, j): the job's entry follows its record j: from j.e0 (nil: none) to
+-- entry_at(j) (nil: none); j.e0 says so after.
+local function entry_move(id, j)
+  local to = entry_at(j)
+  if to ~= j.e0 then
+    if j.e0 then entry_drop(id, j.e0) end
+    if to then entry_put(id, to) end
+  end
+  j.e0 = to
+  return to
+end
+-- pend(id, j): the delay job j's pending entry (and its waiting index entry) at entry_at(j),
+-- moved from where it was (j.e0), or put back there if it was lost.
 local function pend(id, j)
   local score = entry_at(j)
-  redis.call('ZADD', KEYS[1], score, id)
+  if j.e0 and j.e0 ~= score then entry_drop(id, j.e0) end
+  entry_put(id, score)
+  j.e0 = score
   wadd(id, j.biz, score)
 end
 local function write(key, j, ex)
@@ -286,7 +341,7 @@ local function finish(key, id, j, st, field, extra_fields, detail, keep_payload)
     hist(key, j, event, detail)
   end
   write(key, j, retention)
-  redis.call('ZREM', KEYS[1], id)
+  entry_move(id, j)
   bump(j.biz, 'delay', -1)
   bump(j.biz, st, 1)
 end
@@ -367,22 +422,23 @@ local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
   bump(j.biz, 'ready', 1)
   if ack > 0 then
     j.f.nb = string.format('%.0f', now + ack)  -- the ack deadline, where the entry waits
-    redis.call('ZADD', KEYS[1], entry_at(j), id)
+    entry_move(id, j)
     if max_att > 0 then j.f.ma = tostring(max_att) end
     write(key, j, 0)
     return {1, 'ready', j.f.nb}
   end
-  redis.call('ZREM', KEYS[1], id)
+  entry_move(id, j)
   write(key, j, retention)
   return {1, 'ready', '0'}
 end
 -- The slow way of settling a delivered job: its whole record read; a job no longer delay only
--- loses a stale pending entry (not an ack deadline of a ready or running one).
-local function settle_read(key, id, keep, ack, max_att, nxt, nrep, skip)
+-- loses a stale pending entry (not an ack deadline of a ready or running one), looked for at
+-- `hint` (the deliver_at the claim handed out).
+local function settle_read(key, id, keep, ack, max_att, nxt, nrep, skip, hint)
   local v = read(key)
   local j = parse(v, true)
   if j and j.st == 'delay' then return delivered(key, id, j, keep, ack, max_att, nxt or '', nrep, skip) end
-  if j and j.st ~= 'ready' and j.st ~= 'running' then redis.call('ZREM', KEYS[1], id) end
+  if j and j.st ~= 'ready' and j.st ~= 'running' then entry_drop(id, hint) end
   return {0, j and j.st or (v and 'corrupt' or 'missing'), '0'}
 end
 local out = {}

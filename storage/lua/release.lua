@@ -1,8 +1,8 @@
 -- release: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
 -- Stride 5: job-id, error, refund, keep_firing, retry_at. ARGV[3] unused. Fenced. A delivery attempt
 -- failed and will be retried at retry_at, written as the job's nb (not before): the pending entry
--- is re-scored to the later of deliver_at and nb (XX: never resurrect an entry a finished job
--- left). refund = 1: the attempt does not count (Kafka never answered
+-- moves to the later of deliver_at and nb (entry_move(): only a job still delay has one, so a
+-- finished job's entry is never resurrected). refund = 1: the attempt does not count (Kafka never answered
 -- with a permanent error), so `attempt` goes back down. keep_firing = 1: the record may have
 -- been written ("possibly persisted"), so firing_at stays and a cancel keeps answering
 -- in_flight until a later attempt settles the job; otherwise a cancel may win again.
@@ -27,9 +27,7 @@ for i = FIRST, #KEYS do
     j.f.mv = stamp
     j.f.nb = ARGV[a + 4]
     write(KEYS[i], j, 0)
-    local score = entry_at(j)
-    redis.call('ZADD', KEYS[1], 'XX', score, ARGV[a])
-    wadd(ARGV[a], j.biz, score)
+    wadd(ARGV[a], j.biz, entry_move(ARGV[a], j))
     out[#out + 1] = {1, 'delay'}
   else
     out[#out + 1] = {0, j and j.st or 'missing'}

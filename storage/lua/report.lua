@@ -17,7 +17,7 @@
 -- Per job: {verdict, state, at}: verdict 'applied', 'ignored', 'wait' or 'unknown' (no record),
 -- state after the call ('dead': back to delay for its dead letter), at the retry time or 0.
 local function report(key, id, j, status, err, retry_at, max_att, ack)
-  local waiting = redis.call('ZSCORE', KEYS[1], id)  -- the ack deadline, if the business has one
+  local waiting = entry_find(id, j.e0)  -- the ack deadline, if the business has one
   if status == 'running' then
     if j.st == 'ready' then
       bump(j.biz, 'ready', -1)
@@ -28,8 +28,9 @@ local function report(key, id, j, status, err, retry_at, max_att, ack)
     hist(key, j, 'running', '')
     -- nb: the ack deadline (a heartbeat moves it), or none when nothing waits.
     if waiting then
-      j.f.nb = string.format('%.0f', ack > 0 and now + ack or math.ceil(tonumber(waiting)))
-      if ack > 0 then redis.call('ZADD', KEYS[1], entry_at(j), id) end
+      j.f.nb = string.format('%.0f', ack > 0 and now + ack or math.ceil(waiting))
+      j.e0 = waiting  -- where the entry is, whatever the record said
+      entry_move(id, j)
     else
       j.f.nb = nil
     end
@@ -53,7 +54,7 @@ local function report(key, id, j, status, err, retry_at, max_att, ack)
     j.payload = nil
     bump(j.biz, j.st, 1)
     write(key, j, retention)
-    redis.call('ZREM', KEYS[1], id)
+    entry_move(id, j)
     return {'applied', j.st, '0'}
   end
   hist(key, j, 'failed', err)
