@@ -73,10 +73,14 @@ int main(int argc, char** argv) {
   std::size_t value_bytes = 100, batch = 500;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--redis-url") url = v;
-    else if (a == "--n") n = std::stol(v);
-    else if (a == "--value-bytes") value_bytes = std::stoul(v);
-    else if (a == "--batch") batch = std::stoul(v);
+    if (a == "--redis-url")
+      url = v;
+    else if (a == "--n")
+      n = std::stol(v);
+    else if (a == "--value-bytes")
+      value_bytes = std::stoul(v);
+    else if (a == "--batch")
+      batch = std::stoul(v);
     else {
       std::cerr << "unknown option " << a << "\n";
       return 2;
@@ -136,18 +140,26 @@ int main(int argc, char** argv) {
       auto r = redis.command({"STRLEN", key});
       record_len += static_cast<double>(r.view().integer());
     }
-    auto card = redis.command({"ZCARD", store.keys().pending(shard)});
-    const double entries = static_cast<double>(card.view().integer());
-    std::printf("{\"bench\":\"redis_pending_job_parts\",\"record_key_bytes\":%.1f,\"record_length\":%.1f,"
-                "\"pending_entry_bytes\":%.1f}\n",
-                record / static_cast<double>(sampled), record_len / static_cast<double>(sampled),
-                usage(store.keys().pending(shard)) / entries);
+    // The pending set: its directory and every leaf (key_schema.hpp).
+    double entries = 0, set_bytes = usage(store.keys().pending(shard));
+    auto leaves = redis.command({"ZRANGE", store.keys().pending(shard), "0", "-1"});
+    for (std::size_t k = 0; k < leaves.view().size(); ++k) {
+      const std::string leaf = store.keys().pending_leaf(shard, leaves.view()[k].str());
+      set_bytes += usage(leaf);
+      entries += static_cast<double>(redis.command({"ZCARD", leaf}).view().integer());
+    }
+    std::printf(
+        "{\"bench\":\"redis_pending_job_parts\",\"record_key_bytes\":%.1f,\"record_length\":%.1f,"
+        "\"pending_entry_bytes\":%.1f,\"leaves\":%zu}\n",
+        record / static_cast<double>(sampled), record_len / static_cast<double>(sampled), set_bytes / entries,
+        leaves.view().size());
   }
 
   // claim, then mark_ready: what the fire path does per batch, around the Kafka round trip.
   auto by_shard = [&](long i) {
     std::map<std::string, std::vector<std::string>> out;
-    for (long k = i; k < std::min(n, i + static_cast<long>(batch)); ++k) out[shard_of(k)].push_back(ids[static_cast<size_t>(k)]);
+    for (long k = i; k < std::min(n, i + static_cast<long>(batch)); ++k)
+      out[shard_of(k)].push_back(ids[static_cast<size_t>(k)]);
     return out;
   };
   double claim_s = 0, mark_s = 0, claim_us = 0, mark_us = 0;
@@ -188,7 +200,8 @@ int main(int argc, char** argv) {
     const long rss0 = resident_bytes();
     t0 = Clock::now();
     for (long i = 0; i < n; ++i) {
-      const auto slot = held.insert({.job_id = ids[static_cast<size_t>(i)], .due_at = base + 1 + (i % 60000), .timer = {}});
+      const auto slot =
+          held.insert({.job_id = ids[static_cast<size_t>(i)], .due_at = base + 1 + (i % 60000), .timer = {}});
       held.at(slot).timer = wheel.schedule(static_cast<std::uint64_t>(base + 1 + (i % 60000)), slot).handle;
     }
     const double hold_s = seconds_since(t0);
@@ -222,7 +235,8 @@ int main(int argc, char** argv) {
     for (int p = 0; p < 4; ++p) scheduler.assign(shard_of(p));
     t0 = Clock::now();
     for (int i = 0; i < 100000 && scheduler.held() < static_cast<std::size_t>(n); ++i) scheduler.refill(base, 2);
-    if (scheduler.held() < static_cast<std::size_t>(n)) std::fprintf(stderr, "loader: held %zu of %ld\n", scheduler.held(), n);
+    if (scheduler.held() < static_cast<std::size_t>(n))
+      std::fprintf(stderr, "loader: held %zu of %ld\n", scheduler.held(), n);
     line("delayd_load_into_wheel", n, seconds_since(t0), 0);
   }
 

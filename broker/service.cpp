@@ -209,7 +209,8 @@ class Loop {
   }
 
   // Jobs of our shards whose pending entry another member moved (a report or reschedule it
-  // read): their timers move. At most every duty::kWakeLists: two round trips when there is work.
+  // read): their timers move. At most every duty::kWakeLists: one round trip, and one more per
+  // shard that has wakes.
   void take_wakes() {
     if (!wakes_every_.due()) return;
     const auto shards = scheduler_.owned_shards();
@@ -253,7 +254,7 @@ class Loop {
     if (auto held = fire_.next_prepared()) wait = std::min(wait, *held - now);
     if (fire_.unsettled() > 0) wait = std::min<std::int64_t>(wait, 5);
     if (fire_.stages_busy()) wait = std::min<std::int64_t>(wait, 5);  // their results wake it sooner
-    if (fire_.stuck()) wait = 10;  // due jobs wait for Kafka's reports: do not spin
+    if (fire_.stuck()) wait = 10;                                     // due jobs wait for Kafka's reports: do not spin
     return std::max<std::int64_t>(wait, 0);
   }
 
@@ -337,7 +338,7 @@ class Loop {
   FirePath fire_;
   Ownership ownership_;
   connectors::KafkaConsumer::Listener rebalance_;  // Ownership's, run by handover_.serve()
-  IngestStage ingest_;  // last: its thread starts once everything it hands over to exists
+  IngestStage ingest_;                             // last: its thread starts once everything it hands over to exists
 
   OutageTracker outages_;
   ProducerRecovery recovery_;

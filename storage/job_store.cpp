@@ -462,17 +462,21 @@ std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std:
                                                     std::int64_t upto, std::size_t limit) {
   register_shard(shard);  // the loader reads every owned shard first: tools and cancels now see it
   static_assert(lua::info(Script::pending).args == lua::kFixedArgs + 4);
-  const auto replies = eval_groups({{shard_call(
+  const redis::Command read = shard_call(
       Script::pending, shard, 0,
-      {"between", after ? std::to_string(*after) : std::string(), std::to_string(upto), std::to_string(limit)})}});
-  redis::ReplyView r = replies.front().front().view();
-  if (r.is_error()) throw redis::RedisCommandError("redis: pending script: " + r.error());
-  std::vector<PendingEntry> out;
-  out.reserve(r.size() / 2);
-  for (size_t i = 0; i + 1 < r.size(); i += 2) {
-    out.push_back({std::string(r[i].str()), score_of(r[i + 1])});
+      {"between", after ? std::to_string(*after) : std::string(), std::to_string(upto), std::to_string(limit)});
+  // Each call first moves a chunk of a 0.3 pending set into leaves, and reads only once none is left.
+  for (;;) {
+    const auto replies = eval_groups({{read}});
+    const redis::ReplyView r = replies.front().front().view();
+    if (r.is_error()) throw redis::RedisCommandError("redis: pending script: " + r.error());
+    if (r[0].integer() > 0) continue;
+    const redis::ReplyView got = r[1];
+    std::vector<PendingEntry> out;
+    out.reserve(got.size() / 2);
+    for (size_t i = 0; i + 1 < got.size(); i += 2) out.push_back({std::string(got[i].str()), score_of(got[i + 1])});
+    return out;
   }
-  return out;
 }
 
 redis::Command JobStore::shard_call(Script script, std::string_view shard, std::int64_t now_ms,

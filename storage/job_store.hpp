@@ -341,7 +341,9 @@ class JobStore {
   // Pending entries of one shard with after < deliver_at <= upto, ascending, at most `limit`.
   // The first read of a shard adds it to <prefix>:shards (see register_shard()).
   // after = nullopt means from the beginning; limit = 0 means no limit. Ties are returned in
-  // job-id order (Redis's order). Scores that are not whole milliseconds are rounded up.
+  // job-id order (Redis's order). Scores that are not whole milliseconds are rounded up. One
+  // round trip (pending.lua), after as many as it takes to move a 0.3 pending set into leaves
+  // (2 000 entries each) the first time.
   std::vector<PendingEntry> pending_between(std::string_view shard, std::optional<std::int64_t> after,
                                             std::int64_t upto, std::size_t limit);
 
@@ -445,8 +447,8 @@ class JobStore {
   std::vector<ReportOutcome> report(std::span<const Report> reports, std::span<const std::string> where,
                                     std::int64_t now_ms);
   // Pops each shard's wake list (ids whose pending entry another member moved) and reads their
-  // entries now: what the owner must (re)load. Two round trips. An id no longer pending is left
-  // out.
+  // entries now, where their records say (find.lua): what the owner must (re)load. One round
+  // trip, and one more per shard with wakes. An id no longer pending is left out.
   std::vector<std::pair<std::string, std::vector<PendingEntry>>> take_wakes(std::span<const std::string> shards);
   // Sets aside claims of kind corrupt that Redis does not say are failed yet (the payload did
   // not decode): marked failed with their reason, in one call. Other kinds are ignored (the
@@ -468,7 +470,8 @@ class JobStore {
   // How many pending jobs fall due in each window, over every known shard: result[i] counts the
   // entries with bounds[i-1] < deliver_at <= bounds[i] (the first window has no lower end, so it
   // includes what is overdue). Precondition: bounds ascending. One round trip (plus one for the
-  // list of shards).
+  // list of shards); Redis reads each shard's leaves up to the last bound below any due time
+  // (pending.lua).
   std::vector<std::int64_t> due_counts(std::span<const std::int64_t> bounds);
 
   // Fencing. After enable_fencing(member), the fenced calls (claim, release, mark_failed,

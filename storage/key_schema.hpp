@@ -2,9 +2,16 @@
 // mirrors this file.
 //
 //   <prefix>:{<shard>}:job:<job-id>  string  one job: a header line, "\n", then its payload
-//   <prefix>:{<shard>}:pending       zset    the shard's jobs not yet delivered, and the delivered
-//                                            ones waiting for an ack deadline, each scored where its
-//                                            record says (job_record.hpp, pending_score())
+//   <prefix>:{<shard>}:pending:leaves zset   the pending set's directory: the shard's jobs not yet
+//                                            delivered, and the delivered ones waiting for an ack
+//                                            deadline, each scored where its record says
+//                                            (job_record.hpp, pending_score()), are kept in leaves
+//                                            of at most kPendingLeafMax entries,
+//                                            <prefix>:{<shard>}:pending:<separator>; the directory
+//                                            lists the separators (prelude.lua has the layout)
+//   <prefix>:{<shard>}:pending:size  string  how many entries the leaves hold
+//   <prefix>:{<shard>}:pending       zset    0.3's pending set (one sorted set): moved into leaves
+//                                            by the first load of the shard (pending.lua)
 //   <prefix>:{<shard>}:stats         hash    counters "<business>|<state>" of the shard's jobs
 //   <prefix>:{<shard>}:quarantine    hash    job-id -> reason, for pending entries of the shard
 //                                            that pointed at no readable job record
@@ -40,7 +47,7 @@
 // shard carries the shard in a hash tag, so under Redis Cluster they share a slot and one
 // script call can move a whole batch of the shard's jobs (lua_scripts.hpp).
 //
-// The job record (one string, so that a pending job costs one key and one sorted-set entry;
+// The job record (one string, so that a pending job costs one key and one leaf entry;
 // job_record.hpp has its exact grammar, and the one list of its states, names and limits):
 //   <state> <deliver_at> <attempt> <business>[ <name>=<value>]...\n<payload>
 //   state      delay | ready | running | finished | cancelled | failed
@@ -113,6 +120,16 @@ inline std::optional<std::int32_t> partition_of(std::string_view shard, std::str
 // business and shard.
 inline constexpr std::size_t kWaitingIndexMax = 4096;
 
+// The most entries of one leaf of the pending set (prelude.lua). Redis keeps a sorted set of at
+// most zset-max-listpack-entries (128 by default) entries of at most zset-max-listpack-value
+// (64) bytes each as a listpack: about 32 B per entry with a 16-byte job-id, against about 118 B
+// in a larger one's skiplist and hash table. But a listpack is searched from its start on every
+// insert, so a leaf of 128 made accept cost 9.2-9.5 us of Redis per job against 6.6-6.8 us with
+// one sorted set; 64 costs 7.2-7.3 us, and about 2 B more per entry for the leaves' own keys
+// (bench/broker_bench, 200-byte values, 2026-11-27). A Redis configured below 64 keeps leaves as
+// skiplists: correct, only larger.
+inline constexpr std::size_t kPendingLeafMax = 64;
+
 class KeySchema {
  public:
   explicit KeySchema(std::string prefix) : prefix_(std::move(prefix)) {}
@@ -121,7 +138,17 @@ class KeySchema {
   std::string job(std::string_view shard, std::string_view job_id) const {
     return tagged(shard) + ":job:" + std::string(job_id);
   }
-  std::string pending(std::string_view shard) const { return tagged(shard) + ":pending"; }
+  // The pending set's directory of leaves (KEYS[1] of every batch script; prelude.lua reads
+  // and writes the leaves, <prefix>:{<shard>}:pending:<separator>, and the count
+  // <prefix>:{<shard>}:pending:size beside it).
+  std::string pending(std::string_view shard) const { return tagged(shard) + ":pending:leaves"; }
+  // A leaf of it, by its separator (a member of the directory), as prelude.lua names it (LEAF).
+  std::string pending_leaf(std::string_view shard, std::string_view separator) const {
+    return tagged(shard) + ":pending:" + std::string(separator);
+  }
+  // The pending set as 0.3 kept it (one sorted set): moved into leaves when a loader first reads
+  // the shard (pending.lua).
+  std::string pending_0_3(std::string_view shard) const { return tagged(shard) + ":pending"; }
   std::string stats(std::string_view shard) const { return tagged(shard) + ":stats"; }
   std::string quarantine(std::string_view shard) const { return tagged(shard) + ":quarantine"; }
   std::string in_flight(std::string_view shard) const { return tagged(shard) + ":inflight"; }

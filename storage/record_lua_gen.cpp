@@ -1,5 +1,5 @@
 // Writes the Lua lines that give prelude.lua the record's facts from job_record.hpp: STATES,
-// FIELDS, AT_DIGITS and ATT_DIGITS; and WAITING_MAX from key_schema.hpp. Run by the build
+// FIELDS, AT_DIGITS and ATT_DIGITS; and WAITING_MAX and LEAF_MAX from key_schema.hpp. Run by the build
 // (storage/CMakeLists.txt), which puts its output in front of prelude.lua; so the Lua reading of
 // a record can never know other states, names or limits than the C++ one.
 // Usage: record_lua_gen <output.lua>
@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   lua += "}\nlocal AT_DIGITS, ATT_DIGITS = " + std::to_string(job_record::kMaxDeliverAtDigits) + ", " +
          std::to_string(job_record::kMaxAttemptDigits) + "\n";
   lua += "local WAITING_MAX = " + std::to_string(kWaitingIndexMax) + "\n";
+  lua += "local LEAF_MAX = " + std::to_string(kPendingLeafMax) + "\n";
   std::ofstream out(argv[1], std::ios::binary | std::ios::trunc);
   out << lua;
   out.close();

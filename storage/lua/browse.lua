@@ -1,7 +1,7 @@
 -- browse: one page of one shard's jobs for the console (GET /jobs: storage/job_browse.hpp), run
 -- after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp; ARGV[3] unused). Not fenced, and it
 -- writes nothing. No jobs' keys and no stride: its own arguments follow the fixed four.
---   ARGV[5]        the state walked: 'delay' walks the pending set (KEYS[1]) by due time,
+--   ARGV[5]        the state walked: 'delay' walks the pending set (its leaves) by due time,
 --                  earliest first, or with a business the business's waiting index where the
 --                  shard keeps one or has never held a job of it (prelude.lua, wadd(): the
 --                  same scores, so a cursor of one walk is good in the other); any other state walks its state index
@@ -23,7 +23,8 @@ local lo, hi = tonumber(ARGV[10]), tonumber(ARGV[11])
 local want, budget = tonumber(ARGV[12]), tonumber(ARGV[13])
 local biz, prefix, text = ARGV[14], ARGV[15], ARGV[16]
 local at_from, at_to = tonumber(ARGV[17]), tonumber(ARGV[18])
-local key = st == 'delay' and KEYS[1] or state_key(st)
+-- key: the sorted set walked, or nil for the pending set's leaves (prelude.lua).
+local key = st ~= 'delay' and state_key(st) or nil
 if st == 'delay' and biz ~= '' then
   -- No mark and no waiting job of the business counted: the shard has never held one (its
   -- index, empty, is complete).
@@ -32,24 +33,17 @@ if st == 'delay' and biz ~= '' then
   if m == 'on' or (not m and type(n) ~= 'table' and (tonumber(n) or 0) <= 0) then key = wkey(biz) end
 end
 local desc = st ~= 'delay'
--- a < b in byte order, as Redis orders members (Lua's own < follows the locale's collation).
-local function bytes_less(a, b)
-  for k = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, k), string.byte(b, k)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end
 local function dec(s) return (string.gsub(s, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end)) end
--- The rank (in walk order) of the first entry to look at.
-local function first_rank()
+-- The rank (in walk order) of the first entry of `set` to look at: the first at or after the
+-- start (ARGV[7..10]).
+local function first_rank(set)
   if from_id == '' then
-    if desc then return redis.call('ZCOUNT', key, '(' .. ARGV[11], '+inf') end
-    return redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[10])
+    if desc then return redis.call('ZCOUNT', set, '(' .. ARGV[11], '+inf') end
+    return redis.call('ZCOUNT', set, '-inf', '(' .. ARGV[10])
   end
-  local s = redis.call('ZSCORE', key, from_id)
+  local s = redis.call('ZSCORE', set, from_id)
   if s and tonumber(s) == tonumber(from_score) then
-    local r = desc and redis.call('ZREVRANK', key, from_id) or redis.call('ZRANK', key, from_id)
+    local r = desc and redis.call('ZREVRANK', set, from_id) or redis.call('ZRANK', set, from_id)
     return inclusive and r or r + 1
   end
   -- Not here at that score (the position is another shard's, or the entry moved): the ranks of
@@ -58,23 +52,47 @@ local function first_rank()
   -- O(log ties) reads, however many jobs share one millisecond.
   local lo, hi
   if desc then
-    lo, hi = redis.call('ZCOUNT', key, '(' .. from_score, '+inf'), redis.call('ZCOUNT', key, from_score, '+inf')
+    lo, hi = redis.call('ZCOUNT', set, '(' .. from_score, '+inf'), redis.call('ZCOUNT', set, from_score, '+inf')
   else
-    lo, hi = redis.call('ZCOUNT', key, '-inf', '(' .. from_score), redis.call('ZCOUNT', key, '-inf', from_score)
+    lo, hi = redis.call('ZCOUNT', set, '-inf', '(' .. from_score), redis.call('ZCOUNT', set, '-inf', from_score)
   end
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    local m = (desc and redis.call('ZREVRANGE', key, mid, mid) or redis.call('ZRANGE', key, mid, mid))[1]
+    local m = (desc and redis.call('ZREVRANGE', set, mid, mid) or redis.call('ZRANGE', set, mid, mid))[1]
     if (desc and bytes_less(from_id, m)) or (not desc and bytes_less(m, from_id)) then lo = mid + 1 else hi = mid end
   end
   return lo
 end
+-- next_batch(n) -> {id, score, ...}: the walk's next n entries at most ({} at its end).
+local next_batch
+if key then
+  local rank = first_rank(key)
+  next_batch = function(n)
+    local got = desc and redis.call('ZREVRANGE', key, rank, rank + n - 1, 'WITHSCORES')
+                      or redis.call('ZRANGE', key, rank, rank + n - 1, 'WITHSCORES')
+    rank = rank + #got / 2
+    return got
+  end
+else
+  -- The leaves, from the one whose range holds the start, at the start's rank in it.
+  local start = from_id == '' and entry_key(lo, '') or entry_key(tonumber(from_score), from_id)
+  local leaf = leaf_at(start) or first_leaf()
+  local rank = leaf and first_rank(LEAF .. leaf) or 0
+  next_batch = function(n)
+    while leaf do
+      local got = redis.call('ZRANGE', LEAF .. leaf, rank, rank + n - 1, 'WITHSCORES')
+      if #got > 0 then
+        rank = rank + #got / 2
+        return got
+      end
+      leaf, rank = next_leaf(leaf), 0
+    end
+    return {}
+  end
+end
 local matches, last, examined, done = {}, {}, 0, 0
-local rank = first_rank()
 while #matches < want and examined < budget and done == 0 do
-  local n = math.min(100, budget - examined)
-  local got = desc and redis.call('ZREVRANGE', key, rank, rank + n - 1, 'WITHSCORES')
-                    or redis.call('ZRANGE', key, rank, rank + n - 1, 'WITHSCORES')
+  local got = next_batch(math.min(100, budget - examined))
   if #got == 0 then done = 1 end
   for k = 1, #got, 2 do
     local id, score = got[k], tonumber(got[k + 1])
@@ -83,7 +101,6 @@ while #matches < want and examined < budget and done == 0 do
       break
     end
     examined = examined + 1
-    rank = rank + 1
     last = {got[k + 1], id}
     if prefix == '' or string.sub(id, 1, #prefix) == prefix then
       local j = parse((read_head(SHARD .. ':job:' .. id)))

@@ -1,24 +1,31 @@
 -- pending: reads of one shard's pending set for job_store.cpp (the loader's range, the due
 -- counts, the stats), run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp; ARGV[3]
--- unused). Not fenced, and it writes nothing. The set's layout is prelude.lua's (entries_*):
--- no C++ reads it directly.
+-- unused). Not fenced. The set's layout is prelude.lua's (entries_*): no C++ reads it directly.
 --   ARGV[5] 'between'  ARGV[6] after ('': from the start), ARGV[7] upto, ARGV[8] limit (0: no
---                      limit) -> {id, score, id, score, ...}: the entries with after < score <=
---                      upto, ascending (ties in job-id order), at most limit
+--                      limit) -> {left, {id, score, id, score, ...}}: the entries with after <
+--                      score <= upto, ascending (ties in job-id order), at most limit. It first
+--                      moves up to MIGRATE_CHUNK entries of the set of 0.3 into leaves
+--                      (migrate()); left > 0: that many are still there, and no entries are
+--                      read (the caller asks again)
 --   ARGV[5] 'count'    ARGV[6] ascending bounds "b1 b2 ..." (integers, space-separated) ->
 --                      {n1, n2, ...}: the entries with score in (b[k-1], b[k]] ((-inf, b1] first)
 --   ARGV[5] 'size'     -> {entries, the earliest entry's score ('' when none)}
+-- Only 'between' writes (the move from 0.3): the loader calls it first, when it takes a shard.
+local MIGRATE_CHUNK = 2000
 local what = ARGV[5]
 if what == 'between' then
-  return entries_between(tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]) or 0)
-elseif what == 'count' then
-  local counts, low = {}, nil
-  for b in string.gmatch(ARGV[6], '%S+') do
-    local high = tonumber(b)
-    counts[#counts + 1] = entries_count(low, high)
-    low = high
+  local left = migrate(MIGRATE_CHUNK)
+  if left > 0 then
+    flush()
+    return {left, {}}
   end
-  return counts
+  local got = entries_between(tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]) or 0)
+  flush()
+  return {0, got}
+elseif what == 'count' then
+  local bounds = {}
+  for b in string.gmatch(ARGV[6], '%S+') do bounds[#bounds + 1] = tonumber(b) end
+  return entries_count(bounds)
 elseif what == 'size' then
   local first = entries_first()
   return {entries_size(), first and string.format('%.0f', first) or ''}

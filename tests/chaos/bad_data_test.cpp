@@ -42,16 +42,15 @@
 //                      for a ready topic created with max.message.bytes = 100 000. The broker
 //                      refuses its ready record; expected: failed after ONE attempt with an error
 //                      that mentions the size, dead-lettered without its value.
-#include "chaos_support.hpp"
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cctype>
 
+#include "chaos_support.hpp"
 #include "storage/header_codec.hpp"
 #include "storage/job_store.hpp"
 #include "storage/key_schema.hpp"
-
-#include <catch2/catch.hpp>
-
-#include <algorithm>
-#include <cctype>
+#include "support/pending_entries.hpp"
 
 using namespace delayd::chaos;
 using namespace std::chrono_literals;
@@ -64,10 +63,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool is_nil(delayd::redis::RedisConnection& redis, const delayd::redis::Command& cmd) {
-  return redis.command(cmd).view().is_nil();
-}
-
 }  // namespace
 
 TEST_CASE("garbled_job", "[chaos]") {
@@ -75,7 +70,6 @@ TEST_CASE("garbled_job", "[chaos]") {
   w.create_topics({"orders"});
   const delayd::storage::KeySchema keys(w.redis_prefix);
   const std::string shard = delayd::storage::shard_id(w.ingest_topic, 0);
-  const std::string pending = keys.pending(shard);
   const std::string quarantine = w.redis_prefix + ":{" + shard + "}:quarantine";
   const std::int64_t t0 = now_ms();
   {
@@ -89,9 +83,8 @@ TEST_CASE("garbled_job", "[chaos]") {
     };
     write_job("garbled-deliver-at", "garbage", "0");
     write_job("garbled-attempt", std::to_string(t0 - 1000), "many");
-    const std::string due = std::to_string(t0 - 1000);
     for (const char* id : {"garbled-deliver-at", "no-hash", "garbled-attempt"}) {
-      REQUIRE(redis.command({"ZADD", pending, due, id}).view().integer() == 1);
+      delayd::testing::put_pending_entry(redis, keys, shard, id, t0 - 1000);
     }
     redis.command({"SADD", keys.shards(), shard});
   }
@@ -118,7 +111,9 @@ TEST_CASE("garbled_job", "[chaos]") {
     return job && job->count(name) != 0 ? job->at(name) : std::string("<none>");
   };
   auto state = [&](const std::string& id) { return job_field(id, "state"); };
-  auto in_pending = [&](const std::string& id) { return !is_nil(redis, {"ZSCORE", pending, id}); };
+  auto in_pending = [&](const std::string& id) {
+    return delayd::testing::pending_score_of(redis, keys, shard, id).has_value();
+  };
   auto settled = [&] {
     try {
       return ready.all_seen(expected) && state("garbled-deliver-at") != "delay" && !in_pending("garbled-deliver-at") &&
@@ -136,10 +131,11 @@ TEST_CASE("garbled_job", "[chaos]") {
   const std::string attempt_state = state("garbled-attempt");
   const std::string attempt_error = job_field("garbled-attempt", "error");
   int attempt_delivered = 0;
-  for (const auto& d : ready.deliveries()) attempt_delivered += delayd::e2e::header(d.record, "job-id") == "garbled-attempt";
+  for (const auto& d : ready.deliveries())
+    attempt_delivered += delayd::e2e::header(d.record, "job-id") == "garbled-attempt";
   line.note("garbled job", garbled_state + (in_pending("garbled-deliver-at") ? " and pending" : ""));
-  line.note("entry without hash",
-            std::string(quarantined ? "quarantined" : "not quarantined") + (in_pending("no-hash") ? " and pending" : ""));
+  line.note("entry without hash", std::string(quarantined ? "quarantined" : "not quarantined") +
+                                      (in_pending("no-hash") ? " and pending" : ""));
   line.note("bad-attempt job", attempt_state + (in_pending("garbled-attempt") ? " and pending" : "") + " (delivered " +
                                    std::to_string(attempt_delivered) + "x)");
 
@@ -244,7 +240,7 @@ TEST_CASE("near_limit_record", "[chaos]") {
   CaseLine line("near_limit_record", expected, ready, [&] { return up_word(delayd); });
   REQUIRE(start_delayd(delayd));
 
-  const std::string near_id = "near-limit";   // 40 bytes under the producer's message.max.bytes
+  const std::string near_id = "near-limit";    // 40 bytes under the producer's message.max.bytes
   const std::string topic_id = "topic-limit";  // fits the producer, not its ready topic
   Sender pub(w);
   const std::int64_t t0 = now_ms();

@@ -16,6 +16,7 @@
 #include "connectors/kafka_test_support.hpp"
 #include "redis/url.hpp"
 #include "storage/job_store.hpp"
+#include "support/pending_entries.hpp"
 #include "support/redis_cleanup.hpp"
 #include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
@@ -180,8 +181,8 @@ TEST_CASE_METHOD(Fixture, "4: a Redis failure while setting jobs aside leaves no
   const std::string dlq = kt::create_topic("dlq", 1);
   const std::int64_t t0 = wall_now();
   put({job("a", t0, ready), job("b", t0, ready), job("c", t0, ready)});
-  redis.command({"ZADD", keys.pending(shard), std::to_string(t0), "b-ghost"});  // no record: set aside
-  redis.command({"SET", keys.quarantine(shard), "not a hash"});                  // ... and that fails
+  delayd::testing::put_pending_entry(redis, keys, shard, "b-ghost", t0);  // no record: set aside
+  redis.command({"SET", keys.quarantine(shard), "not a hash"});           // ... and that fails
   FireRig rig(*this, producer_props(), fire_options(dlq));
   rig.scheduler.refill(t0);
   rig.path.fire_due(wall_now());

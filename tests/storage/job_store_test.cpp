@@ -7,14 +7,19 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "redis/url.hpp"
+#include "storage/header_codec.hpp"
 #include "storage/job_record.hpp"
+#include "support/pending_entries.hpp"
 #include "support/redis_cleanup.hpp"
 #include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
@@ -63,9 +68,8 @@ struct Fixture {
   // otherwise), as "<id>: entry <score or none>, record '<line>'"; empty when all agree.
   std::vector<std::string> misplaced() {
     std::map<std::string, std::string> entries;
-    const auto z = redis.command({"ZRANGE", keys.pending(shard), "0", "-1", "WITHSCORES"});
-    for (std::size_t i = 0; i + 1 < z.view().size(); i += 2) {
-      entries[std::string(z.view()[i].str())] = std::string(z.view()[i + 1].str());
+    for (const auto& [id, score] : delayd::testing::pending_entries(redis, keys, shard)) {
+      entries[id] = std::to_string(score);
     }
     const std::string job_prefix = keys.job(shard, "");
     const auto names = redis.command({"KEYS", job_prefix + "*"});  // a test's own prefix: a few keys
@@ -131,7 +135,7 @@ TEST_CASE_METHOD(Fixture, "a replay re-adds a pending entry that was lost, and k
                  "[store][crash]") {
   std::vector<NewJob> jobs{job("x", 1234)};
   store.accept(jobs, 1);
-  redis.command({"ZREM", keys.pending(shard), "x"});  // by hand: record and entry are written together
+  REQUIRE(delayd::testing::drop_pending_entry(redis, keys, shard, "x", 1234));  // by hand: they are written together
   REQUIRE(pending().empty());
   jobs[0].value = "replayed";
   auto out = store.accept(jobs, 2);  // the offset was not committed: the record comes again
@@ -262,8 +266,8 @@ TEST_CASE_METHOD(Fixture, "a batch naming a job twice ends as the same jobs clai
     std::vector<NewJob> jobs{job("x", 10), job("y", 10), job("z", 10)};
     for (auto& j : jobs) j.shard = sh;
     store.accept(jobs, 0);
-    redis.command({"ZADD", keys.pending(sh), "10", "gone"});  // an entry without its record
-    redis.command({"ZADD", keys.pending(sh), "10", "empty"});
+    delayd::testing::put_pending_entry(redis, keys, sh, "gone", 10);  // an entry without its record
+    delayd::testing::put_pending_entry(redis, keys, sh, "empty", 10);
     redis.command({"SET", keys.job(sh, "empty"), ""});  // a record that is an empty string
   }
   auto dump = [&](const std::string& sh) {
@@ -281,7 +285,10 @@ TEST_CASE_METHOD(Fixture, "a batch naming a job twice ends as the same jobs clai
       return joined;
     };
     out += " inflight " + flat({"HGETALL", keys.in_flight(sh)});
-    out += " pending " + flat({"ZRANGE", keys.pending(sh), "0", "-1", "WITHSCORES"});
+    out += " pending ";
+    for (const auto& [id, score] : delayd::testing::pending_entries(redis, keys, sh)) {
+      out += id + "," + std::to_string(score) + ",";
+    }
     out += " ready " + flat({"ZRANGE", keys.state_index(sh, "ready"), "0", "-1", "WITHSCORES"});
     out += " quarantine " + flat({"HGETALL", keys.quarantine(sh)});
     out += " stats " + flat({"HGETALL", keys.stats(sh)});
@@ -349,8 +356,9 @@ TEST_CASE_METHOD(Fixture, "a batch creating and then upserting a job ends as the
     std::string out;
     for (const auto& id : {"p", "u", "q"})
       out += std::string(id) + "=" + std::string(redis.command({"GET", keys.job(sh, id)}).view().str()) + ";";
-    auto r = redis.command({"ZRANGE", keys.pending(sh), "0", "-1", "WITHSCORES"});
-    for (std::size_t i = 0; i < r.view().size(); ++i) out += std::string(r.view()[i].str()) + ",";
+    for (const auto& [id, score] : delayd::testing::pending_entries(redis, keys, sh)) {
+      out += id + "," + std::to_string(score) + ",";
+    }
     return out;
   };
   const auto together = store.accept(batch(a), 0);
@@ -363,9 +371,8 @@ TEST_CASE_METHOD(Fixture, "a batch creating and then upserting a job ends as the
     CHECK(together[i].deliver_at == alone[i].deliver_at);
   }
   CHECK(dump(a) == dump(b));
-  const auto u = redis.command({"ZSCORE", keys.pending(a), "u"});
-  CHECK(u.view().str() == "40");  // the later version's time, not the first's
-  CHECK(redis.command({"ZSCORE", keys.pending(a), "p"}).view().str() == "10");  // the first publish wins
+  CHECK(delayd::testing::pending_score_of(redis, keys, a, "u") == 40);  // the later version's time, not the first's
+  CHECK(delayd::testing::pending_score_of(redis, keys, a, "p") == 10);  // the first publish wins
 }
 
 TEST_CASE_METHOD(Fixture, "mark_ready with the claim's fields writes the finished record without reading it",
@@ -394,7 +401,7 @@ TEST_CASE_METHOD(Fixture, "an entry whose job is already finished is dropped by 
   store.accept(std::vector<NewJob>{job("z", 10)}, 0);
   set_record("z", "ready 10 1 orders ready_at=11\n");  // by hand: finished, entry left behind
   REQUIRE(pending().size() == 1);
-  auto c = store.claim(shard, Ids{"z"}, 20);
+  auto c = store.claim(shard, Ids{"z"}, 20, 0, std::vector<std::int64_t>{10});  // as the loader read it
   CHECK(c[0].kind == Claim::Kind::finished);
   CHECK(c[0].state == JobState::ready);
   CHECK(pending().empty());
@@ -423,9 +430,8 @@ TEST_CASE_METHOD(Fixture,
   CHECK(field("k2", "history") == "1000 retry 1 broker down");               // stamped with the caller's now
   CHECK(field("k2", "deliver_at") == "100");                                 // the record keeps its deliver-at
   CHECK(pending() == std::vector<PendingEntry>{{"k3", 100}, {"k2", 5000}});  // k1 was cancelled
-  auto score = redis.command({"ZSCORE", keys.pending(shard), "k2"});
-  CHECK(score.view().str() == "5000");         // the retry waits in Redis as well
-  CHECK(field("k2", "not_before") == "5000");  // and its record says where
+  CHECK(delayd::testing::pending_score_of(redis, keys, shard, "k2") == 5000);  // the retry waits in Redis as well
+  CHECK(field("k2", "not_before") == "5000");                                  // and its record says where
   CHECK(misplaced() == Ids{});
   t = store.cancel(shard, "k2", 102);
   CHECK(t.changed);
@@ -517,7 +523,7 @@ TEST_CASE_METHOD(
   set_record("noline", "delay 5 0 orders");
   set_record("weird", "half-done 5 0 orders\n");
   const Ids ids{"good", "garbled", "attempt", "noline", "weird"};
-  auto c = store.claim(shard, ids, 10);
+  auto c = store.claim(shard, ids, 10, 0, std::vector<std::int64_t>(ids.size(), 5));  // as the loader read them
   REQUIRE(c.size() == 5);
   CHECK(c[0].kind == Claim::Kind::deliver);
   for (size_t i = 1; i < c.size(); ++i) {
@@ -542,11 +548,12 @@ TEST_CASE_METHOD(
 TEST_CASE_METHOD(Fixture, "a pending entry without a readable record is moved to the shard's quarantine",
                  "[store][corrupt]") {
   redis.command({"SADD", keys.shards(), shard});
-  redis.command({"ZADD", keys.pending(shard), "5", "ghost"});  // no record at all
-  redis.command({"ZADD", keys.pending(shard), "5", "hashy"});
+  delayd::testing::put_pending_entry(redis, keys, shard, "ghost", 5);  // no record at all
+  delayd::testing::put_pending_entry(redis, keys, shard, "hashy", 5);
   redis.command({"HSET", keys.job(shard, "hashy"), "state", "delay"});  // WRONGTYPE for GET
   const Ids ids{"ghost", "hashy"};
-  auto c = store.claim(shard, ids, 10);
+  const std::vector<std::int64_t> seen_at{5, 5};  // where the loader read them: how the claim finds them
+  auto c = store.claim(shard, ids, 10, 0, seen_at);
   CHECK(c[0].kind == Claim::Kind::unreadable);
   CHECK(c[1].kind == Claim::Kind::unreadable);
   CHECK(c[1].reason.find("WRONGTYPE") != std::string::npos);
@@ -559,11 +566,110 @@ TEST_CASE_METHOD(Fixture, "a pending entry without a readable record is moved to
   CHECK(got->at("error").find("WRONGTYPE") != std::string::npos);
 }
 
-TEST_CASE_METHOD(Fixture, "scores that are not whole milliseconds are read rounded up, never early",
+TEST_CASE_METHOD(Fixture,
+                 "scores of a 0.3 pending set that are not whole milliseconds are moved rounded up, never early",
                  "[store][corrupt]") {
-  redis.command({"ZADD", keys.pending(shard), "10.2", "frac"});
-  redis.command({"ZADD", keys.pending(shard), "-inf", "minus"});
+  redis.command({"ZADD", keys.pending_0_3(shard), "10.2", "frac"});
+  redis.command({"ZADD", keys.pending_0_3(shard), "-inf", "minus"});
   CHECK(pending() == std::vector<PendingEntry>{{"minus", 0}, {"frac", 11}});
+}
+
+// The leaves (prelude.lua) under every kind of write, in random order: many jobs of one
+// millisecond (ties ordered by id across leaves), batches that fill and split leaves, cancels
+// that empty them, moves, and deliveries from the front. After each round the entries are the
+// model's and the leaves' invariants hold, checked the slow way.
+TEST_CASE_METHOD(Fixture, "the pending set's leaves hold every entry in order, at most kPendingLeafMax each",
+                 "[store][leaves]") {
+  std::mt19937_64 rng(11);
+  std::set<std::pair<std::int64_t, std::string>> model;  // (score, job-id): Redis's order
+  std::map<std::string, std::int64_t> at;
+  auto time = [&] { return 1000 + static_cast<std::int64_t>(rng() % 40); };
+  int next = 0;
+  std::size_t most = 0;
+  for (int round = 0; round < 30; ++round) {
+    std::vector<NewJob> jobs;
+    const int n = static_cast<int>(rng() % 400) + 1;
+    for (int i = 0; i < n; ++i) {
+      const std::string id = "j" + std::to_string(rng() % 1000) + "-" + std::to_string(next++);
+      jobs.push_back(job(id, time()));
+      model.insert({jobs.back().deliver_at, id});
+      at[id] = jobs.back().deliver_at;
+    }
+    store.accept(jobs, 0);
+    std::vector<std::string> ids;
+    for (const auto& [id, t] : at) ids.push_back(id);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (std::size_t k = 0; k < std::min<std::size_t>(ids.size(), 60); ++k) {
+      const std::string& id = ids[k];
+      model.erase({at[id], id});
+      if (k % 3 == 0) {
+        REQUIRE(store.cancel(shard, id, 1).changed);
+        at.erase(id);
+      } else {
+        at[id] = time();
+        REQUIRE(store.reschedule_anywhere(shard, id, at[id], 1).changed);
+        model.insert({at[id], id});
+      }
+    }
+    // The earliest due are claimed and marked ready, as the fire path does.
+    Ids due;
+    for (auto it = model.begin(); it != model.end() && due.size() < 50; ++it) due.push_back(it->second);
+    const auto claims = store.claim(shard, due, 2000);
+    std::vector<JobStore::Delivered> done;
+    for (const auto& c : claims) {
+      REQUIRE(c.kind == Claim::Kind::deliver);
+      done.push_back({c.job_id, c.deliver_at, c.attempt, c.business});
+      model.erase({at[c.job_id], c.job_id});
+      at.erase(c.job_id);
+    }
+    store.mark_ready(shard, std::span<const JobStore::Delivered>(done), 2000);
+    std::vector<PendingEntry> want;
+    for (const auto& [t, id] : model) want.push_back({id, t});
+    CHECK(store.pending_between(shard, std::nullopt, INT64_MAX, 0) == want);
+    CHECK(delayd::testing::pending_leaf_violations(redis, keys, shard) == Ids{});
+    CHECK(store.stats().pending == static_cast<std::int64_t>(model.size()));
+    most = std::max(most, model.size());
+  }
+  CHECK(most > 4 * delayd::storage::kPendingLeafMax);  // the rounds made many leaves
+  CHECK(misplaced() == Ids{});
+}
+
+// An upgrade from 0.3, whose pending set was one sorted set: the loader's first read moves it
+// into leaves, a chunk per call, and gives records the time of their entry where they did not
+// name it (nb: written by 0.3 only for a failed report's retry). Meanwhile every script finds
+// entries still in the old set.
+TEST_CASE_METHOD(Fixture, "a 0.3 pending set is moved into leaves at the first load, whole, and its entries stay found",
+                 "[store][leaves][upgrade]") {
+  const std::string payload = delayd::storage::encode_payload({std::nullopt, "v", {}});
+  auto old_job = [&](const std::string& id, const std::string& line, std::int64_t score) {
+    set_record(id, line + "\n" + payload);
+    redis.command({"ZADD", keys.pending_0_3(shard), std::to_string(score), id});
+  };
+  redis.command({"SADD", keys.shards(), shard});
+  constexpr int kPlain = 4500;  // more than one chunk of pending.lua's move
+  for (int i = 0; i < kPlain; ++i)
+    old_job("p" + std::to_string(i), "delay " + std::to_string(100 + i % 700) + " 0 orders", 100 + i % 700);
+  old_job("retry", "delay 100 1 orders last_error=down", 9000);  // a failed produce's retry, at 9000
+  old_job("acked", "ready 100 1 orders ready_at=150", 7000);     // its ack deadline, 7000
+  old_job("cancel-me", "delay 5000 0 orders", 5000);
+  // Before the move: a cancel finds the entry in the old set.
+  CHECK(store.cancel(shard, "cancel-me", 1).changed);
+  const auto loaded = store.pending_between(shard, std::nullopt, INT64_MAX, 0);
+  CHECK(loaded.size() == kPlain + 2);
+  CHECK(redis.command({"EXISTS", keys.pending_0_3(shard)}).view().integer() == 0);
+  CHECK(std::is_sorted(loaded.begin(), loaded.end(),
+                       [](const PendingEntry& x, const PendingEntry& y) { return x.deliver_at < y.deliver_at; }));
+  CHECK(delayd::testing::pending_score_of(redis, keys, shard, "retry") == 9000);
+  CHECK(delayd::testing::pending_score_of(redis, keys, shard, "acked") == 7000);
+  CHECK(field("retry", "not_before") == "9000");  // the records now say where their entries are
+  CHECK(field("acked", "ack_deadline") == "7000");
+  CHECK(misplaced() == Ids{});
+  CHECK(delayd::testing::pending_leaf_violations(redis, keys, shard) == Ids{});
+  CHECK(store.stats().pending == kPlain + 2);
+  // And the jobs go on: the retry is claimed at its time, the silent one is delivered again.
+  CHECK(store.claim(shard, Ids{"retry"}, 8000)[0].kind == Claim::Kind::early);
+  CHECK(store.claim(shard, Ids{"retry"}, 9000)[0].kind == Claim::Kind::deliver);
+  CHECK(store.claim(shard, Ids{"acked"}, 7000)[0].kind == Claim::Kind::deliver);
 }
 
 TEST_CASE_METHOD(Fixture,
@@ -775,6 +881,28 @@ TEST_CASE_METHOD(Fixture, "due_counts counts pending jobs per window, the first 
   CHECK(store.due_counts(bounds) == std::vector<std::int64_t>{2, 1, 0});  // "d" lies beyond the last window
 }
 
+// Past 1 000 leaves before a bound (64 000 jobs), pending.lua counts further leaves at the
+// shard's average leaf size instead of reading each (the console's timeline must not block
+// Redis): an estimate, off by less than one leaf when the leaves are full, as jobs arriving
+// in time order leave them.
+TEST_CASE_METHOD(Fixture, "due_counts past a thousand leaves is estimated within one leaf", "[store][leaves]") {
+  constexpr int kEntries = 70'000;  // at 1..kEntries ms; entries only, no records: counts read no record
+  redis.command({"SADD", keys.shards(), shard});
+  delayd::testing::checked(redis.command(delayd::testing::prelude_eval(
+      keys, shard,
+      "local args = {} for i = 1, tonumber(ARGV[5]) do args[2 * i - 1] = i; args[2 * i] = 'e' .. i end "
+      "entries_put(args) flush() return 1",
+      {std::to_string(kEntries)})));
+  const std::vector<std::int64_t> bounds{1'000, 60'000, 66'000, INT64_MAX};
+  const auto got = store.due_counts(bounds);
+  REQUIRE(got.size() == 4);
+  CHECK(got[0] == 1'000);   // 15 leaves before it: read one by one, exact
+  CHECK(got[1] == 59'000);  // 937 leaves before it: exact too
+  CHECK(std::abs(got[2] - 6'000) < static_cast<std::int64_t>(delayd::storage::kPendingLeafMax));  // 1 031: estimated
+  CHECK(got[0] + got[1] + got[2] + got[3] == kEntries);  // the last window takes the rest of the count
+  CHECK(store.stats().pending == kEntries);
+}
+
 // ---- the job lifecycle (docs/consuming.md, "Job lifecycle"): reports, redelivery, reschedule, repeats ----
 
 namespace {
@@ -801,9 +929,7 @@ struct Lifecycle : Fixture {
     return store.report(std::span<const Report>(&r, 1), shards, now)[0];
   }
   std::optional<std::int64_t> score(const std::string& id) {
-    auto r = redis.command({"ZSCORE", keys.pending(shard), id});
-    if (r.view().is_nil()) return std::nullopt;
-    return std::stoll(std::string(r.view().str()));
+    return delayd::testing::pending_score_of(redis, keys, shard, id);
   }
 };
 
@@ -850,7 +976,7 @@ TEST_CASE_METHOD(Lifecycle, "a failed report goes round again at the retry time,
   CHECK(misplaced() == Ids{});
   // A replay of its ingest record re-adds a lost entry where the record says: at the retry
   // time, not at its long-passed deliver_at.
-  redis.command({"ZREM", keys.pending(shard), "f"});
+  REQUIRE(delayd::testing::drop_pending_entry(redis, keys, shard, "f", 500));
   store.accept(std::vector<NewJob>{job("f", 10)}, 0);
   CHECK(score("f") == 500);
   // The owner is told through the wake list.
