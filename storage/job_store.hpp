@@ -343,7 +343,7 @@ class JobStore {
   // after = nullopt means from the beginning; limit = 0 means no limit. Ties are returned in
   // job-id order (Redis's order). Scores that are not whole milliseconds are rounded up. One
   // round trip (pending.lua), after as many as it takes to move a 0.3 pending set into leaves
-  // (2 000 entries each) the first time.
+  // (500 entries each) the first time.
   std::vector<PendingEntry> pending_between(std::string_view shard, std::optional<std::int64_t> after,
                                             std::int64_t upto, std::size_t limit);
 

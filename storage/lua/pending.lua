@@ -11,7 +11,9 @@
 --                      {n1, n2, ...}: the entries with score in (b[k-1], b[k]] ((-inf, b1] first)
 --   ARGV[5] 'size'     -> {entries, the earliest entry's score ('' when none)}
 -- Only 'between' writes (the move from 0.3): the loader calls it first, when it takes a shard.
-local MIGRATE_CHUNK = 2000
+-- About 7 us of Redis per entry moved (a record's line read, the entry put), so a call blocks
+-- Redis for about 4 ms (200 000 entries moved in 2000-entry calls: 14.6 ms a call, 2026-11-27).
+local MIGRATE_CHUNK = 500
 local what = ARGV[5]
 if what == 'between' then
   local left = migrate(MIGRATE_CHUNK)
