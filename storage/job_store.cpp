@@ -67,14 +67,16 @@ std::string percent_decode(std::string_view s) {
   return out;
 }
 
-// The record's short field names (key_schema.hpp) as tools show them.
-std::string_view display_name(std::string_view stored) {
+// The record's short field names (key_schema.hpp) as tools show them, for a record in `state`:
+// nb of a delivered job is when it goes round again without a report (job_record.hpp).
+std::string_view display_name(std::string_view stored, JobState state) {
   constexpr std::pair<std::string_view, std::string_view> kNames[] = {
       {"every", "repeat_every_ms"},   {"count", "repeat_count"}, {"rep", "repeat"},
       {"rd", "redelivered"},          {"nb", "not_before"},      {"dead", "dead_reason"},
       {"ma", "max_process_attempts"}, {"rv", "redrive_count"},   {"vo", "version_offset"},
       {"cron", "repeat_cron"},        {"tz", "repeat_tz"},       {"until", "repeat_until"},
       {"cu", "repeat_catchup"},       {"cc", "caught_up"},       {"ml", "max_lateness_ms"}};
+  if (stored == "nb" && (state == JobState::ready || state == JobState::running)) return "ack_deadline";
   for (const auto& [from, to] : kNames) {
     if (from == stored) return to;
   }
@@ -92,12 +94,9 @@ std::optional<std::map<std::string, std::string>> parse_record(std::string_view 
     out.emplace("deliver_at", std::to_string(r->deliver_at));
     out.emplace("business", r->business);
   }
-  const bool delivered = r->state == JobState::ready || r->state == JobState::running;
   for (const auto& [name, value] : r->fields) {
     if (name == "h") continue;  // only says the history list exists
-    // nb of a delivered job is when it goes round again without a report (job_record.hpp).
-    const std::string_view shown = delivered && name == "nb" ? "ack_deadline" : display_name(name);
-    out[std::string(shown)] = percent_decode(value);
+    out[std::string(display_name(name, r->state))] = percent_decode(value);
   }
   const std::string_view payload = r->payload;
   if (!payload.empty()) {
@@ -357,11 +356,12 @@ std::string JobStore::fence_arg(Script script, std::string_view shard) const {
 void JobStore::enable_fencing(std::string member) { member_ = std::move(member); }
 
 std::int64_t JobStore::take_shard(std::string_view shard, std::int64_t now_ms) {
-  static_assert(lua::info(Script::take_shard).keys == 1 && lua::info(Script::take_shard).args == 2);
+  static_assert(lua::info(Script::take_shard).keys == 2 && lua::info(Script::take_shard).args == 2);
   const redis::Command cmd{"EVALSHA",
                            shas_[static_cast<size_t>(Script::take_shard)],
                            std::to_string(lua::info(Script::take_shard).keys),
                            keys_.owner(shard),
+                           keys_.wake(shard),
                            member_.value_or("-"),
                            std::to_string(now_ms)};
   redis::RedisReply reply = std::move(eval_groups({{cmd}}).front().front());

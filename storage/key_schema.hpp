@@ -139,13 +139,15 @@ class KeySchema {
     return tagged(shard) + ":job:" + std::string(job_id);
   }
   // The pending set's directory of leaves (KEYS[1] of every batch script; prelude.lua reads
-  // and writes the leaves, <prefix>:{<shard>}:pending:<separator>, and the count
-  // <prefix>:{<shard>}:pending:size beside it).
+  // and writes the leaves, pending_leaf(), and the count, pending_size(), beside it).
+  // record_lua_gen.cpp gives prelude.lua these names and the others its scripts build (KEY).
   std::string pending(std::string_view shard) const { return tagged(shard) + ":pending:leaves"; }
   // A leaf of it, by its separator (a member of the directory), as prelude.lua names it (LEAF).
   std::string pending_leaf(std::string_view shard, std::string_view separator) const {
     return tagged(shard) + ":pending:" + std::string(separator);
   }
+  // How many entries its leaves hold (a string; prelude.lua's flush() keeps it).
+  std::string pending_size(std::string_view shard) const { return tagged(shard) + ":pending:size"; }
   // The pending set as 0.3 kept it (one sorted set): moved into leaves when a loader first reads
   // the shard (pending.lua).
   std::string pending_0_3(std::string_view shard) const { return tagged(shard) + ":pending"; }

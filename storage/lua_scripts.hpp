@@ -3,9 +3,9 @@
 // documented at its top; the build compiles them in (storage/CMakeLists.txt, as
 // storage/lua/embedded.hpp: lua::kPrelude, lua::kAccept, ...).
 //
-// Every batch script (all but take_shard.lua, which takes the owner key alone) takes the same
-// keys, all in the shard's hash slot (so one call is atomic on a single primary and legal under
-// Redis Cluster):
+// Every batch script (all but take_shard.lua, which takes the owner key and the wake list)
+// takes the same keys, all in the shard's hash slot (so one call is atomic on a single primary
+// and legal under Redis Cluster):
 //   KEYS[1] the shard's pending set, KEYS[2] its counters, KEYS[3] its quarantine hash,
 //   KEYS[4] its in-flight hash, KEYS[5] its owner, KEYS[6..] one job record per job of the batch.
 // and ARGV[1] now (epoch ms), ARGV[2] retention_s of finished jobs (0: kept for ever),
@@ -103,7 +103,7 @@ inline constexpr ScriptInfo kScripts[] = {
     {Script::browse, "browse", kBrowse, true, false, kShardKeys, kFixedArgs + 14, 0},
     {Script::pending, "pending", kPending, true, false, kShardKeys, kFixedArgs + 4, 0},
     {Script::find, "find", kFind, true, false, kShardKeys, kFixedArgs, 1},
-    {Script::take_shard, "take_shard", kTakeShard, false, false, 1, 2, 0},
+    {Script::take_shard, "take_shard", kTakeShard, false, false, 2, 2, 0},
 };
 
 constexpr const ScriptInfo& info(Script s) { return kScripts[static_cast<std::size_t>(s)]; }

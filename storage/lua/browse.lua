@@ -103,7 +103,7 @@ while #matches < want and examined < budget and done == 0 do
     examined = examined + 1
     last = {got[k + 1], id}
     if prefix == '' or string.sub(id, 1, #prefix) == prefix then
-      local j = parse((read_head(SHARD .. ':job:' .. id)))
+      local j = parse((read_head(job_key(id))))
       if j and j.st == st and (biz == '' or j.biz == biz) and (not at_from or j.at >= at_from) and
          (not at_to or j.at <= at_to) and (not desc or score <= t0) and (desc or (tonumber(j.f.mv) or 0) <= t0) then
         local e = j.f.error or j.f.last_error or ''

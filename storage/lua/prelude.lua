@@ -9,14 +9,18 @@
 local FIRST = 6  -- KEYS index of the first job record; its arguments start at ARGV[5]
 -- STATES, FIELDS (in the order write() puts them), AT_DIGITS and ATT_DIGITS come before this
 -- text: the build writes them from storage/job_record.hpp, the one list C++ reads too; and
--- WAITING_MAX and LEAF_MAX, from key_schema.hpp.
+-- WAITING_MAX, LEAF_MAX and KEY (what follows "<prefix>:{<shard>}" in the name of each key of
+-- the shard a script builds), from key_schema.hpp.
 -- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("<prefix>:{<shard>}:pending:leaves";
 -- the prefix and the shard hold no '}'): a job's history list and the shard's wake list live
 -- beside its other keys, in the same hash slot.
 local SHARD = string.match(KEYS[1], '^[^}]*}')
 local now, retention, extra = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local stamp, fence = ARGV[1], ARGV[4]
-local function hist_key(job_key) return SHARD .. ':history:' .. string.sub(job_key, #SHARD + 6) end
+-- A job's record key from its id, and back.
+local function job_key(id) return SHARD .. KEY.job .. id end
+local function id_of(key) return string.sub(key, #SHARD + #KEY.job + 1) end
+local function hist_key(key) return SHARD .. KEY.history .. id_of(key) end
 -- An epoch-ms field's value as a number: 1 to AT_DIGITS digits, as deliver_at is; else nil.
 local function ms(s)
   if s and #s <= AT_DIGITS and string.find(s, '^%d+$') then return tonumber(s) end
@@ -64,7 +68,7 @@ end
 -- when the job entered it (epoch ms). Moved in the same call as the record, so they agree at
 -- every crash point; flush() trims what the retention has expired. indexed: states entered in
 -- this call.
-local function state_key(st) return SHARD .. ':state:' .. st end
+local function state_key(st) return SHARD .. KEY.state .. st end
 local indexed = {}
 -- enter(id, st, left): the job `id` is now in state st, and was in `left` (nil: no record, or
 -- one that did not parse; 'delay': in no state index).
@@ -101,8 +105,8 @@ end
 --           shard held none of them before the call, else 'off'
 -- Entries move in the same call as the pending entries (wadd, pend, and write() for a job that
 -- leaves delay or changes business), so at every crash point the index agrees with the records.
-local WAITING = SHARD .. ':waiting'
-local function wkey(biz) return WAITING .. ':' .. biz end
+local WAITING = SHARD .. KEY.waiting_marks
+local function wkey(biz) return SHARD .. KEY.waiting .. biz end
 local wmark, wadded = {}, {}  -- business -> 'on' | 'off' | 'new' (as read once); -> true if added to
 local function wstate(biz)
   local m = wmark[biz]
@@ -134,8 +138,8 @@ end
 -- Why leaves. A sorted set of more than 128 entries is a skiplist and a hash table, about
 -- 118 B per entry; one of at most 128 (zset-max-listpack-entries, Redis's default) is a
 -- listpack, about 32 B. So the entries live in leaves of at most LEAF_MAX (64: key_schema.hpp
--- says why not 128) entries, which
--- together keep them in the order Redis keeps a sorted set's: by score, then job-id bytes.
+-- says why not 128) entries, which together keep them in the order Redis keeps a sorted set's:
+-- by score, then job-id bytes.
 -- Each entry has a key, entry_key(score, id) = the score in AT_DIGITS digits, ':', the
 -- job-id, whose byte order is that order. A leaf is named by its separator, the key of the
 -- first entry it held when it was made; the directory (KEYS[1]) lists the separators, all
@@ -151,16 +155,15 @@ end
 -- for an entry after its last one (jobs that arrive in the order they are due), a new leaf
 -- starts at the entry; a leaf that becomes empty leaves the directory; an entry before every
 -- leaf goes into the first leaf, renamed to start at it (a new first leaf if that one is full).
--- Leaves are not merged: cancels that hollow a leaf out leave it
--- small (the cost of a leaf's own key and separator, about 100 B, is then shared by fewer
--- entries) until its jobs are due.
+-- Leaves are not merged: cancels that hollow a leaf out leave it small (the cost of a leaf's
+-- own key and separator, about 100 B, is then shared by fewer entries) until its jobs are due.
 -- The set of 0.3, one sorted set (OLD_SET), is moved into leaves by migrate(), a chunk per
 -- call, when the shard's loader first reads; until it is empty, an entry not found in a leaf
 -- is looked for there too.
 local LEAVES = KEYS[1]
-local LEAF = SHARD .. ':pending:'  -- a leaf's key: LEAF .. its separator
-local SIZE = SHARD .. ':pending:size'
-local OLD_SET = SHARD .. ':pending'
+local LEAF = SHARD .. KEY.leaf  -- a leaf's key: LEAF .. its separator
+local SIZE = SHARD .. KEY.size
+local OLD_SET = SHARD .. KEY.set_0_3
 local KEY_FORMAT = '%0' .. AT_DIGITS .. '.0f'
 local size_delta = 0  -- entries added minus entries removed by this call; flush() adds it to SIZE
 -- a < b in byte order, as Redis orders members (Lua's own < follows the locale's collation).
@@ -404,12 +407,13 @@ local function entries_first()
   if a and b then return math.min(a, b) end
   return a or b
 end
--- entry_move(id, j): the job's entry follows its record j: from j.e0 (nil: none) to
--- entry_at(j) (nil: none); j.e0 says so after.
-local function entry_move(id, j)
+-- entry_move(id, j[, again]): the job's entry follows its record j: from j.e0 (nil: none) to
+-- entry_at(j) (nil: none); j.e0 says so after. With `again`, the entry is put even where j.e0
+-- says it already is (a replayed write, or an entry lost with a Redis restart: put back).
+local function entry_move(id, j, again)
   local to = entry_at(j)
-  if to ~= j.e0 then
-    if j.e0 then entry_drop(id, j.e0) end
+  if to ~= j.e0 or again then
+    if j.e0 and j.e0 ~= to then entry_drop(id, j.e0) end
     if to then entry_put(id, to) end
   end
   j.e0 = to
@@ -417,15 +421,9 @@ local function entry_move(id, j)
 end
 -- pend(id, j): the delay job j's pending entry (and its waiting index entry) at entry_at(j),
 -- moved from where it was (j.e0), or put back there if it was lost.
-local function pend(id, j)
-  local score = entry_at(j)
-  if j.e0 and j.e0 ~= score then entry_drop(id, j.e0) end
-  entry_put(id, score)
-  j.e0 = score
-  wadd(id, j.biz, score)
-end
+local function pend(id, j) wadd(id, j.biz, entry_move(id, j, true)) end
 local function write(key, j, ex)
-  local id = string.sub(key, #SHARD + 6)
+  local id = id_of(key)
   enter(id, j.st, j.st0)
   if j.st0 == 'delay' and (j.st ~= 'delay' or j.biz ~= j.biz0) then wdel(id, j.biz0) end
   j.st0, j.biz0 = j.st, j.biz
@@ -457,7 +455,7 @@ local function hist(key, j, event, detail)
 end
 -- The owner of the shard re-reads the pending entries of these ids (their time moved, maybe
 -- earlier than what it has loaded).
-local function wake(id) redis.call('RPUSH', SHARD .. ':wake', id) end
+local function wake(id) redis.call('RPUSH', SHARD .. KEY.wake, id) end
 -- repend(key, id, j): the job j (delay now) written, its pending entry moved to entry_at(j) and
 -- the shard's owner woken; mv marks the move for the console's walks.
 local function repend(key, id, j)
@@ -545,7 +543,7 @@ local function migrate(n)
   local got = redis.call('ZRANGE', OLD_SET, 0, n - 1, 'WITHSCORES')
   for k = 1, #got, 2 do
     local id, score = got[k], math.ceil(tonumber(got[k + 1]))
-    local key = SHARD .. ':job:' .. id
+    local key = job_key(id)
     local j = parse((read_head(key)))
     if j and ((j.st == 'delay' and entry_at(j) ~= score and score > j.at) or
               ((j.st == 'ready' or j.st == 'running') and ms(j.f.nb) ~= score)) then
