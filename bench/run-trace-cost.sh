@@ -10,6 +10,10 @@
 #   bench/run-trace-cost.sh                      ingest, fire capacity, lateness at 10 000/s and
 #                                                short delays (sizes below), 3 rounds, about 15 minutes
 #   SMOKE=1 BUILD_DIR=build bench/run-trace-cost.sh   tiny sizes (run-e2e.sh's SMOKE), 1 round
+#   OFF_RESULTS=dir ...                          with one round: take the off run from dir (its
+#                                                e2e.jsonl, a run-e2e.sh of the same sizes made
+#                                                with tracing off) instead of running it again;
+#                                                the ctest reuses bench.e2e_smoke's so
 #
 # Sizes (environment, passed to every run): ROUNDS (3 [1]), N_INGEST (100000), N_BURST (100000),
 #   RATES ("10000:20"), SHORT_SECONDS (10), RESTART_FAR (20000), RESTART_OVERDUE (20000); any other
@@ -35,6 +39,11 @@ else
   rounds="${ROUNDS:-1}"
 fi
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "run-trace-cost: ROUNDS must be a positive number, got '$rounds'" >&2; exit 2; }
+off_results="${OFF_RESULTS:-}"
+if [[ -n "$off_results" ]]; then
+  [[ "$rounds" == 1 ]] || { echo "run-trace-cost: OFF_RESULTS needs ROUNDS=1, got $rounds" >&2; exit 2; }
+  [[ -s "$off_results/e2e.jsonl" ]] || { echo "run-trace-cost: OFF_RESULTS: no $off_results/e2e.jsonl" >&2; exit 2; }
+fi
 rm -rf "$out"/round*
 mkdir -p "$out"
 venv_python="$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, "tests/support"); import otel_venv; print(otel_venv.python() or "")')"
@@ -58,6 +67,11 @@ for _ in $(seq 1 50); do grep -q "otlp sink on" "$out/sink.txt" && break; sleep 
 status=0
 # run_off DIR / run_on DIR: one run-e2e.sh with tracing off / on, its results in DIR.
 run_off() {
+  if [[ -n "$off_results" ]]; then
+    echo "== $1: tracing off, the run in $off_results"
+    mkdir -p "$1" && cp "$off_results/e2e.jsonl" "$1/"
+    return
+  fi
   echo "== $1: tracing off"
   (unset OTEL_EXPORTER_OTLP_ENDPOINT OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
    RESULTS_DIR="$1" LABEL="traces-off" bench/run-e2e.sh) || status=1

@@ -14,7 +14,7 @@
 #                                    handover to the loop) and run those (the default when
 #                                    CI=true; --no-sanitize turns it off)
 #   scripts/test.sh --fuzz           after the tests, fuzz the parsers with scripts/fuzz.sh
-#                                    ($FUZZ_SECONDS per target, default 60, 12 with CI=true so
+#                                    ($FUZZ_SECONDS per target, default 60, 8 with CI=true so
 #                                    that CI stays under its 40 minutes; the default when
 #                                    CI=true; --no-fuzz turns it off)
 #   scripts/test.sh --cluster        against a Redis Cluster instead of the single Redis: the stack
@@ -203,7 +203,7 @@ if ((fuzz)); then
   stop_stack
   started_stack=0
   # CI's budget is 40 minutes for everything; 12 s per target keeps it under.
-  [[ "${CI:-}" == "true" && -z "${FUZZ_SECONDS:-}" ]] && export FUZZ_SECONDS=12
+  [[ "${CI:-}" == "true" && -z "${FUZZ_SECONDS:-}" ]] && export FUZZ_SECONDS=8
   echo "test: scripts/fuzz.sh (libFuzzer, ${FUZZ_SECONDS:-60} s per target)"
   scripts/fuzz.sh || status=1
 fi
