@@ -3,7 +3,9 @@
 -- payload could not be read (the broker has already written the dead-letter record where there
 -- was one: "<partition>:<offset>" of the dead-letter topic, kept as dl, '' for none). keep '1':
 -- the payload stays with the failed record (its business keeps payloads), so that an operator
--- can retry the job from Redis (retry.lua). Per job: {changed, state}.
+-- can retry the job from Redis (retry.lua). Per job: {changed, state}. A job no longer delay is
+-- left as it is, its pending entry too: a delivered job's is its ack deadline, which redelivers
+-- it if its consumer stays silent (a finished one has none; the claim removes a stale one).
 local refused = check_fence()
 if refused then return refused end
 for i = FIRST, #KEYS do
@@ -16,7 +18,6 @@ for i = FIRST, #KEYS do
     finish(KEYS[i], ARGV[a], j, 'failed', 'failed_at', extra_fields, ARGV[a + 1], keep)
     out[#out + 1] = {1, 'failed'}
   else
-    if j then entry_drop(ARGV[a], j.e0) end
     out[#out + 1] = {0, j and j.st or 'missing'}
   end
 end

@@ -1055,6 +1055,22 @@ TEST_CASE_METHOD(Lifecycle, "an ack timeout redelivers a silent job and running 
   CHECK(misplaced() == Ids{});
 }
 
+TEST_CASE_METHOD(Lifecycle, "a failure that finds the job delivered already leaves its ack deadline in place",
+                 "[store][lifecycle]") {
+  // A dead-letter verdict can come back after the job was marked ready (a late report of an
+  // earlier produce): the job stays ready, and its consumer's silence must still redeliver it.
+  const auto t = deliver("late", 10, Mode::keep, 1000);
+  REQUIRE(score("late") == t.at);
+  const auto f = store.mark_failed(shard, "late", "gave up", 500);
+  CHECK_FALSE(f.changed);
+  CHECK(f.state == JobState::ready);
+  CHECK(score("late") == t.at);
+  CHECK(misplaced() == Ids{});
+  const auto c = store.claim(shard, Ids{"late"}, t.at);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].redelivery);
+}
+
 TEST_CASE_METHOD(Lifecycle, "an operator's retry of a failed job waits at its not-before time, now",
                  "[store][lifecycle]") {
   deliver("o", 10, Mode::keep);
