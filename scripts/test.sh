@@ -202,7 +202,7 @@ if ((fuzz)); then
   # The fuzzers need no servers: stop the stack first if this script started it.
   stop_stack
   started_stack=0
-  # CI's budget is 40 minutes for everything; 12 s per target keeps it under.
+  # CI's budget is 40 minutes for everything; this many seconds per target keeps it under.
   [[ "${CI:-}" == "true" && -z "${FUZZ_SECONDS:-}" ]] && export FUZZ_SECONDS=8
   echo "test: scripts/fuzz.sh (libFuzzer, ${FUZZ_SECONDS:-60} s per target)"
   scripts/fuzz.sh || status=1

@@ -1,5 +1,5 @@
--- Not a batch script: KEYS[1] the shard's owner key, KEYS[2] its wake list, ARGV[1] the member taking it (no spaces),
--- ARGV[2] now. Makes the caller the shard's owner with the next epoch and returns that epoch.
+-- Not a batch script: KEYS[1] the shard's owner key, KEYS[2] its wake list, ARGV[1] the member
+-- taking it (no spaces), ARGV[2] now. Makes the caller the shard's owner with the next epoch and returns that epoch.
 -- A missing owner key starts at epoch 1. Deleting or hand-editing the key breaks the order of
 -- epochs (a stale member might hold the new number): never do it while brokers run.
 local old = redis.call('GET', KEYS[1])
