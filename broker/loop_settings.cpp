@@ -33,8 +33,16 @@ connectors::Properties consumer_properties(const config::Config& c) {
   // cooperative-sticky: a member joining or leaving moves only the partitions that must
   // move; the others keep firing through the rebalance (KafkaConsumer handles both
   // protocols, so a user may still choose another strategy).
+  // fetch.wait.max.ms 50 (librdkafka: 500): librdkafka keeps one fetch in flight per broker,
+  // and the broker holds it until one of its partitions has data or this wait ends. After an
+  // assignment, partitions whose offsets come back after that fetch left wait for it: with
+  // 500, records published right after a start or a rebalance reached delayd up to 600 ms
+  // late (the delivery test: jobs due in its first 150 ms fired up to 206 ms late in about half
+  // of its runs). Under load a fetch returns as soon as records arrive, so the wait only
+  // bounds how long an idle consumer's fetch is held: 20 empty fetches a second per broker.
   return with_defaults({{"session.timeout.ms", "10000"},
                         {"heartbeat.interval.ms", "2000"},
+                        {"fetch.wait.max.ms", "50"},
                         {"reconnect.backoff.max.ms", "1000"},
                         {"partition.assignment.strategy", "cooperative-sticky"}},
                        config::kafka_properties(c, config::KafkaClient::consumer));
