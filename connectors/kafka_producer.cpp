@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -86,8 +87,26 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
     if (producer) {
       producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT |
                       RdKafka::Producer::PURGE_NON_BLOCKING);
-      producer.reset();
+      release();
     }
+  }
+
+  // Topic handles belong to the instance that made them, and go before it.
+  void release() {
+    topics.clear();
+    producer.reset();
+  }
+
+  // The first record for a topic asks for its metadata at once. produce() by topic name makes
+  // librdkafka 2.0's local topic without asking; its records then wait for the main thread's
+  // scan of unknown topics, once a second: up to a second, which the record's timestamp (taken
+  // here) does not show. A topic handle made by name asks for its leader when it is new. A
+  // handle that cannot be made changes nothing: the record is produced, and refused, as before.
+  void know(const std::string& topic) {
+    if (topics.count(topic) != 0) return;
+    std::string errstr;
+    std::unique_ptr<RdKafka::Topic> handle(RdKafka::Topic::create(producer.get(), topic, nullptr, errstr));
+    if (handle) topics.emplace(topic, std::move(handle));
   }
 
   void dr_cb(RdKafka::Message& message) override {
@@ -207,8 +226,11 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
   LogEventBridge events;
   std::exception_ptr handler_error;
   bool destroying = false;
-  // Declared last so that it is destroyed first, while the callbacks above are still alive.
+  // Declared after the callbacks so that it is destroyed before them, while they are alive.
   std::unique_ptr<RdKafka::Producer> producer;
+  // One handle per topic this instance has produced to (know()); declared last so that the
+  // handles go before the instance they belong to; release() clears them too.
+  std::unordered_map<std::string, std::unique_ptr<RdKafka::Topic>> topics;
 };
 
 KafkaProducer::KafkaProducer(const Properties& props, ReportHandler on_report)
@@ -232,6 +254,7 @@ void KafkaProducer::produce(const OutRecord& rec, int timeout_ms) {
   const void* key = rec.key ? rec.key->data() : nullptr;
   const std::size_t key_len = rec.key ? rec.key->size() : 0;
   const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
+  impl_->know(rec.topic);
 
   for (;;) {
     const RdKafka::ErrorCode err =
@@ -296,7 +319,7 @@ std::optional<std::string> KafkaProducer::recover_if_fatal() {
                          RdKafka::Producer::PURGE_NON_BLOCKING);
   for (int i = 0; i < 50 && !impl_->unreported.empty(); ++i) impl_->producer->poll(10);
   impl_->destroying = true;  // a straggling report from the old instance must not reach the handler
-  impl_->producer.reset();
+  impl_->release();
   impl_->destroying = false;
   // Whatever the old instance did not report is reported here, as possibly written.
   auto left = std::exchange(impl_->unreported, {});
