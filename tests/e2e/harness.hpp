@@ -169,10 +169,15 @@ class Collector {
   // must react to a record in time does not lose the group join to it; whether it got them.
   bool wait_assigned(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   const std::vector<connectors::Record>& records() const { return records_; }
+  // When each record of records() reached this collector: epoch ms by the wall clock, taken as
+  // its poll returned. A record's own timestamp is when its producer handed it to librdkafka;
+  // this is when a consumer could act on it.
+  const std::vector<std::int64_t>& received_ms() const { return received_ms_; }
 
  private:
   connectors::KafkaConsumer consumer_;
   std::vector<connectors::Record> records_;
+  std::vector<std::int64_t> received_ms_;  // parallel to records_
 };
 
 std::optional<std::string> header(const connectors::Record& r, const std::string& name);
