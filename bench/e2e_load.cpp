@@ -431,6 +431,9 @@ struct Delivery {
   std::int64_t index = 0;
   std::int64_t deliver_at = 0;  // the ready record's deliver-at header
   std::int64_t timestamp = 0;   // the ready record's Kafka timestamp: when delayd produced it
+  // Epoch ms when this reader took the record: when a consumer could act on it. It adds to the
+  // timestamp what the record spent in delayd's producer queue, Kafka and this reader.
+  std::int64_t received = 0;
 };
 
 // The integer in `text`, if it is one.
@@ -510,6 +513,7 @@ class ReadyCollector {
   }
 
   void take(const rd_kafka_message_t* m) {
+    const std::int64_t received = epoch_ms();
     const std::int64_t timestamp = rd_kafka_message_timestamp(m, nullptr);
     const auto due_text = header(m, "deliver-at");
     const auto due = due_text ? parse_int(*due_text) : std::nullopt;
@@ -530,7 +534,7 @@ class ReadyCollector {
       return;
     }
     seen_flags_[slot] = true;
-    deliveries_.push_back({*index, *due, timestamp});
+    deliveries_.push_back({*index, *due, timestamp, received});
     seen_.fetch_add(1);
   }
 
@@ -565,6 +569,20 @@ std::vector<std::int64_t> lateness_of(const std::vector<Delivery>& deliveries) {
   for (const auto& d : deliveries) late.push_back(d.timestamp - d.deliver_at);
   std::sort(late.begin(), late.end());
   return late;
+}
+
+// Lateness in ms at the reader (received - deliver-at), as "at_consumer": {p50, p99, p999, max}.
+// The figures above go by the record's timestamp, which cannot show time spent after delayd's
+// produce call; this one can, and also counts Kafka's own latency and the reader's.
+Json at_consumer_json(const std::vector<Delivery>& deliveries) {
+  std::vector<std::int64_t> late;
+  late.reserve(deliveries.size());
+  for (const auto& d : deliveries) late.push_back(d.received - d.deliver_at);
+  std::sort(late.begin(), late.end());
+  return {{"p50", percentile(late, 50)},
+          {"p99", percentile(late, 99)},
+          {"p999", percentile(late, 99.9)},
+          {"max", late.empty() ? 0 : late.back()}};
 }
 
 // The lateness statistics of sorted samples, as JSON fields; "value" is p99.
@@ -877,6 +895,7 @@ int cmd_burst(const Options& o) {
   Json lateness = lateness_json(late);
   lateness["figure"] = "burst_lateness_ms";
   lateness["n"] = n;
+  lateness["at_consumer"] = at_consumer_json(ds);
   emit(lateness);
   write_buckets(ph.data_dir / "burst-buckets.txt", ds, first_due);
   write_cdf(ph.data_dir / "lateness-burst.txt", late);
@@ -956,6 +975,7 @@ int cmd_rate(const Options& o) {
   lateness["seconds"] = secs;
   lateness["delay_ms"] = delay_ms;
   lateness["warmup_ms"] = warmup_ms;
+  lateness["at_consumer"] = at_consumer_json(collector.deliveries());
   emit(lateness);
   if (achieved < kRateKept * static_cast<double>(rate)) {
     note("rate " + std::to_string(rate) + ": the generator kept only " + std::to_string(static_cast<long>(achieved)) +
@@ -1282,6 +1302,11 @@ int cmd_report(const Options& o) {
     const std::string limit = j.contains("limit") ? pretty(j["limit"].get<double>()) + " " + unit : "-";
     const std::string fraction = j.contains("fraction") ? pretty(j["fraction"].get<double>(), 2) : "-";
     std::printf("%-30s %16s %16s %9s\n", name.c_str(), shown.c_str(), limit.c_str(), fraction.c_str());
+    if (j.contains("at_consumer")) {
+      // The same p99, by when the reader had the record instead of the record's timestamp.
+      const std::string at = pretty(j["at_consumer"]["p99"].get<double>()) + " " + unit;
+      std::printf("%-30s %16s %16s %9s\n", "  at the consumer", at.c_str(), "-", "-");
+    }
   }
   std::printf("\nmachine limits\n");
   for (const auto& name : machine) {
