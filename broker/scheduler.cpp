@@ -90,7 +90,7 @@ bool Scheduler::hold(std::uint32_t shard, const std::string& job_id, std::int64_
   if (r.status != wheel::ScheduleStatus::scheduled) {
     // The safe fallback in a release build if the invariant broke: Redis still has the job, so
     // forget it here rather than hold it without a timer.
-    held_.erase(slot);
+    forget(slot);
     return false;
   }
   held_.at(slot).timer = r.handle;
@@ -179,6 +179,10 @@ std::vector<Scheduler::Slot> Scheduler::take_due(std::int64_t now_ms, std::int64
 }
 
 bool Scheduler::retry_at(Slot slot, std::int64_t at) {
+  if (auto moved = moved_in_flight_.find(slot); moved != moved_in_flight_.end()) {
+    at = std::min(at, moved->second);  // earlier than Redis has it is safe: the claim re-times it
+    moved_in_flight_.erase(moved);
+  }
   HeldJob& job = held_.at(slot);
   const Shard& s = shards_[job.shard];
   // Holding a job beyond the horizon is harmless (the loader finds it held and skips it), while
@@ -186,12 +190,12 @@ bool Scheduler::retry_at(Slot slot, std::int64_t at) {
   // restart. So a job stays held unless it is no longer ours or the wheel cannot take its time;
   // only then does Redis alone keep it (the fire path re-scores the entry before retrying).
   if (job.orphan || !s.owned) {
-    held_.erase(slot);
+    forget(slot);
     return false;
   }
   auto r = wheel_.schedule(to_wheel(at), slot);
   if (r.status != wheel::ScheduleStatus::scheduled) {
-    held_.erase(slot);
+    forget(slot);
     return false;
   }
   job.phase = Phase::waiting;
@@ -203,6 +207,21 @@ bool Scheduler::retry_at(Slot slot, std::int64_t at) {
 void Scheduler::release(Slot slot) {
   HeldJob& job = held_.at(slot);
   if (job.phase == Phase::waiting) wheel_.cancel(job.timer);
+  if (auto moved = moved_in_flight_.find(slot); moved != moved_in_flight_.end()) {
+    // Moved while in flight: what Redis has at that time may be a new job under this id (its
+    // earlier one finished), below the horizon, which only this slot can bring back.
+    const std::int64_t at = moved->second;
+    moved_in_flight_.erase(moved);
+    if (job.phase != Phase::waiting) {
+      retry_at(slot, at);
+      return;
+    }
+  }
+  forget(slot);
+}
+
+void Scheduler::forget(Slot slot) {
+  moved_in_flight_.erase(slot);
   held_.erase(slot);
 }
 
@@ -221,7 +240,12 @@ bool Scheduler::move(const std::string& shard, const std::string& job_id, std::i
   const auto slot = held_.find(*index, job_id);
   if (!slot) return offer(shard, job_id, at);
   HeldJob& job = held_.at(*slot);
-  if (job.phase != Phase::waiting) return true;
+  if (job.phase != Phase::waiting) {
+    // Its claim may have read the old time already, or its delivery be done and only the
+    // release to come: release() or retry_at() holds it at `at` (the latest move wins).
+    moved_in_flight_[*slot] = at;
+    return true;
+  }
   wheel_.cancel(job.timer);
   job.timer = {};
   job.phase = Phase::in_flight;  // retry_at() puts a taken job back to waiting at `at`

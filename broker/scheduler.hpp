@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "broker/held_jobs.hpp"
@@ -97,7 +98,9 @@ class Scheduler {
   // instead (Redis has it) if its shard is no longer ours or `at` is beyond the wheel's range;
   // the caller must then have re-scored its pending entry to `at`. Returns true if held.
   bool retry_at(Slot slot, std::int64_t at);
-  // The job is finished (or no longer ours): forget it, cancelling its timer if waiting.
+  // The job is finished (or no longer ours): forget it, cancelling its timer if waiting. A job
+  // moved while in flight (move()) is held again instead, at the time the move gave, as
+  // retry_at() would: Redis may hold a new job under its id there (see move()).
   void release(Slot slot);
   // Cancel the job `job_id` of `shard`: if it is held and waiting, drop its timer and forget it.
   // Returns true if it was waiting here. (In flight: false, the delivery is already under way.)
@@ -106,7 +109,11 @@ class Scheduler {
   // The job's pending entry in Redis moved to `at` (a reschedule, a retry after a failed report;
   // the caller read it from Redis after the move). A waiting job's timer moves there; a job not
   // held is offered (held if `at` is within the horizon, which keeps the invariant when the
-  // entry moved below it); an in-flight one is left to its claim, which reads the new time.
+  // entry moved below it). An in-flight one keeps `at` for when its delivery settles: its claim
+  // may already have read the old time, or its delivery be done and the id accepted again (a
+  // new job, AcceptKind::again) before the loop released the slot, which would leave the new
+  // job below the horizon and held by no one. release() and retry_at() hold it at `at`; the
+  // claim then reads the truth in Redis (nothing to claim, or "early", is harmless).
   // Nothing for a shard not owned. Returns true if the job is held afterwards.
   bool move(const std::string& shard, const std::string& job_id, std::int64_t at);
 
@@ -131,6 +138,8 @@ class Scheduler {
   std::uint32_t shard_index(const std::string& name);
   std::optional<std::uint32_t> find_shard(const std::string& name) const;
   bool hold(std::uint32_t shard, const std::string& job_id, std::int64_t due_at);
+  // Drops the slot and what moved_in_flight_ keeps for it. Precondition: no timer of it is set.
+  void forget(Slot slot);
   void refill_shard(Shard& shard, std::uint32_t index, std::int64_t target, std::size_t page_budget);
   // The wall clock as seen now: a step back since the last call raises offset_.
   void observe(std::int64_t now_ms);
@@ -140,6 +149,10 @@ class Scheduler {
   storage::JobStore& store_;
   wheel::TimingWheel wheel_;
   HeldJobs held_;
+  // Jobs move()d while in flight: slot -> the time (wall ms) the latest move gave. Rare (a
+  // report, reschedule or re-use of an id racing its delivery); used by release() and
+  // retry_at(), and dropped with the slot (forget()).
+  std::unordered_map<Slot, std::int64_t> moved_in_flight_;
   std::vector<Shard> shards_;
   std::vector<wheel::Expired> expired_;  // reused by take_due()
   std::int64_t last_wall_ = 0;           // the last wall time given, ms

@@ -232,3 +232,40 @@ TEST_CASE_METHOD(Fixture, "a job put back beyond the horizon stays held, an orph
   CHECK_FALSE(s.retry_at(orphaned, T + 20));
   CHECK_FALSE(s.holds(shard, "orphaned"));
 }
+
+TEST_CASE_METHOD(Fixture, "an id accepted again while its earlier job is in flight is held once that one is released",
+                 "[horizon]") {
+  // The race: a delivery is acknowledged and marked ready, its consumer publishes a new job
+  // under the same id, ingest accepts it (AcceptKind::again) and moves it before the loop has
+  // released the earlier job's slot. Released, the slot must not take the new job with it.
+  Scheduler s(options(100), T, store);
+  s.assign(shard);
+  s.refill(T);
+  ingest(s, "reused", T + 10);
+  const auto due = s.take_due(T + 10);
+  REQUIRE(due.size() == 1);
+  CHECK(s.move(shard, "reused", T + 60));  // in flight: kept for when it settles
+  CHECK(s.next_due() == std::nullopt);
+  s.release(due[0]);  // the earlier job is done
+  CHECK(s.holds(shard, "reused"));
+  CHECK(s.next_due() == T + 60);
+  CHECK(s.take_due(T + 59).empty());
+  const auto again = s.take_due(T + 60);
+  REQUIRE(again.size() == 1);
+  CHECK(s.job(again[0]).job_id == "reused");
+
+  // Moved while in flight and then retried: the earlier of the two times, once.
+  CHECK(s.move(shard, "reused", T + 90));
+  CHECK(s.retry_at(again[0], T + 95));
+  CHECK(s.next_due() == T + 90);
+  s.release(again[0]);  // waiting: cancelled and forgotten, nothing kept
+  CHECK_FALSE(s.holds(shard, "reused"));
+  CHECK(s.next_due() == std::nullopt);
+
+  // Without a move, a release forgets the job, as before.
+  ingest(s, "once", T + 70);
+  const auto once = s.take_due(T + 70);
+  REQUIRE(once.size() == 1);
+  s.release(once[0]);
+  CHECK_FALSE(s.holds(shard, "once"));
+}
