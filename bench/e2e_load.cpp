@@ -884,11 +884,19 @@ int cmd_burst(const Options& o) {
   std::int64_t last = first_due;
   for (const auto& d : ds) last = std::max(last, d.timestamp);
   const double span_s = static_cast<double>(std::max<std::int64_t>(last - first_due, 1)) / 1000.0;
+  // The figure cannot exceed the rate the jobs fall due at: when delayd keeps up, it measures
+  // the offered rate, not delayd (a shorter --spread-ms then finds the capacity).
+  const double fired = static_cast<double>(ds.size()) / span_s;
+  const double offered = static_cast<double>(n) * 1000.0 / static_cast<double>(std::max<std::int64_t>(spread_ms, 1));
+  if (fired >= 0.95 * offered)
+    note("burst: delayd kept up with the rate the jobs fell due at (" + std::to_string(std::lround(offered)) +
+         " jobs/s); the figure is that rate, a lower bound of the capacity");
   emit({{"figure", "fire_jobs_per_s"},
-        {"value", static_cast<double>(ds.size()) / span_s},
+        {"value", fired},
         {"unit", "jobs/s"},
         {"n", n},
         {"spread_ms", spread_ms},
+        {"offered_jobs_per_s", offered},
         {"last_ready_after_first_due_ms", last - first_due},
         {"ingest_done_before_first_due_ms", margin_ms}});
   const auto late = lateness_of(ds);
