@@ -39,6 +39,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <filesystem>
@@ -562,11 +563,13 @@ std::int64_t percentile(const std::vector<std::int64_t>& sorted, double p) {
   return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
 }
 
-// Lateness in ms (record timestamp - deliver-at) of each delivery, sorted.
-std::vector<std::int64_t> lateness_of(const std::vector<Delivery>& deliveries) {
+// Lateness in ms of each delivery, sorted: by the record's timestamp (`&Delivery::timestamp`,
+// the default) or by when the reader had it (`&Delivery::received`), minus its deliver-at.
+std::vector<std::int64_t> lateness_of(const std::vector<Delivery>& deliveries,
+                                      std::int64_t Delivery::*at = &Delivery::timestamp) {
   std::vector<std::int64_t> late;
   late.reserve(deliveries.size());
-  for (const auto& d : deliveries) late.push_back(d.timestamp - d.deliver_at);
+  for (const auto& d : deliveries) late.push_back(d.*at - d.deliver_at);
   std::sort(late.begin(), late.end());
   return late;
 }
@@ -575,10 +578,7 @@ std::vector<std::int64_t> lateness_of(const std::vector<Delivery>& deliveries) {
 // The figures above go by the record's timestamp, which cannot show time spent after delayd's
 // produce call; this one can, and also counts Kafka's own latency and the reader's.
 Json at_consumer_json(const std::vector<Delivery>& deliveries) {
-  std::vector<std::int64_t> late;
-  late.reserve(deliveries.size());
-  for (const auto& d : deliveries) late.push_back(d.received - d.deliver_at);
-  std::sort(late.begin(), late.end());
+  const std::vector<std::int64_t> late = lateness_of(deliveries, &Delivery::received);
   return {{"p50", percentile(late, 50)},
           {"p99", percentile(late, 99)},
           {"p999", percentile(late, 99.9)},
@@ -1128,11 +1128,13 @@ std::map<std::string, Json> read_figures(const std::string& path, std::vector<st
 // A number with thousands separated by spaces, at most `decimals` decimals below 100.
 std::string pretty(double v, int decimals = 1) {
   if (std::fabs(v) >= 100) {
-    auto digits = std::to_string(std::llround(v));
-    const bool negative = digits[0] == '-';
-    for (int i = static_cast<int>(digits.size()) - 3; i > (negative ? 1 : 0); i -= 3)
-      digits.insert(static_cast<std::size_t>(i), " ");
-    return digits;
+    const auto digits = std::to_string(std::llabs(std::llround(v)));
+    std::string out = v < 0 ? "-" : "";
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+      if (i > 0 && (digits.size() - i) % 3 == 0) out += ' ';
+      out += digits[i];
+    }
+    return out;
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
