@@ -14,7 +14,8 @@
 #      restart recovery (overdue jobs after delayd was down);
 #   3. one JSON line per figure into bench/results/e2e.jsonl, then a table; whole_life_max_rate is
 #      the highest rate of RATES that held (see e2e_load's report), beside the machine's
-#      whole-life limit;
+#      whole-life limit; <phase>_produce_ack_ms is how long delayd's ready records waited for
+#      Kafka's acknowledgement in that phase (read from delayd's /metrics);
 #   4. plots with gnuplot (skipped if it is missing): lateness-cdf.png, burst-throughput.png,
 #      whole-life.png (lateness against offered whole-life rate, bench/plot-whole-life.gp).
 # Raw data (lateness samples, burst buckets, the sweep as data/whole-life.txt, delayd logs) goes
@@ -149,25 +150,68 @@ start_delayd() {
     DELAYD_KAFKA_INGEST_TOPIC="$name.ingest" DELAYD_KAFKA_DLQ_TOPIC="$name.dlq" \
     DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$name.ready.{business}" DELAYD_KAFKA_GROUP_ID="$name" \
     DELAYD_REDIS_PREFIX="$name" DELAYD_KAFKA_CREATE_TOPICS=true DELAYD_LOG_LEVEL=info \
-    "$delayd_bin" >"$log" 2>&1 &
+    DELAYD_ADMIN_LISTEN=127.0.0.1:0 "$delayd_bin" >"$log" 2>&1 &
   pid=$!
   groups+=("$name")
   ((${#phase_logs[@]})) || phase_forks0="$(redis_forks)"
   phase_logs+=("$log")
   for _ in $(seq 1 600); do
-    grep -q assigned "$log" && return 0
+    if grep -q assigned "$log"; then
+      admin_port="$(sed -n 's/.* admin endpoint on 127\.0\.0\.1:\([0-9][0-9]*\) .*/\1/p' "$log" | head -n 1)"
+      return 0
+    fi
     kill -0 "$pid" 2>/dev/null || { tail -n 20 "$log" >&2; pid=""; die "delayd ($name) exited during start-up"; }
     sleep 0.1
   done
   tail -n 20 "$log" >&2
   die "delayd ($name) got no partitions within 60 s (log: $log)"
 }
+# metrics: delayd's /metrics (its admin endpoint on the port start_delayd found), read over bash's
+# /dev/tcp so that no HTTP client is needed; nothing when it cannot be read within 5 s.
+metrics() {
+  [[ -n "${admin_port:-}" ]] || return 0
+  timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3 && cat <&3' \
+    _ "$admin_port" 2>/dev/null || true
+}
+# produce_ack PHASE: how long delayd's ready records waited for Kafka's acknowledgement in this
+# phase (delayd_kafka_produce_seconds: from the produce call to the report), as a figure: the mean,
+# and the bucket bounds within which p50, p99 and p99.9 lie. A record's timestamp is taken at the
+# produce call, so this is the part of the reader's lateness ("at the consumer") that delayd's
+# lateness figures cannot show. The whole /metrics page stays in data/logs/metrics-PHASE.txt.
+produce_ack() {
+  local phase="$1" line count previous="" file="$data/logs/metrics-$phase.txt"
+  # delayd publishes its counters about five times a second: read until the count holds still
+  # across two reads (the last records' reports may not be published when the load ends).
+  for _ in $(seq 1 10); do
+    metrics | tr -d '\r' >"$file"
+    count="$(awk '/^delayd_kafka_produce_seconds_count / { print $2 }' "$file")"
+    [[ -n "$count" && "$count" != 0 && "$count" == "$previous" ]] && break
+    previous="$count"
+    sleep 0.3
+  done
+  line="$(awk '
+    /^delayd_kafka_produce_seconds_bucket\{le="/ {
+      le = $1; sub(/.*le="/, "", le); sub(/".*/, "", le); n++; bound[n] = le; cum[n] = $2 }
+    /^delayd_kafka_produce_seconds_sum / { sum = $2 }
+    /^delayd_kafka_produce_seconds_count / { count = $2 }
+    function at(q,   i) {
+      for (i = 1; i <= n; i++) if (cum[i] >= q * count) return bound[i] == "+Inf" ? "null" : bound[i] * 1000
+      return "null"
+    }
+    END {
+      if (count > 0)
+        printf "\"value\":%.2f,\"unit\":\"ms\",\"count\":%d,\"p50_at_most\":%s,\"p99_at_most\":%s,\"p999_at_most\":%s",
+          1000 * sum / count, count, at(0.5), at(0.99), at(0.999)
+    }' "$file")"
+  [[ -n "$line" ]] || { say "phase $phase: delayd's produce-to-acknowledgement histogram could not be read"; return 0; }
+  emit "{\"figure\":\"${phase}_produce_ack_ms\",$line}"
+}
 # stop_delayd: SIGTERM, and waits until it is gone.
 stop_delayd() {
   [[ -n "$pid" ]] || return 0
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  pid=""
+  pid="" admin_port=""
 }
 
 # --- the load generator ----------------------------------------------------------------------
@@ -201,6 +245,7 @@ redis_forks() { rcli INFO stats | tr -d '\r' | awk -F: '$1 == "total_forks" { pr
 # restart or pause by another user's fault tests) and how many AOF rewrites Redis ran meanwhile.
 phase_end() {
   local phase="$1" count first forks
+  produce_ack "$phase"
   stop_delayd
   forks=$(($(redis_forks) - phase_forks0))
   count="$(cat "${phase_logs[@]}" | grep -cE '^[^ ]+ (warning|error|critical) ' || true)"
