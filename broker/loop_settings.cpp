@@ -22,14 +22,11 @@ connectors::Properties producer_properties(const config::Config& c) {
   // lone record a millisecond after the produce call, and librdkafka's
   // queue.buffering.backpressure.threshold (1: one request not yet sent) makes the records
   // produced meanwhile wait and leave together in the next request, so a burst forms large
-  // batches by itself. With linger.ms 0 (the default until 2026-11-28) the idempotent
-  // producer's broker thread polls without sleeping while its five requests are in flight and
-  // records wait behind them, and on a machine short of CPU that spin takes it from the loop:
-  // at 10 000 jobs a second, 10 or 11 alternated runs each, lateness p99 median 20 ms with 1
-  // against 68 ms with 0, and at the reader 177 against 242 ms; at 100 a second the reader's
-  // p99 went from 1-2 to 2-3 ms (docs/performance.md, "One millisecond of linger").
-  // batch.num.messages 10000 lets one
-  // request carry a whole turn's records (100 000 due in 2 s is 5 000 per 100 ms).
+  // batches by itself. Not 0: then the idempotent producer's broker thread polls without
+  // sleeping while its five requests are in flight, and on a machine short of CPU that spin
+  // makes jobs later under load (measured in docs/performance.md, "One millisecond of linger").
+  // batch.num.messages 10000 lets one request carry a whole turn's records (100 000 due in 2 s
+  // is 5 000 per 100 ms).
   // reconnect.backoff.max.ms 1000 (librdkafka: 10 s): after a broker restart, records go
   // out within a second of the broker being back. Every one of these may be overridden.
   return with_defaults({{"linger.ms", "1"}, {"batch.num.messages", "10000"}, {"reconnect.backoff.max.ms", "1000"}},
