@@ -6,9 +6,12 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
+#include <vector>
 
 #include "broker/snapshot.hpp"
 #include "redis/client.hpp"
+#include "redis/connection.hpp"
 
 namespace delayd::broker {
 
@@ -32,6 +35,36 @@ class TimedRedisClient final : public redis::RedisClient {
     const Timer t(histogram_);
     inner_.wait_replicas(replicas, timeout_ms);
   }
+  // A post() is timed as one round trip, from the post to the end of its collect(); a failed
+  // one is observed when it fails.
+  void post(const std::vector<redis::Command>& commands) override {
+    const auto started = std::chrono::steady_clock::now();
+    try {
+      inner_.post(commands);
+    } catch (...) {
+      observe_since(started);
+      posted_.clear();
+      throw;
+    }
+    posted_.push_back(started);
+  }
+  std::vector<redis::RedisReply> collect() override {
+    const auto started = posted_.empty() ? std::chrono::steady_clock::now() : posted_.front();
+    if (!posted_.empty()) posted_.pop_front();
+    try {
+      auto replies = inner_.collect();
+      observe_since(started);
+      return replies;
+    } catch (const redis::RedisIoError&) {
+      observe_since(started);
+      posted_.clear();  // the inner client forgot them too
+      throw;
+    }
+  }
+  void abandon() noexcept override {
+    inner_.abandon();
+    posted_.clear();
+  }
 
  private:
   // Observes the time from its construction to its destruction.
@@ -43,8 +76,12 @@ class TimedRedisClient final : public redis::RedisClient {
     DurationHistogram& histogram;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   };
+  void observe_since(std::chrono::steady_clock::time_point started) {
+    histogram_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
   redis::RedisClient& inner_;
   DurationHistogram& histogram_;
+  std::deque<std::chrono::steady_clock::time_point> posted_;  // when each outstanding post() was made
 };
 
 }  // namespace delayd::broker

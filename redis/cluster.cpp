@@ -285,6 +285,34 @@ RedisReply RedisCluster::command(const Command& argv) {
 }
 
 std::vector<RedisReply> RedisCluster::pipeline(const std::vector<Command>& commands) {
+  require_idle("pipeline()");
+  return run(commands);
+}
+
+void RedisCluster::post(const std::vector<Command>& commands) { posted_.push_back(commands); }
+
+std::vector<RedisReply> RedisCluster::collect() {
+  if (posted_.empty()) throw std::logic_error("redis cluster: collect() without a post()");
+  const std::vector<Command> commands = std::move(posted_.front());
+  posted_.pop_front();
+  try {
+    return run(commands);
+  } catch (const RedisIoError&) {
+    posted_.clear();  // as a connection forgets its posts when it fails
+    throw;
+  }
+}
+
+void RedisCluster::abandon() noexcept { posted_.clear(); }
+
+void RedisCluster::require_idle(const char* what) const {
+  if (!posted_.empty()) {
+    throw std::logic_error(std::string("redis cluster: ") + what + " while " + std::to_string(posted_.size()) +
+                           " post() calls wait to be collected");
+  }
+}
+
+std::vector<RedisReply> RedisCluster::run(const std::vector<Command>& commands) {
   std::vector<std::optional<RedisReply>> out(commands.size());
   std::vector<Pending> pending;
   for (std::size_t i = 0; i < commands.size(); ++i) {
@@ -357,6 +385,7 @@ std::vector<RedisReply> RedisCluster::pipeline(const std::vector<Command>& comma
 }
 
 void RedisCluster::wait_replicas(int replicas, int timeout_ms) {
+  require_idle("wait_replicas()");
   if (replicas <= 0) {
     written_.clear();
     return;

@@ -35,6 +35,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <set>
@@ -92,6 +93,11 @@ class RedisCluster final : public RedisClient {
   // WAIT replicas timeout_ms on every node written to since the last successful wait; throws
   // RedisIoError when a node cannot be reached or fewer replicas acknowledge.
   void wait_replicas(int replicas, int timeout_ms) override;
+  // Kept, not written: collect() runs the earliest post() as pipeline() would (a batch may span
+  // nodes and be redirected, which a post cannot follow). Same replies, same order, no overlap.
+  void post(const std::vector<Command>& commands) override;
+  std::vector<RedisReply> collect() override;
+  void abandon() noexcept override;
 
   // Reads the slot map again (CLUSTER SLOTS from the first node that answers). Throws
   // RedisIoError when no node answers.
@@ -132,6 +138,10 @@ class RedisCluster final : public RedisClient {
   std::set<std::size_t> written_;  // nodes sent a command since the last successful wait
   RedisClusterStats stats_;
   std::string not_cluster_;  // the refusal of a node not in cluster mode, for the constructor
+  std::deque<std::vector<Command>> posted_;  // post()s not yet collected, oldest first
+  // pipeline() itself, for collect() (pipeline() refuses to run while posts are outstanding).
+  std::vector<RedisReply> run(const std::vector<Command>& commands);
+  void require_idle(const char* what) const;
 };
 
 }  // namespace delayd::redis

@@ -41,10 +41,22 @@ RedisConnection::RedisConnection(RedisConnection&&) noexcept = default;
 void RedisConnection::fail(const std::string& what) {
   std::string msg = "redis " + options_.host + ":" + std::to_string(options_.port) + ": " + what;
   if (ctx_ && ctx_->err) msg += ": " + std::string(ctx_->errstr);
-  ctx_.reset();  // a broken context cannot be trusted for the next exchange
+  drop();  // a broken context cannot be trusted for the next exchange
+  throw RedisIoError(msg);
+}
+
+void RedisConnection::drop() noexcept {
+  ctx_.reset();
   tls_.reset();
   reader_.reset();
-  throw RedisIoError(msg);
+  posted_.clear();
+}
+
+void RedisConnection::require_idle(const char* what) const {
+  if (!posted_.empty()) {
+    throw std::logic_error(std::string("redis: ") + what + " while " + std::to_string(posted_.size()) +
+                           " post() calls wait to be collected");
+  }
 }
 
 void RedisConnection::connect_tls() {
@@ -103,22 +115,55 @@ RedisReply RedisConnection::command(const Command& argv) {
   return std::move(replies.front());
 }
 
-// The replies of a round trip, checked for the transient refusals (see the header).
+// One round trip: a post() collected at once.
 std::vector<RedisReply> RedisConnection::pipeline(const std::vector<Command>& commands) {
+  require_idle("pipeline()");
+  post(commands);
+  return collect();
+}
+
+void RedisConnection::post(const std::vector<Command>& commands) {
   ensure_connected();
-  std::vector<RedisReply> replies = tls_ ? pipeline_tls(commands) : pipeline_plain(commands);
+  try {
+    if (tls_) {
+      post_tls(commands);
+    } else {
+      post_plain(commands);
+    }
+  } catch (const RedisIoError&) {
+    drop();  // a TLS stream throws on its own; a half-written post leaves the stream unusable
+    throw;
+  }
+  posted_.push_back(commands.size());
+}
+
+// The replies of the earliest post, checked for the transient refusals (see the header).
+std::vector<RedisReply> RedisConnection::collect() {
+  if (posted_.empty()) throw std::logic_error("redis: collect() without a post()");
+  const std::size_t count = posted_.front();
+  std::vector<RedisReply> replies;
+  try {
+    replies = tls_ ? collect_tls(count) : collect_plain(count);
+  } catch (const RedisIoError&) {
+    drop();
+    throw;
+  }
+  posted_.pop_front();
   for (const auto& r : replies) {
     if (r.view().is_error() && is_transient_error_reply(r.view().error())) {
       const std::string err = r.view().error();
-      ctx_.reset();  // after a failover the next connection may reach the new primary
-      tls_.reset();
+      drop();  // after a failover the next connection may reach the new primary
       throw RedisIoError("redis " + options_.host + ":" + std::to_string(options_.port) + ": " + err);
     }
   }
   return replies;
 }
 
-std::vector<RedisReply> RedisConnection::pipeline_plain(const std::vector<Command>& commands) {
+void RedisConnection::abandon() noexcept {
+  if (!posted_.empty()) drop();
+}
+
+void RedisConnection::post_plain(const std::vector<Command>& commands) {
   Argv argv;
   for (const auto& cmd : commands) {
     argv.set(cmd);
@@ -126,9 +171,17 @@ std::vector<RedisReply> RedisConnection::pipeline_plain(const std::vector<Comman
       fail("cannot queue a command");
     }
   }
+  // Written now (the socket blocks until it took everything, or the timeout), not at the
+  // first read: Redis runs the commands while the caller does other work.
+  for (int done = 0; done == 0;) {
+    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) fail("cannot send");
+  }
+}
+
+std::vector<RedisReply> RedisConnection::collect_plain(std::size_t count) {
   std::vector<RedisReply> replies;
-  replies.reserve(commands.size());
-  for (size_t i = 0; i < commands.size(); ++i) {
+  replies.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
     void* raw = nullptr;
     if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) fail("connection lost");
     replies.emplace_back(static_cast<redisReply*>(raw));
@@ -136,19 +189,10 @@ std::vector<RedisReply> RedisConnection::pipeline_plain(const std::vector<Comman
   return replies;
 }
 
-// The same exchange over TLS: hiredis formats every command into one buffer, the stream writes
-// it, and hiredis's reader parses what the stream reads until every reply is complete.
-std::vector<RedisReply> RedisConnection::pipeline_tls(const std::vector<Command>& commands) {
-  try {
-    return exchange_tls(commands);
-  } catch (const RedisIoError&) {
-    tls_.reset();  // a broken session cannot be trusted for the next exchange
-    reader_.reset();
-    throw;
-  }
-}
-
-std::vector<RedisReply> RedisConnection::exchange_tls(const std::vector<Command>& commands) {
+// Over TLS: hiredis formats every command into one buffer, the stream writes it; hiredis's
+// reader parses what the stream reads until every reply owed is complete (bytes of a later
+// post's replies stay in the reader for its collect()).
+void RedisConnection::post_tls(const std::vector<Command>& commands) {
   std::string out;
   Argv argv;
   for (const auto& cmd : commands) {
@@ -160,10 +204,13 @@ std::vector<RedisReply> RedisConnection::exchange_tls(const std::vector<Command>
     redisFreeCommand(formatted);
   }
   tls_->write_all(out);
+}
+
+std::vector<RedisReply> RedisConnection::collect_tls(std::size_t count) {
   std::vector<RedisReply> replies;
-  replies.reserve(commands.size());
+  replies.reserve(count);
   char buf[16 * 1024];
-  while (replies.size() < commands.size()) {
+  while (replies.size() < count) {
     void* raw = nullptr;
     if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
       fail(std::string("protocol error: ") + reader_->errstr);
@@ -179,6 +226,7 @@ std::vector<RedisReply> RedisConnection::exchange_tls(const std::vector<Command>
 }
 
 void RedisConnection::wait_replicas(int replicas, int timeout_ms) {
+  require_idle("wait_replicas()");
   if (replicas <= 0) return;
   RedisReply r = command({"WAIT", std::to_string(replicas), std::to_string(timeout_ms)});
   const ReplyView v = r.view();

@@ -1,7 +1,7 @@
 // RedisConnection: one synchronous hiredis connection (RAII over redisContext) with pipelining.
 //
 // Every round trip either returns all replies or throws RedisIoError and leaves the connection
-// closed; the next call reconnects first. Callers therefore treat RedisIoError as "retry the
+// closed (forgetting every outstanding post()); the next call reconnects first. Callers therefore treat RedisIoError as "retry the
 // whole operation later", which is safe because every delayd write is idempotent.
 // RedisIoError means "transient": besides a lost connection it is thrown when any reply of a
 // round trip is one of the error replies that say "not now" (LOADING after a restart, READONLY
@@ -16,6 +16,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <cstddef>
+#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -74,6 +76,11 @@ class RedisConnection final : public RedisClient {
   std::vector<RedisReply> pipeline(const std::vector<Command>& commands) override;
   // WAIT replicas timeout_ms; RedisIoError when fewer replicas acknowledge.
   void wait_replicas(int replicas, int timeout_ms) override;
+  // The commands written to the socket (or the TLS session) before it returns; their replies
+  // wait in the socket until collect(). Redis reads and runs them meanwhile.
+  void post(const std::vector<Command>& commands) override;
+  std::vector<RedisReply> collect() override;
+  void abandon() noexcept override;
 
   const RedisOptions& options() const { return options_; }
   bool connected() const { return ctx_ != nullptr || tls_ != nullptr; }
@@ -82,9 +89,14 @@ class RedisConnection final : public RedisClient {
   void ensure_connected();
   void connect_plain();
   void connect_tls();
-  std::vector<RedisReply> pipeline_plain(const std::vector<Command>& commands);
-  std::vector<RedisReply> pipeline_tls(const std::vector<Command>& commands);
-  std::vector<RedisReply> exchange_tls(const std::vector<Command>& commands);
+  void post_plain(const std::vector<Command>& commands);
+  void post_tls(const std::vector<Command>& commands);
+  std::vector<RedisReply> collect_plain(std::size_t count);
+  std::vector<RedisReply> collect_tls(std::size_t count);
+  // Closes the connection and forgets what was posted.
+  void drop() noexcept;
+  // Throws std::logic_error if a post() is outstanding (`what` names the call).
+  void require_idle(const char* what) const;
   [[noreturn]] void fail(const std::string& what);
 
   struct Free {
@@ -97,6 +109,8 @@ class RedisConnection final : public RedisClient {
   std::unique_ptr<TlsContext> tls_context_;
   std::unique_ptr<TlsStream> tls_;
   std::unique_ptr<redisReader, Free> reader_;
+  // Per outstanding post(), oldest first: how many replies it is owed.
+  std::deque<std::size_t> posted_;
 };
 
 }  // namespace delayd::redis

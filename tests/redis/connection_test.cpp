@@ -1,6 +1,8 @@
 #include "redis/connection.hpp"
 
 #include <catch2/catch.hpp>
+#include <csignal>
+#include <stdexcept>
 
 #include "redis/url.hpp"
 #include "support/redis_connect.hpp"
@@ -59,4 +61,45 @@ TEST_CASE("an unreachable redis is an I/O error naming the address", "[redis]") 
   o.port = 1;  // nothing listens on port 1
   o.timeout_ms = 500;
   CHECK_THROWS_WITH(RedisConnection(o), Catch::Contains("127.0.0.1:1") && Catch::Contains("cannot connect"));
+}
+
+TEST_CASE("posts run in the order they were made and are collected one post at a time", "[redis]") {
+  RedisConnection c(delayd::testing::redis_options(delayd::testing::require_env("REDIS_URL")));
+  const std::string key = delayd::testing::unique_name("post");
+  // Each post is one step of a list; Redis must run them in order for the list to read 1 2 3.
+  c.post({{"RPUSH", key, "1"}, {"RPUSH", key, "2"}});
+  c.post({{"RPUSH", key, "3"}});
+  CHECK_THROWS_AS(c.pipeline({{"PING"}}), std::logic_error);  // replies are owed first
+  const auto first = c.collect();
+  REQUIRE(first.size() == 2);
+  CHECK(first[0].view().integer() == 1);
+  CHECK(first[1].view().integer() == 2);
+  const auto second = c.collect();
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].view().integer() == 3);
+  CHECK_THROWS_AS(c.collect(), std::logic_error);  // nothing posted
+  auto read = c.command({"LRANGE", key, "0", "-1"});
+  REQUIRE(read.view().size() == 3);
+  CHECK(read.view()[2].str() == "3");
+
+  // Abandoned posts are forgotten with their connection: the next call reconnects and works.
+  c.post({{"RPUSH", key, "4"}});
+  c.abandon();
+  CHECK_FALSE(c.connected());
+  CHECK(c.command({"DEL", key}).view().integer() == 1);
+}
+
+TEST_CASE("a post collected after its connection broke is an I/O error, and no post is left owed", "[redis]") {
+  ::signal(SIGPIPE, SIG_IGN);
+  RedisConnection c(delayd::testing::redis_options(delayd::testing::require_env("REDIS_URL")));
+  RedisConnection admin(delayd::testing::redis_options(delayd::testing::require_env("REDIS_URL")));
+  const std::string key = delayd::testing::unique_name("never");
+  const long long id = c.command({"CLIENT", "ID"}).view().integer();
+  // Two posts, the first blocked in Redis (nothing is ever pushed to `key`) when the connection dies.
+  c.post({{"BLPOP", key, "0"}});
+  c.post({{"PING"}});
+  REQUIRE(admin.command({"CLIENT", "KILL", "ID", std::to_string(id)}).view().integer() == 1);
+  CHECK_THROWS_AS(c.collect(), RedisIoError);
+  CHECK_THROWS_AS(c.collect(), std::logic_error);  // the second post was forgotten with the first
+  CHECK(c.command({"PING"}).view().str() == "PONG");
 }

@@ -83,6 +83,18 @@ TEST_CASE(
   // An error reply is a reply over TLS too.
   CHECK(c.command({"INCR", "big"}).view().is_error());
 
+  // Two posts outstanding: the second one's replies may arrive with the first one's reads, and
+  // wait in the reader for its collect().
+  c.post(std::vector<Command>(batch.begin() + 2000, batch.end()));
+  c.post({{"GET", "k1"}, {"PING"}});
+  const auto first = c.collect();
+  REQUIRE(first.size() == 2000);
+  CHECK(first[1999].view().str() == std::string(100, 'a' + 1999 % 26));
+  const auto second = c.collect();
+  REQUIRE(second.size() == 2);
+  CHECK(second[0].view().str() == std::string(100, 'b'));
+  CHECK(second[1].view().str() == "PONG");
+
   // The name to verify may be given: localhost is in the certificate.
   RedisOptions named = client(server.port());
   named.tls.server_name = "localhost";
