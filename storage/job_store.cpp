@@ -252,57 +252,86 @@ void JobStore::load_scripts() {
   }
 }
 
-std::vector<std::vector<redis::RedisReply>> JobStore::eval_groups(
-    const std::vector<std::vector<redis::Command>>& groups) {
-  auto flat = [](const std::vector<std::vector<redis::Command>>& gs, const std::vector<size_t>& which) {
-    std::vector<redis::Command> cmds;
-    for (size_t g : which) cmds.insert(cmds.end(), gs[g].begin(), gs[g].end());
-    return cmds;
-  };
-  // Splits the pipeline's replies into the groups `which` sent, in order, into out[g].
-  auto split = [&](std::vector<redis::RedisReply>& replies, const std::vector<size_t>& which,
-                   std::vector<std::vector<redis::RedisReply>>& out) {
-    size_t at = 0;
-    for (size_t g : which) {
-      out[g].clear();
-      for (size_t c = 0; c < groups[g].size(); ++c) out[g].push_back(std::move(replies[at++]));
-    }
-  };
-  std::vector<size_t> all(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) all[g] = g;
-  std::vector<std::vector<redis::RedisReply>> out(groups.size());
-  auto replies = redis_.pipeline(flat(groups, all));
-  split(replies, all, out);
+namespace {
+
+// The commands of the groups `which`, in order, as one pipeline.
+std::vector<redis::Command> flat_groups(const std::vector<std::vector<redis::Command>>& groups,
+                                        const std::vector<size_t>& which) {
+  std::vector<redis::Command> cmds;
+  for (size_t g : which) cmds.insert(cmds.end(), groups[g].begin(), groups[g].end());
+  return cmds;
+}
+
+// Splits a pipeline's replies into the groups `which` sent, in order, into out[g].
+void split_replies(const std::vector<std::vector<redis::Command>>& groups, std::vector<redis::RedisReply>& replies,
+                   const std::vector<size_t>& which, std::vector<std::vector<redis::RedisReply>>& out) {
+  size_t at = 0;
+  for (size_t g : which) {
+    out[g].clear();
+    for (size_t c = 0; c < groups[g].size(); ++c) out[g].push_back(std::move(replies[at++]));
+  }
+}
+
+// The groups whose script call Redis answered NOSCRIPT (it lost its scripts: that call did not run).
+std::vector<size_t> lost_groups(const std::vector<std::vector<redis::RedisReply>>& out) {
   std::vector<size_t> lost;
-  for (size_t g = 0; g < groups.size(); ++g) {
+  for (size_t g = 0; g < out.size(); ++g) {
     const redis::ReplyView r = out[g].front().view();
     if (r.is_error() && r.error().rfind("NOSCRIPT", 0) == 0) lost.push_back(g);
   }
+  return lost;
+}
+
+std::vector<size_t> all_groups(size_t n) {
+  std::vector<size_t> all(n);
+  for (size_t g = 0; g < n; ++g) all[g] = g;
+  return all;
+}
+
+}  // namespace
+
+std::vector<std::vector<redis::RedisReply>> JobStore::eval_groups(
+    const std::vector<std::vector<redis::Command>>& groups) {
+  const std::vector<size_t> all = all_groups(groups.size());
+  std::vector<std::vector<redis::RedisReply>> out(groups.size());
+  auto replies = redis_.pipeline(flat_groups(groups, all));
+  split_replies(groups, replies, all, out);
+  const std::vector<size_t> lost = lost_groups(out);
   if (lost.empty()) return out;
   load_scripts();  // the same texts: the same SHA1s, so the groups are sent again as they were
-  auto again = redis_.pipeline(flat(groups, lost));
-  split(again, lost, out);
+  auto again = redis_.pipeline(flat_groups(groups, lost));
+  split_replies(groups, again, lost, out);
   return out;
 }
 
 JobStore::Replies JobStore::run(Script script, std::string_view shard, const std::vector<redis::Command>& per_job,
                                 std::int64_t now_ms, std::int64_t extra, bool read_records) {
+  const ShardJobs one{shard, &per_job};
+  return std::move(run_shards(script, std::span<const ShardJobs>(&one, 1), now_ms, extra, read_records).front());
+}
+
+std::vector<JobStore::Replies> JobStore::run_shards(Script script, std::span<const ShardJobs> shards,
+                                                    std::int64_t now_ms, std::int64_t extra, bool read_records) {
+  Calls calls = build_calls(script, shards, now_ms, extra, read_records);
+  auto replies = eval_groups(calls.groups);
+  return replies_of(calls, replies);
+}
+
+JobStore::Calls JobStore::build_calls(Script script, std::span<const ShardJobs> shards, std::int64_t now_ms,
+                                      std::int64_t extra, bool read_records) const {
   const lua::ScriptInfo& info = lua::info(script);
-  for (const redis::Command& args : per_job) {
-    if (args.size() != info.stride) {
-      throw std::logic_error("script " + std::string(info.name) + ": " + std::to_string(args.size()) +
-                             " arguments for a job, not " + std::to_string(info.stride));
+  for (const ShardJobs& s : shards) {
+    for (const redis::Command& args : *s.per_job) {
+      if (args.size() != info.stride) {
+        throw std::logic_error("script " + std::string(info.name) + ": " + std::to_string(args.size()) +
+                               " arguments for a job, not " + std::to_string(info.stride));
+      }
     }
   }
-  const std::string fence = fence_arg(script, shard);
-  const size_t calls = (per_job.size() + kJobsPerCall - 1) / kJobsPerCall;
-  auto range = [&](size_t call) {
-    return std::pair{call * kJobsPerCall, std::min(per_job.size(), (call + 1) * kJobsPerCall)};
-  };
   // One call's commands: the script, then (read_records) one MGET of its jobs' records (a
   // command per call, not per job: Redis spends its time on the jobs, not on dispatch).
-  auto build = [&](size_t call, std::vector<redis::Command>& out) {
-    const auto [from, to] = range(call);
+  auto build = [&](std::string_view shard, const std::string& fence, const std::vector<redis::Command>& per_job,
+                   size_t from, size_t to, std::vector<redis::Command>& out) {
     // The kShardKeys keys of a batch script, in lua_scripts.hpp's order (five: the assert below
     // fails if lua_scripts.hpp adds one), then the jobs' records.
     static_assert(lua::kShardKeys == 5 && lua::kFixedArgs == 4);
@@ -324,24 +353,39 @@ JobStore::Replies JobStore::run(Script script, std::string_view shard, const std
       out.push_back(std::move(read));
     }
   };
-  // One call's replies (the script's, then its reads') into their places in `into`.
-  auto collect = [&](size_t call, std::vector<redis::RedisReply>& replies, Replies& into) {
-    into.calls[call] = std::move(replies[0]);
-    if (read_records) into.reads[call] = std::move(replies[1]);
-  };
-  std::vector<std::vector<redis::Command>> groups(calls);
-  for (size_t k = 0; k < calls; ++k) build(k, groups[k]);
-  auto replies = eval_groups(groups);
-  Replies out;
-  // Placeholders (no reply yet), each replaced by collect() below.
-  for (size_t k = 0; k < calls; ++k) out.calls.emplace_back(nullptr);
-  for (size_t k = 0; read_records && k < calls; ++k) out.reads.emplace_back(nullptr);
-  for (size_t k = 0; k < calls; ++k) collect(k, replies[k], out);
-  for (auto& r : out.calls) {
-    if (!r.view().is_error()) continue;
-    const std::string error = r.view().error();
-    if (error.rfind("FENCED", 0) == 0) throw ShardFenced(std::string(shard), error.substr(7));
-    throw redis::RedisCommandError("redis: script: " + error);
+  // Every shard's calls, kJobsPerCall jobs each, in one pipeline: group g belongs to shard
+  // owner[g]. A fence refused for one shard throws before anything is sent.
+  Calls calls;
+  calls.read_records = read_records;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    calls.shards.emplace_back(shards[s].shard);
+    const std::string fence = fence_arg(script, shards[s].shard);
+    const std::vector<redis::Command>& per_job = *shards[s].per_job;
+    for (size_t from = 0; from < per_job.size(); from += kJobsPerCall) {
+      calls.groups.emplace_back();
+      build(shards[s].shard, fence, per_job, from, std::min(per_job.size(), from + kJobsPerCall), calls.groups.back());
+      calls.owner.push_back(s);
+    }
+  }
+  return calls;
+}
+
+std::vector<JobStore::Replies> JobStore::replies_of(const Calls& calls,
+                                                    std::vector<std::vector<redis::RedisReply>>& replies) const {
+  std::vector<Replies> out(calls.shards.size());
+  for (size_t g = 0; g < calls.groups.size(); ++g) {
+    out[calls.owner[g]].calls.push_back(std::move(replies[g][0]));
+    if (calls.read_records) out[calls.owner[g]].reads.push_back(std::move(replies[g][1]));
+  }
+  // A refusal or a script error of any call throws, as a single shard's run() would: the
+  // callers treat the whole request as not done (each script is idempotent when sent again).
+  for (size_t s = 0; s < calls.shards.size(); ++s) {
+    for (auto& r : out[s].calls) {
+      if (!r.view().is_error()) continue;
+      const std::string error = r.view().error();
+      if (error.rfind("FENCED", 0) == 0) throw ShardFenced(calls.shards[s], error.substr(7));
+      throw redis::RedisCommandError("redis: script: " + error);
+    }
   }
   return out;
 }
@@ -419,14 +463,19 @@ void JobStore::register_shard(std::string_view shard) {
   registered_shards_.emplace(shard);
 }
 
-std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::int64_t now_ms) {
+JobStore::Calls JobStore::accept_calls(std::span<const NewJob> jobs, std::int64_t now_ms,
+                                       std::vector<std::vector<size_t>>& index) const {
   std::map<std::string_view, std::vector<size_t>> by_shard;
   for (size_t i = 0; i < jobs.size(); ++i) by_shard[jobs[i].shard].push_back(i);
-
-  std::vector<AcceptOutcome> out(jobs.size());
+  // Every shard's calls in one round trip: a batch read from many partitions costs one wait for
+  // Redis, not one per shard.
+  std::vector<std::vector<redis::Command>> per_shard;
+  std::vector<ShardJobs> shards;
+  per_shard.reserve(by_shard.size());
+  shards.reserve(by_shard.size());
+  index.clear();
   for (const auto& [shard, idx] : by_shard) {
-    register_shard(shard);
-    std::vector<redis::Command> per_job;
+    std::vector<redis::Command>& per_job = per_shard.emplace_back();
     per_job.reserve(idx.size());
     for (size_t i : idx) {
       const NewJob& j = jobs[i];
@@ -440,9 +489,19 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
       const std::string line = format_header_line(JobState::delay, j.deliver_at, 0, j.business, fields);
       per_job.push_back({j.job_id, at, j.business, version, line + "\n" + encode_payload({j.key, j.value, j.headers})});
     }
-    const Replies replies = run(Script::accept, shard, per_job, now_ms);
+    shards.push_back({shard, &per_job});
+    index.push_back(idx);
+  }
+  return build_calls(Script::accept, shards, now_ms);
+}
+
+std::vector<AcceptOutcome> JobStore::accept_outcomes(size_t jobs, const std::vector<std::vector<size_t>>& index,
+                                                     const std::vector<Replies>& replies) {
+  std::vector<AcceptOutcome> out(jobs);
+  for (size_t s = 0; s < index.size(); ++s) {
+    const std::vector<size_t>& idx = index[s];
     for (size_t k = 0; k < idx.size(); ++k) {
-      const redis::ReplyView r = replies[k];
+      const redis::ReplyView r = replies[s][k];
       AcceptOutcome& o = out[idx[k]];
       const auto code = r[0].integer();
       o.kind = code >= 0 && code <= static_cast<long long>(AcceptKind::again) ? static_cast<AcceptKind>(code)
@@ -457,6 +516,58 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
   }
   return out;
 }
+
+std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::int64_t now_ms) {
+  std::vector<std::vector<size_t>> index;
+  Calls calls = accept_calls(jobs, now_ms, index);
+  for (const std::string& shard : calls.shards) register_shard(shard);
+  auto replies = eval_groups(calls.groups);
+  return accept_outcomes(jobs.size(), index, replies_of(calls, replies));
+}
+
+JobStore::PostedAccept JobStore::accept_post(std::span<const NewJob> jobs, std::int64_t now_ms) {
+  PostedAccept p;
+  p.jobs = jobs.size();
+  p.calls = accept_calls(jobs, now_ms, p.index);
+  // register_shard()'s SADD for the shards not known yet goes first in the same post.
+  std::vector<redis::Command> commands;
+  for (const std::string& shard : p.calls.shards) {
+    if (registered_shards_.count(shard) == 0) {
+      commands.push_back({"SADD", keys_.shards(), shard});
+      p.registering.push_back(shard);
+    }
+  }
+  const std::vector<redis::Command> scripts = flat_groups(p.calls.groups, all_groups(p.calls.groups.size()));
+  commands.insert(commands.end(), scripts.begin(), scripts.end());
+  redis_.post(commands);
+  return p;
+}
+
+std::vector<AcceptOutcome> JobStore::accept_collect(PostedAccept& posted) {
+  std::vector<redis::RedisReply> replies = redis_.collect();
+  const size_t sadds = posted.registering.size();
+  for (size_t i = 0; i < sadds; ++i) {
+    if (replies[i].view().is_error()) {
+      redis_.abandon();
+      throw redis::RedisCommandError("redis: " + replies[i].view().error());
+    }
+  }
+  std::vector<redis::RedisReply> rest(std::make_move_iterator(replies.begin() + static_cast<std::ptrdiff_t>(sadds)),
+                                      std::make_move_iterator(replies.end()));
+  std::vector<std::vector<redis::RedisReply>> groups(posted.calls.groups.size());
+  split_replies(posted.calls.groups, rest, all_groups(groups.size()), groups);
+  if (!lost_groups(groups).empty()) {
+    // Redis lost its scripts, so this post (and any posted after it) did not run: the scripts
+    // are loaded again, and the caller posts its jobs again, in order, as after any outage.
+    redis_.abandon();
+    load_scripts();
+    throw redis::RedisIoError("redis lost delayd's scripts (NOSCRIPT): loaded again; the batch is written again");
+  }
+  for (const std::string& shard : posted.registering) registered_shards_.insert(shard);
+  return accept_outcomes(posted.jobs, posted.index, replies_of(posted.calls, groups));
+}
+
+void JobStore::abandon_posts() noexcept { redis_.abandon(); }
 
 std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std::optional<std::int64_t> after,
                                                     std::int64_t upto, std::size_t limit) {

@@ -334,9 +334,23 @@ class JobStore {
 
   // Precondition: every job has a non-empty job_id, business and shard.
   // Postcondition: each job that is created, or exists in state delay, is in its shard's
-  // pending set. One round trip per shard (its script calls of up to 500 jobs each, pipelined),
+  // pending set. One round trip for every shard's script calls (up to 500 jobs each, pipelined),
   // plus one SADD the first time this process meets a shard (register_shard()).
   std::vector<AcceptOutcome> accept(std::span<const NewJob> jobs, std::int64_t now_ms);
+  // accept() in two halves, so that the caller works while Redis runs the calls (the ingest
+  // stage's send-ahead, broker/ingest_path.hpp): accept_post() writes the calls and returns;
+  // accept_collect() reads the replies of the earliest post not yet collected and returns what
+  // accept() would have. Redis runs posts in the order they were made. Between the two, this
+  // store's client may be used for nothing but more posts and collects (redis/client.hpp).
+  // Either may throw what accept() throws; then every outstanding post is forgotten (whether it
+  // ran is unknown: the caller writes its jobs again, which is idempotent) and the caller must
+  // call abandon_posts() before any other call if it did not come from the client (a script
+  // error). A lost script cache (NOSCRIPT) is loaded again and thrown as RedisIoError.
+  struct PostedAccept;
+  PostedAccept accept_post(std::span<const NewJob> jobs, std::int64_t now_ms);
+  std::vector<AcceptOutcome> accept_collect(PostedAccept& posted);
+  // Forgets every outstanding post (redis::RedisClient::abandon()). Never throws.
+  void abandon_posts() noexcept;
 
   // Pending entries of one shard with after < deliver_at <= upto, ascending, at most `limit`.
   // The first read of a shard adds it to <prefix>:shards (see register_shard()).
@@ -520,6 +534,43 @@ class JobStore {
   // refusal throws ShardFenced.
   Replies run(Script script, std::string_view shard, const std::vector<redis::Command>& per_job, std::int64_t now_ms,
               std::int64_t extra = 0, bool read_records = false);
+  // One shard's jobs for run_shards(): per_job as run()'s, not owned.
+  struct ShardJobs {
+    std::string_view shard;
+    const std::vector<redis::Command>* per_job;
+  };
+  // run() over several shards at once: every shard's calls in one pipeline (one round trip on
+  // one Redis; a cluster router sends each node its part), result s is shards[s]'s. Throws as
+  // run() does, for the first shard whose call failed; then nothing is known of the others.
+  std::vector<Replies> run_shards(Script script, std::span<const ShardJobs> shards, std::int64_t now_ms,
+                                  std::int64_t extra = 0, bool read_records = false);
+  // The pipeline of run_shards(), before it is sent: groups[g] is one script call (and its read),
+  // of shard shards[owner[g]].
+  struct Calls {
+    std::vector<std::string> shards;
+    std::vector<std::vector<redis::Command>> groups;
+    std::vector<size_t> owner;
+    bool read_records = false;
+  };
+  Calls build_calls(Script script, std::span<const ShardJobs> shards, std::int64_t now_ms, std::int64_t extra = 0,
+                    bool read_records = false) const;
+  // The replies of `calls` (replies[g]: group g's), per shard; throws as run() does.
+  std::vector<Replies> replies_of(const Calls& calls, std::vector<std::vector<redis::RedisReply>>& replies) const;
+  // accept()'s calls; index[s] lists the positions in `jobs` of shard calls.shards[s]'s jobs.
+  Calls accept_calls(std::span<const NewJob> jobs, std::int64_t now_ms, std::vector<std::vector<size_t>>& index) const;
+  static std::vector<AcceptOutcome> accept_outcomes(size_t jobs, const std::vector<std::vector<size_t>>& index,
+                                                    const std::vector<Replies>& replies);
+
+ public:
+  // What accept_post() sent, for its accept_collect().
+  struct PostedAccept {
+    size_t jobs = 0;
+    Calls calls;
+    std::vector<std::vector<size_t>> index;  // as accept_calls()'s
+    std::vector<std::string> registering;    // shards whose SADD (register_shard()) leads the post
+  };
+
+ private:
   // ARGV[4] of a call: the fence, or '' when fencing is off or the script is not fenced.
   std::string fence_arg(Script script, std::string_view shard) const;
   void load_scripts();

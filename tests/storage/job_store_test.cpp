@@ -495,6 +495,46 @@ TEST_CASE_METHOD(Fixture, "scripts flushed from Redis are loaded again transpare
   CHECK(store.take_shard(shard, 10) >= 1);
 }
 
+TEST_CASE_METHOD(Fixture, "posted accepts do what accept() does, in the order they were posted", "[store][post]") {
+  // Two posts in flight at once (the ingest stage's send-ahead); the second repeats an id of the
+  // first with another time: Redis runs them in order, so the first publish wins, as with accept().
+  std::vector<NewJob> first{job("p1", 2000), job("p2", 1000)};
+  NewJob later = job("p1", 9000);
+  later.value = "other";
+  std::vector<NewJob> second{later, job("p3", 3000)};
+  auto a = store.accept_post(first, 500);
+  auto b = store.accept_post(second, 501);
+  const auto out_a = store.accept_collect(a);
+  const auto out_b = store.accept_collect(b);
+  REQUIRE(out_a.size() == 2);
+  REQUIRE(out_b.size() == 2);
+  CHECK(out_a[0].created());
+  CHECK(out_a[1].created());
+  CHECK(out_b[0].kind == AcceptKind::existed);
+  CHECK(out_b[0].deliver_at == 2000);
+  CHECK(out_b[1].created());
+  CHECK(field("p1", "value") == "v-p1");
+  CHECK(pending() == std::vector<PendingEntry>{{"p2", 1000}, {"p1", 2000}, {"p3", 3000}});
+  // The post registered the shard, as accept() does.
+  auto members = redis.command({"SMEMBERS", keys.shards()});
+  REQUIRE(members.view().size() == 1);
+  CHECK(members.view()[0].str() == shard);
+  CHECK(store.stats().by_business_state["orders"]["delay"] == 3);
+
+  // Scripts lost before a post ran: an I/O error (the caller posts again), and the scripts are back.
+  redis.command({"SCRIPT", "FLUSH"});
+  auto lost = store.accept_post(std::vector<NewJob>{job("p4", 4000)}, 502);
+  CHECK_THROWS_AS(store.accept_collect(lost), delayd::redis::RedisIoError);
+  CHECK(pending().size() == 3);  // p4 was not written
+  auto again = store.accept_post(std::vector<NewJob>{job("p4", 4000)}, 503);
+  CHECK(store.accept_collect(again)[0].created());
+  // Abandoned posts leave the store usable at once.
+  [[maybe_unused]] auto dropped = store.accept_post(std::vector<NewJob>{job("p5", 5000)}, 504);
+  store.abandon_posts();
+  CHECK(store.accept(std::vector<NewJob>{job("p5", 5000)}, 505)[0].state == JobState::delay);
+  CHECK(field("p5", "deliver_at") == "5000");
+}
+
 TEST_CASE_METHOD(Fixture, "stats count pending entries, the next due time and transitions per business",
                  "[store][stats]") {
   std::vector<NewJob> jobs{job("s1", 300, "orders"), job("s2", 200, "orders"), job("s3", 900, "mail")};

@@ -337,6 +337,26 @@ TEST_CASE("cluster: commands go to their slot's primary, cross-slot ones are ref
   redis.command({"SCRIPT", "FLUSH"});
   CHECK(store.accept(std::vector<NewJob>{job(shards[0], "after-flush", 5)}, 1)[0].created());
   redis.wait_replicas(0, 10);  // no replicas asked for: nothing to wait for
+
+  // Posted accepts through the router (run at collect, in order), across every primary; a post
+  // that meets lost scripts is an I/O error, after which the scripts are back.
+  std::vector<NewJob> first, second;
+  for (const auto& shard : shards) {
+    first.push_back(job(shard, "posted-" + shard, 300));
+    second.push_back(job(shard, "posted-" + shard, 400));  // the same ids: the first post wins
+  }
+  auto p1 = store.accept_post(first, 1);
+  auto p2 = store.accept_post(second, 1);
+  for (const auto& o : store.accept_collect(p1)) CHECK(o.created());
+  for (const auto& o : store.accept_collect(p2)) {
+    CHECK(o.kind == AcceptKind::existed);
+    CHECK(o.deliver_at == 300);
+  }
+  redis.command({"SCRIPT", "FLUSH"});
+  auto lost = store.accept_post(std::vector<NewJob>{job(shards[1], "posted-after-flush", 5)}, 1);
+  CHECK_THROWS_AS(store.accept_collect(lost), RedisIoError);
+  auto again = store.accept_post(std::vector<NewJob>{job(shards[1], "posted-after-flush", 5)}, 1);
+  CHECK(store.accept_collect(again)[0].created());
 }
 
 TEST_CASE("cluster: a migrating slot is followed with ASK, a moved one with MOVED", "[cluster]") {
