@@ -91,7 +91,7 @@ constexpr MetricDef kMetricCatalog[] = {
    "a ready record's produce time minus its `deliver_at`; buckets 1 ms … 60 s"},
   {Metric::redis_request_seconds, "delayd_redis_request_seconds", MetricType::histogram, "",
    "Round trips to Redis (a command or a pipeline)",
-   "round trips of the loop to Redis (a command or a pipeline); buckets 1 ms … 60 s"},
+   "round trips of the loop and its stages to Redis (a command or a pipeline; an ingest batch posted ahead counts from its post to its replies); buckets 1 ms … 60 s"},
   {Metric::kafka_produce_seconds, "delayd_kafka_produce_seconds", MetricType::histogram, "",
    "A ready record's produce() to its delivery report",
    "a ready record's `produce()` to its delivery report; buckets 1 ms … 60 s"},

@@ -8,14 +8,19 @@
 namespace delayd::broker {
 
 void Handover::push(Op op) {
-  bool first = false;
+  std::lock_guard lock(mutex_);
+  ops_.push_back(std::move(op));
+}
+
+// The owner is woken once per flush, not per op: woken at each op, it preempted the ingest
+// thread on two cores and took the queue one op at a time (a context switch per job accepted).
+void Handover::flush() noexcept {
+  bool any = false;
   {
     std::lock_guard lock(mutex_);
-    first = ops_.empty();
-    ops_.push_back(std::move(op));
+    any = !ops_.empty();
   }
-  // Only the first op of a batch wakes the owner: it takes them all at once.
-  if (first) queued_.notify_one();
+  if (any) queued_.notify_one();
 }
 
 void Handover::offer(const std::string& shard, const std::string& job_id, std::int64_t deliver_at) {

@@ -2,8 +2,8 @@
 //
 // Two kinds of things cross, each in the order it was given:
 //   wheel ops   offer / cancel / move of one job (WheelFeed), queued after the ingest thread's
-//               Redis write is acknowledged and applied by the owner at its next drain(). The
-//               ingest thread never waits for them.
+//               Redis write is acknowledged and applied by the owner at its next drain(); the
+//               ingest thread wakes the owner once per batch (flush()) and never waits for them.
 //   rebalances  the consumer's assigned / revoked callbacks, which librdkafka runs on the ingest
 //               thread (inside poll_batch() or close()). relay() queues one and blocks until the
 //               owner has run it (serve()), so a revoke is complete (records drained, shards out of
@@ -18,7 +18,10 @@
 // Why it holds at every instant:
 //   - the ingest thread queues an offer only after Redis acknowledged the job; so a job pending in
 //     Redis and not held is either in the queue, or was written before the refill that would
-//     have read it (then that refill read it);
+//     have read it (then that refill read it), or its acknowledgement is on its way: the reply
+//     in the socket, read when the ingest thread posts its next batch or finds nothing to read
+//     (send-ahead, ingest_path.hpp; at most one batch's processing later), or before any
+//     rebalance is relayed;
 //   - drain() offers each job against the shard's horizon at drain time, which is at least the
 //     horizon when the job was written (horizons only grow while a shard is owned);
 //   - a shard loaded after the offer was queued read Redis after the write, so an offer the
@@ -52,6 +55,8 @@ class Handover final : public WheelFeed {
   void offer(const std::string& shard, const std::string& job_id, std::int64_t deliver_at) override;
   void cancel(const std::string& shard, const std::string& job_id) override;
   void move(const std::string& shard, const std::string& job_id, std::int64_t at) override;
+  // Wakes the owner if ops are queued (an owner awake for another reason takes them anyway).
+  void flush() noexcept override;
 
   // Ingest side: queues the rebalance and returns once the owner has served it (or closed).
   enum class Rebalance : unsigned char { assigned, revoked };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 #include "broker/dead_letter.hpp"
 #include "broker/delivery_tags.hpp"
@@ -40,18 +41,38 @@ IngestPath::Offsets next_offsets(std::span<const connectors::Record> batch) {
 
 }  // namespace
 
+namespace {
+
+// Flushes the wheel feed when a public call of IngestPath ends, however it ends: the owner is
+// woken once for what the call handed over (WheelFeed::flush()).
+struct FlushOnExit {
+  WheelFeed& feed;
+  ~FlushOnExit() { feed.flush(); }
+};
+
+}  // namespace
+
 IngestPath::IngestPath(WheelFeed& wheel, storage::JobStore& store, connectors::KafkaProducer& producer,
                        TopicCreator* topics, IngestOptions options)
-    : wheel_(wheel), store_(store), producer_(producer), topics_(topics), options_(std::move(options)) {}
+    : wheel_(wheel),
+      store_(store),
+      producer_(producer),
+      topics_(topics),
+      options_(std::move(options)),
+      send_ahead_(options_.send_ahead && !(options_.wait_on != nullptr && options_.wait_replicas > 0)) {}
 
 IngestPath::Batch& IngestPath::batch_for(std::span<const connectors::Record> batch) {
   const std::string first = position(batch.front());
-  if (!batches_.empty() && !batches_.back().processed) {
-    if (batches_.back().first == first) return batches_.back();  // a retry after an outage
-    // The caller gave up on that batch (its partitions were revoked): its records will be read
-    // again by their owner, so its offsets must never be committed.
-    batches_.back().offsets.clear();
-    batches_.back().processed = true;
+  for (Batch& b : batches_) {
+    if (!b.processed && b.first == first) return b;  // a retry after an outage
+  }
+  // Batches the caller gave up on (their partitions were revoked): their records will be read
+  // again by their owner, so their offsets must never be committed. A posted batch is not one.
+  for (Batch& b : batches_) {
+    const bool posted = std::any_of(posted_.begin(), posted_.end(), [&](const Posted& p) { return p.batch == b.id; });
+    if (b.processed || posted) continue;
+    b.offsets.clear();
+    b.processed = true;
   }
   Batch b;
   b.id = ++batch_seq_;
@@ -61,11 +82,23 @@ IngestPath::Batch& IngestPath::batch_for(std::span<const connectors::Record> bat
   return batches_.back();
 }
 
+bool IngestPath::processed(std::span<const connectors::Record> batch) const {
+  const std::string first = position(batch.front());
+  return std::any_of(batches_.begin(), batches_.end(), [&](const Batch& b) { return b.first == first && b.processed; });
+}
+
+IngestPath::Batch& IngestPath::batch_by_id(std::uint64_t id) {
+  for (Batch& b : batches_) {
+    if (b.id == id) return b;
+  }
+  throw std::logic_error("ingest: batch " + std::to_string(id) + " is not known");
+}
+
 void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t now_ms) {
+  const FlushOnExit flush{wheel_};
   Batch& b = batch_for(batch);
   accepts_.clear();
   accept_traces_.clear();
-  accept_batches_.clear();
   reports_.clear();
   for (std::size_t i = b.resume; i < batch.size(); ++i) {
     const connectors::Record& rec = batch[i];
@@ -105,7 +138,6 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
         accept_traces_.push_back(std::move(t));
       }
       accepts_.push_back(std::move(j));
-      accept_batches_.push_back(b.id);
     } else if (auto* c = std::get_if<contract::CancelJob>(&parsed)) {
       const std::string shard = storage::shard_id(rec.topic, rec.partition);
       if (unwritten_schedule(shard, c->job_id)) {
@@ -141,9 +173,58 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
       }
     }
   }
+  if (send_ahead_ && !accepts_.empty() && reports_.empty()) {
+    post_accepts(b, batch.size(), now_ms);  // processed once collected
+    return;
+  }
   flush_accepts(b, batch.size(), now_ms);
   wait_for_replicas(b, batch.size());
   b.processed = true;
+}
+
+void IngestPath::post_accepts(Batch& b, std::size_t end, std::int64_t now_ms) {
+  Posted p;
+  p.batch = b.id;
+  p.end = end;
+  p.jobs = std::move(accepts_);
+  p.traces = std::move(accept_traces_);
+  accepts_.clear();
+  accept_traces_.clear();
+  try {
+    p.call = store_.accept_post(p.jobs, now_ms);
+  } catch (...) {
+    abandon();
+    throw;
+  }
+  posted_.push_back(std::move(p));
+  // Redis has this batch queued behind the one before while its replies are read and applied.
+  while (posted_.size() > 1) collect_one();
+}
+
+void IngestPath::collect_one() {
+  Posted& p = posted_.front();
+  std::vector<storage::AcceptOutcome> outcomes;
+  try {
+    outcomes = store_.accept_collect(p.call);
+  } catch (...) {
+    abandon();
+    throw;
+  }
+  Batch& b = batch_by_id(p.batch);
+  apply_accepts(b, p.jobs, p.traces, outcomes);
+  b.resume = p.end;
+  b.processed = true;
+  posted_.pop_front();
+}
+
+void IngestPath::settle() {
+  const FlushOnExit flush{wheel_};
+  while (!posted_.empty()) collect_one();
+}
+
+void IngestPath::abandon() noexcept {
+  posted_.clear();
+  store_.abandon_posts();
 }
 
 void IngestPath::wait_for_replicas(Batch& b, std::size_t end) {
@@ -192,20 +273,25 @@ std::optional<std::string> IngestPath::refuse_topic(const contract::ScheduleJob&
 }
 
 void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) {
+  settle();  // what was posted before runs first, as it was read first
   flush_reports(b, now_ms);
   if (!accepts_.empty()) {
     const auto outcomes = store_.accept(accepts_, now_ms);
-    const bool traced = options_.tracer != nullptr && accept_traces_.size() == accepts_.size();
-    for (size_t i = 0; i < outcomes.size(); ++i) {
-      const telemetry::LogScope scope(traced ? &accept_traces_[i].context : nullptr);
-      if (accepted(accepts_[i], outcomes[i], accept_batches_[i])) ++b.outstanding;  // its offset waits
-      if (traced) options_.tracer->end(accept_span(accept_traces_[i], accepts_[i], outcomes[i]));
-    }
+    apply_accepts(b, accepts_, accept_traces_, outcomes);
     accepts_.clear();
     accept_traces_.clear();
-    accept_batches_.clear();
   }
   b.resume = next;
+}
+
+void IngestPath::apply_accepts(Batch& b, const std::vector<storage::NewJob>& jobs, std::vector<AcceptTrace>& traces,
+                               const std::vector<storage::AcceptOutcome>& outcomes) {
+  const bool traced = options_.tracer != nullptr && traces.size() == jobs.size();
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const telemetry::LogScope scope(traced ? &traces[i].context : nullptr);
+    if (accepted(jobs[i], outcomes[i], b.id)) ++b.outstanding;  // its offset waits
+    if (traced) options_.tracer->end(accept_span(traces[i], jobs[i], outcomes[i]));
+  }
 }
 
 bool IngestPath::accepted(const storage::NewJob& job, const storage::AcceptOutcome& o, std::uint64_t batch) {
@@ -308,6 +394,8 @@ void IngestPath::flush_reports(Batch& b, std::int64_t now_ms) {
 
 void IngestPath::retry_waiting(std::int64_t now_ms) {
   if ((waiting_reports_.empty() && waiting_upserts_.empty()) || steady_ms() < next_report_retry_) return;
+  const FlushOnExit flush{wheel_};
+  settle();
   next_report_retry_ = steady_ms() + kReportRetryMs;
   if (!waiting_upserts_.empty()) {
     std::vector<storage::NewJob> again;

@@ -42,6 +42,17 @@
 // later, and it resumes: schedules after the last completed Redis write are written again
 // (idempotent by job-id) and records already dead-lettered are not copied twice.
 //
+// Send-ahead (IngestOptions::send_ahead). The accepts that end a batch (all of a plain batch of
+// schedules) are posted (JobStore::accept_post) and process() returns without their replies; the
+// next process() posts its own and then collects the earlier ones, so that Redis runs one batch
+// while this thread reads and parses the next. Everything else that needs Redis (a cancel, a
+// reschedule, a report, a retry, settle()) first collects what is posted. A posted batch is
+// not processed (its offsets wait) until its replies are read and its jobs offered to the
+// wheel; an error in between forgets every posted batch (abandon()), and the caller processes
+// them again, in order, like a batch an outage interrupted. Redis runs posts in order on the
+// one connection, so the order of writes is the order of records, as without send-ahead.
+// Off when replicas must acknowledge (WAIT must follow the writes it covers).
+//
 // Replicas (redis.wait_replicas > 0): before process() returns, and so before the batch's
 // offsets can become committable, it waits until that many replicas of every Redis primary
 // written to acknowledge the writes (WAIT). Too few within the timeout is an outage like any
@@ -99,6 +110,9 @@ struct IngestOptions {
   // Traces (broker/job_spans.hpp): an accept span per schedule, a child of its record's
   // traceparent. Null: off.
   telemetry::Tracer* tracer = nullptr;
+  // Post a batch's final accepts and collect them with the next batch's (see the top). Ignored
+  // (off) when wait_replicas > 0.
+  bool send_ahead = true;
 };
 
 // IngestCounters: broker/loop_counters.hpp.
@@ -112,8 +126,21 @@ class IngestPath {
   IngestPath(WheelFeed& wheel, storage::JobStore& store, connectors::KafkaProducer& producer, TopicCreator* topics,
              IngestOptions options);
 
-  // Precondition: batch is not empty.
+  // Precondition: batch is not empty. With send-ahead it may return with this batch posted
+  // (in_flight() == 1); then it has collected every batch posted before.
+  // Postcondition: in_flight() <= 1, and any posted batch is this one.
   void process(std::span<const connectors::Record> batch, std::int64_t now_ms);
+  // Collects every posted batch: its jobs offered to the wheel, the batch processed. Throws
+  // storage errors; then every posted batch is forgotten (as abandon()), to be processed again.
+  void settle();
+  // Whether process() is done with this batch (its offsets wait only for dead letters, or are
+  // committable), as far as this path still remembers it. Precondition: batch is not empty.
+  bool processed(std::span<const connectors::Record> batch) const;
+  // Batches posted and not collected (0 or 1 between calls).
+  std::size_t in_flight() const { return posted_.size(); }
+  // Forgets the posted batches (their replies are never read; the store's connection drops
+  // them): the caller processes those batches again, in order. Never throws.
+  void abandon() noexcept;
   void on_report(const connectors::DeliveryReport& report);
   // Sends again the dead-letter copies whose backoff has passed.
   void retry_dead_letters();
@@ -149,8 +176,23 @@ class IngestPath {
     std::int64_t retry_at = 0;  // steady-clock ms when waiting for a retry; 0 while in flight
     base::Backoff backoff{std::chrono::seconds(1), std::chrono::seconds(30)};  // between failed writes
   };
+  // A batch's final accepts, posted: collect_one() reads their replies (oldest first).
+  struct Posted {
+    std::uint64_t batch = 0;  // its Batch's id
+    std::size_t end = 0;      // its records: the resume point once collected
+    std::vector<storage::NewJob> jobs;
+    std::vector<AcceptTrace> traces;  // as accept_traces_
+    storage::JobStore::PostedAccept call;
+  };
   Batch& batch_for(std::span<const connectors::Record> batch);
+  Batch& batch_by_id(std::uint64_t id);
   void flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms);
+  // accepts_ (the rest of b, up to `end`) posted; then the batch posted before, if any, collected.
+  void post_accepts(Batch& b, std::size_t end, std::int64_t now_ms);
+  void collect_one();
+  // What accepting `jobs` did, handed to the wheel and counted; b waits for their upserts in flight.
+  void apply_accepts(Batch& b, const std::vector<storage::NewJob>& jobs, std::vector<AcceptTrace>& traces,
+                     const std::vector<storage::AcceptOutcome>& outcomes);
   // WAIT for options_.wait_replicas replicas; on failure b.resume goes back to b.replicated.
   void wait_for_replicas(Batch& b, std::size_t end);
   // A cancel read from `shard` at `offset`: with `anywhere`, the job is looked for there first,
@@ -202,12 +244,13 @@ class IngestPath {
     std::uint64_t batch = 0;
   };
   std::vector<WaitingUpsert> waiting_upserts_;  // for jobs in flight, oldest first
-  std::vector<std::uint64_t> accept_batches_;   // accepts_[i] came from this batch
   std::int64_t next_report_retry_ = 0;          // steady clock ms
   std::mt19937_64 jitter_{std::random_device{}()};
   std::uint64_t unknown_unlogged_ = 0;  // reports for unknown jobs since the last log line
   std::chrono::steady_clock::time_point next_unknown_log_{};
   std::deque<Batch> batches_;                                   // processed or in progress, not yet committable
+  std::deque<Posted> posted_;                                   // send-ahead: posted, not collected, oldest first
+  bool send_ahead_ = false;                                     // options_.send_ahead and no replicas to wait for
   std::unordered_map<std::uint64_t, DeadLetter> dead_letters_;  // by tag
   std::uint64_t seq_ = 0;
   std::uint64_t batch_seq_ = 0;

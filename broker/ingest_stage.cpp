@@ -14,25 +14,6 @@
 
 namespace delayd::broker {
 
-namespace {
-
-// The consumer's listeners: each rebalance is relayed to the loop's thread (Ownership runs it
-// there) and awaited; `count` is the ingest thread's own tally, for IngestPause.
-connectors::KafkaConsumer::Listener relaying(Handover& handover, std::uint64_t& count) {
-  connectors::KafkaConsumer::Listener l;
-  l.assigned = [&handover, &count](const std::vector<connectors::TopicPartition>& tps) {
-    ++count;
-    handover.relay(Handover::Rebalance::assigned, tps);
-  };
-  l.revoked = [&handover, &count](const std::vector<connectors::TopicPartition>& tps) {
-    ++count;
-    handover.relay(Handover::Rebalance::revoked, tps);
-  };
-  return l;
-}
-
-}  // namespace
-
 IngestStage::IngestStage(const config::Config& c, storage::JobStore& store, redis::RedisClient& redis,
                          const DurationHistogram& redis_latency, Handover& handover, TopicCreator* topics,
                          telemetry::Tracer* tracer)
@@ -41,7 +22,7 @@ IngestStage::IngestStage(const config::Config& c, storage::JobStore& store, redi
       redis_latency_(redis_latency),
       producer_(producer_properties(c), [this](const connectors::DeliveryReport& r) { ingest_.on_report(r); }),
       ingest_(handover, store, producer_, topics, ingest_options(c, redis, tracer)),
-      consumer_(consumer_properties(c), relaying(handover, rebalances_)) {
+      consumer_(consumer_properties(c), relaying()) {
   // The status topic's partitions come with the group's assignment like the ingest topic's,
   // but they are not shards: reports apply to jobs wherever they are (IngestPath).
   std::vector<std::string> read;
@@ -82,6 +63,35 @@ void IngestStage::run() {
   handover_.notify();
 }
 
+// The consumer's listeners: each rebalance is relayed to the loop's thread (Ownership runs it
+// there) and awaited; rebalances_ is this thread's own tally, for IngestPause. Each first
+// collects the posted batch, so that its offers reach the owner before the rebalance does (one
+// queue, one order): for a revoke, before the shard leaves the wheel.
+connectors::KafkaConsumer::Listener IngestStage::relaying() {
+  connectors::KafkaConsumer::Listener l;
+  l.assigned = [this](const std::vector<connectors::TopicPartition>& tps) {
+    ++rebalances_;
+    settle_quietly();
+    handover_.relay(Handover::Rebalance::assigned, tps);
+  };
+  l.revoked = [this](const std::vector<connectors::TopicPartition>& tps) {
+    ++rebalances_;
+    settle_quietly();
+    handover_.relay(Handover::Rebalance::revoked, tps);
+  };
+  return l;
+}
+
+void IngestStage::settle_quietly() noexcept {
+  try {
+    ingest_.settle();
+  } catch (const std::exception& e) {
+    // Forgotten (settle() abandons on failure): the kept batches are processed again by the
+    // next turn, which meets the outage and reports it.
+    spdlog::debug("collecting the posted ingest batch before a rebalance: {}", e.what());
+  }
+}
+
 void IngestStage::turn() {
   try {
     if (!recovery_.check(producer_, "dead-letter")) {
@@ -92,26 +102,46 @@ void IngestStage::turn() {
     ingest_.retry_dead_letters();
     ingest_.retry_waiting(clock_.now_ms());
     pause_.apply(handover_.fire_stuck(), handover_.unsettled(), ingest_, rebalances_, consumer_);
-    if (!batch_) {
-      batch_ =
-          consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch), static_cast<int>(poll_wait_ms()));
+    // kept_: the batches read and not processed yet, oldest first; the last may be posted
+    // (send-ahead, ingest_path.hpp). The others are processed first (after an outage: again,
+    // resumed by their first record); else a new batch is read, and while one is posted only
+    // what the consumer has at hand: with nothing new, the posted batch is collected now.
+    std::size_t todo = kept_.size() - ingest_.in_flight();
+    if (todo == 0) {
+      auto next = consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch),
+                                       ingest_.in_flight() > 0 ? 0 : static_cast<int>(poll_wait_ms()));
+      if (next.empty()) {
+        ingest_.settle();
+        kept_.clear();  // all were posted, and are collected now
+      } else {
+        kept_.push_back(std::move(next));
+        todo = 1;
+      }
     }
-    // The whole batch: IngestPath sends each shard's jobs in one pipelined round trip, and
-    // resumes a batch an outage interrupted by its first record.
-    if (!batch_->empty()) ingest_.process(*batch_, clock_.now_ms());
-    batch_.reset();
-    consumer_.commit_async(ingest_.take_committable());
+    // Each batch whole: IngestPath writes its jobs of every shard in one pipelined round trip.
+    for (std::size_t i = kept_.size() - todo; i < kept_.size(); ++i) ingest_.process(kept_[i], clock_.now_ms());
+    while (kept_.size() > ingest_.in_flight()) kept_.pop_front();
+    if (commit_every_.due()) consumer_.commit_async(ingest_.take_committable());
     outages_.turn_done(std::nullopt);
   } catch (const redis::RedisIoError& e) {
+    failed();
     nap(outages_.failed(OutageTracker::Failure::redis, e.what()), stop_);
   } catch (const redis::RedisCommandError& e) {
+    failed();
     nap(outages_.failed(OutageTracker::Failure::redis, std::string("refused: ") + e.what()), stop_);
   } catch (const connectors::KafkaError& e) {
+    failed();
     nap(outages_.failed(OutageTracker::Failure::kafka, e.what()), stop_);
   } catch (const std::exception& e) {
+    failed();
     nap(outages_.failed(OutageTracker::Failure::other, e.what()), stop_);
   }
   outages_.refusal(consumer_.refusal());
+}
+
+void IngestStage::failed() noexcept {
+  ingest_.abandon();
+  while (!kept_.empty() && ingest_.processed(kept_.front())) kept_.pop_front();
 }
 
 // How long the consumer may wait for records: short while something of ours waits for a retry
@@ -122,6 +152,7 @@ std::int64_t IngestStage::poll_wait_ms() const {
 }
 
 void IngestStage::finish() {
+  settle_quietly();
   try {
     // Batches whose dead-letter copies are acknowledged by now are committed before leaving,
     // so that the next owner does not read (and dead-letter) them again.

@@ -7,11 +7,15 @@
 //   2. serve its producer's reports (dead-letter copies), send again the copies whose backoff
 //      passed and the status reports that waited for their job's delivery to settle
 //   3. pause or resume reading (IngestPause: the fire side's state comes from the Handover)
-//   4. read a batch (or go on with the one an outage interrupted), waiting at most 100 ms, and
-//      process it whole (IngestPath::process: one pipelined round trip per shard for its jobs)
-//   5. start committing the offsets of every batch that is done
+//   4. read a batch (or go on with those an outage interrupted), waiting at most 100 ms (none
+//      while a batch is posted: with nothing at hand, the posted one is collected now), and
+//      process it whole (IngestPath::process: its accepts of every shard in one pipelined round
+//      trip, posted so that Redis runs them while this thread reads and parses the next batch,
+//      and collected when that one is posted; ingest_path.hpp, "Send-ahead")
+//   5. start committing the offsets of every batch that is done (every duty::kIngestCommit)
 // A failed turn is an outage of this thread's own (OutageTracker): retried with backoff, the
-// batch kept; status() carries it to /healthz.
+// batches not processed kept (a posted one included: forgotten, then processed again);
+// status() carries it to /healthz.
 //
 // It owns: the KafkaConsumer (so librdkafka runs the rebalance listeners on this thread; each is
 // relayed to the loop's thread and awaited, broker/handover.hpp), the IngestPath, its JobStore
@@ -28,6 +32,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -87,6 +92,12 @@ class IngestStage {
   void finish();
   void publish_status();
   std::int64_t poll_wait_ms() const;
+  // The consumer's listeners (relayed to the loop's thread; see the .cpp).
+  connectors::KafkaConsumer::Listener relaying();
+  // IngestPath::settle(), its failure left to the next turn (which processes the batch again).
+  void settle_quietly() noexcept;
+  // After a failed turn: nothing stays posted, and the batches done are not kept.
+  void failed() noexcept;
 
   const config::Config& c_;
   Handover& handover_;
@@ -99,9 +110,10 @@ class IngestStage {
   IngestPause pause_;
   OutageTracker outages_;
   ProducerRecovery recovery_;
-  std::optional<std::vector<connectors::Record>> batch_;  // kept across an outage, retried
+  std::deque<std::vector<connectors::Record>> kept_;  // read, not processed yet (the last may be posted)
   Every status_every_{duty::kSnapshot};
   Every lag_every_{duty::kLagReading};
+  Every commit_every_{duty::kIngestCommit};
   std::map<std::string, std::int64_t> lag_;
 
   std::atomic<bool> stop_{false};

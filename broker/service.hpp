@@ -53,6 +53,10 @@
 //   ingest batch half-written   the revoke waits (the ingest thread is inside poll, not
 //                               process(), when librdkafka calls it); an outage-interrupted
 //                               batch is re-read by the next owner (never committed here)
+//   ingest batch posted, its    collected by the listener before the revoke is relayed, so
+//   replies not read            its offers are queued ahead of the revoke (send-ahead,
+//                               ingest_path.hpp); if that fails, forgotten and processed again
+//                               by the next turn, like an outage-interrupted batch
 //   offers queued, not applied  applied before the revoke (same queue): held, then dropped with
 //                               the shard; after a revoke they find the shard not owned (ignored)
 //   claims in flight            applied first (FirePath::settle_all): their records are held

@@ -368,6 +368,7 @@ TEST_CASE_METHOD(Fixture, "7: ingest never waits for dead-letter acknowledgement
   // Batch 1 has a dead letter, batch 2 only good jobs: 2 may not be committed before 1.
   rig.path.process(std::vector<connectors::Record>{ingest_record("in", 0, true), ingest_record("in", 1, false)}, wall_now());
   rig.path.process(std::vector<connectors::Record>{ingest_record("in", 2, true)}, wall_now());
+  rig.path.settle();                         // batch 2 was posted (send-ahead): its replies read now
   CHECK(field("in-0", "state") == "delay");  // the jobs are durable at once
   CHECK(field("in-2", "state") == "delay");
   CHECK(rig.path.take_committable().empty());  // batch 1's dead letter is not acknowledged yet
@@ -389,6 +390,7 @@ TEST_CASE_METHOD(Fixture, "7: with Kafka down, dead letters back up until ingest
     CHECK_FALSE(rig.path.backlogged());
     rig.path.process(std::vector<connectors::Record>{ingest_record("in", 2 * b, true), ingest_record("in", 2 * b + 1, false)}, wall_now());
   }
+  rig.path.settle();
   CHECK(rig.path.backlogged());  // the service pauses reading now
   // The copies fail (timed out) and are retried with backoff; they are never dropped.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -400,6 +402,55 @@ TEST_CASE_METHOD(Fixture, "7: with Kafka down, dead letters back up until ingest
   CHECK(rig.path.waiting_dead_letters() == 3);
   CHECK(rig.path.take_committable().empty());
   CHECK(field("in-4", "state") == "delay");  // the good jobs went on regardless
+}
+
+TEST_CASE_METHOD(Fixture, "send-ahead: a batch is posted, collected with the next one, and processed again if abandoned",
+                 "[ingest][post]") {
+  const std::string dlq = kt::create_topic("dlq", 1);
+  IngestRig rig(*this, producer_props(), dlq);
+  const std::string shard_in = storage::shard_id("in", 0);
+  const std::int64_t t0 = wall_now();
+  rig.scheduler.assign(shard_in);
+  rig.scheduler.refill(t0);  // loaded: offers within the horizon are held
+  auto record = [&](std::int64_t offset) {
+    connectors::Record r = ingest_record("in", offset, true);
+    r.headers[0].value = std::to_string(t0 + 10'000);  // deliver-at, within the load window
+    return r;
+  };
+  const std::vector<connectors::Record> b1{record(0), record(1)};
+  const std::vector<connectors::Record> b2{record(2)};
+
+  rig.path.process(b1, t0);
+  CHECK(rig.path.in_flight() == 1);             // posted: its replies not read yet
+  CHECK_FALSE(rig.path.processed(b1));
+  CHECK(rig.path.take_committable().empty());   // so its offsets wait
+  CHECK_FALSE(rig.scheduler.holds(shard_in, "in-0"));  // and the wheel hears of it only once acknowledged
+  rig.path.process(b2, t0);                     // posts b2, then collects b1
+  CHECK(rig.path.in_flight() == 1);
+  CHECK(rig.path.processed(b1));
+  CHECK_FALSE(rig.path.processed(b2));
+  CHECK(rig.scheduler.holds(shard_in, "in-0"));
+  CHECK(rig.scheduler.holds(shard_in, "in-1"));
+  auto offsets = rig.path.take_committable();
+  REQUIRE(offsets.size() == 1);
+  CHECK(offsets[0].second == 2);
+
+  // Forgotten before its replies were read (an outage): b2 is processed again, and ends the same.
+  rig.path.abandon();
+  CHECK(rig.path.in_flight() == 0);
+  CHECK_FALSE(rig.path.processed(b2));
+  rig.path.process(b2, t0);
+  rig.path.settle();
+  CHECK(rig.path.in_flight() == 0);
+  CHECK(rig.path.processed(b2));
+  CHECK(rig.scheduler.holds(shard_in, "in-2"));
+  CHECK(field("in-2", "state") == "delay");
+  offsets = rig.path.take_committable();
+  REQUIRE(offsets.size() == 1);
+  CHECK(offsets[0].second == 3);
+  // b2's job written once or twice (whether Redis ran the abandoned post is unknown): one job.
+  CHECK(rig.path.counters().accepted + rig.path.counters().duplicates == 3);
+  CHECK(rig.path.counters().accepted >= 2);
 }
 
 // Throughput: jobs are claimed claim_ahead_ms before they are due, so that at the due instant

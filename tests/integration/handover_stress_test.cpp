@@ -12,6 +12,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <span>
@@ -86,7 +87,9 @@ TEST_CASE(
   };
 
   // The ingest thread's progress, for the cross-thread check: a batch is `started` before its
-  // accept is sent and `pushed` once its offers are queued.
+  // accept is posted, and batches before `pushed` have their offers queued. As IngestPath does
+  // (send-ahead), each batch is posted and collected when the next one is posted, or before a
+  // cancel: so a batch's jobs are in Redis, and not yet offered, while the next one is read.
   std::atomic<int> started{0}, pushed{0};
   std::atomic<bool> ingest_done{false};
   std::set<std::string> cancelled;  // ingest's; read by the owner only after join()
@@ -95,8 +98,28 @@ TEST_CASE(
     std::mt19937_64 rng(42);
     std::uniform_int_distribution<std::int64_t> due(-50, sizes.spread_ms - 1);
     std::vector<std::pair<std::string, std::string>> written;  // (shard, id)
+    struct Posted {
+      int batch = 0;
+      std::vector<storage::NewJob> jobs;
+      storage::JobStore::PostedAccept call;
+    };
+    std::optional<Posted> posted;
+    auto collect = [&] {
+      if (!posted) return;
+      const auto outcomes = ingest_store.accept_collect(posted->call);
+      for (std::size_t i = 0; i < posted->jobs.size(); ++i) {
+        if (outcomes[i].state == storage::JobState::delay) {
+          handover.offer(posted->jobs[i].shard, posted->jobs[i].job_id, outcomes[i].deliver_at);
+          written.emplace_back(posted->jobs[i].shard, posted->jobs[i].job_id);
+        }
+      }
+      handover.flush();
+      pushed.store(posted->batch + 1);
+      posted.reset();
+    };
     for (int b = 0; b < sizes.batches; ++b) {
       if (b == sizes.batches / 2) {
+        collect();  // as IngestStage does before relaying (and the check below waits for it)
         handover.relay(Handover::Rebalance::assigned, {{"hs", 2}});
         relay_saw_assignment = late_assigned;  // a data race unless relay() waited for serve()
       }
@@ -111,14 +134,11 @@ TEST_CASE(
         jobs.push_back(std::move(j));
       }
       started.fetch_add(1);
-      const auto outcomes = ingest_store.accept(jobs, now);
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (outcomes[i].state == storage::JobState::delay) {
-          handover.offer(jobs[i].shard, jobs[i].job_id, outcomes[i].deliver_at);
-          written.emplace_back(jobs[i].shard, jobs[i].job_id);
-        }
-      }
+      auto call = ingest_store.accept_post(jobs, now);
+      collect();  // the batch before, while Redis runs this one
+      posted = Posted{b, std::move(jobs), std::move(call)};
       if (b % 7 == 3) {  // cancel a few jobs written so far, as a cancel record would
+        collect();
         for (int c = 0; c < 5; ++c) {
           const auto& [shard, id] = written[static_cast<std::size_t>(rng() % written.size())];
           const storage::Transition t = ingest_store.cancel(shard, id, now_ms());
@@ -127,10 +147,11 @@ TEST_CASE(
             cancelled.insert(id);
           }
         }
+        handover.flush();
       }
-      pushed.store(b + 1);
       if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 3));
     }
+    collect();
     ingest_done = true;
     handover.notify();
   });
