@@ -29,7 +29,8 @@
 //             source-topic, source-partition and source-offset headers (also a status record
 //             without job-id or with an unknown status).
 //
-// Commits. process() returns once the batch's jobs and cancels are in Redis; it does not wait
+// Commits. process() returns once the batch's jobs and cancels are in Redis (with send-ahead,
+// once its last accepts are posted: the batch is done when they are collected); it does not wait
 // for Kafka to acknowledge the dead-letter copies (that could take as long as Kafka's message
 // timeout, and the scheduling loop must not wait). A batch's offsets become committable when
 // every dead-letter copy of it is acknowledged and every batch before it is committable too;

@@ -137,7 +137,7 @@ class RedisCluster final : public RedisClient {
   std::vector<std::size_t> primaries_;
   std::set<std::size_t> written_;  // nodes sent a command since the last successful wait
   RedisClusterStats stats_;
-  std::string not_cluster_;  // the refusal of a node not in cluster mode, for the constructor
+  std::string not_cluster_;                  // the refusal of a node not in cluster mode, for the constructor
   std::deque<std::vector<Command>> posted_;  // post()s not yet collected, oldest first
   // pipeline() itself, for collect() (pipeline() refuses to run while posts are outstanding).
   std::vector<RedisReply> run(const std::vector<Command>& commands);

@@ -1,8 +1,9 @@
 // RedisConnection: one synchronous hiredis connection (RAII over redisContext) with pipelining.
 //
 // Every round trip either returns all replies or throws RedisIoError and leaves the connection
-// closed (forgetting every outstanding post()); the next call reconnects first. Callers therefore treat RedisIoError as "retry the
-// whole operation later", which is safe because every delayd write is idempotent.
+// closed (forgetting every outstanding post()); the next call reconnects first. Callers
+// therefore treat RedisIoError as "retry the whole operation later", which is safe because
+// every delayd write is idempotent.
 // RedisIoError means "transient": besides a lost connection it is thrown when any reply of a
 // round trip is one of the error replies that say "not now" (LOADING after a restart, READONLY
 // after a failover, OOM, MISCONF, BUSY, ...; see is_transient_error_reply). Other error replies

@@ -404,7 +404,8 @@ TEST_CASE_METHOD(Fixture, "7: with Kafka down, dead letters back up until ingest
   CHECK(field("in-4", "state") == "delay");  // the good jobs went on regardless
 }
 
-TEST_CASE_METHOD(Fixture, "send-ahead: a batch is posted, collected with the next one, and processed again if abandoned",
+TEST_CASE_METHOD(Fixture,
+                 "send-ahead: a batch is posted, collected with the next one, and processed again if abandoned",
                  "[ingest][post]") {
   const std::string dlq = kt::create_topic("dlq", 1);
   IngestRig rig(*this, producer_props(), dlq);
@@ -421,11 +422,11 @@ TEST_CASE_METHOD(Fixture, "send-ahead: a batch is posted, collected with the nex
   const std::vector<connectors::Record> b2{record(2)};
 
   rig.path.process(b1, t0);
-  CHECK(rig.path.in_flight() == 1);             // posted: its replies not read yet
+  CHECK(rig.path.in_flight() == 1);  // posted: its replies not read yet
   CHECK_FALSE(rig.path.processed(b1));
-  CHECK(rig.path.take_committable().empty());   // so its offsets wait
+  CHECK(rig.path.take_committable().empty());          // so its offsets wait
   CHECK_FALSE(rig.scheduler.holds(shard_in, "in-0"));  // and the wheel hears of it only once acknowledged
-  rig.path.process(b2, t0);                     // posts b2, then collects b1
+  rig.path.process(b2, t0);                            // posts b2, then collects b1
   CHECK(rig.path.in_flight() == 1);
   CHECK(rig.path.processed(b1));
   CHECK_FALSE(rig.path.processed(b2));
