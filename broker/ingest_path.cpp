@@ -345,6 +345,7 @@ bool IngestPath::unwritten_schedule(const std::string& shard, const std::string&
 
 void IngestPath::cancel(const std::string& shard, const std::string& job_id, std::int64_t offset, std::int64_t now_ms,
                         CancelScope scope) {
+  settle();  // a posted batch runs first (and the store takes no other call while one is posted)
   const storage::Transition t = scope == CancelScope::own_shard
                                     ? store_.cancel(shard, job_id, now_ms, options_.cancel_memory_s, offset)
                                     : store_.cancel_anywhere(shard, job_id, now_ms, options_.cancel_memory_s, offset);
@@ -366,6 +367,7 @@ void IngestPath::cancel(const std::string& shard, const std::string& job_id, std
 }
 
 void IngestPath::reschedule(const std::string& shard, const contract::RescheduleJob& r, std::int64_t now_ms) {
+  settle();
   const storage::Transition t = store_.reschedule_anywhere(shard, r.job_id, r.deliver_at_ms, now_ms);
   if (t.changed) {
     // The owner moves the timer when it reads the wake list; if that is us, at once.
@@ -437,6 +439,7 @@ void IngestPath::settle_batch(std::uint64_t batch) {
 }
 
 std::vector<bool> IngestPath::apply_reports(const std::vector<contract::StatusReport>& statuses, std::int64_t now_ms) {
+  settle();
   std::vector<std::string> ids;
   ids.reserve(statuses.size());
   for (const auto& r : statuses) ids.push_back(r.job_id);

@@ -46,8 +46,9 @@
 // Send-ahead (IngestOptions::send_ahead). The accepts that end a batch (all of a plain batch of
 // schedules) are posted (JobStore::accept_post) and process() returns without their replies; the
 // next process() posts its own and then collects the earlier ones, so that Redis runs one batch
-// while this thread reads and parses the next. Everything else that needs Redis (a cancel, a
-// reschedule, a report, a retry, settle()) first collects what is posted. A posted batch is
+// while this thread reads and parses the next. Everything else that needs Redis (an accept that
+// is not posted, a cancel, also one that goes before its job's accept, a reschedule, a report,
+// a retry, settle()) first collects what is posted: each such call begins with settle(). A posted batch is
 // not processed (its offsets wait) until its replies are read and its jobs offered to the
 // wheel; an error in between forgets every posted batch (abandon()), and the caller processes
 // them again, in order, like a batch an outage interrupted. Redis runs posts in order on the

@@ -452,6 +452,22 @@ TEST_CASE_METHOD(Fixture,
   // b2's job written once or twice (whether Redis ran the abandoned post is unknown): one job.
   CHECK(rig.path.counters().accepted + rig.path.counters().duplicates == 3);
   CHECK(rig.path.counters().accepted >= 2);
+
+  // A batch holding a job and its cancel while the batch before is posted: the cancel, which
+  // goes before its job's accept, first collects the posted batch (the store takes no other
+  // call meanwhile), and the job is accepted straight into cancelled.
+  rig.path.process(std::vector<connectors::Record>{record(3)}, t0);
+  REQUIRE(rig.path.in_flight() == 1);
+  connectors::Record cancel = ingest_record("in", 5, true);
+  cancel.headers = {{"op", "cancel"}, {"job-id", "in-4"}};
+  rig.path.process(std::vector<connectors::Record>{record(4), cancel}, t0);
+  rig.path.settle();
+  CHECK(field("in-3", "state") == "delay");
+  CHECK(field("in-4", "state") == "cancelled");
+  CHECK_FALSE(rig.scheduler.holds(shard_in, "in-4"));
+  offsets = rig.path.take_committable();
+  REQUIRE(offsets.size() == 1);
+  CHECK(offsets[0].second == 6);
 }
 
 // Throughput: jobs are claimed claim_ahead_ms before they are due, so that at the due instant
