@@ -262,13 +262,22 @@ std::vector<redis::Command> flat_groups(const std::vector<std::vector<redis::Com
   return cmds;
 }
 
-// Splits a pipeline's replies into the groups `which` sent, in order, into out[g].
-void split_replies(const std::vector<std::vector<redis::Command>>& groups, std::vector<redis::RedisReply>& replies,
+// How many commands each group holds (and so how many replies it gets).
+std::vector<size_t> sizes_of(const std::vector<std::vector<redis::Command>>& groups) {
+  std::vector<size_t> sizes;
+  sizes.reserve(groups.size());
+  for (const auto& g : groups) sizes.push_back(g.size());
+  return sizes;
+}
+
+// Splits a pipeline's replies, from replies[first] on, into the groups `which` sent, in order,
+// into out[g]; group g has sizes[g] replies.
+void split_replies(const std::vector<size_t>& sizes, std::vector<redis::RedisReply>& replies, size_t first,
                    const std::vector<size_t>& which, std::vector<std::vector<redis::RedisReply>>& out) {
-  size_t at = 0;
+  size_t at = first;
   for (size_t g : which) {
     out[g].clear();
-    for (size_t c = 0; c < groups[g].size(); ++c) out[g].push_back(std::move(replies[at++]));
+    for (size_t c = 0; c < sizes[g]; ++c) out[g].push_back(std::move(replies[at++]));
   }
 }
 
@@ -294,13 +303,14 @@ std::vector<std::vector<redis::RedisReply>> JobStore::eval_groups(
     const std::vector<std::vector<redis::Command>>& groups) {
   const std::vector<size_t> all = all_groups(groups.size());
   std::vector<std::vector<redis::RedisReply>> out(groups.size());
+  const std::vector<size_t> sizes = sizes_of(groups);
   auto replies = redis_.pipeline(flat_groups(groups, all));
-  split_replies(groups, replies, all, out);
+  split_replies(sizes, replies, 0, all, out);
   const std::vector<size_t> lost = lost_groups(out);
   if (lost.empty()) return out;
   load_scripts();  // the same texts: the same SHA1s, so the groups are sent again as they were
   auto again = redis_.pipeline(flat_groups(groups, lost));
-  split_replies(groups, again, lost, out);
+  split_replies(sizes, again, 0, lost, out);
   return out;
 }
 
@@ -373,7 +383,7 @@ JobStore::Calls JobStore::build_calls(Script script, std::span<const ShardJobs> 
 std::vector<JobStore::Replies> JobStore::replies_of(const Calls& calls,
                                                     std::vector<std::vector<redis::RedisReply>>& replies) const {
   std::vector<Replies> out(calls.shards.size());
-  for (size_t g = 0; g < calls.groups.size(); ++g) {
+  for (size_t g = 0; g < calls.owner.size(); ++g) {
     out[calls.owner[g]].calls.push_back(std::move(replies[g][0]));
     if (calls.read_records) out[calls.owner[g]].reads.push_back(std::move(replies[g][1]));
   }
@@ -455,12 +465,18 @@ std::vector<std::string> JobStore::lost_shards() {
   return lost;
 }
 
+redis::Command JobStore::registration(std::string_view shard) const {
+  return {"SADD", keys_.shards(), std::string(shard)};
+}
+
+void JobStore::registered(std::string_view shard, const redis::RedisReply& reply) {
+  if (reply.view().is_error()) throw redis::RedisCommandError("redis: " + reply.view().error());
+  registered_shards_.emplace(shard);
+}
+
 void JobStore::register_shard(std::string_view shard) {
   if (registered_shards_.count(std::string(shard)) != 0) return;
-  if (auto r = redis_.command({"SADD", keys_.shards(), std::string(shard)}); r.view().is_error()) {
-    throw redis::RedisCommandError("redis: " + r.view().error());
-  }
-  registered_shards_.emplace(shard);
+  registered(shard, redis_.command(registration(shard)));
 }
 
 JobStore::Calls JobStore::accept_calls(std::span<const NewJob> jobs, std::int64_t now_ms,
@@ -533,12 +549,16 @@ JobStore::PostedAccept JobStore::accept_post(std::span<const NewJob> jobs, std::
   std::vector<redis::Command> commands;
   for (const std::string& shard : p.calls.shards) {
     if (registered_shards_.count(shard) == 0) {
-      commands.push_back({"SADD", keys_.shards(), shard});
+      commands.push_back(registration(shard));
       p.registering.push_back(shard);
     }
   }
-  const std::vector<redis::Command> scripts = flat_groups(p.calls.groups, all_groups(p.calls.groups.size()));
-  commands.insert(commands.end(), scripts.begin(), scripts.end());
+  // The commands go to the connection; the collect needs only how many replies each group gets.
+  p.sizes = sizes_of(p.calls.groups);
+  for (auto& group : p.calls.groups) {
+    for (auto& c : group) commands.push_back(std::move(c));
+  }
+  p.calls.groups.clear();
   redis_.post(commands);
   return p;
 }
@@ -546,16 +566,16 @@ JobStore::PostedAccept JobStore::accept_post(std::span<const NewJob> jobs, std::
 std::vector<AcceptOutcome> JobStore::accept_collect(PostedAccept& posted) {
   std::vector<redis::RedisReply> replies = redis_.collect();
   const size_t sadds = posted.registering.size();
+  std::vector<std::vector<redis::RedisReply>> groups(posted.sizes.size());
+  split_replies(posted.sizes, replies, sadds, all_groups(groups.size()), groups);
   for (size_t i = 0; i < sadds; ++i) {
-    if (replies[i].view().is_error()) {
+    try {
+      registered(posted.registering[i], replies[i]);
+    } catch (...) {
       redis_.abandon();
-      throw redis::RedisCommandError("redis: " + replies[i].view().error());
+      throw;
     }
   }
-  std::vector<redis::RedisReply> rest(std::make_move_iterator(replies.begin() + static_cast<std::ptrdiff_t>(sadds)),
-                                      std::make_move_iterator(replies.end()));
-  std::vector<std::vector<redis::RedisReply>> groups(posted.calls.groups.size());
-  split_replies(posted.calls.groups, rest, all_groups(groups.size()), groups);
   if (!lost_groups(groups).empty()) {
     // Redis lost its scripts, so this post (and any posted after it) did not run: the scripts
     // are loaded again, and the caller posts its jobs again, in order, as after any outage.
@@ -563,7 +583,6 @@ std::vector<AcceptOutcome> JobStore::accept_collect(PostedAccept& posted) {
     load_scripts();
     throw redis::RedisIoError("redis lost delayd's scripts (NOSCRIPT): loaded again; the batch is written again");
   }
-  for (const std::string& shard : posted.registering) registered_shards_.insert(shard);
   return accept_outcomes(posted.jobs, posted.index, replies_of(posted.calls, groups));
 }
 

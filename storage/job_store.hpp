@@ -565,12 +565,17 @@ class JobStore {
   // What accept_post() sent, for its accept_collect().
   struct PostedAccept {
     size_t jobs = 0;
-    Calls calls;
+    Calls calls;                             // its groups moved to the connection: left empty
+    std::vector<size_t> sizes;               // how many commands each of calls' groups held
     std::vector<std::vector<size_t>> index;  // as accept_calls()'s
     std::vector<std::string> registering;    // shards whose SADD (register_shard()) leads the post
   };
 
  private:
+  // register_shard() in two halves: the command that adds shard to <prefix>:shards, and what
+  // its reply tells: the shard is known from then on, or (an error reply) RedisCommandError.
+  redis::Command registration(std::string_view shard) const;
+  void registered(std::string_view shard, const redis::RedisReply& reply);
   // ARGV[4] of a call: the fence, or '' when fencing is off or the script is not fenced.
   std::string fence_arg(Script script, std::string_view shard) const;
   void load_scripts();
