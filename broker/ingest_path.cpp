@@ -55,7 +55,7 @@ struct FlushOnExit {
 IngestPath::IngestPath(WheelFeed& wheel, storage::JobStore& store, connectors::KafkaProducer& producer,
                        TopicCreator* topics, IngestOptions options)
     : wheel_(wheel),
-      store_(store),
+      posting_store_(store),
       producer_(producer),
       topics_(topics),
       options_(std::move(options)),
@@ -191,7 +191,7 @@ void IngestPath::post_accepts(Batch& b, std::size_t end, std::int64_t now_ms) {
   accepts_.clear();
   accept_traces_.clear();
   try {
-    p.call = store_.accept_post(p.jobs, now_ms);
+    p.call = posting_store_.accept_post(p.jobs, now_ms);
   } catch (...) {
     abandon();
     throw;
@@ -205,7 +205,7 @@ void IngestPath::collect_one() {
   Posted& p = posted_.front();
   std::vector<storage::AcceptOutcome> outcomes;
   try {
-    outcomes = store_.accept_collect(p.call);
+    outcomes = posting_store_.accept_collect(p.call);
   } catch (...) {
     abandon();
     throw;
@@ -222,9 +222,14 @@ void IngestPath::settle() {
   while (!posted_.empty()) collect_one();
 }
 
+storage::JobStore& IngestPath::store() {
+  settle();
+  return posting_store_;
+}
+
 void IngestPath::abandon() noexcept {
   posted_.clear();
-  store_.abandon_posts();
+  posting_store_.abandon_posts();
 }
 
 void IngestPath::wait_for_replicas(Batch& b, std::size_t end) {
@@ -276,7 +281,7 @@ void IngestPath::flush_accepts(Batch& b, std::size_t next, std::int64_t now_ms) 
   settle();  // what was posted before runs first, as it was read first
   flush_reports(b, now_ms);
   if (!accepts_.empty()) {
-    const auto outcomes = store_.accept(accepts_, now_ms);
+    const auto outcomes = store().accept(accepts_, now_ms);
     apply_accepts(b, accepts_, accept_traces_, outcomes);
     accepts_.clear();
     accept_traces_.clear();
@@ -345,10 +350,9 @@ bool IngestPath::unwritten_schedule(const std::string& shard, const std::string&
 
 void IngestPath::cancel(const std::string& shard, const std::string& job_id, std::int64_t offset, std::int64_t now_ms,
                         CancelScope scope) {
-  settle();  // a posted batch runs first (and the store takes no other call while one is posted)
   const storage::Transition t = scope == CancelScope::own_shard
-                                    ? store_.cancel(shard, job_id, now_ms, options_.cancel_memory_s, offset)
-                                    : store_.cancel_anywhere(shard, job_id, now_ms, options_.cancel_memory_s, offset);
+                                    ? store().cancel(shard, job_id, now_ms, options_.cancel_memory_s, offset)
+                                    : store().cancel_anywhere(shard, job_id, now_ms, options_.cancel_memory_s, offset);
   if (t.changed && t.state == storage::JobState::in_flight) {
     ++counters_.cancelled;
     spdlog::info("job {} cancelled: an occurrence is on its way, the series ends after it", job_id);
@@ -367,8 +371,7 @@ void IngestPath::cancel(const std::string& shard, const std::string& job_id, std
 }
 
 void IngestPath::reschedule(const std::string& shard, const contract::RescheduleJob& r, std::int64_t now_ms) {
-  settle();
-  const storage::Transition t = store_.reschedule_anywhere(shard, r.job_id, r.deliver_at_ms, now_ms);
+  const storage::Transition t = store().reschedule_anywhere(shard, r.job_id, r.deliver_at_ms, now_ms);
   if (t.changed) {
     // The owner moves the timer when it reads the wake list; if that is us, at once.
     wheel_.move(t.shard, r.job_id, r.deliver_at_ms);
@@ -397,13 +400,12 @@ void IngestPath::flush_reports(Batch& b, std::int64_t now_ms) {
 void IngestPath::retry_waiting(std::int64_t now_ms) {
   if ((waiting_reports_.empty() && waiting_upserts_.empty()) || steady_ms() < next_report_retry_) return;
   const FlushOnExit flush{wheel_};
-  settle();
   next_report_retry_ = steady_ms() + kReportRetryMs;
   if (!waiting_upserts_.empty()) {
     std::vector<storage::NewJob> again;
     again.reserve(waiting_upserts_.size());
     for (const auto& w : waiting_upserts_) again.push_back(w.job);
-    const auto outcomes = store_.accept(again, now_ms);  // may throw: all stay waiting
+    const auto outcomes = store().accept(again, now_ms);  // may throw: all stay waiting
     std::vector<WaitingUpsert> waiting = std::move(waiting_upserts_);
     waiting_upserts_.clear();
     for (size_t i = 0; i < waiting.size(); ++i) {
@@ -439,11 +441,10 @@ void IngestPath::settle_batch(std::uint64_t batch) {
 }
 
 std::vector<bool> IngestPath::apply_reports(const std::vector<contract::StatusReport>& statuses, std::int64_t now_ms) {
-  settle();
   std::vector<std::string> ids;
   ids.reserve(statuses.size());
   for (const auto& r : statuses) ids.push_back(r.job_id);
-  const auto located = store_.locate(ids);
+  const auto located = store().locate(ids);
   std::vector<storage::Report> reports;
   std::vector<std::string> where;
   reports.reserve(statuses.size());
@@ -467,7 +468,7 @@ std::vector<bool> IngestPath::apply_reports(const std::vector<contract::StatusRe
     reports.push_back(std::move(r));
     where.push_back(located[i] ? located[i]->shard : std::string());
   }
-  const auto outcomes = store_.report(reports, where, now_ms);
+  const auto outcomes = store().report(reports, where, now_ms);
   std::vector<bool> wait(outcomes.size(), false);
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const auto& o = outcomes[i];

@@ -48,10 +48,11 @@
 // next process() posts its own and then collects the earlier ones, so that Redis runs one batch
 // while this thread reads and parses the next. Everything else that needs Redis (an accept that
 // is not posted, a cancel, also one that goes before its job's accept, a reschedule, a report,
-// a retry, settle()) first collects what is posted: each such call begins with settle(). A posted batch is
-// not processed (its offsets wait) until its replies are read and its jobs offered to the
-// wheel; an error in between forgets every posted batch (abandon()), and the caller processes
-// them again, in order, like a batch an outage interrupted. Redis runs posts in order on the
+// a retry, settle()) first collects what is posted: each reaches the store through store(),
+// which settles first (only the post, its collect and abandon() use the store directly). A
+// posted batch is not processed (its offsets wait) until its replies are read and its jobs
+// offered to the wheel; an error in between forgets every posted batch (abandon()), and the
+// caller processes them again, in order, like a batch an outage interrupted. Redis runs posts in order on the
 // one connection, so the order of writes is the order of records, as without send-ahead.
 // Off when replicas must acknowledge (WAIT must follow the writes it covers).
 //
@@ -227,8 +228,14 @@ class IngestPath {
   // flight: it is in waiting_upserts_ now, and the caller makes its batch wait for it.
   bool accepted(const storage::NewJob& job, const storage::AcceptOutcome& o, std::uint64_t batch);
 
+  // The store for any call but a posted accept's: every posted batch collected first, so that
+  // what was read first is written first, and the connection, which takes no other call while a
+  // post is owed, takes this one. Only post_accepts(), collect_one() and abandon() use
+  // posting_store_ itself.
+  storage::JobStore& store();
+
   WheelFeed& wheel_;
-  storage::JobStore& store_;
+  storage::JobStore& posting_store_;
   connectors::KafkaProducer& producer_;
   TopicCreator* topics_;
   IngestOptions options_;
