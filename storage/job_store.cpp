@@ -511,14 +511,28 @@ JobStore::Calls JobStore::accept_calls(std::span<const NewJob> jobs, std::int64_
   return build_calls(Script::accept, shards, now_ms);
 }
 
-std::vector<AcceptOutcome> JobStore::accept_outcomes(size_t jobs, const std::vector<std::vector<size_t>>& index,
+std::vector<std::int64_t> JobStore::asked_times(std::span<const NewJob> jobs) {
+  std::vector<std::int64_t> at;
+  at.reserve(jobs.size());
+  for (const NewJob& j : jobs) at.push_back(j.deliver_at);
+  return at;
+}
+
+std::vector<AcceptOutcome> JobStore::accept_outcomes(const std::vector<std::int64_t>& asked,
+                                                     const std::vector<std::vector<size_t>>& index,
                                                      const std::vector<Replies>& replies) {
-  std::vector<AcceptOutcome> out(jobs);
+  std::vector<AcceptOutcome> out(asked.size());
   for (size_t s = 0; s < index.size(); ++s) {
     const std::vector<size_t>& idx = index[s];
     for (size_t k = 0; k < idx.size(); ++k) {
       const redis::ReplyView r = replies[s][k];
       AcceptOutcome& o = out[idx[k]];
+      if (r.is_integer()) {  // created the plain way (accept.lua): in state delay, at the time asked
+        o.kind = AcceptKind::created;
+        o.state = JobState::delay;
+        o.deliver_at = asked[idx[k]];
+        continue;
+      }
       const auto code = r[0].integer();
       o.kind = code >= 0 && code <= static_cast<long long>(AcceptKind::again) ? static_cast<AcceptKind>(code)
                                                                               : AcceptKind::existed;
@@ -538,12 +552,12 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
   Calls calls = accept_calls(jobs, now_ms, index);
   for (const std::string& shard : calls.shards) register_shard(shard);
   auto replies = eval_groups(calls.groups);
-  return accept_outcomes(jobs.size(), index, replies_of(calls, replies));
+  return accept_outcomes(asked_times(jobs), index, replies_of(calls, replies));
 }
 
 JobStore::PostedAccept JobStore::accept_post(std::span<const NewJob> jobs, std::int64_t now_ms) {
   PostedAccept p;
-  p.jobs = jobs.size();
+  p.asked = asked_times(jobs);
   p.calls = accept_calls(jobs, now_ms, p.index);
   // register_shard()'s SADD for the shards not known yet goes first in the same post.
   std::vector<redis::Command> commands;
@@ -583,7 +597,7 @@ std::vector<AcceptOutcome> JobStore::accept_collect(PostedAccept& posted) {
     load_scripts();
     throw redis::RedisIoError("redis lost delayd's scripts (NOSCRIPT): loaded again; the batch is written again");
   }
-  return accept_outcomes(posted.jobs, posted.index, replies_of(posted.calls, groups));
+  return accept_outcomes(posted.asked, posted.index, replies_of(posted.calls, groups));
 }
 
 void JobStore::abandon_posts() noexcept { redis_.abandon(); }

@@ -558,13 +558,17 @@ class JobStore {
   std::vector<Replies> replies_of(const Calls& calls, std::vector<std::vector<redis::RedisReply>>& replies) const;
   // accept()'s calls; index[s] lists the positions in `jobs` of shard calls.shards[s]'s jobs.
   Calls accept_calls(std::span<const NewJob> jobs, std::int64_t now_ms, std::vector<std::vector<size_t>>& index) const;
-  static std::vector<AcceptOutcome> accept_outcomes(size_t jobs, const std::vector<std::vector<size_t>>& index,
+  // What each job's accept did, from the replies (accept.lua's two forms); asked[i]: job i's
+  // deliver_at as the caller gave it (asked_times()).
+  static std::vector<AcceptOutcome> accept_outcomes(const std::vector<std::int64_t>& asked,
+                                                    const std::vector<std::vector<size_t>>& index,
                                                     const std::vector<Replies>& replies);
+  static std::vector<std::int64_t> asked_times(std::span<const NewJob> jobs);
 
  public:
   // What accept_post() sent, for its accept_collect().
   struct PostedAccept {
-    size_t jobs = 0;
+    std::vector<std::int64_t> asked;         // each job's deliver_at, as given (asked_times())
     Calls calls;                             // its groups moved to the connection: left empty
     std::vector<size_t> sizes;               // how many commands each of calls' groups held
     std::vector<std::vector<size_t>> index;  // as accept_calls()'s
