@@ -13,7 +13,7 @@
 //
 //   e2e_load kafka-limit     --topic T --n N
 //   e2e_load ingest          --ingest-topic T --ready-topic R --group G --n N [--due-ms 60000]
-//                            [--stats-match GLOB] [--settle-ms MS]
+//                            [--stats-match GLOB] [--settle-ms MS] [--cpu-pids name:pid,...]
 //   e2e_load burst           --ingest-topic T --ready-topic R --group G --n N [--spread-ms 2000]
 //                            [--lead-ms L]
 //   e2e_load rate            --ingest-topic T --ready-topic R --rate R --seconds D --delay-ms MS
@@ -32,6 +32,7 @@
 // delivery reports included, runs on the main thread.
 #include <hiredis/hiredis.h>
 #include <librdkafka/rdkafka.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -49,6 +50,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -785,6 +787,84 @@ int cmd_kafka_limit(const Options& o) {
   return 0;
 }
 
+// CPU time from /proc, in ms: a process's user + system time, or for pid 0 the idle time of
+// every core together; nullopt when it cannot be read (the process is gone, not Linux).
+std::optional<std::int64_t> cpu_ms(long pid) {
+  const double per_tick_ms = 1000.0 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  if (pid == 0) {
+    std::ifstream stat("/proc/stat");
+    std::string cpu;
+    std::int64_t user = 0, nice = 0, system = 0, idle = 0;
+    if (!(stat >> cpu >> user >> nice >> system >> idle) || cpu != "cpu") return std::nullopt;
+    return static_cast<std::int64_t>(static_cast<double>(idle) * per_tick_ms);
+  }
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');  // the command name, in parentheses, may hold spaces
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(close + 1));
+  std::string skip;
+  for (int f = 3; f < 14; ++f) fields >> skip;  // state .. cmajflt: fields 3 to 13 of proc(5)
+  std::int64_t utime = 0, stime = 0;
+  if (!(fields >> utime >> stime)) return std::nullopt;
+  return static_cast<std::int64_t>(static_cast<double>(utime + stime) * per_tick_ms);
+}
+
+// --cpu-pids "redis:123,kafka:456,delayd:789": the processes whose CPU time a phase reports.
+std::vector<std::pair<std::string, long>> cpu_pids(const Options& o) {
+  std::vector<std::pair<std::string, long>> out;
+  std::istringstream list(o.str("cpu-pids", ""));
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    const auto colon = item.find(':');
+    long pid = 0;
+    if (colon == std::string::npos ||
+        std::from_chars(item.data() + colon + 1, item.data() + item.size(), pid).ec != std::errc() || pid <= 0) {
+      throw UsageError("--cpu-pids: expected name:pid, got '" + item + "'");
+    }
+    out.emplace_back(item.substr(0, colon), pid);
+  }
+  out.emplace_back("load", static_cast<long>(::getpid()));
+  out.emplace_back("idle", 0L);
+  return out;
+}
+
+// CPU time of each of `pids` (cpu_pids()), read now; -1 for one that cannot be read.
+std::vector<std::int64_t> cpu_now(const std::vector<std::pair<std::string, long>>& pids) {
+  std::vector<std::int64_t> out;
+  for (const auto& [name, pid] : pids) out.push_back(cpu_ms(pid).value_or(-1));
+  return out;
+}
+
+// The figure "<phase>_cpu": what each process of `pids` spent over a phase of `n` jobs that took
+// `seconds`, in ms and in µs a job, the idle time of all cores, and the cores' busy fraction.
+// What bounds a phase that leaves cores idle is waiting, not the machine's CPU; one that leaves
+// none is bound by the CPU that every process on the machine shares (Redis's limit, measured
+// with Redis alone, is not).
+Json cpu_figure(const std::string& phase, const std::vector<std::pair<std::string, long>>& pids,
+                const std::vector<std::int64_t>& before, const std::vector<std::int64_t>& after, std::int64_t n,
+                double seconds) {
+  Json j{{"figure", phase + "_cpu"}, {"unit", "us/job"}, {"n", n}, {"seconds", seconds}};
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  double busy_us = 0;
+  for (size_t i = 0; i < pids.size(); ++i) {
+    const std::string& name = pids[i].first;
+    if (before[i] < 0 || after[i] < 0) continue;
+    const std::int64_t ms = after[i] - before[i];
+    j[name + "_ms"] = ms;
+    if (name == "idle") {
+      j["cores"] = cores;
+      j["busy_fraction"] = seconds > 0 ? 1.0 - static_cast<double>(ms) / (1000.0 * seconds * cores) : 0.0;
+      continue;
+    }
+    const double us = n > 0 ? 1000.0 * static_cast<double>(ms) / static_cast<double>(n) : 0.0;
+    j[name + "_us_per_job"] = us;
+    busy_us += us;
+  }
+  j["value"] = busy_us;  // the named processes together, µs of CPU a job
+  return j;
+}
+
 // Durable ingest and Redis bytes per job: n jobs, each due `due-ms` after its publish, sent as
 // fast as possible. Ingest time runs from the first publish until delayd's group has committed
 // the end of every ingest partition. Bytes per pending job: used_memory after that minus before,
@@ -798,13 +878,17 @@ int cmd_ingest(const Options& o) {
   create_topic(producer.handle(), ready);
   Redis redis(ph.redis_url);
   const std::int64_t mem0 = redis.used_memory();
+  const auto pids = cpu_pids(o);
 
+  const auto cpu0 = cpu_now(pids);
   const auto t0 = Clock::now();
   const std::int64_t first_due = epoch_ms() + due_ms;
   publish_all(producer, ingest, ph.tag, 0, n, [&](std::int64_t) { return epoch_ms() + due_ms; });
   producer.flush(milliseconds(300000));
   const double published_s = seconds_between(t0, Clock::now());
   const auto done = ingest_done(ph.bootstrap, producer, group, ingest, t0 + seconds(120) + milliseconds(n));
+  const auto cpu1 = cpu_now(pids);
+  const double cpu_s = seconds_between(t0, Clock::now());
   const double ingest_s = seconds_between(t0, done);
   const std::int64_t mem1 = redis.used_memory();
   const std::int64_t margin_ms = first_due - epoch_ms();
@@ -815,6 +899,8 @@ int cmd_ingest(const Options& o) {
         {"seconds", ingest_s},
         {"published_seconds", published_s},
         {"done_before_first_due_ms", margin_ms}});
+  // Read when ingest_done() returned: its last poll of the committed offsets is in it.
+  emit(cpu_figure("ingest", pids, cpu0, cpu1, n, cpu_s));
   if (margin_ms <= 0)
     note("ingest: jobs fell due before ingest was done; the pending-bytes figure mixes in fired jobs");
   emit({{"figure", "redis_bytes_per_pending_job"},

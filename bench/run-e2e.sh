@@ -309,6 +309,16 @@ say "machine limits: Kafka, $KAFKA_LIMIT_N records"
 load kafka-limit --topic "$run-kafka-limit" --n "$KAFKA_LIMIT_N" --tag "$run-limit"
 
 # --- 2. delayd -------------------------------------------------------------------------------
+# cpu_pids: "redis:PID,kafka:PID,delayd:PID" for e2e_load's --cpu-pids (what each spends of the
+# two cores during the ingest phase); a server whose pid cannot be found is left out.
+cpu_pids() {
+  local list="" redis kafka
+  redis="$(rcli INFO server | tr -d '\r' | awk -F: '$1 == "process_id" { print $2 }')"
+  kafka="$(cat "${DELAYD_STACK_DIR:-$root/.stack}/kafka/kafka.pid" 2>/dev/null || true)"
+  [[ "$redis" =~ ^[0-9]+$ ]] && list+="redis:$redis,"
+  [[ "$kafka" =~ ^[0-9]+$ ]] && kill -0 "$kafka" 2>/dev/null && list+="kafka:$kafka,"
+  echo "${list}delayd:$pid"
+}
 # phase NAME: the delayd names of one phase
 phase_args() { echo --ingest-topic "$1.ingest" --ready-topic "$1.ready.bench" --group "$1" --tag j; }
 
@@ -316,7 +326,8 @@ say "ingest: $N_INGEST jobs due ${INGEST_DUE_MS} ms after publish"
 name="$run-ingest"
 start_delayd "$name"
 # shellcheck disable=SC2046
-load ingest $(phase_args "$name") --n "$N_INGEST" --due-ms "$INGEST_DUE_MS" --stats-match "$name:*stats"
+load ingest $(phase_args "$name") --n "$N_INGEST" --due-ms "$INGEST_DUE_MS" --stats-match "$name:*stats" \
+  --cpu-pids "$(cpu_pids)"
 phase_end ingest
 
 say "burst: $N_BURST jobs due over $BURST_SPREAD_MS ms"
