@@ -49,14 +49,27 @@ void publish_spread(Sender& sender, Expected& expected, const std::string& prefi
 // ---- Sender ----
 
 Sender::Sender(const World& world, connectors::Properties extra)
-    : world_(world), producer_([&] {
-        connectors::Properties p{{"bootstrap.servers", world.bootstrap}, {"linger.ms", "5"}};
-        for (auto& kv : extra) p.push_back(std::move(kv));
-        return p;
-      }(),
-                               [this](const connectors::DeliveryReport& r) {
-                                 if (!r.ok) failed_.push_back(r);
-                               }) {}
+    : world_(world),
+      producer_(
+          [&] {
+            connectors::Properties p{{"bootstrap.servers", world.bootstrap}, {"linger.ms", "5"}};
+            for (auto& kv : extra) p.push_back(std::move(kv));
+            return p;
+          }(),
+          [this](const connectors::DeliveryReport& r) {
+            if (!r.ok) {
+              failed_.push_back(r);
+            } else if (r.tag != 0) {
+              tagged_.push_back(r);
+            }
+          }) {}
+
+std::optional<connectors::DeliveryReport> Sender::delivered(std::uint64_t tag) const {
+  for (const auto& r : tagged_) {
+    if (r.tag == tag) return r;
+  }
+  return std::nullopt;
+}
 
 void Sender::send(const Job& job, std::int32_t partition) {
   connectors::OutRecord rec = e2e::ingest_record(job);

@@ -69,10 +69,14 @@ class Sender {
   void flush(std::chrono::milliseconds timeout = std::chrono::seconds(90));
   // Serves delivery reports without waiting (call while publishing over a long time).
   void poll() { producer_.poll(0); }
+  // The report of the record sent with this tag (OutRecord::tag, not 0), once Kafka acknowledged
+  // it: where it was written.
+  std::optional<connectors::DeliveryReport> delivered(std::uint64_t tag) const;
 
  private:
   const World& world_;
   std::vector<connectors::DeliveryReport> failed_;
+  std::vector<connectors::DeliveryReport> tagged_;  // acknowledged records that carried a tag
   connectors::KafkaProducer producer_;
 };
 
