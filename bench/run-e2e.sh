@@ -314,7 +314,7 @@ load kafka-limit --topic "$run-kafka-limit" --n "$KAFKA_LIMIT_N" --tag "$run-lim
 cpu_pids() {
   local list="" redis kafka
   redis="$(rcli INFO server | tr -d '\r' | awk -F: '$1 == "process_id" { print $2 }')"
-  kafka="$(cat "${DELAYD_STACK_DIR:-$root/.stack}/kafka/kafka.pid" 2>/dev/null || true)"
+  kafka="$(scripts/stack.sh status 2>/dev/null | sed -n 's/.*kafka up on .* (pid \([0-9][0-9]*\)).*/\1/p')"
   [[ "$redis" =~ ^[0-9]+$ ]] && list+="redis:$redis,"
   [[ "$kafka" =~ ^[0-9]+$ ]] && kill -0 "$kafka" 2>/dev/null && list+="kafka:$kafka,"
   echo "${list}delayd:$pid"
