@@ -1,5 +1,7 @@
 #include "connectors/kafka_producer.hpp"
 
+#include <librdkafka/rdkafka.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -8,9 +10,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "connectors/delivery_class.hpp"
 #include "connectors/rdkafka_config.hpp"
-
-#include <librdkafka/rdkafka.h>
 
 namespace delayd::connectors {
 namespace {
@@ -40,39 +41,6 @@ std::unique_ptr<RdKafka::Headers> make_headers(const Headers& headers) {
     }
   }
   return out;
-}
-
-// The one place where librdkafka's error codes become decisions (record.hpp explains them).
-DeliveryError classify(RdKafka::ErrorCode err, RdKafka::Message::Status status) {
-  switch (err) {
-    case RdKafka::ERR_NO_ERROR:
-      return DeliveryError::none;
-    case RdKafka::ERR__FATAL:
-      return DeliveryError::fatal;
-    case RdKafka::ERR_MSG_SIZE_TOO_LARGE:
-    case RdKafka::ERR_RECORD_LIST_TOO_LARGE:
-    case RdKafka::ERR_INVALID_MSG_SIZE:
-      return DeliveryError::too_large;
-    case RdKafka::ERR__UNKNOWN_TOPIC:
-    case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
-    case RdKafka::ERR__UNKNOWN_PARTITION:  // a deleted topic's partitions vanish before the topic
-      return DeliveryError::unknown_topic;
-    case RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED:
-    case RdKafka::ERR_CLUSTER_AUTHORIZATION_FAILED:
-    case RdKafka::ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-    case RdKafka::ERR_SASL_AUTHENTICATION_FAILED:
-    case RdKafka::ERR__AUTHENTICATION:
-      return DeliveryError::refused;
-    case RdKafka::ERR_TOPIC_EXCEPTION:
-    case RdKafka::ERR_INVALID_RECORD:
-    case RdKafka::ERR_INVALID_MSG:
-    case RdKafka::ERR_POLICY_VIOLATION:
-    case RdKafka::ERR__INVALID_ARG:
-      return DeliveryError::permanent;
-    default:
-      return status == RdKafka::Message::MSG_STATUS_NOT_PERSISTED ? DeliveryError::transient
-                                                                  : DeliveryError::possibly_persisted;
-  }
 }
 
 }  // namespace
@@ -121,9 +89,9 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
         ts.type != RdKafka::MessageTimestamp::MSG_TIMESTAMP_NOT_AVAILABLE) {
       report.timestamp_ms = ts.timestamp;
     }
-    report.ok = message.err() == RdKafka::ERR_NO_ERROR;
-    report.error_class = classify(message.err(), message.status());
-    if (!report.ok) report.error = message.errstr();
+    report.error_class = classify_report(message.err(), message.status(), report.offset, acks_return_offsets);
+    report.ok = report.error_class == DeliveryError::none;
+    if (!report.ok) report.error = message.err() == RdKafka::ERR_NO_ERROR ? kNoOffsetError : message.errstr();
     explain_refusal(report, message.err());
     deliver(report);
   }
@@ -219,6 +187,9 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
   }
 
   Properties properties;
+  // Whether Kafka answers a written record with its offset (acks is not 0): then a success
+  // without one is only possibly written (delivery_class.hpp).
+  bool acks_return_offsets = find_property(properties, "acks").value_or("all") != "0";
   // Tags of records accepted by produce() and not yet reported (a multiset: tags are the
   // caller's and need not be unique). Its size is outstanding().
   std::unordered_multiset<std::uint64_t> unreported;

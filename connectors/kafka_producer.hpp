@@ -18,6 +18,8 @@
 //     wait, which is what a thread that must never block passes).
 //   - Every failed report carries a DeliveryError class (record.hpp), so callers never parse
 //     librdkafka's messages to decide between "retry", "give up" and "unknown".
+//   - ok means acknowledged with an offset: with acks other than 0, a success without one is
+//     reported as possibly_persisted (delivery_class.hpp says why).
 //   - The destructor does not call the handler: records still outstanding are purged and their
 //     reports dropped. Call flush() first to learn their fate.
 //

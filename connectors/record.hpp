@@ -60,8 +60,9 @@ enum class DeliveryError : std::uint8_t {
   none,                // written: ok
   transient,           // not written, and Kafka never refused it (broker unreachable, timed out
                        // before it was sent, queue full, purged from the queue): try again later
-  possibly_persisted,  // unknown: it timed out or was purged while in flight, so the broker may
-                       // have written it; a retry may duplicate it
+  possibly_persisted,  // unknown: it timed out or was purged while in flight, or was acknowledged
+                       // without an offset (delivery_class.hpp), so the broker may have written
+                       // it; a retry may duplicate it
   too_large,           // over a size limit (the producer's message.max.bytes or the topic's)
   unknown_topic,       // the topic or its partition does not exist (deleted, or not created
                        // yet): not written; the record can go once the topic is there again
