@@ -15,13 +15,14 @@
 //   e2e_load ingest          --ingest-topic T --ready-topic R --group G --n N [--due-ms 60000]
 //                            [--stats-match GLOB] [--settle-ms MS] [--cpu-pids name:pid,...]
 //   e2e_load burst           --ingest-topic T --ready-topic R --group G --n N [--spread-ms 2000]
-//                            [--lead-ms L]
+//                            [--lead-ms L] [--cpu-pids name:pid,...]
 //   e2e_load rate            --ingest-topic T --ready-topic R --rate R --seconds D --delay-ms MS
-//                            [--figure lateness_<R>_per_s]
+//                            [--figure lateness_<R>_per_s] [--cpu-pids name:pid,...]
 //   e2e_load restart-publish --ingest-topic T --ready-topic R --group G --far N --overdue M
 //                            [--far-ms 3600000] [--margin-ms 10000]
 //   e2e_load restart-measure --ready-topic R --overdue M --start-ms S --log FILE
-//   e2e_load report          --in RAW.jsonl --out e2e.jsonl
+//   e2e_load report          --in RAW.jsonl --out e2e.jsonl   (with each phase's "<phase>_cpu",
+//                            the cores' ceiling beside its machine limit: cmd_report)
 //   e2e_load compare         --before e2e.jsonl --after e2e.jsonl
 //   e2e_load medians         --dir D --rounds N   (D/round<k>/{off,on}/e2e.jsonl: run-trace-cost.sh)
 //   e2e_load cleanup         [--topic-prefix P] [--redis-match GLOB,...] [--groups G,...]
@@ -966,7 +967,13 @@ int cmd_burst(const Options& o) {
   ingest_done(ph.bootstrap, producer, group, ingest, t0 + milliseconds(lead_ms) + seconds(120));
   const std::int64_t margin_ms = first_due - epoch_ms();
   if (margin_ms <= 0) note("burst: ingest was not done when the first job fell due; raise --lead-ms");
+  // The fire's CPU: from the end of ingest (nothing is due yet) until the last record is read.
+  const auto pids = cpu_pids(o);
+  const auto cpu0 = cpu_now(pids);
+  const auto fire_t0 = Clock::now();
   collector.finish(Clock::now() + milliseconds(std::max<std::int64_t>(margin_ms, 0) + spread_ms) + seconds(120));
+  const auto cpu1 = cpu_now(pids);
+  emit(cpu_figure("fire", pids, cpu0, cpu1, n, seconds_between(fire_t0, Clock::now())));
 
   const auto& ds = collector.deliveries();
   std::int64_t last = first_due;
@@ -1042,6 +1049,8 @@ int cmd_rate(const Options& o) {
   create_topic(producer.handle(), ready);
   const std::int64_t warmup_ms = warm_up(ph, producer, ingest, ready);
   ReadyCollector collector(ph.bootstrap, ready, ph.tag, n);
+  const auto pids = cpu_pids(o);
+  const auto cpu0 = cpu_now(pids);
 
   const auto t0 = Clock::now();
   std::int64_t sent = 0;
@@ -1059,6 +1068,10 @@ int cmd_rate(const Options& o) {
   const double span_s = seconds_between(t0, last_send);
   const double achieved = span_s > 0 ? static_cast<double>(n - 1) / span_s : static_cast<double>(n);
   collector.finish(Clock::now() + milliseconds(delay_ms) + seconds(60) + milliseconds(n / 5));
+  // Every job's whole life (ingest and fire) falls in the window, from the first publish to the
+  // last record read: "<stem>_cpu".
+  const auto cpu1 = cpu_now(pids);
+  const double cpu_s = seconds_between(t0, Clock::now());
 
   const auto late = lateness_of(collector.deliveries());
   std::string cdf_file = stem + ".txt";
@@ -1077,6 +1090,7 @@ int cmd_rate(const Options& o) {
     note("rate " + std::to_string(rate) + ": the generator kept only " + std::to_string(static_cast<long>(achieved)) +
          "/s");
   }
+  emit(cpu_figure(stem, pids, cpu0, cpu1, n, cpu_s));
   write_cdf(ph.data_dir / cdf_file, late);
   return check(stem, collector);
 }
@@ -1367,6 +1381,33 @@ int cmd_report(const Options& o) {
     set_limit("whole_life_max_rate", std::pair<std::string, double>{"redis accept + claim + finish", *whole_life_redis},
               false);
   }
+  // The cores' ceiling of a phase: the rate at which the machine's cores would be busy all the
+  // time if every job cost the CPU that the phase's "<phase>_cpu" figure measured (Redis, Kafka,
+  // delayd and the load generator together: they share the cores, which the Redis-only limits
+  // above do not see). No version of delayd can pass it on this machine without making the whole
+  // chain cheaper per job, so it is shown beside the limit with its own fraction.
+  auto cpu_ceiling = [&](const std::string& cpu_name) -> std::optional<double> {
+    const auto it = figures.find(cpu_name);
+    if (it == figures.end()) return std::nullopt;
+    const double us = it->second.value("value", 0.0), cores = it->second.value("cores", 0.0);
+    if (us <= 0 || cores <= 0) return std::nullopt;
+    return cores * 1e6 / us;
+  };
+  auto set_ceiling = [&](const std::string& name, std::optional<double> ceiling) {
+    if (!ceiling || !figures.contains(name)) return;
+    auto& j = figures[name];
+    j["cpu_ceiling"] = *ceiling;
+    if (j.contains("limit")) j["cpu_ceiling_fraction"] = *ceiling / j["limit"].get<double>();
+  };
+  set_ceiling("ingest_jobs_per_s", cpu_ceiling("ingest_cpu"));
+  set_ceiling("fire_jobs_per_s", cpu_ceiling("fire_cpu"));
+  // Whole lives: the highest of the sweep's ceilings (a job costs less CPU at a higher rate).
+  std::optional<double> whole_life_ceiling;
+  for (const auto& p : sweep_points(figures)) {
+    const auto c = cpu_ceiling(lateness_stem(rate_figure(p.offered)) + "_cpu");
+    if (c && (!whole_life_ceiling || *c > *whole_life_ceiling)) whole_life_ceiling = c;
+  }
+  set_ceiling("whole_life_max_rate", whole_life_ceiling);
   set_limit("redis_bytes_per_pending_job", named("redis_lean_bytes_per_pending_job"), true);
   set_limit("redis_bytes_per_finished_job", named("redis_lean_bytes_per_finished_job"), true);
   if (figures.contains("restart_last_ready_ms") && fire_limit) {
@@ -1400,6 +1441,12 @@ int cmd_report(const Options& o) {
     const std::string limit = j.contains("limit") ? pretty(j["limit"].get<double>()) + " " + unit : "-";
     const std::string fraction = j.contains("fraction") ? pretty(j["fraction"].get<double>(), 2) : "-";
     std::printf("%-30s %16s %16s %9s\n", name.c_str(), shown.c_str(), limit.c_str(), fraction.c_str());
+    if (j.contains("cpu_ceiling")) {
+      const std::string ceiling = pretty(j["cpu_ceiling"].get<double>()) + " " + unit;
+      const std::string of_limit =
+          j.contains("cpu_ceiling_fraction") ? pretty(j["cpu_ceiling_fraction"].get<double>(), 2) : "-";
+      std::printf("%-30s %16s %16s %9s\n", "  the cores' ceiling", ceiling.c_str(), limit.c_str(), of_limit.c_str());
+    }
     if (j.contains("at_consumer")) {
       // The same p99, by when the reader had the record instead of the record's timestamp.
       const std::string at = pretty(j["at_consumer"]["p99"].get<double>()) + " " + unit;

@@ -310,7 +310,8 @@ load kafka-limit --topic "$run-kafka-limit" --n "$KAFKA_LIMIT_N" --tag "$run-lim
 
 # --- 2. delayd -------------------------------------------------------------------------------
 # cpu_pids: "redis:PID,kafka:PID,delayd:PID" for e2e_load's --cpu-pids (what each spends of the
-# two cores during the ingest phase); a server whose pid cannot be found is left out.
+# two cores during the ingest, burst and whole-life phases); a server whose pid cannot be found
+# is left out.
 cpu_pids() {
   local list="" redis kafka
   redis="$(rcli INFO server | tr -d '\r' | awk -F: '$1 == "process_id" { print $2 }')"
@@ -334,7 +335,7 @@ say "burst: $N_BURST jobs due over $BURST_SPREAD_MS ms"
 name="$run-burst"
 start_delayd "$name"
 # shellcheck disable=SC2046
-load burst $(phase_args "$name") --n "$N_BURST" --spread-ms "$BURST_SPREAD_MS"
+load burst $(phase_args "$name") --n "$N_BURST" --spread-ms "$BURST_SPREAD_MS" --cpu-pids "$(cpu_pids)"
 phase_end burst
 
 rate_list=()
@@ -345,7 +346,8 @@ for spec in $RATES; do
   name="$run-rate$rate"
   start_delayd "$name"
   # shellcheck disable=SC2046
-  load rate $(phase_args "$name") --rate "$rate" --seconds "$secs" --delay-ms "$RATE_DELAY_MS"
+  load rate $(phase_args "$name") --rate "$rate" --seconds "$secs" --delay-ms "$RATE_DELAY_MS" \
+    --cpu-pids "$(cpu_pids)"
   phase_end "rate$rate"
 done
 
@@ -354,7 +356,7 @@ name="$run-short" short_figure="lateness_short_${SHORT_DELAY_MS}ms"
 start_delayd "$name"
 # shellcheck disable=SC2046
 load rate $(phase_args "$name") --rate "$SHORT_RATE" --seconds "$SHORT_SECONDS" --delay-ms "$SHORT_DELAY_MS" \
-  --figure "$short_figure"
+  --figure "$short_figure" --cpu-pids "$(cpu_pids)"
 short_cdf="$(text_field "$short_figure" cdf_file)"
 phase_end short
 
