@@ -866,6 +866,24 @@ Json cpu_figure(const std::string& phase, const std::vector<std::pair<std::strin
   return j;
 }
 
+// One phase's CPU window: the processes of --cpu-pids (with this one and the cores' idle time),
+// read when it is made; figure() reads them again and makes "<phase>_cpu" of the time between.
+class CpuWindow {
+ public:
+  explicit CpuWindow(const Options& o) : pids_(cpu_pids(o)), before_(cpu_now(pids_)), t0_(Clock::now()) {}
+
+  // cpu_figure() of the window from its start until now, for `n` jobs.
+  Json figure(const std::string& phase, std::int64_t n) const {
+    const auto after = cpu_now(pids_);
+    return cpu_figure(phase, pids_, before_, after, n, seconds_between(t0_, Clock::now()));
+  }
+
+ private:
+  std::vector<std::pair<std::string, long>> pids_;
+  std::vector<std::int64_t> before_;
+  Clock::time_point t0_;
+};
+
 // Durable ingest and Redis bytes per job: n jobs, each due `due-ms` after its publish, sent as
 // fast as possible. Ingest time runs from the first publish until delayd's group has committed
 // the end of every ingest partition. Bytes per pending job: used_memory after that minus before,
@@ -879,17 +897,16 @@ int cmd_ingest(const Options& o) {
   create_topic(producer.handle(), ready);
   Redis redis(ph.redis_url);
   const std::int64_t mem0 = redis.used_memory();
-  const auto pids = cpu_pids(o);
 
-  const auto cpu0 = cpu_now(pids);
+  const CpuWindow cpu(o);
   const auto t0 = Clock::now();
   const std::int64_t first_due = epoch_ms() + due_ms;
   publish_all(producer, ingest, ph.tag, 0, n, [&](std::int64_t) { return epoch_ms() + due_ms; });
   producer.flush(milliseconds(300000));
   const double published_s = seconds_between(t0, Clock::now());
   const auto done = ingest_done(ph.bootstrap, producer, group, ingest, t0 + seconds(120) + milliseconds(n));
-  const auto cpu1 = cpu_now(pids);
-  const double cpu_s = seconds_between(t0, Clock::now());
+  // Read when ingest_done() returned: its last poll of the committed offsets is in it.
+  const Json ingest_cpu = cpu.figure("ingest", n);
   const double ingest_s = seconds_between(t0, done);
   const std::int64_t mem1 = redis.used_memory();
   const std::int64_t margin_ms = first_due - epoch_ms();
@@ -900,8 +917,7 @@ int cmd_ingest(const Options& o) {
         {"seconds", ingest_s},
         {"published_seconds", published_s},
         {"done_before_first_due_ms", margin_ms}});
-  // Read when ingest_done() returned: its last poll of the committed offsets is in it.
-  emit(cpu_figure("ingest", pids, cpu0, cpu1, n, cpu_s));
+  emit(ingest_cpu);
   if (margin_ms <= 0)
     note("ingest: jobs fell due before ingest was done; the pending-bytes figure mixes in fired jobs");
   emit({{"figure", "redis_bytes_per_pending_job"},
@@ -970,14 +986,11 @@ int cmd_burst(const Options& o) {
   // The fire's CPU: from just before the first claim (scheduler.claim_ahead_ms is 50 ms; the
   // ingest is done by then) until the last record is read. Sampling at the end of ingest would
   // count seconds of the servers' idle upkeep as well (Kafka's was 2.5 s of 15 s in one run).
-  const auto pids = cpu_pids(o);
   const std::int64_t sample_at = first_due - 200;
   if (const std::int64_t wait = sample_at - epoch_ms(); wait > 0) std::this_thread::sleep_for(milliseconds(wait));
-  const auto cpu0 = cpu_now(pids);
-  const auto fire_t0 = Clock::now();
+  const CpuWindow cpu(o);
   collector.finish(Clock::now() + milliseconds(std::max<std::int64_t>(margin_ms, 0) + spread_ms) + seconds(120));
-  const auto cpu1 = cpu_now(pids);
-  emit(cpu_figure("fire", pids, cpu0, cpu1, n, seconds_between(fire_t0, Clock::now())));
+  emit(cpu.figure("fire", n));
 
   const auto& ds = collector.deliveries();
   std::int64_t last = first_due;
@@ -1053,9 +1066,8 @@ int cmd_rate(const Options& o) {
   create_topic(producer.handle(), ready);
   const std::int64_t warmup_ms = warm_up(ph, producer, ingest, ready);
   ReadyCollector collector(ph.bootstrap, ready, ph.tag, n);
-  const auto pids = cpu_pids(o);
-  const auto cpu0 = cpu_now(pids);
 
+  const CpuWindow cpu(o);
   const auto t0 = Clock::now();
   std::int64_t sent = 0;
   Clock::time_point last_send = t0;
@@ -1074,8 +1086,7 @@ int cmd_rate(const Options& o) {
   collector.finish(Clock::now() + milliseconds(delay_ms) + seconds(60) + milliseconds(n / 5));
   // Every job's whole life (ingest and fire) falls in the window, from the first publish to the
   // last record read: "<stem>_cpu".
-  const auto cpu1 = cpu_now(pids);
-  const double cpu_s = seconds_between(t0, Clock::now());
+  const Json rate_cpu = cpu.figure(stem, n);
 
   const auto late = lateness_of(collector.deliveries());
   std::string cdf_file = stem + ".txt";
@@ -1094,7 +1105,7 @@ int cmd_rate(const Options& o) {
     note("rate " + std::to_string(rate) + ": the generator kept only " + std::to_string(static_cast<long>(achieved)) +
          "/s");
   }
-  emit(cpu_figure(stem, pids, cpu0, cpu1, n, cpu_s));
+  emit(rate_cpu);
   write_cdf(ph.data_dir / cdf_file, late);
   return check(stem, collector);
 }
