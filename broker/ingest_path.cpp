@@ -30,6 +30,14 @@ std::string position(const connectors::Record& rec) {
   return rec.topic + "/" + std::to_string(rec.partition) + "/" + std::to_string(rec.offset);
 }
 
+// A batch's records as a Batch knows them: its first and last record and how many. Two reads
+// that agree on these are the same records (offsets of a partition only grow within a batch).
+// The first record alone is not enough: after a rebalance the same offset may start a longer or
+// shorter read, and neither a resume point nor "processed" of the one holds for the other.
+std::string span_of(std::span<const connectors::Record> batch) {
+  return position(batch.front()) + ".." + position(batch.back()) + "#" + std::to_string(batch.size());
+}
+
 IngestPath::Offsets next_offsets(std::span<const connectors::Record> batch) {
   std::map<connectors::TopicPartition, std::int64_t> next;
   for (const auto& r : batch) {
@@ -62,9 +70,9 @@ IngestPath::IngestPath(WheelFeed& wheel, storage::JobStore& store, connectors::K
       send_ahead_(options_.send_ahead && !(options_.wait_on != nullptr && options_.wait_replicas > 0)) {}
 
 IngestPath::Batch& IngestPath::batch_for(std::span<const connectors::Record> batch) {
-  const std::string first = position(batch.front());
+  const std::string records = span_of(batch);
   for (Batch& b : batches_) {
-    if (!b.processed && b.first == first) return b;  // a retry after an outage
+    if (!b.processed && b.records == records) return b;  // a retry after an outage
   }
   // Batches the caller gave up on (their partitions were revoked): their records will be read
   // again by their owner, so their offsets must never be committed. A posted batch is not one.
@@ -77,14 +85,15 @@ IngestPath::Batch& IngestPath::batch_for(std::span<const connectors::Record> bat
   Batch b;
   b.id = ++batch_seq_;
   b.offsets = next_offsets(batch);
-  b.first = first;
+  b.records = records;
   batches_.push_back(std::move(b));
   return batches_.back();
 }
 
 bool IngestPath::processed(std::span<const connectors::Record> batch) const {
-  const std::string first = position(batch.front());
-  return std::any_of(batches_.begin(), batches_.end(), [&](const Batch& b) { return b.first == first && b.processed; });
+  const std::string records = span_of(batch);
+  return std::any_of(batches_.begin(), batches_.end(),
+                     [&](const Batch& b) { return b.records == records && b.processed; });
 }
 
 IngestPath::Batch& IngestPath::batch_by_id(std::uint64_t id) {

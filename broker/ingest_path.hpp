@@ -41,7 +41,8 @@
 //
 // Outages: on a Redis outage process() throws; the caller calls it again with the same batch
 // later, and it resumes: schedules after the last completed Redis write are written again
-// (idempotent by job-id) and records already dead-lettered are not copied twice.
+// (idempotent by job-id) and records already dead-lettered are not copied twice. "The same
+// batch" is the same records, first, last and count; any other read starts afresh.
 //
 // Send-ahead (IngestOptions::send_ahead). The accepts that end a batch (all of a plain batch of
 // schedules) are posted (JobStore::accept_post) and process() returns without their replies; the
@@ -137,7 +138,9 @@ class IngestPath {
   // storage errors; then every posted batch is forgotten (as abandon()), to be processed again.
   void settle();
   // Whether process() is done with this batch (its offsets wait only for dead letters, or are
-  // committable), as far as this path still remembers it. Precondition: batch is not empty.
+  // committable), as far as this path still remembers it. A batch is its records: a read with
+  // the same first record but a different last one is another batch. Precondition: batch is
+  // not empty.
   bool processed(std::span<const connectors::Record> batch) const;
   // Batches posted and not collected (0 or 1 between calls).
   std::size_t in_flight() const { return posted_.size(); }
@@ -168,7 +171,7 @@ class IngestPath {
     bool processed = false;       // process() has returned for it
     // Resume point after an outage: records before `resume` are in Redis; those in
     // `dead_lettered` have their copy on the way.
-    std::string first;  // "topic/partition/offset" of its first record, to know a retry
+    std::string records;  // span_of() its records ("<first>..<last>#<count>"), to know a retry
     std::size_t resume = 0;
     std::size_t replicated = 0;  // records before this one are acknowledged by the replicas
     std::set<std::size_t> dead_lettered;
