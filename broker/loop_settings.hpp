@@ -8,6 +8,7 @@
 // Threading: pure functions, called while the loop is built.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -23,6 +24,10 @@ namespace delayd::broker {
 
 // The ready and dead-letter producer's properties: delayd's defaults, then the user's.
 connectors::Properties producer_properties(const config::Config& c);
+// The linger.ms that `props` (producer_properties()) give the producer: the last of linger.ms
+// and its alias queue.buffering.max.ms, librdkafka's 5 ms if neither is set, zero if the value
+// is not a number (the producer refuses it).
+std::chrono::microseconds producer_linger(const connectors::Properties& props);
 // The ingest (and status) consumer's properties: delayd's defaults, then the user's.
 connectors::Properties consumer_properties(const config::Config& c);
 // The wheel's geometry and the scheduler's batches, from wheel.* and scheduler.*.

@@ -11,6 +11,7 @@
 #include "broker/fire_path.hpp"
 #include "broker/handover.hpp"
 #include "broker/ingest_stage.hpp"
+#include "broker/linger_kick.hpp"
 #include "broker/loop_settings.hpp"
 #include "broker/outage.hpp"
 #include "broker/outage_tracker.hpp"
@@ -232,12 +233,18 @@ class Loop {
   }
 
   // Waits until the next claim is due, the ingest thread hands something over, or idle_wait_ms
-  // passes. Returns how long it waited, which is idle time, not work.
+  // passes. Returns how long it waited, which is idle time, not work. Records the producer still
+  // holds for its linger are sent first (linger_kick.hpp): the kick waits at most
+  // LingerKick::kKickWait of the sleep, serving delivery reports meanwhile.
   std::int64_t idle() {
     const std::int64_t wait = idle_wait_ms();
     if (wait <= 0) return 0;
     const auto before = SteadyClock::now();
-    handover_.wait(std::chrono::milliseconds(wait));
+    if (kick_.due(before, std::chrono::milliseconds(wait), producer_.produced())) {
+      producer_.flush(static_cast<int>(LingerKick::kKickWait.count()));
+    }
+    const std::int64_t left = wait - elapsed_ms(before);
+    if (left > 0) handover_.wait(std::chrono::milliseconds(left));
     return elapsed_ms(before);
   }
 
@@ -342,6 +349,7 @@ class Loop {
 
   OutageTracker outages_;
   ProducerRecovery recovery_;
+  LingerKick kick_{producer_linger(producer_properties(c_))};  // sends a lone record without the linger
   WindowMax longest_turn_{duty::kTurnWindow};
   Every snapshot_every_{duty::kSnapshot};
   Every wakes_every_{duty::kWakeLists};

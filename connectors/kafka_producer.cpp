@@ -193,6 +193,7 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
   // Tags of records accepted by produce() and not yet reported (a multiset: tags are the
   // caller's and need not be unique). Its size is outstanding().
   std::unordered_multiset<std::uint64_t> unreported;
+  std::uint64_t produced = 0;  // records accepted by produce(), ever
   ReportHandler on_report;
   LogEventBridge events;
   std::exception_ptr handler_error;
@@ -235,6 +236,7 @@ void KafkaProducer::produce(const OutRecord& rec, int timeout_ms) {
       // On success librdkafka has taken the headers and already deleted them.
       static_cast<void>(headers.release());
       impl_->unreported.insert(rec.tag);
+      ++impl_->produced;
       return;
     }
     if (err != RdKafka::ERR__QUEUE_FULL) {
@@ -270,6 +272,8 @@ bool KafkaProducer::flush(int timeout_ms) {
 }
 
 int KafkaProducer::outstanding() const { return static_cast<int>(impl_->unreported.size()); }
+
+std::uint64_t KafkaProducer::produced() const { return impl_->produced; }
 
 std::optional<std::string> KafkaProducer::fatal_error() const {
   std::string reason;

@@ -28,6 +28,7 @@
 // the log hook. Move-only.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -68,6 +69,10 @@ class KafkaProducer {
 
   // Records accepted by produce() whose report has not yet been handed to the handler.
   int outstanding() const;
+
+  // Records accepted by produce() since this producer was made (a recovery keeps counting).
+  // Never decreases: a caller compares two readings to learn whether anything was produced.
+  std::uint64_t produced() const;
 
   // librdkafka's reason when the producer has hit a fatal error (with idempotence: a broken
   // sequence it cannot repair). From then on every record fails; the only remedy is a new

@@ -1,12 +1,15 @@
 // The scheduling loop's small parts that need no servers: the periodic helper, the longest-turn
-// window, the outage tracker's problem text and backoff, and the counters' names.
+// window, the outage tracker's problem text and backoff, the counters' names, and when the
+// loop kicks its producer (and the linger it reads).
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "broker/linger_kick.hpp"
 #include "broker/loop_counters.hpp"
+#include "broker/loop_settings.hpp"
 #include "broker/outage_tracker.hpp"
 #include "broker/periodic.hpp"
 
@@ -107,4 +110,32 @@ TEST_CASE("every counter has one name, and the names are those /stats has always
   CHECK(all[DeadLetterReason::invalid_record] == 3);
   CHECK(all[DeadLetterReason::too_large] == 4);
   CHECK(all[DeadLetterReason::ack_timeout] == 0);
+}
+
+TEST_CASE("LingerKick kicks new records when the loop is idle, at most once per linger", "[broker][loop]") {
+  const auto t0 = LingerKick::Clock::now();
+  LingerKick kick(5ms);
+  CHECK_FALSE(kick.due(t0, 10ms, 0));         // nothing produced yet
+  CHECK_FALSE(kick.due(t0, 0ms, 1));          // no sleep to spend on it
+  CHECK_FALSE(kick.due(t0, 1ms, 1));          // a steady load's millisecond: the linger batches
+  CHECK(kick.due(t0, 2ms, 1));                // a lone record, the loop idle: sent at once
+  CHECK_FALSE(kick.due(t0 + 10ms, 10ms, 1));  // nothing new since
+  CHECK_FALSE(kick.due(t0 + 4ms, 10ms, 2));   // new, but within a linger of the last kick
+  CHECK(kick.due(t0 + 5ms, 10ms, 2));
+  CHECK(kick.due(t0 + 100ms, LingerKick::kMinSleep, 40));
+}
+
+TEST_CASE("LingerKick never kicks a producer without linger", "[broker][loop]") {
+  LingerKick kick(0ms);
+  CHECK_FALSE(kick.due(LingerKick::Clock::now(), 100ms, 7));
+}
+
+TEST_CASE("producer_linger reads the last linger.ms or its alias", "[broker][loop]") {
+  using delayd::connectors::Properties;
+  CHECK(producer_linger(Properties{}) == 5ms);
+  CHECK(producer_linger(Properties{{"linger.ms", "5"}, {"acks", "all"}, {"linger.ms", "0.5"}}) == 500us);
+  CHECK(producer_linger(Properties{{"linger.ms", "1"}, {"queue.buffering.max.ms", "20"}}) == 20ms);
+  CHECK(producer_linger(Properties{{"linger.ms", "soon"}}) == 0us);
+  const delayd::config::Config c = delayd::config::load_config({}, {});
+  CHECK(producer_linger(producer_properties(c)) == 5ms);  // delayd's default
 }
