@@ -8,7 +8,9 @@
 // a kick"). A lone record would wait the whole linger too, which a reader sees. So when the
 // loop is about to sleep anyway, it kicks: KafkaProducer::flush() for at most kKickWait, during
 // which librdkafka sends what it holds without waiting out the linger (a flush overrides it)
-// and serves delivery reports as poll() does.
+// and serves delivery reports as poll() does. A record still waiting for its topic's metadata
+// (the first of a topic; over SASL_SSL that took longer than the kick) is not sent by it, and
+// may wait the linger.
 //
 // Rule: due() when
 //   (a) records were produced since the last kick (else there is nothing to send);
