@@ -6,18 +6,11 @@
 #include <utility>
 
 #include "config/business_policy.hpp"
+#include "connectors/rdkafka_config.hpp"
 
 namespace delayd::broker {
 
-namespace {
-
-// Defaults delayd chooses for its clients, before the user's passthrough (later entries win).
-connectors::Properties with_defaults(connectors::Properties defaults, const config::KafkaProperties& user) {
-  for (const auto& kv : user) defaults.push_back(kv);
-  return defaults;
-}
-
-}  // namespace
+using connectors::with_defaults;
 
 connectors::Properties producer_properties(const config::Config& c) {
   // Batches for the load, and a kick for a lone record: linger.ms 5 (librdkafka's own default)
@@ -37,10 +30,7 @@ connectors::Properties producer_properties(const config::Config& c) {
 
 std::chrono::microseconds producer_linger(const connectors::Properties& props) {
   // The last setting wins, under either of librdkafka's names for it (a float of milliseconds).
-  std::optional<std::string> value;
-  for (const auto& [name, v] : props) {
-    if (name == "linger.ms" || name == "queue.buffering.max.ms") value = v;
-  }
+  const std::optional<std::string> value = connectors::find_property(props, "linger.ms");
   if (!value) return std::chrono::milliseconds(5);  // librdkafka's default
   try {
     return std::chrono::microseconds(static_cast<std::int64_t>(std::stod(*value) * 1000.0));

@@ -12,9 +12,10 @@ namespace {
 // librdkafka accepts several names for a few properties; the ones the connectors look for must
 // be found under any of them, or a caller's "request.required.acks" would be overridden by our
 // default "acks" without notice.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kAliases{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kAliases{{
     {"metadata.broker.list", "bootstrap.servers"},
     {"request.required.acks", "acks"},
+    {"queue.buffering.max.ms", "linger.ms"},
 }};
 
 std::string_view canonical(std::string_view name) {

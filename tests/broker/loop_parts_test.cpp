@@ -1,6 +1,7 @@
 // The scheduling loop's small parts that need no servers: the periodic helper, the longest-turn
 // window, the outage tracker's problem text and backoff, the counters' names, and when the
 // loop kicks its producer (and the linger it reads).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <set>
@@ -12,6 +13,7 @@
 #include "broker/loop_settings.hpp"
 #include "broker/outage_tracker.hpp"
 #include "broker/periodic.hpp"
+#include "connectors/rdkafka_config.hpp"
 
 using namespace delayd::broker;
 using namespace std::chrono_literals;
@@ -138,4 +140,14 @@ TEST_CASE("producer_linger reads the last linger.ms or its alias", "[broker][loo
   CHECK(producer_linger(Properties{{"linger.ms", "soon"}}) == 0us);
   const delayd::config::Config c = delayd::config::load_config({}, {});
   CHECK(producer_linger(producer_properties(c)) == 5ms);  // delayd's default
+}
+
+TEST_CASE("a linger set under librdkafka's alias replaces delayd's default", "[broker][loop]") {
+  delayd::config::ConfigFlags flags;
+  flags.sets = {"kafka.producer_properties.queue.buffering.max.ms=20"};
+  const delayd::connectors::Properties props = producer_properties(delayd::config::load_config(flags, {}));
+  CHECK(producer_linger(props) == 20ms);
+  const auto named_linger = [](const auto& kv) { return kv.first == "linger.ms"; };
+  CHECK(std::none_of(props.begin(), props.end(), named_linger));  // not left beside it for librdkafka to order
+  CHECK(delayd::connectors::find_property(props, "batch.num.messages") == "10000");  // the other defaults stay
 }
