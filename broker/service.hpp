@@ -21,7 +21,10 @@
 // The two stages of the fire path (store_worker.hpp) only run Redis calls: the loop hands them
 // requests (the jobs to claim, up to FirePath::kMaxClaimRounds rounds ahead; the records to
 // mark) and applies their results on its own thread, so the wheel, the held records and the
-// counters have one owner. Each stage wakes the loop (Handover::notify()) when a result is in.
+// counters have one owner. Each stage wakes the loop (Handover::notify()) when a result is in;
+// so does the ready producer when Kafka's reports are queued (KafkaProducer::
+// on_reports_queued(), from a librdkafka thread), so that an acknowledged record is marked
+// without waiting out the loop's sleep.
 // Every thread is named (top -H, /proc/<pid>/task/*/comm): ingest, claim, mark, admin-io,
 // admin-ops, topics, otel-export; librdkafka's own are rdk:*. The loop runs on the process's
 // main thread, which keeps the program's name (delayd), so that pidof, killall and top still
@@ -75,8 +78,8 @@
 //      settle: apply the marks the mark stage wrote, hand it the records Kafka acknowledged,
 //      retry or dead-letter the failed ones
 //   3. refill the wheel from Redis up to now + load window; apply the handover again; fire
-//   4. wait until the next claim is due, a stage has a result, or the ingest thread hands
-//      something over (<= 100 ms); a wait of 2 ms or more with records produced since the last
+//   4. wait until the next claim is due, a stage has a result, Kafka has answered, or the ingest
+//      thread hands something over (<= 100 ms); a wait of 2 ms or more with records produced since the last
 //      kick is a kick instead (<= 1 ms; linger_kick.hpp: they leave without waiting out
 //      linger.ms, and the next turn marks what Kafka acknowledged meanwhile)
 // No step waits on Kafka: produce() never blocks, the kick waits at most 1 ms of a sleep, dead-letter acknowledgements

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -50,7 +51,9 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
       : properties(props), on_report(std::move(handler)), events("kafka producer", principal_of(props)) {}
 
   ~Impl() override {
-    // Reports of purged records would reach a handler whose owner is being torn down.
+    // Reports of purged records would reach a handler (and wake a hook) whose owner is being
+    // torn down.
+    disarm();
     destroying = true;
     if (producer) {
       producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT |
@@ -59,10 +62,33 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
     }
   }
 
-  // Topic handles belong to the instance that made them, and go before it.
+  // Topic handles belong to the instance that made them, and go before it; so does the wake
+  // hook, removed first so that no librdkafka thread calls it while the instance goes.
   void release() {
+    disarm();
     topics.clear();
     producer.reset();
+  }
+
+  // librdkafka calls this with the main queue's lock held (a report was queued on an empty
+  // queue); disarm() takes the same lock, so a hook it removed is not running any more.
+  static void queued(rd_kafka_t* /*rk*/, void* opaque) noexcept {
+    auto* self = static_cast<Impl*>(opaque);
+    if (self->wake) self->wake();
+  }
+
+  // Sets the hook on the current instance's main queue (the one poll() serves), if there is one.
+  // Precondition: producer is set.
+  void arm() {
+    if (!wake || main_queue) return;
+    main_queue.reset(rd_kafka_queue_get_main(producer->c_ptr()));
+    rd_kafka_queue_cb_event_enable(main_queue.get(), &Impl::queued, this);
+  }
+
+  void disarm() noexcept {
+    if (!main_queue) return;
+    rd_kafka_queue_cb_event_enable(main_queue.get(), nullptr, nullptr);
+    main_queue.reset();
   }
 
   // The first record for a topic asks for its metadata at once. produce() by topic name makes
@@ -139,6 +165,7 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
     }
     producer.reset(RdKafka::Producer::create(conf.get(), errstr));
     if (!producer) throw KafkaConfigError("", "", errstr);
+    arm();
   }
 
   // A refused record's error names what was refused (Write on its topic) and to whom. While the
@@ -198,8 +225,15 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
   LogEventBridge events;
   std::exception_ptr handler_error;
   bool destroying = false;
+  std::function<void()> wake;  // on_reports_queued()'s hook; empty: none
   // Declared after the callbacks so that it is destroyed before them, while they are alive.
   std::unique_ptr<RdKafka::Producer> producer;
+  // The reference to producer's main queue that carries the wake hook (null: no hook); it goes
+  // before the instance (release()).
+  struct QueueRelease {
+    void operator()(rd_kafka_queue_t* q) const noexcept { rd_kafka_queue_destroy(q); }
+  };
+  std::unique_ptr<rd_kafka_queue_t, QueueRelease> main_queue;
   // One handle per topic this instance has produced to (know()); declared last so that the
   // handles go before the instance they belong to; release() clears them too.
   std::unordered_map<std::string, std::unique_ptr<RdKafka::Topic>> topics;
@@ -269,6 +303,12 @@ bool KafkaProducer::flush(int timeout_ms) {
   impl_->producer->poll(0);
   impl_->rethrow_handler_error();
   return impl_->unreported.empty();
+}
+
+void KafkaProducer::on_reports_queued(std::function<void()> wake) {
+  impl_->disarm();
+  impl_->wake = std::move(wake);
+  if (impl_->producer) impl_->arm();
 }
 
 int KafkaProducer::outstanding() const { return static_cast<int>(impl_->unreported.size()); }

@@ -25,7 +25,7 @@
 //
 // Threading: not thread-safe. One thread calls produce/poll/flush/outstanding and receives the
 // reports (the handler runs on it, inside those calls). librdkafka's own threads only ever call
-// the log hook. Move-only.
+// the log hook and the wake hook (on_reports_queued()). Move-only.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +69,13 @@ class KafkaProducer {
 
   // Records accepted by produce() whose report has not yet been handed to the handler.
   int outstanding() const;
+
+  // Calls `wake` from a librdkafka thread whenever a report (or another event poll() serves) is
+  // queued while none was waiting, so that a thread asleep on something else can come and poll()
+  // as soon as Kafka has answered. `wake` must be quick, must not throw and must not call this
+  // producer. It is kept across recover_if_fatal(); an empty function removes it. Once this
+  // returns, the previous hook is neither running nor called again.
+  void on_reports_queued(std::function<void()> wake);
 
   // Records accepted by produce() since this producer was made (a recovery keeps counting).
   // Never decreases: a caller compares two readings to learn whether anything was produced.

@@ -1,6 +1,9 @@
 // The producer's failure paths: each ends in a report with ok=false, never a throw or a hang,
 // except a queue that stays full, which is the caller's to handle.
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -118,6 +121,65 @@ TEST_CASE("produce throws KafkaError when the queue stays full for the whole tim
     CHECK(Clock::now() - start >= std::chrono::milliseconds(300));
     CHECK(producer.outstanding() == 1);
     CHECK_FALSE(producer.flush(0));
+  }
+  require_all_clients_destroyed();
+}
+
+TEST_CASE("a queued report calls the wake hook without a poll, on a recovered instance too", "[kafka]") {
+  const std::string topic = create_topic("wake-hook", 1);
+  {
+    std::mutex m;
+    std::condition_variable woken;
+    int wakes = 0;
+    std::vector<DeliveryReport> reports;
+    KafkaProducer producer(base_props(), [&](const DeliveryReport& r) { reports.push_back(r); });
+    producer.on_reports_queued([&] {
+      std::lock_guard<std::mutex> lock(m);
+      ++wakes;
+      woken.notify_all();
+    });
+    auto wakes_now = [&] {
+      std::lock_guard<std::mutex> lock(m);
+      return wakes;
+    };
+    auto produce = [&](std::uint64_t tag) {
+      producer.poll(0);  // serves what is queued, so that the record's report finds the queue empty
+      OutRecord rec;
+      rec.topic = topic;
+      rec.value = "v";
+      rec.tag = tag;
+      producer.produce(rec);
+    };
+    // Nothing polls while this waits: only the hook, from a librdkafka thread, ends it early.
+    auto woken_since = [&](int before) {
+      std::unique_lock<std::mutex> lock(m);
+      return woken.wait_for(lock, std::chrono::seconds(15), [&] { return wakes > before; });
+    };
+
+    int before = wakes_now();
+    produce(1);
+    CHECK(woken_since(before));
+    poll_until(producer, reports, 1, std::chrono::seconds(15));
+    REQUIRE(reports.size() == 1);
+    CHECK(reports[0].ok);
+
+    producer.inject_fatal_error_for_testing("injected by the test");
+    REQUIRE(producer.recover_if_fatal().has_value());
+    before = wakes_now();
+    produce(2);
+    CHECK(woken_since(before));
+    poll_until(producer, reports, 2, std::chrono::seconds(15));
+    REQUIRE(reports.size() == 2);
+    CHECK(reports[1].ok);
+
+    // Removed: the report is queued and served as before, and the hook is not called.
+    producer.on_reports_queued({});
+    before = wakes_now();
+    produce(3);
+    CHECK(producer.flush(15000));
+    REQUIRE(reports.size() == 3);
+    CHECK(reports[2].ok);
+    CHECK(wakes_now() == before);
   }
   require_all_clients_destroyed();
 }
