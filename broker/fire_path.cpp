@@ -348,7 +348,9 @@ std::size_t FirePath::dispatch(const std::vector<Scheduler::Slot>& slots, std::v
           break;
         }
         // Never early: held back until the wall clock reaches deliver_at, or the later time a
-        // retry or an ack deadline asks for (send_prepared()).
+        // retry or an ack deadline asks for (send_prepared()). Meanwhile (up to claim_ahead_ms)
+        // the producer learns the topic, if it is new to it, so that the record leaves at once.
+        producer_.prepare(entry.record.topic);
         prepared_.emplace(c.not_before, std::move(entry));
         break;
       }

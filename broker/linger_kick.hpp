@@ -10,7 +10,9 @@
 // which librdkafka sends what it holds without waiting out the linger (a flush overrides it)
 // and serves delivery reports as poll() does. A record still waiting for its topic's metadata
 // (the first of a topic; over SASL_SSL that took longer than the kick) is not sent by it, and
-// may wait the linger.
+// may wait the linger; so the fire path has the producer learn a topic when it holds a claimed
+// record for it (KafkaProducer::prepare(), up to claim_ahead_ms before it is due). A job
+// claimed when already due (accepted late, or after an outage) gets no such head start.
 //
 // Rule: due() when
 //   (a) records were produced since the last kick (else there is nothing to send);

@@ -305,6 +305,8 @@ bool KafkaProducer::flush(int timeout_ms) {
   return impl_->unreported.empty();
 }
 
+void KafkaProducer::prepare(const std::string& topic) { impl_->know(topic); }
+
 void KafkaProducer::on_reports_queued(std::function<void()> wake) {
   impl_->disarm();
   impl_->wake = std::move(wake);

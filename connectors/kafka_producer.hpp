@@ -59,6 +59,12 @@ class KafkaProducer {
   // serves poll() and retries until timeout_ms has passed, then throws KafkaError.
   void produce(const OutRecord& rec, int timeout_ms = 5000);
 
+  // Asks for `topic`'s metadata now unless this instance already knows the topic, so that a
+  // record produced to it later does not wait for it (a topic's first record would, and a
+  // flush too short to see the answer would leave it to wait out linger.ms). Never blocks; a
+  // name that cannot be a topic changes nothing (produce() reports it).
+  void prepare(const std::string& topic);
+
   // Serves delivery reports (and error events) for up to timeout_ms; returns how many events
   // were served.
   int poll(int timeout_ms);
