@@ -22,6 +22,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/requires.hpp"
@@ -46,18 +47,34 @@ inline int free_port() {
   return 0;
 }
 
-// The certificates of scripts/tls-certs.sh, made once per test process.
+// A temporary directory, removed with everything in it when the object goes (for a static
+// one: when the test process exits normally, a failed test included).
+struct TempDir {
+  explicit TempDir(std::filesystem::path p) : path(std::move(p)) {}
+  TempDir(TempDir&& other) noexcept : path(std::exchange(other.path, {})) {}
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  TempDir& operator=(TempDir&&) = delete;
+  std::filesystem::path path;  // empty once moved from
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
+// The certificates of scripts/tls-certs.sh, made once per test process and removed when it ends.
 inline const std::filesystem::path& certs() {
-  static const std::filesystem::path dir = [] {
+  static const TempDir dir = [] {
     require_tool("openssl", "Debian package openssl");
     require_tool("redis-server", "Debian package redis-server");
     char tmpl[] = "/tmp/delayd-tls-test-XXXXXX";
     REQUIRE(::mkdtemp(tmpl) != nullptr);
+    TempDir made{std::filesystem::path(tmpl)};
     const std::string cmd = std::string(DELAYD_REPO_DIR) + "/scripts/tls-certs.sh " + tmpl + " >/dev/null";
     REQUIRE(std::system(cmd.c_str()) == 0);
-    return std::filesystem::path(tmpl);
+    return made;
   }();
-  return dir;
+  return dir.path;
 }
 
 inline std::string cert(const std::string& name) { return (certs() / name).string(); }
