@@ -79,9 +79,9 @@
 //      retry or dead-letter the failed ones
 //   3. refill the wheel from Redis up to now + load window; apply the handover again; fire
 //   4. wait until the next claim is due, a stage has a result, Kafka has answered, or the ingest
-//      thread hands something over (<= 100 ms); a wait of 2 ms or more with records produced since the last
-//      kick is a kick instead (<= 1 ms; linger_kick.hpp: they leave without waiting out
-//      linger.ms, and the next turn marks what Kafka acknowledged meanwhile)
+//      thread hands something over (<= 100 ms); a wait of 2 ms or more with records produced
+//      since the last kick is a kick instead (<= 1 ms; linger_kick.hpp: they leave without
+//      waiting out linger.ms, and the next turn marks what Kafka acknowledged meanwhile)
 // No step waits on Kafka: produce() never blocks, the kick waits at most 1 ms of a sleep, dead-letter acknowledgements
 // and topic creation are awaited by nobody (ingest_path.hpp, topic_creator.hpp), offsets are committed asynchronously.
 // The loop's own Redis calls (refills, fences, retries) are its only waits, each bounded by redis.timeout_ms.

@@ -127,10 +127,11 @@ TEST_CASE("every job arrives exactly once, never early, and is marked ready", "[
 // The producer holds records for linger.ms so that under load they leave in few requests; the
 // loop kicks it when it is about to sleep (broker/linger_kick.hpp), so a lone record does not
 // wait the linger out. With a linger of 2 s, a lone job reaches the reader well before the
-// linger would have let its record go. A first job warms the topic up: the kick sends what is
-// in a partition's queue, and the very first record of a topic waits there for the topic's
-// metadata (over SASL_SSL longer than the kick), so it may wait the linger. The lone job is due
-// more than a linger after that first kick: the loop kicks at most once per linger.
+// linger would have let its record go. The topic's very first record is one of them: a kick
+// sends only what knows its partition, so the fire path has the producer learn the topic when
+// it holds the claimed record (KafkaProducer::prepare()); without that, over SASL_SSL, the
+// first record waited the linger. The second job is due more than a linger after the first
+// kick: the loop kicks at most once per linger.
 TEST_CASE("a lone ready record is sent without waiting out the producer's linger", "[e2e][delivery]") {
   constexpr std::int64_t kLingerMs = 2000;
   World w("kick");
