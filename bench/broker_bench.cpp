@@ -124,20 +124,22 @@ int main(int argc, char** argv) {
   line("redis_accept", n, accept_s, static_cast<double>(mem1 - mem0) / static_cast<double>(n),
        redis_store_usec(redis) - accept_us0);
   {
-    // Where a pending job's bytes go (MEMORY USAGE, shard 0): its record key and the pending
-    // set's entry; the rest of the delta above is Redis's own (the main dictionary's buckets,
-    // the waiting index while it was kept, script and client buffers).
+    // Where a pending job's bytes go (MEMORY USAGE, shard 0): its record (a field of the shard's
+    // hash of delay records: key_schema.hpp) and the pending set's entry; the rest of the delta
+    // above is Redis's own (the main dictionary's buckets, the waiting index while it was kept,
+    // script and client buffers).
     const std::string shard = shard_of(0);
     auto usage = [&](const std::string& key) {
       auto r = redis.command({"MEMORY", "USAGE", key, "SAMPLES", "0"});
       return r.view().is_integer() ? static_cast<double>(r.view().integer()) : 0.0;
     };
-    double record = 0, record_len = 0;
+    const std::string records = store.keys().delay_records(shard);
+    const double in_hash = static_cast<double>(redis.command({"HLEN", records}).view().integer());
+    const double record = usage(records) / std::max(in_hash, 1.0);  // per job: the hash's bytes over its fields
+    double record_len = 0;
     const long sampled = std::min<long>(n / 4, 1000);
     for (long k = 0; k < sampled; ++k) {
-      const std::string key = store.keys().job(shard, ids[static_cast<size_t>(k * 4)]);
-      record += usage(key);
-      auto r = redis.command({"STRLEN", key});
+      auto r = redis.command({"HSTRLEN", records, ids[static_cast<size_t>(k * 4)]});
       record_len += static_cast<double>(r.view().integer());
     }
     // The pending set: its directory and every leaf (key_schema.hpp).
@@ -149,10 +151,9 @@ int main(int argc, char** argv) {
       entries += static_cast<double>(redis.command({"ZCARD", leaf}).view().integer());
     }
     std::printf(
-        "{\"bench\":\"redis_pending_job_parts\",\"record_key_bytes\":%.1f,\"record_length\":%.1f,"
+        "{\"bench\":\"redis_pending_job_parts\",\"record_bytes\":%.1f,\"record_length\":%.1f,"
         "\"pending_entry_bytes\":%.1f,\"leaves\":%zu}\n",
-        record / static_cast<double>(sampled), record_len / static_cast<double>(sampled), set_bytes / entries,
-        leaves.view().size());
+        record, record_len / static_cast<double>(sampled), set_bytes / entries, leaves.view().size());
   }
 
   // claim, then mark_ready: what the fire path does per batch, around the Kafka round trip.

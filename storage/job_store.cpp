@@ -338,8 +338,9 @@ JobStore::Calls JobStore::build_calls(Script script, std::span<const ShardJobs> 
       }
     }
   }
-  // One call's commands: the script, then (read_records) one MGET of its jobs' records (a
-  // command per call, not per job: Redis spends its time on the jobs, not on dispatch).
+  // One call's commands: the script, then (read_records) one HMGET of its jobs' records from the
+  // shard's hash of delay records, where a claimed job's record is (claim.lua) (a command per
+  // call, not per job: Redis spends its time on the jobs, not on dispatch).
   auto build = [&](std::string_view shard, const std::string& fence, const std::vector<redis::Command>& per_job,
                    size_t from, size_t to, std::vector<redis::Command>& out) {
     // The kShardKeys keys of a batch script, in lua_scripts.hpp's order (five: the assert below
@@ -358,8 +359,8 @@ JobStore::Calls JobStore::build_calls(Script script, std::span<const ShardJobs> 
     for (size_t i = from; i < to; ++i) c.insert(c.end(), per_job[i].begin(), per_job[i].end());
     out.push_back(std::move(c));
     if (read_records) {
-      redis::Command read{"MGET"};
-      for (size_t i = from; i < to; ++i) read.push_back(keys_.job(shard, per_job[i].front()));
+      redis::Command read{"HMGET", keys_.delay_records(shard)};
+      for (size_t i = from; i < to; ++i) read.push_back(per_job[i].front());
       out.push_back(std::move(read));
     }
   };
@@ -819,11 +820,14 @@ std::vector<std::optional<Located>> JobStore::locate(std::span<const std::string
   // unless the business name is long (the contract allows up to 100 characters, so the words can
   // take 136 bytes). A read that fills the range before its "\n" is repeated whole in a second
   // round trip, so a long business is never cut short.
+  // Per job and shard, two reads (key_schema.hpp: a delay job's record is a field of the shard's
+  // hash, read whole; any other's is a key of its own).
   constexpr std::size_t kLocateBytes = 128;
   std::vector<redis::Command> cmds;
-  cmds.reserve(job_ids.size() * shards.size());
+  cmds.reserve(2 * job_ids.size() * shards.size());
   for (const auto& id : job_ids) {
     for (const auto& shard : shards) {
+      cmds.push_back({"HGET", keys_.delay_records(shard), id});
       cmds.push_back({"GETRANGE", keys_.job(shard, id), "0", std::to_string(kLocateBytes - 1)});
     }
   }
@@ -832,7 +836,12 @@ std::vector<std::optional<Located>> JobStore::locate(std::span<const std::string
   std::vector<redis::Command> whole;
   for (size_t i = 0; i < job_ids.size(); ++i) {
     for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
-      const redis::ReplyView r = replies[i * shards.size() + k].view();
+      const redis::ReplyView in_hash = replies[2 * (i * shards.size() + k)].view();
+      if (in_hash.is_string() && !in_hash.str().empty()) {
+        out[i] = located_from(shards[k], in_hash.str().substr(0, in_hash.str().find('\n')));
+        continue;
+      }
+      const redis::ReplyView r = replies[2 * (i * shards.size() + k) + 1].view();
       if (!r.is_string() || r.str().empty()) continue;
       const std::size_t nl = r.str().find('\n');
       if (nl == std::string_view::npos && r.str().size() >= kLocateBytes) {
@@ -982,12 +991,15 @@ std::vector<std::string> JobStore::known_shards(std::string_view first) {
 
 std::vector<std::string> JobStore::holding(const std::string& job_id, const std::vector<std::string>& shards) {
   std::vector<redis::Command> cmds;
-  for (const auto& s : shards) cmds.push_back({"EXISTS", keys_.job(s, job_id)});
+  for (const auto& s : shards) {
+    cmds.push_back({"HEXISTS", keys_.delay_records(s), job_id});  // a delay job (key_schema.hpp)
+    cmds.push_back({"EXISTS", keys_.job(s, job_id)});             // any other
+  }
   auto replies = redis_.pipeline(cmds);
   std::vector<std::string> out;
+  const auto one = [](const redis::ReplyView r) { return r.is_integer() && r.integer() == 1; };
   for (size_t i = 0; i < shards.size(); ++i) {
-    const redis::ReplyView r = replies[i].view();
-    if (r.is_integer() && r.integer() == 1) out.push_back(shards[i]);
+    if (one(replies[2 * i].view()) || one(replies[2 * i + 1].view())) out.push_back(shards[i]);
   }
   return out;
 }
@@ -1002,11 +1014,14 @@ std::optional<std::map<std::string, std::string>> JobStore::get(const std::strin
 
 std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const std::string> job_ids) {
   const std::vector<std::string> shards = known_shards();
-  // Per job and shard: its record, its entry in the in-flight hash and its history list.
+  // Per job and shard: its record (in the shard's hash while delay, else a key of its own:
+  // key_schema.hpp), its entry in the in-flight hash and its history list.
+  constexpr size_t kReads = 4;
   std::vector<redis::Command> cmds;
-  cmds.reserve(3 * job_ids.size() * shards.size());
+  cmds.reserve(kReads * job_ids.size() * shards.size());
   for (const auto& id : job_ids) {
     for (const auto& shard : shards) {
+      cmds.push_back({"HGET", keys_.delay_records(shard), id});
       cmds.push_back({"GET", keys_.job(shard, id)});
       cmds.push_back({"HGET", keys_.in_flight(shard), id});
       cmds.push_back({"LRANGE", keys_.history(shard, id), "0", "-1"});
@@ -1016,8 +1031,9 @@ std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const 
   std::vector<std::optional<Fields>> out(job_ids.size());
   for (size_t i = 0; i < job_ids.size(); ++i) {
     for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
-      const size_t at = 3 * (i * shards.size() + k);
-      const redis::ReplyView r = replies[at].view();
+      const size_t at = kReads * (i * shards.size() + k) + 1;  // the key's read; the hash's is before it
+      const redis::ReplyView in_hash = replies[at - 1].view();
+      const redis::ReplyView r = in_hash.is_nil() ? replies[at].view() : in_hash;
       if (r.is_nil()) continue;
       Fields fields{{"shard", shards[k]}};
       if (r.is_error()) {

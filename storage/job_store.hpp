@@ -4,13 +4,15 @@
 // point.
 //
 // Each job is one record (key_schema.hpp) in its shard's hash slot, beside the shard's pending
-// set and counters, and every transition is one script call that moves a whole batch of one
-// shard's jobs (lua_scripts.hpp): record, pending entry and counters change together or not at
-// all. So the crash points lie between calls, never inside one:
+// set and counters: a field of the shard's hash of delay records while the job waits, a key of
+// its own in any other state. Every transition is one script call that moves a whole batch of
+// one shard's jobs (lua_scripts.hpp): record (and its move between hash and key), pending entry
+// and counters change together or not at all. So the crash points lie between calls, never
+// inside one:
 //
 //   step      the call                                      crash after it (delayd dies)
-//   accept    record SET NX + ZADD + counters               offset not committed: the record
-//                                                           is replayed; SET NX finds the job,
+//   accept    record HSETNX (no key of the id) + ZADD +     offset not committed: the record
+//             counters                                      is replayed; HSETNX finds the job,
 //                                                           the script re-adds its entry, no
 //                                                           second job, first payload kept
 //   claim     in-flight entry "<attempt+1> <firing_at>      the job is delay and pending: it is
@@ -20,8 +22,8 @@
 //   produce   the broker's Kafka write; no Redis call       as above: delivered twice, with the
 //                                                           same job-id (at-least-once)
 //   mark      ready (attempt from the in-flight entry,      done: nothing left to repeat
-//             which goes), payload dropped, EX retention,
-//             ZREM
+//             which goes), payload dropped, SET EX
+//             retention + HDEL from the hash, ZREM
 //   retry     release: in-flight entry removed (kept when   the entry waits for the retry time;
 //             the record may be in Kafka), last_error and   a restart meets it then
 //             the attempt (refunded unless Kafka refused it
@@ -520,16 +522,19 @@ class JobStore {
   // record as read right after the call is records[i] (when run() was asked to read them).
   struct Replies {
     std::vector<redis::RedisReply> calls;
-    std::vector<redis::RedisReply> reads;  // per call, with read_records: the MGET of its jobs' records
+    std::vector<redis::RedisReply> reads;  // per call, with read_records: the HMGET of its jobs' records
     redis::ReplyView operator[](std::size_t i) const { return calls[i / kJobsPerCall].view()[i % kJobsPerCall]; }
-    // Job i's record as read right after its call (read_records); throws RedisCommandError if
-    // the read failed.
-    redis::ReplyView record(std::size_t i) const { return reads[i / kJobsPerCall].view()[i % kJobsPerCall]; }
+    // Job i's record as read right after its call (read_records); the read's error reply when it
+    // failed (the script has then given each job its own reason: claim.lua).
+    redis::ReplyView record(std::size_t i) const {
+      const redis::ReplyView all = reads[i / kJobsPerCall].view();
+      return all.is_array() ? all[i % kJobsPerCall] : all;
+    }
   };
   // Runs `script` over the jobs of one shard, kJobsPerCall per call, pipelined, reloading the
   // scripts if Redis lost them. per_job[i] are job i's arguments (the first is its id); `extra`
-  // is ARGV[3]. read_records: the call's records are read (one MGET: the keys share the shard's
-  // slot) right after it, in the same round trip. Throws RedisCommandError if a call failed (a script error: a bug, or
+  // is ARGV[3]. read_records: the call's delay records are read (one HMGET of the shard's hash)
+  // right after it, in the same round trip. Throws RedisCommandError if a call failed (a script error: a bug, or
   // a key of the shard that is not of delayd's type). A fenced script runs with this store's fence for the shard; a
   // refusal throws ShardFenced.
   Replies run(Script script, std::string_view shard, const std::vector<redis::Command>& per_job, std::int64_t now_ms,

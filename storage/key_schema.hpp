@@ -1,7 +1,11 @@
 // The names of every Redis key delayd writes. The key table of docs/operating/job-state.md
 // mirrors this file.
 //
-//   <prefix>:{<shard>}:job:<job-id>  string  one job: a header line, "\n", then its payload
+//   <prefix>:{<shard>}:jobs          hash    job-id -> record, for each job of the shard whose
+//                                            state is delay (the record's grammar is below)
+//   <prefix>:{<shard>}:job:<job-id>  string  the record of a job in any other state (ready,
+//                                            running, finished, cancelled, failed), which
+//                                            expires after the retention once settled
 //   <prefix>:{<shard>}:pending:leaves zset   the pending set's directory: the shard's jobs not yet
 //                                            delivered, and the delivered ones waiting for an ack
 //                                            deadline, each scored where its record says
@@ -47,8 +51,18 @@
 // shard carries the shard in a hash tag, so under Redis Cluster they share a slot and one
 // script call can move a whole batch of the shard's jobs (lua_scripts.hpp).
 //
-// The job record (one string, so that a pending job costs one key and one leaf entry;
-// job_record.hpp has its exact grammar, and the one list of its states, names and limits):
+// Where a job's record lives. While the job is delay (waiting to be delivered), its record is a
+// field of the shard's hash `jobs`; in any other state it is the string `job:<id>`, so that a
+// settled job's record can expire after the retention (a hash field cannot, on Redis 7.0). A
+// record is in exactly one of the two: every write of a record (prelude.lua, write(); the fast
+// mark of mark_ready.lua) puts it in its place and deletes it from the other. A pending job so
+// costs a hash field and a leaf entry: 32 B less than a key of its own (the key's object and
+// its longer name; docs/performance.md, "Redis bytes per pending job"). Reads look in the hash
+// first, then at the key: 0.3 kept every record in a key, and a delay record of 0.3 is moved
+// into the hash when a claim or any write meets it.
+//
+// The job record (job_record.hpp has its exact grammar, and the one list of its states, names
+// and limits):
 //   <state> <deliver_at> <attempt> <business>[ <name>=<value>]...\n<payload>
 //   state      delay | ready | running | finished | cancelled | failed
 //   deliver_at epoch ms; attempt: delivery attempts settled so far (the one under way, if any,
@@ -79,10 +93,10 @@
 //              while the job is delay, dropped when it finishes (it is on its topic by then),
 //              except for a business that keeps payloads: then until finished, and a failed
 //              job keeps it for the retention (an operator may retry it)
-// So `GET <prefix>:{<shard>}:job:<id>` shows the state as the first word; a finished job's
-// record expires after the retention. The first line is short on purpose: with a 200-byte
-// value the whole record stays within one allocator size class (see docs/performance.md, "Throughput and memory per
-// job").
+// So `HGET <prefix>:{<shard>}:jobs <id>` (a delay job) or `GET <prefix>:{<shard>}:job:<id>` (any
+// other) shows the state as the first word; a settled job's record expires after the retention. The first line is short
+// on purpose: with a 200-byte value the whole record stays within one allocator size class (see docs/performance.md,
+// "Throughput and memory per job").
 //
 // Invariant: the prefix matches [A-Za-z0-9._-]+ (the config checks it), so the first "{...}" in a
 // shard key is always the shard's hash tag.
@@ -135,9 +149,14 @@ class KeySchema {
   explicit KeySchema(std::string prefix) : prefix_(std::move(prefix)) {}
 
   const std::string& prefix() const { return prefix_; }
+  // A job's record while its state is not delay (a string of its own, which can expire), and
+  // 0.3's key of a delay job's record (read where the shard's hash of delay records has none).
   std::string job(std::string_view shard, std::string_view job_id) const {
     return tagged(shard) + ":job:" + std::string(job_id);
   }
+  // The shard's delay jobs' records, one field per job-id (prelude.lua, read() and write(): a
+  // record is in exactly one of this hash and job(); see the layout at the top of this file).
+  std::string delay_records(std::string_view shard) const { return tagged(shard) + ":jobs"; }
   // The pending set's directory of leaves (KEYS[1] of every batch script; prelude.lua reads
   // and writes the leaves, pending_leaf(), and the count, pending_size(), beside it).
   // record_lua_gen.cpp gives prelude.lua these names and the others its scripts build (KEY).

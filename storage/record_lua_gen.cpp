@@ -35,10 +35,15 @@ int main(int argc, char** argv) {
   const KeySchema keys("p");
   const auto after_tag = [](const std::string& key) { return key.substr(key.find('}') + 1); };
   const std::pair<const char*, std::string> kKeys[] = {
-      {"job", after_tag(keys.job("s", ""))},           {"history", after_tag(keys.history("s", ""))},
-      {"state", after_tag(keys.state_index("s", ""))}, {"waiting_marks", after_tag(keys.waiting_marks("s"))},
-      {"waiting", after_tag(keys.waiting("s", ""))},   {"wake", after_tag(keys.wake("s"))},
-      {"leaf", after_tag(keys.pending_leaf("s", ""))}, {"size", after_tag(keys.pending_size("s"))},
+      {"job", after_tag(keys.job("s", ""))},
+      {"jobs", after_tag(keys.delay_records("s"))},
+      {"history", after_tag(keys.history("s", ""))},
+      {"state", after_tag(keys.state_index("s", ""))},
+      {"waiting_marks", after_tag(keys.waiting_marks("s"))},
+      {"waiting", after_tag(keys.waiting("s", ""))},
+      {"wake", after_tag(keys.wake("s"))},
+      {"leaf", after_tag(keys.pending_leaf("s", ""))},
+      {"size", after_tag(keys.pending_size("s"))},
       {"set_0_3", after_tag(keys.pending_0_3("s"))},
   };
   lua += "local KEY = {";

@@ -24,7 +24,7 @@
 --                           what the earlier job became
 -- Per job: {code, state, deliver_at}; code (storage::AcceptKind) 1 created (or revived), 0
 -- existed, 2 "arrived after its cancel", 3 in flight, 4 updated, 5 a new job of a used id. A job
--- created the plain way (no record stood under its key) is the integer 1 alone: state delay at
+-- created the plain way (no record stood under its id) is the integer 1 alone: state delay at
 -- the deliver_at it was given (making and sending 500 triples cost Redis about 0.75 us a job, a
 -- tenth of a plain accept; job_store.cpp's accept_outcomes() reads both forms).
 -- Whether the new record `v` (its first line) revives the failed job j: it carries a
@@ -69,10 +69,15 @@ local function pend_created()
     created = {}
   end
 end
+-- Whether a record of any of the batch's jobs is a key (a settled job's, or 0.3's delay record):
+-- one call for the batch. When none is, a job is new exactly when its field is set in the
+-- shard's hash of delay records (key_schema.hpp); else each job's key is looked at first.
+local keyed = #KEYS >= FIRST and redis.call('EXISTS', unpack(KEYS, FIRST)) > 0
 for i = FIRST, #KEYS do
   local a = 5 + (i - FIRST) * 5
   local id, at, biz, version, rec = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), ARGV[a + 4]
-  if redis.call('SET', KEYS[i], rec, 'NX') then
+  if not (keyed and redis.call('EXISTS', KEYS[i]) == 1) and redis.call('HSETNX', JOBS, id, rec) == 1 then
+    where[id] = 'hash'
     created[#created + 1] = at
     created[#created + 1] = id
     wadd(id, biz, at)

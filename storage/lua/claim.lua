@@ -4,8 +4,9 @@
 -- "in_flight" (the record may already be on its way, or held by the broker until its
 -- deliver_at). A job whose deliver_at is after now + ahead_ms is left alone ('early'); the
 -- broker never produces a record before its deliver_at by the wall clock (ahead_ms only lets
--- it claim in advance). The caller reads the claimed records (MGET) right after the call, in
--- the same round trip, for the payload.
+-- it claim in advance). The caller reads the claimed records (HMGET of the shard's hash of
+-- delay records, where a claimed record always is) right after the call, in the same round
+-- trip, for the payload.
 -- What cannot be delivered is set aside in the same call: a stale entry (job finished) is
 -- removed; a corrupt record is kept for people as the payload of a record marked failed with
 -- error "corrupt job record: ..."; an entry with no readable record (none, or not a string)
@@ -28,10 +29,11 @@ local function rule_of(j)
 end
 local refused = check_fence()
 if refused then return refused end
--- The reads are done for the whole batch at once (one MGET of the records, one HMGET of the
--- in-flight entries) and the in-flight entries written at the end in one HSET, so that Redis
--- spends its time on the jobs, not on calls from Lua. A record MGET did not return (none, or
--- not a string) is read again alone, for its reason. A batch that names a job twice is done
+-- The reads are done for the whole batch at once (one HMGET of the records in the shard's hash
+-- of delay records, one HMGET of the in-flight entries) and the in-flight entries written at the
+-- end in one HSET, so that Redis spends its time on the jobs, not on calls from Lua. A record
+-- the hash did not return (a ready or running job's, 0.3's, none, or an unreadable hash) is read
+-- again alone (read_head(): its key), for its state or its reason. A batch that names a job twice is done
 -- job by job instead, as the second must see what the first wrote.
 local records, flying, hset = {}, {}, {}
 local twice = false
@@ -45,7 +47,8 @@ do
     ids[#ids + 1] = id
   end
   if #ids > 0 then
-    records = redis.call('MGET', unpack(KEYS, FIRST))
+    records = redis.pcall('HMGET', JOBS, unpack(ids))  -- an error: each job's read_head() gives it
+    if records.err then records = {} end
     if not twice then flying = redis.call('HMGET', KEYS[4], unpack(ids)) end
   end
 end
@@ -69,7 +72,7 @@ for i = FIRST, #KEYS do
   local a = 5 + (i - FIRST) * 2
   local id, seen_at = ARGV[a], tonumber(ARGV[a + 1])
   local v, err = records[i - FIRST + 1], nil
-  if not v or v == '' then v, err = read_head(KEYS[i]) end
+  if v and v ~= '' then where[id] = 'hash' else v, err = read_head(KEYS[i]) end
   local j = parse(v)
   -- A delivered job's pending entry: its ack deadline, if its business has one (read once).
   local waiting = j and (j.st == 'ready' or j.st == 'running') and entry_find(id, j.e0 or seen_at)
@@ -139,6 +142,8 @@ for i = FIRST, #KEYS do
       -- A job marked dead goes to the dead-letter topic, not to a consumer: no attempt is added.
       local att = (attempt_in_flight(i - FIRST + 1, id) or j.att) + (j.f.dead and 0 or 1)
       fly(id, att .. flown)
+      -- The caller reads the claimed records from the hash (job_store.cpp): one of 0.3 moves there.
+      if where[id] == 'key' then to_hash(KEYS[i], id) end
       if repeats(j) or j.f.h or j.f.rd or j.f.dead or j.f.nb or j.f.vo or j.f.ml then
         out[#out + 1] = {'deliver', string.format('%.0f', j.at), j.biz, att, j.f.rep or '0', 0,
                          string.format('%.0f', due), 0, j.f.dead or '', j.f.ml or '', rule_of(j)}

@@ -11,8 +11,9 @@
 -- (ready), or 0. A job already final only loses its (stale) pending entry; a ready or running
 -- one keeps its ack deadline.
 -- The fast path's bookkeeping is done for the whole batch at once (one HMGET, HDEL, ZREM and
--- ZADD for all its jobs, so that Redis spends its time on the jobs, not on calls from Lua); only
--- the record's SET is per job. A job-id seen earlier in the same batch takes the per-job path,
+-- ZADD for all its jobs, and one HDEL of their records from the shard's hash of delay records,
+-- so that Redis spends its time on the jobs, not on calls from Lua); only the record's SET (a
+-- key now: the job is no longer delay) is per job. A job-id seen earlier in the same batch takes the per-job path,
 -- after that earlier one, as if each job were marked in turn.
 local fast, probe, seen = {}, {}, {}
 for i = FIRST, #KEYS do
@@ -35,6 +36,7 @@ if #probe > 0 then
   end
   if #gone > 0 then
     redis.call('HDEL', KEYS[4], unpack(gone))
+    redis.call('HDEL', JOBS, unpack(gone))  -- their records become keys below
     entries_drop(gone, at)
     enter_all(gone, 'ready')
   end

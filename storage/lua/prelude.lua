@@ -21,6 +21,12 @@ local stamp, fence = ARGV[1], ARGV[4]
 local function job_key(id) return SHARD .. KEY.job .. id end
 local function id_of(key) return string.sub(key, #SHARD + #KEY.job + 1) end
 local function hist_key(key) return SHARD .. KEY.history .. id_of(key) end
+-- The shard's hash of delay records (key_schema.hpp): a job's record is its field there while
+-- the job is delay, and the string job_key(id) in any other state; never both.
+local JOBS = SHARD .. KEY.jobs
+-- where[id]: where this call last found or put the job's record, 'hash', 'key' or 'none' (nil:
+-- not looked); write() deletes the record from the other place unless it knows it is not there.
+local where = {}
 -- An epoch-ms field's value as a number: 1 to AT_DIGITS digits, as deliver_at is; else nil.
 local function ms(s)
   if s and #s <= AT_DIGITS and string.find(s, '^%d+$') then return tonumber(s) end
@@ -432,7 +438,17 @@ local function write(key, j, ex)
     if j.f[k] then parts[#parts + 1] = k .. '=' .. j.f[k] end
   end
   local v = table.concat(parts, ' ') .. '\n' .. (j.payload or '')
-  if ex > 0 then redis.call('SET', key, v, 'EX', ex) else redis.call('SET', key, v) end
+  -- Its place by its state (a delay record never expires: ex applies to the others).
+  local was = where[id]
+  if j.st == 'delay' then
+    redis.call('HSET', JOBS, id, v)
+    if was ~= 'hash' and was ~= 'none' then redis.call('DEL', key) end
+    where[id] = 'hash'
+  else
+    if ex > 0 then redis.call('SET', key, v, 'EX', ex) else redis.call('SET', key, v) end
+    if was ~= 'key' and was ~= 'none' then redis.call('HDEL', JOBS, id) end
+    where[id] = 'key'
+  end
   -- The history expires with the record (and lives while the record lives).
   if j.f.h then
     if ex > 0 then redis.call('EXPIRE', hist_key(key), ex) else redis.call('PERSIST', hist_key(key)) end
@@ -521,24 +537,55 @@ local function flush()
     end
   end
 end
+-- read(key) -> the job's record (false: none), or nil and the error: from the shard's hash,
+-- else from its key (a settled job's, or 0.3's delay record); where[] says which.
 local function read(key)
-  local v = redis.pcall('GET', key)
+  local id = id_of(key)
+  local v = redis.pcall('HGET', JOBS, id)
   if type(v) == 'table' and v.err then return nil, v.err end
+  if v then
+    where[id] = 'hash'
+    return v
+  end
+  v = redis.pcall('GET', key)
+  if type(v) == 'table' and v.err then return nil, v.err end
+  where[id] = v and 'key' or 'none'
   return v
 end
--- The header line only (for transitions that drop or keep the payload untouched): the first
--- 64 bytes (a pending job's line is about 30), or the whole record if its line is longer.
+-- The header line only (for transitions that drop or keep the payload untouched): a record in
+-- the hash whole (a field cannot be read in part), one in a key by its first 64 bytes (a
+-- pending job's line is about 30), or whole if its line is longer.
 local function read_head(key)
-  local v = redis.pcall('GETRANGE', key, 0, 63)
+  local id = id_of(key)
+  local v = redis.pcall('HGET', JOBS, id)
   if type(v) == 'table' and v.err then return nil, v.err end
+  if v then
+    where[id] = 'hash'
+    if v == '' then return false end
+    return v
+  end
+  v = redis.pcall('GETRANGE', key, 0, 63)
+  if type(v) == 'table' and v.err then return nil, v.err end
+  -- GETRANGE answers '' for a missing key as for an empty record: neither has a record to read,
+  -- and where[] does not know which (so a write deletes the key).
+  where[id] = v ~= '' and 'key' or nil
   if v == '' then return false end
   if #v == 64 and not string.find(v, '\n', 1, true) then return read(key) end
   return v
 end
+-- to_hash(key, id): a delay record read from its key (0.3 kept every record in one) moved into
+-- the shard's hash, where a delay record belongs.
+local function to_hash(key, id)
+  local v = redis.call('GET', key)
+  if v then redis.call('HSET', JOBS, id, v) end
+  redis.call('DEL', key)
+  where[id] = 'hash'
+end
 -- migrate(n) -> how many entries of the set of 0.3 (OLD_SET) are left after moving up to n of
 -- them, the earliest first, into leaves. Its scores are the truth: a record that does not
 -- name its entry's time (a ready or running job's ack deadline, a retry's time, written before
--- nb held them) is given it as nb, so that every entry can be found from its record after.
+-- nb held them) is given it as nb, so that every entry can be found from its record after. A
+-- delay job's record, a key in 0.3, moves into the shard's hash on the way (key_schema.hpp).
 local function migrate(n)
   local got = redis.call('ZRANGE', OLD_SET, 0, n - 1, 'WITHSCORES')
   for k = 1, #got, 2 do
@@ -550,6 +597,8 @@ local function migrate(n)
       local whole = parse(read(key), true)
       whole.f.nb = string.format('%.0f', score)
       write(key, whole, 0)
+    elseif j and j.st == 'delay' and where[id] == 'key' then
+      to_hash(key, id)
     end
     entry_put(id, score)
   end

@@ -51,6 +51,7 @@
 #include "storage/header_codec.hpp"
 #include "storage/job_store.hpp"
 #include "storage/key_schema.hpp"
+#include "support/job_records.hpp"
 #include "support/pending_entries.hpp"
 
 using namespace delayd::chaos;
@@ -80,7 +81,7 @@ TEST_CASE("garbled_job", "[chaos]") {
       delayd::storage::StoredPayload p{id, "value of " + id, {}};
       const std::string record =
           "delay " + deliver_at + " " + attempt + " orders\n" + delayd::storage::encode_payload(p);
-      REQUIRE(redis.command({"SET", keys.job(shard, id), record}).view().is_string());
+      delayd::testing::put_record(redis, keys, shard, id, record);  // where the layout keeps it
     };
     write_job("garbled-deliver-at", "garbage", "0");
     write_job("garbled-attempt", std::to_string(t0 - 1000), "many");

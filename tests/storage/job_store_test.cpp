@@ -19,6 +19,7 @@
 #include "redis/url.hpp"
 #include "storage/header_codec.hpp"
 #include "storage/job_record.hpp"
+#include "support/job_records.hpp"
 #include "support/pending_entries.hpp"
 #include "support/redis_cleanup.hpp"
 #include "support/redis_connect.hpp"
@@ -56,13 +57,19 @@ struct Fixture {
     return job->at(f);
   }
   bool has_payload(const std::string& id) { return field(id, "headers") != "<nil>"; }
-  // The record as a person sees it with redis-cli GET.
+  // The record as a person sees it with redis-cli HGET (a delay job's) or GET (any other's).
   std::string record(const std::string& id) {
-    auto r = redis.command({"GET", keys.job(shard, id)});
-    return r.view().is_nil() ? "<nil>" : std::string(r.view().str());
+    return delayd::testing::record_of(redis, keys, shard, id).value_or("<nil>");
   }
-  void set_record(const std::string& id, const std::string& v) { redis.command({"SET", keys.job(shard, id), v}); }
-  std::int64_t ttl(const std::string& id) { return redis.command({"TTL", keys.job(shard, id)}).view().integer(); }
+  void set_record(const std::string& id, const std::string& v) {
+    delayd::testing::put_record(redis, keys, shard, id, v);
+  }
+  // The record's time to live in seconds: -1 in the shard's hash (a delay record never expires),
+  // else its key's TTL (-2: no record).
+  std::int64_t ttl(const std::string& id) {
+    if (redis.command({"HEXISTS", keys.delay_records(shard), id}).view().integer() == 1) return -1;
+    return redis.command({"TTL", keys.job(shard, id)}).view().integer();
+  }
   // Every job of the shard whose pending entry is not where its record says (pending_score():
   // at the later of deliver_at and nb for a delay job, at nb for a ready or running one, none
   // otherwise), as "<id>: entry <score or none>, record '<line>'"; empty when all agree.
@@ -71,11 +78,8 @@ struct Fixture {
     for (const auto& [id, score] : delayd::testing::pending_entries(redis, keys, shard)) {
       entries[id] = std::to_string(score);
     }
-    const std::string job_prefix = keys.job(shard, "");
-    const auto names = redis.command({"KEYS", job_prefix + "*"});  // a test's own prefix: a few keys
     std::vector<std::string> out;
-    for (std::size_t i = 0; i < names.view().size(); ++i) {
-      const std::string id(names.view()[i].str().substr(job_prefix.size()));
+    for (const std::string& id : delayd::testing::record_ids(redis, keys, shard)) {
       const std::string line = record(id).substr(0, record(id).find('\n'));
       const auto r = parse_job_record(record(id));
       const auto want = r ? pending_score(*r) : std::nullopt;
@@ -273,8 +277,7 @@ TEST_CASE_METHOD(Fixture, "a batch naming a job twice ends as the same jobs clai
   auto dump = [&](const std::string& sh) {
     std::string out;
     for (const auto& id : {"x", "y", "z", "gone", "empty"}) {
-      auto r = redis.command({"GET", keys.job(sh, id)});
-      out += std::string(id) + "=" + (r.view().is_nil() ? "<nil>" : std::string(r.view().str())) + ";";
+      out += std::string(id) + "=" + delayd::testing::record_of(redis, keys, sh, id).value_or("<nil>") + ";";
     }
     auto flat = [&](const delayd::redis::Command& c) {
       std::vector<std::string> v;
@@ -355,7 +358,7 @@ TEST_CASE_METHOD(Fixture, "a batch creating and then upserting a job ends as the
   auto dump = [&](const std::string& sh) {
     std::string out;
     for (const auto& id : {"p", "u", "q"})
-      out += std::string(id) + "=" + std::string(redis.command({"GET", keys.job(sh, id)}).view().str()) + ";";
+      out += std::string(id) + "=" + delayd::testing::record_of(redis, keys, sh, id).value_or("<nil>") + ";";
     for (const auto& [id, score] : delayd::testing::pending_entries(redis, keys, sh)) {
       out += id + "," + std::to_string(score) + ",";
     }
@@ -585,6 +588,23 @@ TEST_CASE_METHOD(
   CHECK(again[0].state == JobState::failed);
 }
 
+// A shard's hash of delay records that is not a hash (a hand edit): each of its jobs is set
+// aside with the reason, and the claim does not fail.
+TEST_CASE_METHOD(Fixture, "a claim on a shard whose hash of delay records is unreadable quarantines its jobs",
+                 "[store][corrupt]") {
+  store.accept(std::vector<NewJob>{job("w1", 5), job("w2", 5)}, 0);
+  redis.command({"DEL", keys.delay_records(shard)});
+  redis.command({"SET", keys.delay_records(shard), "not a hash"});
+  const auto c = store.claim(shard, Ids{"w1", "w2"}, 10, 0, std::vector<std::int64_t>{5, 5});
+  REQUIRE(c.size() == 2);
+  for (const auto& one : c) {
+    CHECK(one.kind == Claim::Kind::unreadable);
+    CHECK(one.reason.find("WRONGTYPE") != std::string::npos);
+  }
+  CHECK(redis.command({"HLEN", keys.quarantine(shard)}).view().integer() == 2);
+  CHECK(pending().empty());
+}
+
 TEST_CASE_METHOD(Fixture, "a pending entry without a readable record is moved to the shard's quarantine",
                  "[store][corrupt]") {
   redis.command({"SADD", keys.shards(), shard});
@@ -674,16 +694,23 @@ TEST_CASE_METHOD(Fixture, "the pending set's leaves hold every entry in order, a
   CHECK(misplaced() == Ids{});
 }
 
-// An upgrade from 0.3, whose pending set was one sorted set: the loader's first read moves it
-// into leaves, a chunk per call, and gives records the time of their entry where they did not
-// name it (nb: written by 0.3 only for a failed report's retry). Meanwhile every script finds
-// entries still in the old set.
+// An upgrade from 0.3, whose pending set was one sorted set and whose records were all keys: the
+// loader's first read moves the set into leaves, a chunk per call, the delay records into the
+// shard's hash, and gives records the time of their entry where they did not name it (nb:
+// written by 0.3 only for a failed report's retry). Meanwhile every script finds entries still
+// in the old set, and records still in keys.
 TEST_CASE_METHOD(Fixture, "a 0.3 pending set is moved into leaves at the first load, whole, and its entries stay found",
                  "[store][leaves][upgrade]") {
   const std::string payload = delayd::storage::encode_payload({std::nullopt, "v", {}});
   auto old_job = [&](const std::string& id, const std::string& line, std::int64_t score) {
-    set_record(id, line + "\n" + payload);
+    redis.command({"SET", keys.job(shard, id), line + "\n" + payload});  // 0.3: every record a key
     redis.command({"ZADD", keys.pending_0_3(shard), std::to_string(score), id});
+  };
+  auto in_hash = [&](const std::string& id) {
+    return redis.command({"HEXISTS", keys.delay_records(shard), id}).view().integer() == 1;
+  };
+  auto in_key = [&](const std::string& id) {
+    return redis.command({"EXISTS", keys.job(shard, id)}).view().integer() == 1;
   };
   redis.command({"SADD", keys.shards(), shard});
   constexpr int kPlain = 4500;  // more than one chunk of pending.lua's move
@@ -692,11 +719,25 @@ TEST_CASE_METHOD(Fixture, "a 0.3 pending set is moved into leaves at the first l
   old_job("retry", "delay 100 1 orders last_error=down", 9000);  // a failed produce's retry, at 9000
   old_job("acked", "ready 100 1 orders ready_at=150", 7000);     // its ack deadline, 7000
   old_job("cancel-me", "delay 5000 0 orders", 5000);
-  // Before the move: a cancel finds the entry in the old set.
+  old_job("twice", "delay 300 0 orders", 300);
+  // Before the move: a cancel finds the entry in the old set, and the record in its key; a
+  // publish of a job whose record is still a key is not a new job; a look-up finds the record.
   CHECK(store.cancel(shard, "cancel-me", 1).changed);
+  auto again = job("twice", 999);
+  again.shard = shard;
+  CHECK(store.accept(std::vector<NewJob>{again}, 0)[0].kind == AcceptKind::existed);
+  CHECK(field("twice", "deliver_at") == "300");
+  CHECK(store.shards_holding("p1", "") == std::vector<std::string>{shard});
+  CHECK(store.locate(Ids{"p1"})[0]->business == "orders");
   const auto loaded = store.pending_between(shard, std::nullopt, INT64_MAX, 0);
-  CHECK(loaded.size() == kPlain + 2);
+  CHECK(loaded.size() == kPlain + 3);
   CHECK(redis.command({"EXISTS", keys.pending_0_3(shard)}).view().integer() == 0);
+  // Every delay record is now in the hash, and its key gone; the others stay keys.
+  int moved = 0;
+  for (int i = 0; i < kPlain; ++i) moved += in_hash("p" + std::to_string(i)) && !in_key("p" + std::to_string(i));
+  CHECK(moved == kPlain);
+  CHECK((in_hash("retry") && !in_key("retry") && in_hash("twice")));
+  CHECK((in_key("acked") && !in_hash("acked") && in_key("cancel-me") && !in_hash("cancel-me")));
   CHECK(std::is_sorted(loaded.begin(), loaded.end(),
                        [](const PendingEntry& x, const PendingEntry& y) { return x.deliver_at < y.deliver_at; }));
   CHECK(delayd::testing::pending_score_of(redis, keys, shard, "retry") == 9000);
@@ -705,11 +746,64 @@ TEST_CASE_METHOD(Fixture, "a 0.3 pending set is moved into leaves at the first l
   CHECK(field("acked", "ack_deadline") == "7000");
   CHECK(misplaced() == Ids{});
   CHECK(delayd::testing::pending_leaf_violations(redis, keys, shard) == Ids{});
-  CHECK(store.stats().pending == kPlain + 2);
-  // And the jobs go on: the retry is claimed at its time, the silent one is delivered again.
+  CHECK(store.stats().pending == kPlain + 3);
+  // And the jobs go on: the retry is claimed at its time, the silent one is delivered again
+  // (its record back in the hash, delay), and a plain one with its payload.
   CHECK(store.claim(shard, Ids{"retry"}, 8000)[0].kind == Claim::Kind::early);
   CHECK(store.claim(shard, Ids{"retry"}, 9000)[0].kind == Claim::Kind::deliver);
-  CHECK(store.claim(shard, Ids{"acked"}, 7000)[0].kind == Claim::Kind::deliver);
+  const auto acked = store.claim(shard, Ids{"acked"}, 7000);
+  CHECK(acked[0].kind == Claim::Kind::deliver);
+  CHECK(acked[0].value == "v");
+  CHECK((in_hash("acked") && !in_key("acked")));
+  const auto plain = store.claim(shard, Ids{"p1"}, 7000);
+  CHECK(plain[0].kind == Claim::Kind::deliver);
+  CHECK(plain[0].value == "v");
+}
+
+// A 0.3 delay record the first load did not meet (no entry in the old set: lost, or put back by
+// hand) is moved into the hash by the claim that delivers it, so the claim's read finds it.
+TEST_CASE_METHOD(Fixture, "a claim moves a delay record it finds in a key into the shard's hash", "[store][upgrade]") {
+  store.accept(std::vector<NewJob>{job("new", 10)}, 0);
+  const std::string payload = delayd::storage::encode_payload({std::nullopt, "old-v", {}});
+  redis.command({"SET", keys.job(shard, "old"), "delay 10 0 orders\n" + payload});
+  delayd::testing::put_pending_entry(redis, keys, shard, "old", 10);
+  const auto c = store.claim(shard, Ids{"old", "new"}, 10);
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].value == "old-v");
+  CHECK(c[1].kind == Claim::Kind::deliver);
+  CHECK(redis.command({"EXISTS", keys.job(shard, "old")}).view().integer() == 0);
+  store.mark_ready(shard, Ids{"old", "new"}, 11);
+  CHECK(record("old") == "ready 10 1 orders ready_at=11\n");
+  CHECK(redis.command({"HLEN", keys.delay_records(shard)}).view().integer() == 0);
+}
+
+// Where a record is (key_schema.hpp): a field of the shard's hash while the job is delay, a key of
+// its own otherwise, never both; each transition moves it.
+TEST_CASE_METHOD(Fixture, "a job's record is in the shard's hash while delay and a key of its own otherwise",
+                 "[store]") {
+  auto place = [&](const std::string& id) {
+    const bool h = redis.command({"HEXISTS", keys.delay_records(shard), id}).view().integer() == 1;
+    const bool k = redis.command({"EXISTS", keys.job(shard, id)}).view().integer() == 1;
+    return std::string(h ? "hash" : "") + (k ? "key" : "");
+  };
+  store.accept(std::vector<NewJob>{job("a", 10), job("b", 10), job("c", 10)}, 0);
+  CHECK(place("a") == "hash");
+  CHECK(store.cancel(shard, "c", 1).changed);
+  CHECK(place("c") == "key");
+  CHECK(ttl("c") > 0);  // a settled record expires
+  store.claim(shard, Ids{"a", "b"}, 10);
+  CHECK(place("a") == "hash");
+  store.mark_ready(shard, Ids{"a"}, 11);  // the fast way
+  CHECK(place("a") == "key");
+  CHECK(ttl("a") > 0);
+  store.release(shard, "b", "broker down", 100, {}, 12);  // back to waiting for a retry: still delay
+  CHECK(place("b") == "hash");
+  CHECK(store.claim(shard, Ids{"b"}, 100)[0].kind == Claim::Kind::deliver);
+  CHECK(store.mark_failed(shard, "b", "gave up", 101).changed);
+  CHECK(place("b") == "key");
+  CHECK(field("b", "state") == "failed");
+  CHECK(misplaced() == Ids{});
 }
 
 TEST_CASE_METHOD(Fixture,
@@ -1324,12 +1418,17 @@ TEST_CASE_METHOD(Lifecycle, "locate reads a business name of the contract's full
   // first read, and the business must not come back cut short.
   const std::string business(100, 'b');
   store.accept(std::vector<NewJob>{job("short", 100)}, 0);  // the shard is known
-  redis.command({"SET", keys.job(shard, "long"), "delay 100000000000000 123456789 " + business + "\npayload"});
-  const auto where = store.locate(Ids{"long", "short"});
-  REQUIRE(where[0]);
-  CHECK(where[0]->shard == shard);
-  CHECK(where[0]->business == business);
-  CHECK(where[0]->attempt == 123456789);
+  const std::string line = "100000000000000 123456789 " + business + "\npayload";
+  redis.command({"SET", keys.job(shard, "long"), "delay " + line});              // as 0.3 kept it: a key
+  delayd::testing::put_record(redis, keys, shard, "long-now", "delay " + line);  // as it is kept now
+  delayd::testing::put_record(redis, keys, shard, "long-ready", "ready " + line);
+  const auto where = store.locate(Ids{"long", "short", "long-now", "long-ready"});
+  for (const size_t i : {0, 2, 3}) {
+    REQUIRE(where[i]);
+    CHECK(where[i]->shard == shard);
+    CHECK(where[i]->business == business);
+    CHECK(where[i]->attempt == 123456789);
+  }
   REQUIRE(where[1]);
   CHECK(where[1]->business == "orders");
 }

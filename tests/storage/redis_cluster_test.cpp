@@ -248,6 +248,7 @@ TEST_CASE("cluster: key slots follow the spec's CRC16 and hash tags", "[cluster]
   CHECK(redis_key_slot("foo{bar}{zap}") == redis_key_slot("bar"));
   const KeySchema keys("p");
   CHECK(redis_key_slot(keys.job("t:3", "a")) == redis_key_slot(keys.pending("t:3")));
+  CHECK(redis_key_slot(keys.delay_records("t:3")) == redis_key_slot(keys.pending("t:3")));
   CHECK(redis_key_slot(keys.stats("t:3")) == redis_key_slot("t:3"));
 }
 
@@ -375,24 +376,25 @@ TEST_CASE("cluster: a migrating slot is followed with ASK, a moved one with MOVE
   for (int j = 0; j < 10; ++j) jobs.push_back(job(shard, "a" + std::to_string(j), 100));
   store.accept(jobs, 1);
 
-  // Half-way through a migration: one job record is on the target already.
+  // Half-way through a migration: the shard's hash of delay records (every job's record here)
+  // is on the target already.
   const std::string from_id = lc.node_id(from.port), to_id = lc.node_id(to.port);
   const std::string s = std::to_string(slot);
   REQUIRE(redis.command_on(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", from_id}).view().str() == "OK");
   REQUIRE(redis.command_on(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", to_id}).view().str() == "OK");
-  const std::string moved_key = keys.job(shard, "a0");
+  const std::string moved_key = keys.delay_records(shard);
   REQUIRE(redis.command_on(from, {"MIGRATE", to.host, std::to_string(to.port), moved_key, "0", "5000"})
               .view()
               .str() == "OK");
 
   // A single key that moved: ASK, followed (ASKING + the command on the target), map unchanged.
-  const auto moved_record = redis.command({"GET", moved_key});
+  const auto moved_record = redis.command({"HGET", moved_key, "a0"});
   REQUIRE(moved_record.view().is_string());
   CHECK(moved_record.view().str().starts_with("delay"));
   CHECK(redis.stats().asked == 1);
   CHECK(*redis.slot_owner(slot) == from);
   // A key that did not move is still served by the source.
-  CHECK(redis.command({"GET", keys.job(shard, "a1")}).view().is_string());
+  CHECK(redis.command({"ZCARD", keys.pending(shard)}).view().integer() > 0);
   // A script over keys of which some moved: TRYAGAIN, which the caller sees as transient.
   CHECK_THROWS_AS(store.claim(shard, Ids{"a0", "a1"}, 200), RedisIoError);
 
@@ -557,7 +559,7 @@ TEST_CASE("cluster: a primary fails over while jobs flow, and with wait_replicas
   for (const auto& a : acknowledged) {
     const std::string id = a.substr(0, a.find('@'));
     const std::string shard = a.substr(a.find('@') + 1);
-    const auto r = redis.command({"EXISTS", keys.job(shard, id)});
+    const auto r = redis.command({"HEXISTS", keys.delay_records(shard), id});  // a delay job's record
     if (r.view().integer() != 1) ++missing;
   }
   CHECK(missing == 0);
