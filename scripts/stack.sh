@@ -23,6 +23,8 @@
 #   DELAYD_KAFKA_HEAP (512m)   DELAYD_STACK_DIR (.stack)   DELAYD_STACK_TIMEOUT (120 seconds)
 #   DELAYD_REDIS_EXTRA_ARGS: more redis-server arguments for this start only (`up`, `restart`),
 #     for the fault tests, e.g. "--key-load-delay 100" to make its LOADING phase last
+#   DELAYD_KAFKA_JVM_EXTRA: more JVM options for the Kafka server, for this start only (`up`,
+#     `restart`), e.g. "-XX:ParallelGCThreads=1 -Xlog:gc:file=/tmp/kafka-gc.log" for a benchmark
 #   DELAYD_REDIS_CLUSTER (unset: one redis-server)  DELAYD_REDIS_CLUSTER_REPLICAS (1)
 #   DELAYD_REDIS_CLUSTER_PORT (17001): the first cluster port (cluster bus: port + 10000)
 #   DELAYD_REDIS_TLS (unset): with 1, Redis (single or cluster) speaks TLS only (--port 0
@@ -396,8 +398,10 @@ kafka_up() {
       -c "$KAFKA_DIR/server.properties" --ignore-formatted "${scram[@]}" >"$KAFKA_DIR/logs/format.log" 2>&1 \
       || die "formatting Kafka storage failed (log: $KAFKA_DIR/logs/format.log)"
   fi
+  local extra_jvm
+  read -r -a extra_jvm <<<"${DELAYD_KAFKA_JVM_EXTRA:-}"
   # setsid: the server must outlive the shell that started it, but not share its signals.
-  setsid nohup java "${jvm[@]}" -cp "$cp" kafka.Kafka "$KAFKA_DIR/server.properties" \
+  setsid nohup java "${jvm[@]}" "${extra_jvm[@]}" -cp "$cp" kafka.Kafka "$KAFKA_DIR/server.properties" \
     >"$KAFKA_DIR/logs/stdout.log" 2>&1 </dev/null &
   echo $! >"$KAFKA_PID"
   wait_until kafka kafka_answers "$KAFKA_PID" kafka.Kafka "$KAFKA_DIR/logs/server.log"

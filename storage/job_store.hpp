@@ -18,7 +18,8 @@
 //   claim     in-flight entry "<attempt+1> <firing_at>      the job is delay and pending: it is
 //             <epoch>" (cancel: in_flight); the record is   loaded and claimed again after the
 //             read in the same round trip, not rewritten    restart (the entry's attempt counts
-//             (stale, corrupt, unreadable set aside)        both)
+//             (stale, corrupt, unreadable set aside; a      both)
+//             0.3 record moved from its key into the hash)
 //   produce   the broker's Kafka write; no Redis call       as above: delivered twice, with the
 //                                                           same job-id (at-least-once)
 //   mark      ready (attempt from the in-flight entry,      done: nothing left to repeat
