@@ -33,8 +33,8 @@ if refused then return refused end
 -- of delay records, one HMGET of the in-flight entries) and the in-flight entries written at the
 -- end in one HSET, so that Redis spends its time on the jobs, not on calls from Lua. A record
 -- the hash did not return (a ready or running job's, 0.3's, none, or an unreadable hash) is read
--- again alone (read_head(): its key), for its state or its reason. A batch that names a job twice is done
--- job by job instead, as the second must see what the first wrote.
+-- again alone (read_head(): its key), for its state or its reason. A batch that names a job
+-- twice is done job by job instead, as the second must see what the first wrote.
 local records, flying, hset = {}, {}, {}
 local twice = false
 do

@@ -13,8 +13,8 @@
 -- The fast path's bookkeeping is done for the whole batch at once (one HMGET, HDEL, ZREM and
 -- ZADD for all its jobs, and one HDEL of their records from the shard's hash of delay records,
 -- so that Redis spends its time on the jobs, not on calls from Lua); only the record's SET (a
--- key now: the job is no longer delay) is per job. A job-id seen earlier in the same batch takes the per-job path,
--- after that earlier one, as if each job were marked in turn.
+-- key now: the job is no longer delay) is per job. A job-id seen earlier in the same batch takes
+-- the per-job path, after that earlier one, as if each job were marked in turn.
 local fast, probe, seen = {}, {}, {}
 for i = FIRST, #KEYS do
   local a = 5 + (i - FIRST) * 4
