@@ -194,12 +194,22 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
   // short and followed by the sends that fell due, so no record waits behind the rounds.
   for (int round = 0; round < kMaxFireRounds && !stuck(); ++round) {
     if (claims_full()) break;  // Redis has enough to do
-    const std::vector<Scheduler::Slot> slots = scheduler_.take_due(now_ms, options_.claim_ahead_ms);
+    // A round starts when a job falls due within claim_ahead_ms and takes, with it, what falls
+    // due up to claim_gather_ms later: under a steady load each shard gets a claim call every
+    // claim_gather_ms or so instead of one per Redis round trip (fewer, larger calls: less of
+    // Redis's and this process's time per job), and no job is claimed later than without it.
+    std::int64_t ahead = options_.claim_ahead_ms;
+    if (options_.claim_gather_ms > 0) {
+      const std::optional<std::int64_t> next = scheduler_.next_due();
+      if (!next || *next > now_ms + ahead) break;
+      ahead += options_.claim_gather_ms;
+    }
+    const std::vector<Scheduler::Slot> slots = scheduler_.take_due(now_ms, ahead);
     if (slots.empty()) break;
     if (claimer_ != nullptr) {
-      submit_claims(slots, now_ms);
+      submit_claims(slots, now_ms, ahead);
     } else {
-      produced += claim_and_dispatch(slots, now_ms);
+      produced += claim_and_dispatch(slots, now_ms, ahead);
     }
     if (slots.size() < scheduler_.fire_batch()) break;
     now_ms = options_.clock();
@@ -207,7 +217,8 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
   return produced;
 }
 
-std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms) {
+std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms,
+                                         std::int64_t ahead_ms) {
   std::size_t produced = 0;
   std::vector<storage::Claim> claims(slots.size());
   std::vector<bool> claimed(slots.size(), false);
@@ -222,7 +233,7 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
       due_at.push_back(scheduler_.job(slots[i]).due_at);
     }
     try {
-      auto got = store_.claim(scheduler_.shard_name(shard), ids, now_ms, options_.claim_ahead_ms, due_at);
+      auto got = store_.claim(scheduler_.shard_name(shard), ids, now_ms, ahead_ms, due_at);
       for (size_t k = 0; k < index.size(); ++k) {
         claims[index[k]] = std::move(got[k]);
         claimed[index[k]] = true;
@@ -245,14 +256,14 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
   return produced;
 }
 
-void FirePath::submit_claims(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms) {
+void FirePath::submit_claims(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms, std::int64_t ahead_ms) {
   const std::uint64_t round = ++stage_seq_;
   for (const auto& [shard, index] : by_shard(slots)) {
     ClaimRequest r;
     r.id = ++stage_seq_;
     r.shard = scheduler_.shard_name(shard);
     r.now_ms = now_ms;
-    r.ahead_ms = options_.claim_ahead_ms;
+    r.ahead_ms = ahead_ms;
     r.fence = store_.fence(r.shard);
     PendingClaim pc;
     pc.now_ms = now_ms;

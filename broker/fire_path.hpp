@@ -1,6 +1,7 @@
 // FirePath: from "the wheel says it is due" to "Redis says ready".
 //
-//   fire_due()   take the jobs due within claim_ahead_ms from the scheduler; claim them in
+//   fire_due()   once a job falls due within claim_ahead_ms, take it from the scheduler with
+//                those due up to claim_gather_ms later; claim them in
 //                Redis (with a ClaimWorker: handed to its thread and connection, up to
 //                kMaxClaimRounds rounds ahead, and dispatched when their results come back at
 //                a later fire_due(); without one, here and now)
@@ -115,6 +116,10 @@ struct FireOptions {
   // that arrives within this time of the deliver_at is late (answered in_flight). 0: claim at
   // the due instant.
   std::int64_t claim_ahead_ms = 0;
+  // When a job falls due within claim_ahead_ms, its claim round also takes the jobs due up to
+  // this much later (ms; 0: only those within claim_ahead_ms), so a cancel up to claim_ahead_ms +
+  // claim_gather_ms before a job's deliver_at may be late. Fewer, larger claim calls under load.
+  std::int64_t claim_gather_ms = 0;
   // Jobs per claim or mark call. Between two calls the held-back records that have fallen due
   // are sent, so a due record waits behind one call at most (about 2 ms for 200 jobs).
   std::size_t jobs_per_call = 200;
@@ -260,8 +265,9 @@ class FirePath {
     std::int64_t now_ms = 0;
     std::uint64_t round = 0;  // the submit_claims() call it came from
   };
-  // Hands the claims of `slots` (taken from the scheduler) to the ClaimWorker, one per shard run.
-  void submit_claims(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms);
+  // Hands the claims of `slots` (taken from the scheduler) to the ClaimWorker, one per shard run;
+  // `ahead_ms`: how far ahead of now_ms they were taken (the claim takes nothing due later).
+  void submit_claims(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms, std::int64_t ahead_ms);
   // Dispatches the ClaimWorker's finished claims; a failed one's jobs go back to the wheel (or
   // are given up, fenced), and the first outage is rethrown after all are handled.
   std::size_t apply_claims();
@@ -287,7 +293,7 @@ class FirePath {
   // The publish span of the ready record `f` ends with its delivery report.
   void end_span(InFlight& f, const connectors::DeliveryReport& report);
   // Claims the jobs of `slots` (taken from the scheduler) and holds or sends their records.
-  std::size_t claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms);
+  std::size_t claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms, std::int64_t ahead_ms);
   void set_aside(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::Claim>& claims,
                  std::int64_t now_ms);
   void handle_failure(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms);

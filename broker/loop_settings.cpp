@@ -77,6 +77,7 @@ FireOptions fire_options(const config::Config& c, std::function<std::int64_t()> 
                 .dlq_topic = c.kafka.dlq_topic,
                 .ready_topic_template = c.kafka.ready_topic_template,
                 .claim_ahead_ms = c.scheduler.claim_ahead_ms,
+                .claim_gather_ms = c.scheduler.claim_gather_ms,
                 .clock = std::move(clock),
                 .fence_recheck = std::chrono::milliseconds(1000),
                 .policies = config::BusinessPolicies(c),

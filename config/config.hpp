@@ -145,6 +145,7 @@ struct SchedulerConfig {
   std::int64_t shutdown_timeout_ms = 10000;   // how long SIGTERM waits for in-flight records
   std::int64_t cancel_memory_s = 300;         // how long a cancel for an unknown id is remembered
   std::int64_t claim_ahead_ms = 50;           // jobs are claimed this long before due, then held in memory
+  std::int64_t claim_gather_ms = 25;          // ... with those due up to this much later (fewer claim calls)
   // The job lifecycle (docs/consuming.md, "Job lifecycle"); each may be overridden per business in
   // `business` (config/business_policy.hpp):
   std::int64_t max_process_attempts = 5;       // deliveries a job gets through failed reports

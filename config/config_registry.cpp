@@ -290,6 +290,11 @@ constexpr std::array kSettings = {
           "jobs are claimed in Redis this long before they are due and their records held in memory until "
           "then; a cancel within this time of the due time is late; 0 = claim at the due time",
           field<Int>([](auto& c) -> auto& { return c.scheduler.claim_ahead_ms; }), 0, 1'000},
+  Setting{"scheduler.claim_gather_ms",
+          "when a job falls due within `claim_ahead_ms`, its claim also takes the jobs due up to this much "
+          "later, so that under load a shard gets fewer, larger claim calls; a cancel within "
+          "`claim_ahead_ms` + this of the due time may be late; 0 = only what is due within `claim_ahead_ms`",
+          field<Int>([](auto& c) -> auto& { return c.scheduler.claim_gather_ms; }), 0, 1'000},
   Setting{"scheduler.max_process_attempts",
           "deliveries a job may get through `failed` reports and ack timeouts; then it is dead-lettered and"
           " `failed`",

@@ -502,6 +502,38 @@ TEST_CASE_METHOD(Fixture, "a job claimed ahead is held until its deliver-at, and
   CHECK(rig.path.prepared() == 0);
 }
 
+// Fewer, larger claim calls: a round starts when a job falls due within claim_ahead_ms and takes
+// with it what falls due up to claim_gather_ms later; nothing starts a round earlier than that.
+TEST_CASE_METHOD(Fixture, "a claim round takes the jobs due within the gather window, and only once one is due",
+                 "[fire][ahead]") {
+  const std::string ready = kt::create_topic("ready", 1);
+  FireOptions o = fire_options(kt::create_topic("dlq", 1));
+  o.claim_ahead_ms = 5'000;
+  o.claim_gather_ms = 3'000;
+  FireRig rig(*this, producer_props(), o);
+  const std::int64_t t0 = wall_now();
+  bool first_due = false;
+  SECTION("one job due within claim_ahead_ms: the round gathers") { first_due = true; }
+  SECTION("none due within claim_ahead_ms: no round") {}
+  if (first_due) put({job("first", t0 + 4'000, ready)});
+  put({job("gathered", t0 + 7'500, ready), job("left", t0 + 8'500, ready)});
+  rig.scheduler.refill(t0);
+
+  CHECK(rig.path.fire_due(t0) == 0);
+  if (first_due) {
+    CHECK(rig.path.prepared() == 2);
+    CHECK(field("first", "attempt") == "1");
+    CHECK(field("gathered", "attempt") == "1");  // due 3 500 ms after the window: within the gather
+    CHECK(rig.path.next_prepared() == std::optional<std::int64_t>(t0 + 4'000));
+  } else {
+    CHECK(rig.path.prepared() == 0);
+    CHECK(field("gathered", "attempt") == "0");  // within the gather, but no job started a round
+  }
+  CHECK(field("left", "attempt") == "0");  // beyond claim_ahead_ms + claim_gather_ms
+  CHECK(field("left", "state") == "delay");
+  CHECK(rig.path.send_prepared(t0 + 3'999) == 0);  // never early
+}
+
 // ---- fencing (scale-out): a broker whose shard moved on to another member ----
 
 namespace {
