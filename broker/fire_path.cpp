@@ -198,12 +198,8 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
     // due up to claim_gather_ms later: under a steady load each shard gets a claim call every
     // claim_gather_ms or so instead of one per Redis round trip (fewer, larger calls: less of
     // Redis's and this process's time per job), and no job is claimed later than without it.
-    std::int64_t ahead = options_.claim_ahead_ms;
-    if (options_.claim_gather_ms > 0) {
-      const std::optional<std::int64_t> next = scheduler_.next_due();
-      if (!next || *next > now_ms + ahead) break;
-      ahead += options_.claim_gather_ms;
-    }
+    if (const std::optional<std::int64_t> wait = claim_wait_ms(now_ms); !wait || *wait > 0) break;
+    const std::int64_t ahead = options_.claim_ahead_ms + options_.claim_gather_ms;
     const std::vector<Scheduler::Slot> slots = scheduler_.take_due(now_ms, ahead);
     if (slots.empty()) break;
     if (claimer_ != nullptr) {
@@ -215,6 +211,14 @@ std::size_t FirePath::fire_due(std::int64_t now_ms) {
     now_ms = options_.clock();
   }
   return produced;
+}
+
+std::optional<std::int64_t> FirePath::claim_wait_ms(std::int64_t now_ms) const {
+  const std::optional<std::int64_t> next = scheduler_.next_due();
+  if (!next) return std::nullopt;
+  // Filed after a round had looked past its time (a job accepted due within the gather): now.
+  if (scheduler_.overdue()) return 0;
+  return std::max<std::int64_t>(*next - options_.claim_ahead_ms - now_ms, 0);
 }
 
 std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms,

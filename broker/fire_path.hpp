@@ -189,6 +189,10 @@ class FirePath {
   // Hands the claimed records whose deliver_at <= now_ms to the producer. No I/O, no throw
   // (a refusal comes back as a report): cheap enough to call between any two pieces of work.
   std::size_t send_prepared(std::int64_t now_ms);
+  // How long until fire_due() starts a claim round (0: at once): until the next held job falls
+  // due within claim_ahead_ms, or at once for a job filed for a time an earlier round had looked
+  // past (Scheduler::overdue()). nullopt: no job held. No I/O.
+  std::optional<std::int64_t> claim_wait_ms(std::int64_t now_ms) const;
   // The deliver_at of the earliest claimed record still held back, if any.
   std::optional<std::int64_t> next_prepared() const;
   // Claimed records held back until their deliver_at.

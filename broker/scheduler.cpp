@@ -257,6 +257,11 @@ bool Scheduler::holds(const std::string& shard, const std::string& job_id) const
   return index && held_.find(*index, job_id).has_value();
 }
 
+bool Scheduler::overdue() const {
+  const auto t = wheel_.next_expiry();
+  return t && *t <= wheel_.now();
+}
+
 std::optional<std::int64_t> Scheduler::next_due() const {
   auto t = wheel_.next_expiry();
   if (!t) return std::nullopt;

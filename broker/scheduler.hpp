@@ -119,6 +119,11 @@ class Scheduler {
 
   // When the next timer is due, in wall-clock milliseconds.
   std::optional<std::int64_t> next_due() const;
+  // Whether a timer was filed for a time take_due() had already advanced the wheel past (an
+  // offer(), move() or retry_at() for a time within an earlier call's ahead_ms): it is due for
+  // take_due() at once, whatever the ahead_ms, and next_due() answers the wheel's time for it, not
+  // its own. Also true while take_due() left due timers behind its fire_batch. O(levels).
+  bool overdue() const;
   const HeldJob& job(Slot slot) const { return held_.at(slot); }
   bool live(Slot slot) const { return held_.live(slot); }
   const std::string& shard_name(std::uint32_t shard) const { return shards_[shard].name; }

@@ -228,8 +228,9 @@ class Loop {
   // path's (the ingest thread's dead-letter copies go through a producer of its own).
   void route_report(const connectors::DeliveryReport& r) { fire_.on_report(r); }
 
-  // The fire side's share of a turn: claim what is due within claim_ahead_ms, send what is due
-  // now, and write Kafka's acknowledgements to Redis.
+  // The fire side's share of a turn: claim what is due within claim_ahead_ms (with what falls due
+  // up to claim_gather_ms after it), send what is due now, and write Kafka's acknowledgements to
+  // Redis.
   void fire_and_settle() {
     fire_.fire_due(clock_.now_ms());
     producer_.poll(0);
@@ -262,9 +263,7 @@ class Loop {
     const std::int64_t now = clock_.now_ms();
     std::int64_t wait = 100;
     // With the claim stage full, due timers wait for a claim's result (which wakes the loop).
-    if (auto due = scheduler_.next_due(); due && !fire_.claims_full()) {
-      wait = std::min(wait, *due - c_.scheduler.claim_ahead_ms - now);
-    }
+    if (auto claim = fire_.claim_wait_ms(now); claim && !fire_.claims_full()) wait = std::min(wait, *claim);
     if (auto held = fire_.next_prepared()) wait = std::min(wait, *held - now);
     if (fire_.unsettled() > 0) wait = std::min<std::int64_t>(wait, 5);
     if (fire_.stages_busy()) wait = std::min<std::int64_t>(wait, 5);  // their results wake it sooner

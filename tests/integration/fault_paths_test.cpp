@@ -532,6 +532,19 @@ TEST_CASE_METHOD(Fixture, "a claim round takes the jobs due within the gather wi
   CHECK(field("left", "attempt") == "0");  // beyond claim_ahead_ms + claim_gather_ms
   CHECK(field("left", "state") == "delay");
   CHECK(rig.path.send_prepared(t0 + 3'999) == 0);  // never early
+
+  // A job accepted after the round, due within what the round looked at (so its timer is filed
+  // below the wheel's time): claimed at once, not when the next job comes within claim_ahead_ms.
+  // (Without a round before, it is simply due within claim_ahead_ms.)
+  put({job("accepted-after", t0 + 1'000, ready)});
+  REQUIRE(rig.scheduler.offer(shard, "accepted-after", t0 + 1'000));
+  CHECK(rig.path.claim_wait_ms(t0) == std::optional<std::int64_t>(0));
+  CHECK(rig.path.fire_due(t0) == 0);
+  CHECK(field("accepted-after", "attempt") == "1");
+  CHECK(rig.path.prepared() == (first_due ? 3U : 2U));  // without a round before, this one gathers
+  CHECK(field("gathered", "attempt") == "1");
+  CHECK(field("left", "attempt") == "0");
+  CHECK(rig.path.claim_wait_ms(t0) == std::optional<std::int64_t>(8'500 - 5'000));
 }
 
 // ---- fencing (scale-out): a broker whose shard moved on to another member ----
