@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The TypeScript client's tests (tests/clients/ts/): installs its packages (npm ci in clients/ts,
-# whose node_modules is git-ignored; again only when package.json or package-lock.json changed),
+# The TypeScript client's tests (tests/clients/ts/): installs its packages (scripts/npm-ci.sh:
+# npm ci in clients/ts, whose node_modules is git-ignored; again only when package.json or
+# package-lock.json changed),
 # compiles the client, the tests and examples/ts with tsc (incremental, into the build directory),
 # then runs one of them with node:
 #   ts_test.sh vectors   <build dir> <vectors dir>           every vector, node's test runner
@@ -19,11 +20,7 @@ mkdir -p "$out"
 # One install and compile at a time (build/ and build-asan/ share clients/ts/node_modules).
 exec 9>"$CLIENT/.install.lock"
 flock 9
-stamp="$(cat "$CLIENT/package.json" "$CLIENT/package-lock.json" | sha256sum | cut -c1-16)"
-if [[ ! -f "$CLIENT/node_modules/.installed-$stamp" ]]; then
-  (cd "$CLIENT" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
-  touch "$CLIENT/node_modules/.installed-$stamp"
-fi
+"$ROOT/scripts/npm-ci.sh" "$CLIENT"
 "$CLIENT/node_modules/.bin/tsc" -p "$HERE/ts/tsconfig.json" --outDir "$out/js" --tsBuildInfoFile "$out/tsbuildinfo"
 flock -u 9
 
