@@ -15,11 +15,15 @@
 #   2. runs bench/run-e2e.sh with that delayd (DELAYD_BIN, LABEL), results in RESULTS_DIR/before/,
 #      then with the other, results in RESULTS_DIR/after/; the first run builds this tree's
 #      delayd and e2e_load in build-release/ as usual (nothing is built with BUILD_DIR);
-#   3. draws RESULTS_DIR/whole-life-lateness.png (bench/plot-whole-life.gp: p99 and p50 lateness
-#      against offered whole-life rate, one curve per version) and prints the main figures side by
-#      side with each run's machine limit and fraction (e2e_load compare).
+#   3. runs BullMQ through the same phases on the same Redis (bench/run-bullmq.sh), results in
+#      RESULTS_DIR/bullmq/, unless PEER=none or node or npm is missing (then said, and left out);
+#   4. draws RESULTS_DIR/whole-life-lateness.png (bench/plot-whole-life.gp: p99 and p50 lateness
+#      against offered whole-life rate, one curve per version and one for BullMQ) and prints the
+#      main figures side by side with each run's machine limit and fraction, BullMQ's beside them,
+#      and after's fire capacity and ingest as multiples of BullMQ's (e2e_load compare).
 #
-# Settings (environment): RESULTS_DIR (bench/results; with SMOKE=1 <build dir>/compare-smoke),
+# Settings (environment): PEER (bullmq, the default, or none), RESULTS_DIR (bench/results; with
+#   SMOKE=1 <build dir>/compare-smoke),
 #   BEFORE_LABEL, AFTER_LABEL (the curves' and table's names; default the short commits), BUILD_JOBS
 #   (for the builds; default nproc). Everything else (SMOKE, the sizes, BUILD_DIR, KEEP_DATA) goes
 #   through to both runs of run-e2e.sh; see its header. Needs the stack up (KAFKA_BOOTSTRAP and
@@ -117,16 +121,39 @@ run before "$before_bin" "$before_label"
 [[ -n "${BUILD_DIR:-}" ]] || export BUILD_DIR="$build"  # built by the first run
 run after "$after_bin" "$after_label"
 
+# --- the peer, on the same stack -------------------------------------------------------------
+peer_args=()
+sweeps=("$out/before/data/whole-life.txt" "$out/after/data/whole-life.txt")
+case "${PEER:-bullmq}" in
+  none) ;;
+  bullmq)
+    if command -v node >/dev/null && command -v npm >/dev/null; then
+      say "peer: BullMQ through the same phases, results in $out/bullmq"
+      rm -f "$out/bullmq/e2e.jsonl"
+      RESULTS_DIR="$out/bullmq" bench/run-bullmq.sh || say "BullMQ did not process every job (its checks say which)"
+      if [[ -s "$out/bullmq/e2e.jsonl" ]]; then
+        peer_args=(--peer "$out/bullmq/e2e.jsonl")
+        sweeps+=("$out/bullmq/data/whole-life.txt")
+      fi
+    else
+      say "peer: node or npm not found (Debian packages nodejs and npm): BullMQ left out"
+    fi
+    ;;
+  *) die "PEER must be bullmq or none, not ${PEER}" ;;
+esac
+
 # --- plot and table --------------------------------------------------------------------------
 echo
 if command -v gnuplot >/dev/null; then
-  if [[ -s "$out/before/data/whole-life.txt" && -s "$out/after/data/whole-life.txt" ]]; then
-    gnuplot -e "files='\"$out/before/data/whole-life.txt\" \"$out/after/data/whole-life.txt\"'; out='$out/whole-life-lateness.png'" \
+  files=""
+  for f in "${sweeps[@]}"; do [[ -s "$f" ]] && files+="${files:+ }\"$f\""; done
+  if [[ -s "${sweeps[0]}" && -s "${sweeps[1]}" ]]; then
+    gnuplot -e "files='$files'; out='$out/whole-life-lateness.png'" \
       "$root/bench/plot-whole-life.gp" && say "plot: $out/whole-life-lateness.png"
   fi
 else
   say "gnuplot not found: plot skipped (Debian package gnuplot-nox)"
 fi
-"$build/bench/e2e_load" compare --before "$out/before/e2e.jsonl" --after "$out/after/e2e.jsonl"
+"$build/bench/e2e_load" compare --before "$out/before/e2e.jsonl" --after "$out/after/e2e.jsonl" "${peer_args[@]}"
 ((status == 0)) || say "a run found the pipeline broken (see its pipeline checks)"
 exit "$status"

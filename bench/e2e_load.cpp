@@ -23,7 +23,7 @@
 //   e2e_load restart-measure --ready-topic R --overdue M --start-ms S --log FILE
 //   e2e_load report          --in RAW.jsonl --out e2e.jsonl   (with each phase's "<phase>_cpu",
 //                            the cores' ceiling beside its machine limit: cmd_report)
-//   e2e_load compare         --before e2e.jsonl --after e2e.jsonl
+//   e2e_load compare         --before e2e.jsonl --after e2e.jsonl [--peer e2e.jsonl]
 //   e2e_load medians         --dir D --rounds N   (D/round<k>/{off,on}/e2e.jsonl: run-trace-cost.sh)
 //   e2e_load cleanup         [--topic-prefix P] [--redis-match GLOB,...] [--groups G,...]
 // Common options: --bootstrap host:port, --redis-url redis://host:port, --tag (job-id prefix,
@@ -1439,7 +1439,11 @@ int cmd_report(const Options& o) {
   std::ofstream out(o.required("out"));
   for (const auto& name : order) out << figures[name].dump() << '\n';
 
-  std::printf("%-30s %16s %16s %9s\n", "figure", "delayd", "machine limit", "fraction");
+  // A peer's run (bench/run-bullmq.sh) is reported under its own name.
+  const auto run = figures.find("run");
+  const bool peer = run != figures.end() && run->second.is_object() && run->second.contains("peer");
+  std::printf("%-30s %16s %16s %9s\n", "figure", peer ? run_label(figures).c_str() : "delayd", "machine limit",
+              "fraction");
   std::vector<std::string> machine, checks, notes;
   for (const auto& name : order) {
     const auto& j = figures[name];
@@ -1518,6 +1522,9 @@ int cmd_compare(const Options& o) {
   std::vector<std::string> order;
   const auto before = read_figures(o.required("before"), order);
   const auto after = read_figures(o.required("after"), order);
+  // A peer measured through the same phases in the same hour (bench/run-bullmq.sh), if given.
+  const std::string peer_file = o.str("peer", "");
+  const auto peer = peer_file.empty() ? std::map<std::string, Json>{} : read_figures(peer_file, order);
   struct Row {
     std::string title, prefix, field;
   };
@@ -1536,16 +1543,38 @@ int cmd_compare(const Options& o) {
     return j && j->contains(field) && (*j)[field].is_number() ? pretty((*j)[field].get<double>(), decimals)
                                                               : std::string("-");
   };
-  std::printf("%-36s %12s %12s %14s %14s %15s %14s\n", "figure", "before", "after", "limit before", "limit after",
-              "fraction before", "fraction after");
+  const std::string peer_name = peer.empty() ? "" : run_label(peer);
+  // The peer's column, when there is one.
+  auto peer_cell = [&](const std::string& text) {
+    if (peer.empty()) return std::string();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " %14s", text.c_str());
+    return std::string(buf);
+  };
+  std::printf("%-36s %12s %12s %14s %14s %15s %14s%s\n", "figure", "before", "after", "limit before", "limit after",
+              "fraction before", "fraction after", peer_cell(peer_name).c_str());
   for (const auto& row : rows) {
     const Json* b = figure_named(before, row.prefix);
     const Json* a = figure_named(after, row.prefix);
     const bool whole = row.field == "value";  // limits and fractions belong to a figure's value
-    std::printf("%-36s %12s %12s %14s %14s %15s %14s\n", row.title.c_str(), cell(b, row.field).c_str(),
+    std::printf("%-36s %12s %12s %14s %14s %15s %14s%s\n", row.title.c_str(), cell(b, row.field).c_str(),
                 cell(a, row.field).c_str(), whole ? cell(b, "limit").c_str() : "-",
                 whole ? cell(a, "limit").c_str() : "-", whole ? cell(b, "fraction", 2).c_str() : "-",
-                whole ? cell(a, "fraction", 2).c_str() : "-");
+                whole ? cell(a, "fraction", 2).c_str() : "-",
+                peer_cell(cell(figure_named(peer, row.prefix), row.field)).c_str());
+  }
+  if (!peer.empty()) {
+    // The rates where more is better, as after over the peer's.
+    for (const auto& [title, name] : {std::pair<std::string, std::string>{"fire capacity", "fire_jobs_per_s"},
+                                      {"durable ingest", "ingest_jobs_per_s"}}) {
+      const Json* a = figure_named(after, name);
+      const Json* p = figure_named(peer, name);
+      if (a && p && (*p)["value"].get<double>() > 0) {
+        std::printf("\n%s: after / %s = %sx", title.c_str(), peer_name.c_str(),
+                    pretty((*a)["value"].get<double>() / (*p)["value"].get<double>(), 1).c_str());
+      }
+    }
+    std::printf("\n");
   }
   const Json* short_b = figure_named(before, "lateness_short_");
   std::printf("\nbefore: %s; after: %s", run_label(before).c_str(), run_label(after).c_str());

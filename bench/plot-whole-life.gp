@@ -28,14 +28,14 @@ set xrange [0:*]
 set grid
 set key left top
 
-set title sprintf('delayd whole lives: p99 (solid) and max (dotted) lateness; dashed: %g ms', bound)
+set title sprintf('whole lives: p99 (solid) and max (dotted) lateness; dashed: %g ms', bound)
 set ylabel 'lateness (ms, log scale)'
 plot for [i=1:words(files)] word(files, i) using 1:(shown($4)) with linespoints lw 2 pt 7 lc i \
        title header(word(files, i), 'label').' p99', \
      for [i=1:words(files)] word(files, i) using 1:(shown($6)) with lines lw 1 dt 3 lc i notitle, \
      bound with lines dt 2 lw 1 lc rgb 'black' title sprintf('%g ms', bound)
 
-set title 'delayd whole lives: p50 lateness'
+set title 'whole lives: p50 lateness'
 plot for [i=1:words(files)] word(files, i) using 1:(shown($3)) with linespoints lw 2 pt 7 lc i \
        title header(word(files, i), 'label').' p50'
 unset multiplot
