@@ -20,7 +20,7 @@
 // (job.timestamp + opts.delay, the client's clock as BullMQ takes it). A check is ok when every
 // job was processed once and none early; an early job is the peer's behaviour, reported, not an
 // error of this script. Exit status: 0 when every job of every phase was processed (early or
-// not), 1 when one was lost, 2 on a usage error.
+// not), 1 when one was lost or Redis could not be reached, 2 on a usage error.
 import { readFileSync } from 'node:fs';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -107,7 +107,11 @@ function latenessJson(late) {
     max: s.length ? s[s.length - 1] : 0, count: s.length, early: s.filter((v) => v < 0).length };
 }
 // A connection of this script's own, for INFO and the clean-up (BullMQ's are its own).
-const redis = new Redis({ ...connection, lazyConnect: true });
+// It does not retry: a Redis that cannot be reached ends the run at once, where BullMQ's own
+// connections would retry for ever.
+const redis = new Redis({ ...connection, lazyConnect: true, retryStrategy: () => null });
+redis.on('error', (e) => noteOnce(`redis: ${e.message}`));
+
 async function usedMemory() {
   const info = await redis.info('memory');
   return Number(/used_memory:(\d+)/.exec(info)[1]);
@@ -262,6 +266,13 @@ async function removeLeftovers() {
   redis.disconnect();
 }
 
+try {
+  await redis.connect();
+  await redis.ping();
+} catch (e) {
+  note(`cannot reach Redis at ${o['redis-url']}: ${e.message}`);
+  process.exit(1);
+}
 emit({ figure: 'run', label: `BullMQ ${version}`, peer: 'bullmq', version, concurrency: opts.concurrency,
   n_ingest: opts.nIngest, n_burst: opts.nBurst, rates: o.rates, short: o.short, rate_delay_ms: opts.rateDelayMs,
   short_delay_ms: opts.shortDelayMs, started_at_ms: Date.now() });
