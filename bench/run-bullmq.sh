@@ -51,19 +51,11 @@ if [[ -z "${REDIS_URL:-}" ]]; then
   scripts/stack.sh status >/dev/null 2>&1 || die "the stack is not up: start it (scripts/stack.sh up) or set REDIS_URL"
   eval "$(scripts/stack.sh env | sed 's/^/export /')"
 fi
-[[ "$REDIS_URL" =~ ^redis://([^@/]*@)?([^:/]+)(:([0-9]+))? ]] ||
-  die "cannot read host and port from REDIS_URL=$REDIS_URL (a redis:// URL; BullMQ here speaks no TLS)"
-redis_host="${BASH_REMATCH[2]}" redis_port="${BASH_REMATCH[4]:-6379}"
-rcli() { redis-cli -h "$redis_host" -p "$redis_port" "$@"; }
+# shellcheck source=e2e-redis.sh
+source "$root/bench/e2e-redis.sh"
 
 scripts/npm-ci.sh bench/bullmq
-# Start on a compacted AOF, as each of run-e2e.sh's phases does (its fork would otherwise come
-# during the run).
-rcli BGREWRITEAOF >/dev/null 2>&1 || true
-for _ in $(seq 1 600); do
-  rcli INFO persistence | tr -d '\r' | grep -qE '^aof_rewrite_(in_progress|scheduled):1' || break
-  sleep 0.1
-done
+compact_aof  # as before each of run-e2e.sh's phases
 
 raw="$data/raw.jsonl"
 status=0

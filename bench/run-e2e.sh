@@ -90,9 +90,8 @@ if [[ -z "${KAFKA_BOOTSTRAP:-}" || -z "${REDIS_URL:-}" ]]; then
   fi
   eval "$(scripts/stack.sh env | sed 's/^/export /')"
 fi
-[[ "$REDIS_URL" =~ ^redis://([^@/]*@)?([^:/]+)(:([0-9]+))? ]] || die "cannot read host and port from REDIS_URL=$REDIS_URL"
-redis_host="${BASH_REMATCH[2]}" redis_port="${BASH_REMATCH[4]:-6379}"
-rcli() { redis-cli -h "$redis_host" -p "$redis_port" "$@"; }
+# shellcheck source=e2e-redis.sh
+source "$root/bench/e2e-redis.sh"
 
 pid=""
 groups=()
@@ -240,11 +239,7 @@ fresh_redis() {
   [[ "${KEEP_DATA:-0}" == 1 ]] && return 0
   "$load_bin" cleanup --redis-url "$REDIS_URL" --redis-match "$1" >/dev/null 2>>"$data/logs/cleanup-$run.log" ||
     say "cleanup of $1 failed: $(tail -n 1 "$data/logs/cleanup-$run.log")"
-  rcli BGREWRITEAOF >/dev/null 2>&1 || true
-  for _ in $(seq 1 600); do
-    rcli INFO persistence | tr -d '\r' | grep -qE '^aof_rewrite_(in_progress|scheduled):1' || break
-    sleep 0.1
-  done
+  compact_aof
 }
 
 emit "{\"figure\":\"run\",\"run\":\"$run\",\"label\":$(json_string "$LABEL"),\"delayd\":$(json_string "$delayd_bin"),\"smoke\":$([[ "$SMOKE" == 1 ]] && echo true || echo false),\"started_at_ms\":$(date +%s%3N),\"nproc\":$(nproc),\"n_ingest\":$N_INGEST,\"n_burst\":$N_BURST,\"rates\":\"$RATES\",\"rate_delay_ms\":$RATE_DELAY_MS,\"short\":\"$SHORT_RATE:$SHORT_SECONDS\",\"short_delay_ms\":$SHORT_DELAY_MS,\"restart_far\":$RESTART_FAR,\"restart_overdue\":$RESTART_OVERDUE,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"commit\":\"$commit\",\"uncommitted_changes\":$changes}"
