@@ -121,7 +121,10 @@ function showStats(s) {
   setText("delivered", fmt(c.delivered));
   fillTable("counter-table", Object.keys(c).sort().map((k) => [k, c[k]]), "counter-");
   owned = s.shards || [];
-  setText("shards-owned", "(" + owned.length + " owned here)");
+  // Partitions the groups assigned here, per topic read: an idle instance shows 0 of each.
+  const parts = s.partitions || {};
+  const spread = Object.keys(parts).sort().map((t) => t + " " + parts[t]).join(", ");
+  setText("shards-owned", "(" + owned.length + " owned here" + (spread ? "; partitions here: " + spread : "") + ")");
   const banner = $("banner");
   if (!s.alive) { banner.className = "bad"; setText("problem", "the scheduling loop is not turning (starting up, or stuck)"); }
   else if (s.problem) { banner.className = "bad"; setText("problem", "problem: " + s.problem); }
