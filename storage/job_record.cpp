@@ -114,6 +114,21 @@ std::string format_header_line(JobState state, std::int64_t deliver_at, std::int
   return line;
 }
 
+std::optional<std::string_view> header_field(std::string_view record, std::string_view name) {
+  std::string_view line = record.substr(0, record.find('\n'));
+  std::optional<std::string_view> found;
+  for (int word = 0; !line.empty(); ++word) {
+    const std::size_t end = line.find(' ');
+    const std::string_view token = line.substr(0, end);
+    line = end == std::string_view::npos ? std::string_view() : line.substr(end + 1);
+    if (word < 4) continue;  // state, deliver_at, attempt, business
+    if (token.size() > name.size() && token.substr(0, name.size()) == name && token[name.size()] == '=') {
+      found = token.substr(name.size() + 1);
+    }
+  }
+  return found;
+}
+
 std::optional<std::int64_t> pending_score(const JobRecord& r) {
   const auto it = r.fields.find("nb");
   const std::optional<std::int64_t> nb =

@@ -42,11 +42,34 @@ inline constexpr JobState kStates[] = {JobState::delay,    JobState::ready,     
 
 // The names write() knows, in the order it writes them (key_schema.hpp says what each means;
 // stop: a repeating job cancelled while an occurrence is in flight, ends after it).
-inline constexpr std::string_view kFields[] = {
-    "last_error", "ready_at", "running_at", "finished_at", "cancelled_at", "failed_at", "error", "cancelled_early",
-    "every",      "count",    "rep",        "rd",          "nb",           "dead",      "ma",    "stop",
-    "h",          "mv",       "dl",         "rv",          "vo",           "cron",      "tz",    "until",
-    "cu",         "cc",       "ml"};
+inline constexpr std::string_view kFields[] = {"last_error",
+                                               "ready_at",
+                                               "running_at",
+                                               "finished_at",
+                                               "cancelled_at",
+                                               "failed_at",
+                                               "error",
+                                               "cancelled_early",
+                                               "every",
+                                               "count",
+                                               "rep",
+                                               "rd",
+                                               "nb",
+                                               "dead",
+                                               "ma",
+                                               "stop",
+                                               "h",
+                                               "mv",
+                                               "dl",
+                                               "rv",
+                                               "vo",
+                                               "cron",
+                                               "tz",
+                                               "until",
+                                               "cu",
+                                               "cc",
+                                               "ml",
+                                               "z"};
 
 // A free-text value made fit for a field, as prelude.lua's enc() does it: white space and '%'
 // percent-encoded ("%20", "%25"). job_store.cpp's percent_decode() reads it back.
@@ -116,5 +139,11 @@ std::optional<std::int64_t> pending_score(const JobRecord& r);
 // free text first). parse_job_record(format_header_line(...) + "\n") reads them back.
 std::string format_header_line(JobState state, std::int64_t deliver_at, std::int64_t attempt, std::string_view business,
                                const std::map<std::string, std::string, std::less<>>& fields);
+
+// The value of the field `name` on a record's header line (the bytes before its first "\n", or
+// all of `record` if it has none), read without building a JobRecord: for the fire path, which
+// needs one field of a record the script has already checked. nullopt when the line has no such
+// field or fewer than its four words. The last of a name given twice, as parse_job_record().
+std::optional<std::string_view> header_field(std::string_view record, std::string_view name);
 
 }  // namespace delayd::storage

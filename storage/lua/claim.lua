@@ -1,5 +1,7 @@
 -- claim: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
--- Stride 2: job-id, the score the loader read its pending entry at ('' unknown). ARGV[3] ahead_ms. Fenced. Takes jobs due by now + ahead_ms for delivery: counts the
+-- Stride 3: job-id, the score the loader read its pending entry at ('' unknown), an attempt the
+-- caller knows was delivered ('' none: a takeover found it in the shard's delivery log). ARGV[3]
+-- ahead_ms. Fenced. Takes jobs due by now + ahead_ms for delivery: counts the
 -- attempt and stamps firing_at in the in-flight hash, which from here on makes a cancel answer
 -- "in_flight" (the record may already be on its way, or held by the broker until its
 -- deliver_at). A job whose deliver_at is after now + ahead_ms is left alone ('early'); the
@@ -40,7 +42,7 @@ local twice = false
 do
   local seen, ids = {}, {}
   for i = FIRST, #KEYS do
-    local a = 5 + (i - FIRST) * 2
+    local a = 5 + (i - FIRST) * 3
     local id = ARGV[a]
     twice = twice or seen[id] ~= nil
     seen[id] = true
@@ -69,8 +71,8 @@ local function fly(id, v)
   end
 end
 for i = FIRST, #KEYS do
-  local a = 5 + (i - FIRST) * 2
-  local id, seen_at = ARGV[a], tonumber(ARGV[a + 1])
+  local a = 5 + (i - FIRST) * 3
+  local id, seen_at, known = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local v, err = records[i - FIRST + 1], nil
   if v and v ~= '' then where[id] = 'hash' else v, err = read_head(KEYS[i]) end
   local j = parse(v)
@@ -140,7 +142,10 @@ for i = FIRST, #KEYS do
       out[#out + 1] = {'early', string.format('%.0f', due)}
     else
       -- A job marked dead goes to the dead-letter topic, not to a consumer: no attempt is added.
-      local att = (attempt_in_flight(i - FIRST + 1, id) or j.att) + (j.f.dead and 0 or 1)
+      -- Nor is one for the attempt in flight that the caller knows was delivered (its record is
+      -- in Kafka; the caller settles it without producing it again).
+      local flying_att = attempt_in_flight(i - FIRST + 1, id)
+      local att = (flying_att or j.att) + ((j.f.dead or (known and flying_att == known)) and 0 or 1)
       fly(id, att .. flown)
       -- The caller reads the claimed records from the hash (job_store.cpp): one of 0.3 moves there.
       if where[id] == 'key' then to_hash(KEYS[i], id) end

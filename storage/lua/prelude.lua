@@ -434,6 +434,8 @@ local function write(key, j, ex)
   if j.st0 == 'delay' and (j.st ~= 'delay' or j.biz ~= j.biz0) then wdel(id, j.biz0) end
   j.st0, j.biz0 = j.st, j.biz
   local parts = {j.st, string.format('%.0f', j.at), tostring(j.att), j.biz}
+  -- z (a compressed payload, payload_compression.hpp) goes with the payload it describes.
+  if not j.payload or j.payload == '' then j.f.z = nil end
   for _, k in ipairs(FIELDS) do
     if j.f[k] then parts[#parts + 1] = k .. '=' .. j.f[k] end
   end

@@ -1,17 +1,26 @@
-#include <catch2/catch.hpp>
-
 #include "storage/header_codec.hpp"
 
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "storage/job_record.hpp"
+#include "storage/payload_compression.hpp"
+
+using delayd::storage::compress_payload;
 using delayd::storage::decode_headers;
 using delayd::storage::encode_headers;
+using delayd::storage::encode_payload;
+using delayd::storage::header_field;
+using delayd::storage::read_payload;
 using delayd::storage::StoredHeaders;
 
 TEST_CASE("headers survive encoding: order, repeats, null and binary values", "[codec]") {
-  const StoredHeaders in{{"b", "2"},
-                         {"a", std::nullopt},
-                         {"a", ""},
-                         {"bin", std::string("\0\xff\x01", 3)},
-                         {"", "empty name"}};
+  const StoredHeaders in{
+      {"b", "2"}, {"a", std::nullopt}, {"a", ""}, {"bin", std::string("\0\xff\x01", 3)}, {"", "empty name"}};
   CHECK(decode_headers(encode_headers(in)) == in);
   CHECK(decode_headers(encode_headers({})).empty());
 }
@@ -50,7 +59,36 @@ TEST_CASE("lengths are short varints, and a length that cannot be is refused", "
   // key null (1 byte), value of 200 (2 bytes of length), header "h"="2" (1 + 1 + 1 + 1).
   CHECK(encode_payload({std::nullopt, std::string(200, 'v'), {{"h", "2"}}}).size() == 1 + 2 + 200 + 4);
   CHECK_THROWS_AS(decode_payload(std::string("\xff\xff\xff\xff\xff\x01", 6)), std::invalid_argument);  // > 5 bytes
-  CHECK_THROWS_AS(decode_payload(std::string("\xff\xff\xff\xff\x7f", 5)), std::invalid_argument);  // > 4 GiB
-  CHECK_THROWS_AS(decode_headers(std::string("\x00", 1)), std::invalid_argument);  // a null header name
+  CHECK_THROWS_AS(decode_payload(std::string("\xff\xff\xff\xff\x7f", 5)), std::invalid_argument);      // > 4 GiB
+  CHECK_THROWS_AS(decode_headers(std::string("\x00", 1)), std::invalid_argument);          // a null header name
   CHECK_THROWS_AS(decode_payload(std::string("\x81\x00\x01", 3)), std::invalid_argument);  // 1 padded to 2 bytes
+}
+
+TEST_CASE("a compressed payload reads back byte for byte, and small or incompressible ones stay as they are",
+          "[codec][compress]") {
+  std::string json;
+  for (int i = 0; i < 40; ++i) json += "{\"sku\":\"SKU-" + std::to_string(i) + "\",\"quantity\":1},";
+  const std::string encoded = encode_payload({std::string("k"), json, {{"trace", "abc"}}});
+  const auto z = compress_payload(encoded, 100);
+  REQUIRE(z);
+  CHECK(z->size() < encoded.size() / 2);
+  CHECK(read_payload(*z, true) == encoded);
+  CHECK(read_payload(encoded, false) == encoded);
+  CHECK_FALSE(compress_payload(encoded, encoded.size()));  // not above the threshold
+  CHECK_FALSE(compress_payload(encoded, 0));               // 0: never
+  std::string noise(2000, '\0');
+  std::uint32_t x = 12345;
+  for (char& c : noise) c = static_cast<char>((x = x * 1103515245 + 12345) >> 24);
+  CHECK_FALSE(compress_payload(noise, 100));  // no shorter: kept as it is
+  CHECK_THROWS_AS(read_payload("not a frame", true), std::invalid_argument);
+  CHECK_THROWS_AS(read_payload(z->substr(0, z->size() / 2), true), std::invalid_argument);
+}
+
+TEST_CASE("header_field reads one field of a header line, never a word before the fields", "[codec][compress]") {
+  CHECK(header_field("delay 5 0 orders z=1\n\x01", "z") == std::optional<std::string_view>("1"));
+  CHECK(header_field("delay 5 0 z=1\npayload", "z") == std::nullopt);  // a business named z=1
+  CHECK(header_field("delay 5 0 orders zz=1 z=\n", "z") == std::optional<std::string_view>(""));
+  CHECK(header_field("delay 5 0 orders nb=7 z=1", "nb") == std::optional<std::string_view>("7"));
+  CHECK(header_field("delay 5 0 orders\nz=1 x", "z") == std::nullopt);  // after the line: payload
+  CHECK(header_field("", "z") == std::nullopt);
 }

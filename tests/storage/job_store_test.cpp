@@ -1530,3 +1530,93 @@ TEST_CASE_METHOD(Fixture, "a cancel read again after a newer upsert leaves it al
   z.version = 5;
   CHECK(store.accept(std::vector<NewJob>{z}, 100)[0].kind == AcceptKind::cancelled_early);
 }
+
+// ---- compressed payloads (payload_compression.hpp) ----
+
+namespace {
+
+// A JSON document like the ones jobs carry: field names repeat, about 1 KiB.
+std::string order_json(int n) {
+  std::string s = "{\"order_id\":\"ord-" + std::to_string(n) + "\",\"customer\":{\"id\":\"c-" + std::to_string(n * 7) +
+                  "\",\"email\":\"customer" + std::to_string(n) + "@example.com\"},\"items\":[";
+  for (int i = 0; i < 12; ++i) {
+    if (i > 0) s += ',';
+    s += "{\"sku\":\"SKU-" + std::to_string(1000 + i * 13 + n) + "\",\"quantity\":" + std::to_string(i + 1) +
+         ",\"unit_price\":{\"amount\":" + std::to_string(199 + i * 100) + ",\"currency\":\"EUR\"}}";
+  }
+  return s + "],\"remind_at\":\"2026-12-02T10:00:00Z\",\"channel\":\"email\"}";
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(Lifecycle, "a payload above the threshold is stored compressed and every reader gets it back",
+                 "[store][compress]") {
+  store.compress_payloads_above(256);
+  NewJob big = job("big", 10);
+  big.value = order_json(1);
+  REQUIRE(big.value->size() > 900);
+  NewJob small = job("small", 10);  // below the threshold: stored as it is
+  store.accept(std::vector<NewJob>{big, small}, 0);
+
+  const std::string stored = record("big");
+  CHECK(stored.rfind("delay 10 0 orders z=1\n", 0) == 0);
+  CHECK(stored.size() < big.value->size() / 2);  // the record, header line and all
+  CHECK(record("small").rfind("delay 10 0 orders\n", 0) == 0);
+  // get() (delayctl get, the console) shows the value, and not how it is kept.
+  CHECK(field("big", "value") == *big.value);
+  CHECK(field("big", "z") == "<nil>");
+  CHECK(field("big", "headers") == field("small", "headers"));
+
+  // The claim hands the value out as it came in.
+  auto c = store.claim(shard, Ids{"big"}, 10);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].value == big.value);
+  CHECK(c[0].key == big.key);
+  CHECK(c[0].headers == StoredHeaders{{"trace", "abc"}, {"nullh", std::nullopt}});
+}
+
+TEST_CASE_METHOD(Lifecycle, "a kept compressed payload survives a redelivery, and its mark goes with the payload",
+                 "[store][compress]") {
+  store.compress_payloads_above(256);
+  NewJob big = job("k", 10);
+  big.value = order_json(2);
+  store.accept(std::vector<NewJob>{big}, 0);
+  REQUIRE(deliver_again("k", 10, Mode::keep).state == JobState::ready);
+  CHECK(record("k").find(" z=1\n") != std::string::npos);  // ready, payload kept for a redelivery
+  CHECK(field("k", "value") == *big.value);
+  // A failed report sends it round again with its payload; the next claim reads it.
+  CHECK(report("k", ReportStatus::failed, 20, 30).state == JobState::delay);
+  auto c = store.claim(shard, Ids{"k"}, 30);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].value == big.value);
+  CHECK(c[0].attempt == 2);
+  // Delivered without keeping it: the payload goes, and z with it.
+  const JobStore::Delivered d{"k", c[0].deliver_at, c[0].attempt, "orders", Mode::drop, {}};
+  store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 30);
+  CHECK(report("k", ReportStatus::finished, 40).state == JobState::finished);
+  CHECK(record("k").find("z=1") == std::string::npos);
+  CHECK_FALSE(has_payload("k"));
+}
+
+TEST_CASE_METHOD(Fixture, "a record marked compressed whose payload does not decompress is set aside, not delivered",
+                 "[store][compress]") {
+  store.accept(std::vector<NewJob>{job("bad", 5)}, 0);
+  set_record("bad", "delay 5 0 orders z=1\nnot a zstd frame");
+  CHECK(field("bad", "payload_error").find("compressed payload unreadable") != std::string::npos);
+  auto c = store.claim(shard, Ids{"bad"}, 5);
+  CHECK(c[0].kind == Claim::Kind::corrupt);
+  CHECK(c[0].reason.rfind("corrupt job record: payload unreadable: compressed payload unreadable", 0) == 0);
+}
+
+TEST_CASE_METHOD(Fixture, "a store that does not compress reads the records of one that does", "[store][compress]") {
+  JobStore writer{redis, keys, 3600};
+  writer.compress_payloads_above(100);
+  NewJob big = job("w", 5);
+  big.value = order_json(3);
+  writer.accept(std::vector<NewJob>{big}, 0);
+  CHECK(record("w").find(" z=1\n") != std::string::npos);
+  CHECK(field("w", "value") == *big.value);  // `store` compresses nothing itself
+  auto c = store.claim(shard, Ids{"w"}, 5);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].value == big.value);
+}
