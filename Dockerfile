@@ -1,38 +1,42 @@
-# delayd and delayctl in a small Debian image.
+# delayd and delayctl in a small Debian image, built as the release is: the Debian package of
+# scripts/package.sh (a Release build of delayd and delayctl), installed in the runtime stage.
 #
-#   docker build -t delayd .          (or: docker compose up -d --build, see docker-compose.yml)
+#   docker build --build-arg DELAYD_REVISION=$(git rev-parse --short HEAD) -t delayd:0.4.0 .
+#   (or: docker compose up -d --build, see docker-compose.yml)
 #
 # Stage 1 compiles with the same Debian packages as scripts/install-deps.sh (tests/deploy checks
-# that the two lists agree). Stage 2 carries only the shared libraries the two binaries load.
+# that the two lists agree, and that this file builds the release as scripts/package.sh does).
+# Stage 2 installs the package, whose Depends bring exactly the shared libraries the two binaries
+# load. The version below is project()'s in CMakeLists.txt (tests/deploy checks it).
 
 FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      g++ cmake ninja-build pkg-config \
+      g++ cmake ninja-build pkg-config dpkg-dev file \
       librdkafka-dev libhiredis-dev libboost-dev nlohmann-json3-dev catch2 \
       libtoml11-dev libcli11-dev libspdlog-dev prometheus-cpp-dev \
-      libhowardhinnant-date-dev libjemalloc-dev \
+      libhowardhinnant-date-dev libjemalloc-dev libzstd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=OFF -DCMAKE_RUNTIME_OUTPUT_DIRECTORY=/src/bin \
- && cmake --build build --target delayd delayctl \
- && strip /src/bin/delayd /src/bin/delayctl
+# The build context has no .git (.dockerignore): the commit that --version and delayd_build_info
+# name comes from here, else it is "unknown".
+ARG DELAYD_REVISION=unknown
+RUN DELAYD_REVISION="$DELAYD_REVISION" OUT_DIR=/src/dist scripts/package.sh
 
 FROM debian:bookworm-slim
-# Header-only at run time: Boost.Asio, nlohmann/json, toml11, CLI11. Shared: librdkafka (C and
-# C++), hiredis, spdlog and the fmt it is built on, prometheus-cpp (core), date/tz with the
-# system tz database it reads (cron time zones), jemalloc (delayd's malloc).
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      librdkafka++1 libhiredis0.14 libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 libdate-tz3 libjemalloc2 tzdata \
-      ca-certificates \
- && rm -rf /var/lib/apt/lists/* \
- && useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
-      --shell /usr/sbin/nologin delayd
-COPY --from=build /src/bin/delayd /src/bin/delayctl /usr/local/bin/
-# Fail the build, not the first start, if a shared library is missing from the list above.
-RUN ! ldd /usr/local/bin/delayd /usr/local/bin/delayctl | grep 'not found'
+LABEL org.opencontainers.image.title="delayd" \
+      org.opencontainers.image.description="A delayed-message broker on Kafka and Redis" \
+      org.opencontainers.image.version="0.4.0"
+COPY --from=build /src/dist/*.deb /tmp/
+# The user first, with the uid the Helm chart runs as (runAsUser 10001): the package's postinst
+# keeps a user delayd that exists. No systemd runs here; the unit file is unused.
+RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin delayd \
+ && apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends /tmp/delayd_*.deb ca-certificates \
+ && rm -rf /var/lib/apt/lists/* /tmp/delayd_*.deb
+# Fail the build, not the first start, if a shared library is missing from the package's Depends.
+RUN ! ldd /usr/bin/delayd /usr/bin/delayctl | grep 'not found'
 USER delayd
 ENTRYPOINT ["delayd"]

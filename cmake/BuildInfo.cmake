@@ -1,8 +1,9 @@
-# The build's identity, for delayd_build_info on /metrics: the project version (project() in the
-# top CMakeLists.txt, its one home) and the git commit the tree was configured at, or
-# -DDELAYD_REVISION=<commit> where there is no git tree (an image built without .git), else
-# "unknown". The header is rewritten only when either changes, so a reconfigure at the same commit
-# rebuilds nothing. The revision is read at configure time.
+# The build's identity, for `delayd --version`, `delayctl --version` and delayd_build_info on
+# /metrics: the project version (project() in the top CMakeLists.txt, its one home), the git commit
+# the tree was configured at, or -DDELAYD_REVISION=<commit> where there is no git tree (an image
+# built without .git), else "unknown", and the build type (CMAKE_BUILD_TYPE, "none" if unset). The
+# header is rewritten only when one of them changes, so a reconfigure at the same commit rebuilds
+# nothing. The revision is read at configure time.
 set(DELAYD_REVISION "" CACHE STRING "the revision delayd_build_info shows; empty: git rev-parse --short HEAD")
 set(revision "${DELAYD_REVISION}")
 if(NOT revision)
@@ -19,5 +20,9 @@ if(NOT revision)
   endif()
 endif()
 set(DELAYD_BUILD_INFO_REVISION "${revision}")
+set(DELAYD_BUILD_INFO_TYPE "${CMAKE_BUILD_TYPE}")
+if(NOT DELAYD_BUILD_INFO_TYPE)
+  set(DELAYD_BUILD_INFO_TYPE "none")
+endif()
 set(DELAYD_BUILD_INFO_DIR ${PROJECT_BINARY_DIR}/generated/build)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/build_info.hpp.in ${DELAYD_BUILD_INFO_DIR}/delayd/build_info.hpp @ONLY)

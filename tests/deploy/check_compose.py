@@ -3,7 +3,12 @@
 
     check_compose.py validate <repo>   docker-compose accepts the file (`config -q`)
     check_compose.py agree <repo>      the file agrees with scripts/stack.sh, scripts/kafka/pom.xml,
-                                       scripts/install-deps.sh and the broker's documented defaults
+                                       scripts/install-deps.sh and the broker's documented defaults,
+                                       and its delayd image is tagged with the project version
+    check_compose.py image <repo>      the Dockerfile builds the release as scripts/package.sh
+                                       does (its only build command), installs that package, and
+                                       names the project version and the Helm chart's uid; every
+                                       RUN parses as a shell command (no Docker engine needed)
 
 Each source of truth is read where it lives (stack.sh's defaults and server.properties, the pom's
 kafka.version, install-deps' package list); this script holds only what has no other home yet:
@@ -404,6 +409,98 @@ def agree(root):
         entry = [i for i in final if i.upper().startswith("ENTRYPOINT ")]
         expect(entry and "delayd" in entry[-1], f"Dockerfile: ENTRYPOINT must run delayd, found {entry!r}")
 
+    # The image of this release: tagged with the project version.
+    version = project_version(root)
+    expect(delayd.get("image") == f"delayd:{version}",
+           f"delayd: image is {delayd.get('image')!r}, expected 'delayd:{version}' (project() in CMakeLists.txt)")
+
+
+def project_version(root):
+    m = re.search(r"^project\(delayd\s+VERSION\s+([0-9.]+)", read(root, "CMakeLists.txt"), re.M)
+    if not m:
+        raise CannotRun("CMakeLists.txt: no project(delayd VERSION ...)")
+    return m.group(1)
+
+
+def image(root):
+    """The Dockerfile builds this release the way scripts/package.sh does, and installs its package."""
+    text = read(root, "Dockerfile")
+    stages = dockerfile_stages(text)
+    if len(stages) != 2:
+        raise CannotRun(f"Dockerfile: expected two stages (build, runtime), found {len(stages)}")
+    (build_from, build), (_, final) = stages
+    alias = build_from.split()[-1] if " AS " in build_from.upper() else None
+    version = project_version(root)
+
+    # Every RUN is a shell command Docker's /bin/sh can parse.
+    for ins in build + final:
+        if ins.upper().startswith("RUN "):
+            r = subprocess.run(["sh", "-n", "-c", ins[4:]], capture_output=True, text=True)
+            expect(r.returncode == 0, f"Dockerfile: RUN does not parse as sh: {ins[4:]!r}: {r.stderr.strip()}")
+
+    # Build stage: scripts/package.sh is its one build command, with OUT_DIR and the revision.
+    runs = [i[4:] for i in build if i.upper().startswith("RUN ")]
+    builds = [r for r in runs if "scripts/package.sh" in r]
+    expect(len(builds) == 1, f"Dockerfile: the build stage must run scripts/package.sh once, found {builds!r}")
+    for r in runs:
+        for cmd in re.split(r"&&|\|\||;", r):
+            words = [w for w in cmd.split() if not re.fullmatch(r"\w+=\S*", w)]  # past VAR=value
+            expect(not words or words[0] not in ("cmake", "cpack", "make", "ninja", "g++", "c++"),
+                   f"Dockerfile: the build stage builds by hand ({cmd.strip()!r}); scripts/package.sh is the release's build")
+    out_dir = None
+    if builds:
+        m = re.search(r"\bOUT_DIR=(\S+)", builds[0])
+        expect(m, f"Dockerfile: scripts/package.sh runs without OUT_DIR: {builds[0]!r}")
+        out_dir = m.group(1).rstrip("/") if m else None
+        expect(re.search(r'\bDELAYD_REVISION="?\$\{?DELAYD_REVISION\b', builds[0]),
+               f"Dockerfile: scripts/package.sh is not given DELAYD_REVISION from the ARG: {builds[0]!r}")
+    expect(any(re.fullmatch(r"ARG DELAYD_REVISION(=\S*)?", i) for i in build),
+           "Dockerfile: no ARG DELAYD_REVISION in the build stage (the context has no .git)")
+    expect(not any(i.upper().startswith("ENV ") and "BUILD_DIR" in i for i in build),
+           "Dockerfile: BUILD_DIR would make scripts/package.sh package another build than the release's")
+    # What scripts/package.sh builds: Release, no tests, no benchmarks, the two binaries.
+    pkg = read(root, "scripts/package.sh").replace("\\\n", " ")
+    configure = [line for line in pkg.splitlines() if re.search(r"\bcmake -S ", line)]
+    expect(len(configure) == 1 and all(f in configure[0] for f in (
+        "-DCMAKE_BUILD_TYPE=Release", "-DDELAYD_BUILD_TESTS=OFF", "-DDELAYD_BUILD_BENCH=OFF")),
+        f"scripts/package.sh: expected one Release configure without tests and benchmarks, found {configure!r}")
+    expect(re.search(r"cmake --build .*--target delayd delayctl", pkg),
+           "scripts/package.sh: does not build the targets delayd and delayctl")
+    expect("cpack -G DEB" in pkg, "scripts/package.sh: does not run cpack -G DEB")
+    for tool in ("dpkg-dev", "file"):
+        expect(tool in apt_packages(build), f"Dockerfile: the build stage does not install {tool} (CPack's dpkg-shlibdeps)")
+
+    # Runtime stage: the package from the build stage, installed with its Depends.
+    copies = [i for i in final if i.upper().startswith("COPY ")]
+    deb_copy = [c for c in copies if f"--from={alias}" in c and ".deb" in c]
+    expect(len(deb_copy) == 1 and out_dir and f"{out_dir}/" in deb_copy[0],
+           f"Dockerfile: the runtime stage must copy the package from {alias}:{out_dir}/, found {copies!r}")
+    expect(not [c for c in copies if c not in deb_copy],
+           f"Dockerfile: the runtime stage copies more than the package: {copies!r}")
+    installs = [i for i in final if i.upper().startswith("RUN ") and re.search(r"apt-get install .*\.deb", i)]
+    expect(installs, "Dockerfile: the runtime stage does not apt-get install the package (its Depends come with it)")
+    # The label names the project version.
+    labels = " ".join(i for i in final if i.upper().startswith("LABEL "))
+    m = re.search(r'org\.opencontainers\.image\.version="([^"]*)"', labels)
+    expect(m and m.group(1) == version,
+           f"Dockerfile: org.opencontainers.image.version is {m.group(1) if m else None!r}, CMakeLists.txt says {version}")
+    # The user: delayd, with the uid the Helm chart runs as, made before the package (whose
+    # postinst keeps it).
+    m = re.search(r"^\s*runAsUser:\s*(\d+)", read(root, "deploy/helm/delayd/values.yaml"), re.M)
+    uid = m.group(1) if m else None
+    useradd = [i for i in final if re.search(r"\buseradd\b.*\bdelayd\b", i)]
+    expect(uid and useradd and f"--uid {uid}" in useradd[0],
+           f"Dockerfile: no useradd of delayd with the chart's runAsUser {uid}: {useradd!r}")
+    if useradd and installs:
+        a, b = final.index(useradd[0]), final.index(installs[0])
+        expect(a < b or (a == b and useradd[0].find("useradd") < useradd[0].find("apt-get install")),
+               "Dockerfile: the user delayd must exist before the package is installed")
+    users = [i.split(None, 1)[1] for i in final if i.upper().startswith("USER ")]
+    expect(users and users[-1] == "delayd", f"Dockerfile: the runtime stage must end as USER delayd, found {users!r}")
+    if not problems:
+        print(f"Dockerfile: builds with scripts/package.sh (Release), installs delayd_{version} as uid {uid}, "
+              f"version label {version}")
+
 
 def delayd_defaults(binary):
     """delayd's built-in defaults: --print-config with no DELAYD_* variable in sight."""
@@ -421,13 +518,13 @@ DELAYD_BIN = None
 
 def main(argv):
     global DELAYD_BIN
-    if len(argv) not in (3, 4) or argv[1] not in ("validate", "agree"):
-        print("usage: check_compose.py validate|agree <repo> [path to delayd]", file=sys.stderr)
+    if len(argv) not in (3, 4) or argv[1] not in ("validate", "agree", "image"):
+        print("usage: check_compose.py validate|agree|image <repo> [path to delayd]", file=sys.stderr)
         return 2
     root = os.path.abspath(argv[2])
     DELAYD_BIN = argv[3] if len(argv) == 4 else None
     try:
-        (validate if argv[1] == "validate" else agree)(root)
+        {"validate": validate, "agree": agree, "image": image}[argv[1]](root)
     except MissingTool as e:
         return requires.missing_tool(f"check_compose: cannot check: {e}")
     except CannotRun as e:

@@ -1,0 +1,35 @@
+# The Debian package, made by CPack's DEB generator (scripts/package.sh is the one command):
+#   /usr/bin/delayd, /usr/bin/delayctl            stripped
+#   /etc/delayd/delayd.toml                       the commented configuration, a conffile
+#   /lib/systemd/system/delayd.service            the unit (user delayd, restart on failure, hardening)
+#   /usr/share/doc/delayd/README.md, CHANGELOG.md
+# and the maintainer scripts of deploy/debian/ (postinst adds the system user delayd). Its
+# version is project()'s; its Depends are the shared libraries' packages, found by
+# dpkg-shlibdeps (Debian's dpkg-dev), plus adduser (postinst) and tzdata (cron time zones).
+# tests/deploy/package_test.sh builds it, installs it, runs it as the unit would and removes it.
+install(TARGETS delayd delayctl RUNTIME DESTINATION bin)
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/delayd.toml DESTINATION /etc/delayd)
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/delayd.service DESTINATION /lib/systemd/system)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md DESTINATION share/doc/delayd)
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME delayd)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGE_CONTACT "delayd maintainers <maintainers@users.noreply.a-seed-c4667491.example>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "delayed-message broker on Kafka and Redis")
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "delayd reads delayed messages from a Kafka ingest topic, keeps each job durably in Redis,
+holds the jobs due soon in a timing wheel and publishes each one to its ready topic when it
+is due. This package holds delayd, delayctl, a systemd unit and its configuration.")
+set(CPACK_DEBIAN_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # delayd_<version>_<arch>.deb
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, tzdata")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+  ${PROJECT_SOURCE_DIR}/deploy/debian/postinst ${PROJECT_SOURCE_DIR}/deploy/debian/prerm
+  ${PROJECT_SOURCE_DIR}/deploy/debian/postrm ${PROJECT_SOURCE_DIR}/deploy/debian/conffiles)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
+set(CPACK_WARN_ON_ABSOLUTE_INSTALL_DESTINATION OFF)  # /etc and /lib/systemd are where they belong
+include(CPack)
