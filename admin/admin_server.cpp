@@ -166,6 +166,9 @@ HttpResponse stats(State& state) {
   nlohmann::json j{{"alive", seen.alive},      {"held", s.held},     {"in_wheel", s.in_wheel},
                    {"in_flight", s.in_flight}, {"shards", s.shards}, {"counters", counters_json(s)},
                    {"problem", s.problem}};
+  // Partitions per topic read (ingest topics and the status topic): how the groups spread them.
+  j["partitions"] = nlohmann::json::object();
+  for (const auto& [topic, n] : s.partitions) j["partitions"][topic] = n;
   if (s.next_due) {
     j["next_due"] = *s.next_due;
     j["next_due_iso"] = contract::format_rfc3339_ms(*s.next_due);

@@ -251,8 +251,13 @@ DeadLetterPage walk_dead_letters(DeadLetterSource& source, const DeadLetterFilte
         break;
       }
       std::vector<Record> chunk = source.read(p, part.pos, part.end, std::min(kChunk, budget));
-      if (chunk.empty()) {  // nothing arrived in time: say so, and come back to it
-        page.partial = true;
+      if (chunk.empty()) {
+        // Only transaction markers (or aborted records) up to where the read stopped: past them.
+        if (const auto reached = source.reached_end(); reached && *reached > part.pos) {
+          part.pos = *reached;
+          continue;
+        }
+        page.partial = true;  // nothing arrived in time: say so, and come back to it
         break;
       }
       for (Record& rec : chunk) {

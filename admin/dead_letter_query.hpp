@@ -113,6 +113,10 @@ class DeadLetterSource {
   // Records of [from, to), at most max, in offset order.
   virtual std::vector<connectors::Record> read(std::int32_t partition, std::int64_t from, std::int64_t to,
                                                std::size_t max) = 0;
+  // Where the last read() stopped when it reached `to` or the partition's end: the next offset,
+  // past offsets no record stands for (transaction markers, aborted records: the dead letters are
+  // written in transactions with kafka.delivery = exactly_once). nullopt otherwise.
+  virtual std::optional<std::int64_t> reached_end() { return std::nullopt; }
 };
 
 inline constexpr std::size_t kScanBudget = 20'000;

@@ -26,6 +26,7 @@ class DeadLetterTopic final : public DeadLetterSource {
   std::vector<connectors::Record> read(std::int32_t p, std::int64_t from, std::int64_t to, std::size_t max) override {
     return reader_.read(topic_, p, from, to, max);
   }
+  std::optional<std::int64_t> reached_end() override { return reader_.reached_end(); }
 
  private:
   connectors::TopicReader& reader_;

@@ -68,6 +68,28 @@ constexpr MetricDef kMetricCatalog[] = {
    "Missed occurrences of repeats not delivered (repeat-catchup)",
    "missed occurrences of repeats not delivered after an outage (`repeat-catchup` latest or "
    "none)"},
+  {Metric::jobs_recovered, "delayd_jobs_recovered_total", MetricType::counter, "",
+   "Jobs a takeover found delivered by an earlier owner and settled without a second record",
+   "`exactly_once`: jobs an earlier owner of their shard had in flight whose records a takeover "
+   "found in Kafka (the shard's delivery log), settled without producing them again "
+   "([Guarantees](../guarantees.md#exactly-once))"},
+  {Metric::transactions, "delayd_transactions_total", MetricType::counter, "outcome",
+   "The shards' Kafka transactions, by outcome (committed, aborted, rebuilt)",
+   "`exactly_once`: the shards' Kafka transactions by outcome: `committed`, `aborted` (a record "
+   "of it failed, or the coordinator aborted it), `rebuilt` (a failure that was no fence: a new "
+   "producer took the shard's transactional id over)"},
+  {Metric::records_purged, "delayd_records_purged_total", MetricType::counter, "",
+   "Records purged unsent when a shard was lost (at_least_once)",
+   "`at_least_once`: records the producer had not sent when a shard was lost (its session timed "
+   "out): purged, so that nothing queued before the loss reaches Kafka after another member took "
+   "the shard; each is produced again by whoever owns its shard"},
+  {Metric::shards_retaken, "delayd_shards_retaken_total", MetricType::counter, "",
+   "Shards taken again after a fence gave them up while the group still assigned them",
+   ""},
+  {Metric::group_leaves, "delayd_group_leaves_total", MetricType::counter, "",
+   "Consumer groups left because Redis was unreachable (redis.leave_group_after_ms)",
+   "consumer groups left because Redis was unreachable for `redis.leave_group_after_ms`, so that "
+   "an instance that reaches Redis took their partitions"},
   {Metric::trace_spans_exported, "delayd_trace_spans_exported_total", MetricType::counter, "",
    "Spans the OTLP collector accepted (tracing on: OTEL_EXPORTER_OTLP_ENDPOINT)",
    "spans the OTLP collector accepted; 0 while tracing is off ([Tracing](../operating/tracing.md))"},
@@ -107,6 +129,12 @@ constexpr MetricDef kMetricCatalog[] = {
   {Metric::shards_owned, "delayd_shards_owned", MetricType::gauge, "",
    "Shards (ingest partitions) this instance owns",
    ""},
+  {Metric::partitions_owned, "delayd_partitions_owned", MetricType::gauge, "topic",
+   "Partitions of each topic delayd reads that its consumer group assigned to this instance",
+   "partitions of each topic delayd reads (every ingest topic, and the status topic) that the "
+   "topic's consumer group assigned to this instance, 0 for none: how the work spreads over the "
+   "instances ([Scaling out](../operating/scaling.md#how-the-work-spreads)); the alert "
+   "`DelaydInstanceIdle` fires when one owns none of a topic while another owns two or more"},
   {Metric::ready_topics_missing, "delayd_ready_topics_missing", MetricType::gauge, "",
    "Ready topics Kafka says do not exist while their jobs wait for them",
    "ready topics Kafka says do not exist while their jobs wait for them (deleted under delayd); "
@@ -145,10 +173,10 @@ constexpr MetricDef kMetricCatalog[] = {
   {Metric::ready, "delayd_ready", MetricType::gauge, "",
    "1 while /readyz answers 200, 0 while it answers 503 (starting, outage, loading, stopping)",
    "1 while `/readyz` answers 200, 0 while it answers 503"},
-  {Metric::build_info, "delayd_build_info", MetricType::gauge, "version,revision",
-   "delayd's version and the git revision it was built from; always 1",
-   "always 1: the project version (CMake's `project()`) and the git commit the build was "
-   "configured at (`unknown` outside a git tree)"},
+  {Metric::build_info, "delayd_build_info", MetricType::gauge, "version,revision,build_type",
+   "delayd's version, the git revision it was built from and the build type; always 1",
+   "always 1: the project version (CMake's `project()`), the git commit the build was "
+   "configured at (`unknown` outside a git tree) and the build type (`Release`, `RelWithDebInfo`, ...)"},
   {Metric::process_cpu_seconds, "process_cpu_seconds_total", MetricType::counter, "",
    "Total user and system CPU time spent in seconds",
    "the process, from `/proc`"},

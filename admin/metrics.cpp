@@ -133,6 +133,13 @@ struct Metrics::Impl {
   pm::Counter& dropped = counters(Metric::jobs_dropped).Add({});
   pm::Counter& repeated = counters(Metric::jobs_repeated).Add({});
   pm::Counter& skipped = counters(Metric::occurrences_skipped).Add({});
+  pm::Counter& recovered = counters(Metric::jobs_recovered).Add({});
+  pm::Counter& txn_committed = counters(Metric::transactions).Add({{"outcome", "committed"}});
+  pm::Counter& txn_aborted = counters(Metric::transactions).Add({{"outcome", "aborted"}});
+  pm::Counter& txn_rebuilt = counters(Metric::transactions).Add({{"outcome", "rebuilt"}});
+  pm::Counter& purged = counters(Metric::records_purged).Add({});
+  pm::Counter& retaken = counters(Metric::shards_retaken).Add({});
+  pm::Counter& group_leaves = counters(Metric::group_leaves).Add({});
   pm::Counter& spans_exported = counters(Metric::trace_spans_exported).Add({});
   pm::Counter& spans_queue_full = counters(Metric::trace_spans_dropped).Add({{"reason", "queue_full"}});
   pm::Counter& spans_export_failed = counters(Metric::trace_spans_dropped).Add({{"reason", "export_failed"}});
@@ -147,6 +154,8 @@ struct Metrics::Impl {
   pm::Gauge& wheel_timers = gauges(Metric::wheel_timers).Add({});
   pm::Gauge& in_flight = gauges(Metric::jobs_in_flight).Add({});
   pm::Gauge& shards_owned = gauges(Metric::shards_owned).Add({});
+  pm::Family<pm::Gauge>& partitions = gauges(Metric::partitions_owned);
+  std::map<std::string, pm::Gauge*> partitions_by_topic;
   pm::Gauge& topics_missing = gauges(Metric::ready_topics_missing).Add({});
   pm::Family<pm::Gauge>& next_due_family = gauges(Metric::next_due_seconds);
   pm::Gauge* next_due = nullptr;
@@ -163,7 +172,8 @@ struct Metrics::Impl {
   pm::Gauge& ready = gauges(Metric::ready).Add({});
   // Always 1; its labels say which build answers (cmake/BuildInfo.cmake).
   pm::Gauge& build_info =
-      gauges(Metric::build_info).Add({{"version", build::kVersion}, {"revision", build::kRevision}});
+      gauges(Metric::build_info)
+          .Add({{"version", build::kVersion}, {"revision", build::kRevision}, {"build_type", build::kBuildType}});
 
   pm::Counter& cpu = counters(Metric::process_cpu_seconds).Add({});
   pm::Gauge& resident = gauges(Metric::process_resident_memory_bytes).Add({});
@@ -235,6 +245,13 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   m.advance(m.dropped, &IngestCounters::dropped, s);
   m.advance(m.repeated, &FireCounters::repeated, s);
   m.advance(m.skipped, &FireCounters::skipped, s);
+  m.advance(m.recovered, &FireCounters::recovered, s);
+  Impl::advance_by(m.txn_committed, m.last.delivery.transactions_committed, s.delivery.transactions_committed);
+  Impl::advance_by(m.txn_aborted, m.last.delivery.transactions_aborted, s.delivery.transactions_aborted);
+  Impl::advance_by(m.txn_rebuilt, m.last.delivery.transactions_rebuilt, s.delivery.transactions_rebuilt);
+  Impl::advance_by(m.purged, m.last.delivery.purged, s.delivery.purged);
+  Impl::advance_by(m.retaken, m.last.delivery.retaken, s.delivery.retaken);
+  Impl::advance_by(m.group_leaves, m.last.delivery.groups_left, s.delivery.groups_left);
   // Dead letters by reason, once any reason has counted; until then the ingest total as "any".
   const broker::DeadLetterCounts dead_before = m.last.counters.dead_lettered_by();
   const broker::DeadLetterCounts dead_now = s.counters.dead_lettered_by();
@@ -283,6 +300,10 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   }
   for (const auto& [dependency, on] : s.outages) {
     if (pm::Gauge* g = m.labelled(m.outage, m.outage_by_dependency, "dependency", dependency)) g->Set(on ? 1 : 0);
+  }
+  // Every topic read has a series (0 when none is assigned), so that an idle instance shows.
+  for (const auto& [topic, n] : s.partitions) {
+    if (pm::Gauge* g = m.labelled(m.partitions, m.partitions_by_topic, "topic", topic)) g->Set(static_cast<double>(n));
   }
   m.last = s;
 }

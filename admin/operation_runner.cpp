@@ -286,7 +286,14 @@ std::set<std::string> published_since(connectors::TopicReader& reader, const std
     const std::int64_t end = reader.watermarks(topic, p).high;
     while (from < end) {
       const std::vector<connectors::Record> chunk = reader.read(topic, p, from, end, 5000);
-      if (chunk.empty()) throw connectors::KafkaError("reading " + topic + " for a resumed redrive: nothing arrived");
+      if (chunk.empty()) {
+        // Transaction markers only (a transactional producer writes the topic too): past them.
+        if (const auto reached = reader.reached_end(); reached && *reached > from) {
+          from = *reached;
+          continue;
+        }
+        throw connectors::KafkaError("reading " + topic + " for a resumed redrive: nothing arrived");
+      }
       for (const connectors::Record& rec : chunk) {
         from = rec.offset + 1;
         const auto* op = connectors::find_header(rec.headers, contract::kHeaderRedriveOperation);

@@ -10,10 +10,16 @@
 //   base64(b)             the standard alphabet with '=' padding; 4 * ceil(|b| / 3) characters;
 //   hex_digit(c)          the value of one hexadecimal digit (either case), -1 for any other char;
 //   percent_decode(s)     %XX escapes (RFC 3986) decoded; nullopt for a '%' not followed by two
-//                         hex digits.
+//                         hex digits;
+//   quote_for_message(v, n)  v in double quotes, with backslash escapes for quotes, backslashes
+//                         and every byte outside printable ASCII (\xNN), cut after n input bytes
+//                         with a trailing "...": always one line of printable ASCII, whatever
+//                         bytes it is given, so a reason built with it is safe in a Kafka header
+//                         and in a log line.
 //
 // Used by: the admin endpoint's and delayctl's job view (admin/job_json.cpp); the Redis url
-// (redis/url.cpp) and the OTEL_* lists (config/otel_env.cpp) for percent_decode.
+// (redis/url.cpp) and the OTEL_* lists (config/otel_env.cpp) for percent_decode; the
+// configuration's and the ingest contract's error messages for quote_for_message.
 // Threading: pure functions.
 #pragma once
 
@@ -124,6 +130,33 @@ inline std::optional<std::string> percent_decode(std::string_view s) {
     out.push_back(static_cast<char>(hi * 16 + lo));
     i += 2;
   }
+  return out;
+}
+
+inline std::string quote_for_message(std::string_view value, std::size_t max_bytes = 80) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve((value.size() < max_bytes ? value.size() : max_bytes) + 8);
+  out.push_back('"');
+  std::size_t n = 0;
+  for (char ch : value) {
+    if (n++ == max_bytes) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c >= 0x20 && c <= 0x7e) {
+      out.push_back(ch);
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    }
+  }
+  out.push_back('"');
   return out;
 }
 

@@ -8,6 +8,9 @@
 #   bench/compare-e2e.sh BEFORE_REV [AFTER_REV]
 #   SMOKE=1 BUILD_DIR=build bench/compare-e2e.sh HEAD~1   tiny sizes (run-e2e.sh's SMOKE), this
 #                                                         tree's binaries from BUILD_DIR
+#   SMOKE=1 BUILD_DIR=build PEER=none BEFORE_BIN=build/apps/delayd AFTER_RESULTS=build/e2e-smoke \
+#     bench/compare-e2e.sh HEAD                           the ctest bench.compare_e2e_smoke: no
+#                                                         build, one run, bench.e2e_smoke's as after
 #
 #   1. builds delayd of BEFORE_REV (Release, the target delayd only) in a temporary worktree under
 #      build-before/ (removed afterwards; the binary stays as build-before/delayd-<commit>, and a
@@ -25,7 +28,9 @@
 # Settings (environment): PEER (bullmq, the default, or none), RESULTS_DIR (bench/results; with
 #   SMOKE=1 <build dir>/compare-smoke),
 #   BEFORE_LABEL, AFTER_LABEL (the curves' and table's names; default the short commits), BUILD_JOBS
-#   (for the builds; default nproc). Everything else (SMOKE, the sizes, BUILD_DIR, KEEP_DATA) goes
+#   (for the builds; default nproc), BEFORE_BIN (a delayd to measure as BEFORE_REV's instead of
+#   building it), AFTER_RESULTS (without AFTER_REV: a directory holding this tree's run, its
+#   e2e.jsonl and data/, to compare with instead of running it again). Everything else (SMOKE, the sizes, BUILD_DIR, KEEP_DATA) goes
 #   through to both runs of run-e2e.sh; see its header. Needs the stack up (KAFKA_BOOTSTRAP and
 #   REDIS_URL, or scripts/stack.sh's): both runs share it, so this script neither starts nor stops
 #   it. The full comparison takes about 15 minutes besides the builds.
@@ -93,7 +98,12 @@ delayd_of() {
   mv "$bin.part" "$bin"
 }
 
-delayd_of "$before_rev"
+if [[ -n "${BEFORE_BIN:-}" ]]; then
+  bin="$(realpath "$BEFORE_BIN")" label="$(git rev-parse --short "$before_rev")"
+  [[ -x "$bin" ]] || die "BEFORE_BIN=$BEFORE_BIN is no executable"
+else
+  delayd_of "$before_rev"
+fi
 before_bin="$bin" before_label="${BEFORE_LABEL:-$label}"
 if [[ -n "$after_rev" ]]; then
   delayd_of "$after_rev"
@@ -119,11 +129,18 @@ run() {
 }
 run before "$before_bin" "$before_label"
 [[ -n "${BUILD_DIR:-}" ]] || export BUILD_DIR="$build"  # built by the first run
-run after "$after_bin" "$after_label"
+after_dir="$out/after"
+if [[ -n "${AFTER_RESULTS:-}" && -z "$after_rev" ]]; then
+  after_dir="$(cd "$AFTER_RESULTS" && pwd)"
+  [[ -s "$after_dir/e2e.jsonl" ]] || die "no e2e.jsonl in AFTER_RESULTS=$AFTER_RESULTS"
+  say "after: the run in $after_dir"
+else
+  run after "$after_bin" "$after_label"
+fi
 
 # --- the peer, on the same stack -------------------------------------------------------------
 peer_args=()
-sweeps=("$out/before/data/whole-life.txt" "$out/after/data/whole-life.txt")
+sweeps=("$out/before/data/whole-life.txt" "$after_dir/data/whole-life.txt")
 case "${PEER:-bullmq}" in
   none) ;;
   bullmq)
@@ -154,6 +171,6 @@ if command -v gnuplot >/dev/null; then
 else
   say "gnuplot not found: plot skipped (Debian package gnuplot-nox)"
 fi
-"$build/bench/e2e_load" compare --before "$out/before/e2e.jsonl" --after "$out/after/e2e.jsonl" "${peer_args[@]}"
+"$build/bench/e2e_load" compare --before "$out/before/e2e.jsonl" --after "$after_dir/e2e.jsonl" "${peer_args[@]}"
 ((status == 0)) || say "a run found the pipeline broken (see its pipeline checks)"
 exit "$status"

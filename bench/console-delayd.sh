@@ -1,15 +1,19 @@
 # shellcheck shell=bash
 # Sourced by the console's benchmarks (run-console-lateness.sh, console-screenshots.sh): builds the
-# release delayd and e2e_load, starts the stack if it is not up, and starts one delayd with the
-# admin endpoint on, in a world of its own ("$run": topics, group and Redis prefix). Sets build,
-# run, port, pid and log; bench_cleanup (on EXIT) stops what it started and, first, the process
-# whose pid is in $bench_extra_pid, if any.
+# release delayd and e2e_load (or, with BUILD_DIR, takes that build's and builds nothing), starts
+# the stack if it is not up, and starts one delayd with the admin endpoint on, in a world of its
+# own ("$run": topics, group and Redis prefix). Sets build, run, port, pid and log; bench_cleanup
+# (on EXIT) stops what it started and, first, the process whose pid is in $bench_extra_pid, if any.
 #   . bench/console-delayd.sh <name>
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
-build="$root/build-release"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=ON >/dev/null
-cmake --build "$build" -j "$(nproc)" --target delayd e2e_load >/dev/null
+if [[ -n "${BUILD_DIR:-}" ]]; then
+  build="$(cd "$BUILD_DIR" && pwd)"
+else
+  build="$root/build-release"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=ON >/dev/null
+  cmake --build "$build" -j "$(nproc)" --target delayd e2e_load >/dev/null
+fi
 started=0
 if ! scripts/stack.sh status >/dev/null 2>&1; then
   scripts/stack.sh up >/dev/null

@@ -14,6 +14,8 @@
 //   e2e_load kafka-limit     --topic T --n N
 //   e2e_load ingest          --ingest-topic T --ready-topic R --group G --n N [--due-ms 60000]
 //                            [--stats-match GLOB] [--settle-ms MS] [--cpu-pids name:pid,...]
+//                            [--values FILE]   (job i's value: line i mod the lines of FILE; each
+//                            ready record's value is checked against it: "altered" in the check)
 //   e2e_load burst           --ingest-topic T --ready-topic R --group G --n N [--spread-ms 2000]
 //                            [--lead-ms L] [--cpu-pids name:pid,...]
 //   e2e_load rate            --ingest-topic T --ready-topic R --rate R --seconds D --delay-ms MS
@@ -42,6 +44,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <filesystem>
@@ -389,6 +392,29 @@ const std::string& job_value() {
   return value;
 }
 
+// The values of --values FILE (one per line), or none: then every job carries job_value().
+std::vector<std::string>& corpus() {
+  static std::vector<std::string> values;
+  return values;
+}
+
+// Loads --values FILE into corpus(), if given. Throws UsageError for a missing or empty file.
+void load_corpus(const std::string& path) {
+  if (path.empty()) return;
+  std::ifstream in(path);
+  if (!in) throw UsageError("--values: cannot read " + path);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) corpus().push_back(line);
+  }
+  if (corpus().empty()) throw UsageError("--values: no value in " + path);
+}
+
+// The value of job `index`: line index mod the corpus's size of --values, else job_value().
+const std::string& value_of(std::int64_t index) {
+  const auto& values = corpus();
+  return values.empty() ? job_value() : values[static_cast<std::size_t>(index) % values.size()];
+}
+
 // The job-id of job `index` of `tag`.
 std::string job_id(const std::string& tag, std::int64_t index) { return tag + "-" + std::to_string(index); }
 
@@ -397,7 +423,7 @@ template <class DueFn>
 void publish_all(Producer& producer, const std::string& topic, const std::string& tag, std::int64_t first,
                  std::int64_t last, DueFn due) {
   for (std::int64_t i = first; i < last; ++i) {
-    producer.send(topic, job_id(tag, i), due(i), job_value());
+    producer.send(topic, job_id(tag, i), due(i), value_of(i));
     if ((i & 1023) == 0) producer.poll(0);
   }
 }
@@ -491,6 +517,8 @@ class ReadyCollector {
   std::int64_t duplicates() const { return duplicates_; }
   std::int64_t foreign() const { return foreign_; }
   std::int64_t early() const { return early_; }
+  // Jobs whose first ready record's value differs from the one published.
+  std::int64_t altered() const { return altered_; }
 
  private:
   void stop() {
@@ -538,6 +566,8 @@ class ReadyCollector {
       return;
     }
     seen_flags_[slot] = true;
+    const std::string& sent = value_of(*index);
+    if (m->len != sent.size() || (m->len > 0 && std::memcmp(m->payload, sent.data(), m->len) != 0)) ++altered_;
     deliveries_.push_back({*index, *due, timestamp, received});
     seen_.fetch_add(1);
   }
@@ -549,6 +579,7 @@ class ReadyCollector {
   std::int64_t duplicates_ = 0;
   std::int64_t foreign_ = 0;
   std::int64_t early_ = 0;
+  std::int64_t altered_ = 0;
   std::atomic<std::int64_t> seen_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};
@@ -623,9 +654,11 @@ int check(const std::string& phase, const ReadyCollector& c) {
         {"duplicates", c.duplicates()},
         {"foreign", c.foreign()},
         {"early", c.early()},
-        {"ok", lost == 0 && c.early() == 0}});
-  if (lost == 0 && c.early() == 0) return 0;
-  note(phase + ": pipeline broken: " + std::to_string(lost) + " lost, " + std::to_string(c.early()) + " early");
+        {"altered", c.altered()},
+        {"ok", lost == 0 && c.early() == 0 && c.altered() == 0}});
+  if (lost == 0 && c.early() == 0 && c.altered() == 0) return 0;
+  note(phase + ": pipeline broken: " + std::to_string(lost) + " lost, " + std::to_string(c.early()) + " early, " +
+       std::to_string(c.altered()) + " altered");
   return kPipelineBroken;
 }
 
@@ -891,6 +924,7 @@ class CpuWindow {
 // counters say ready (or a settle time passed).
 int cmd_ingest(const Options& o) {
   const Phase ph(o);
+  load_corpus(o.str("values", ""));
   const std::string ingest = o.required("ingest-topic"), ready = o.required("ready-topic"), group = o.required("group");
   const std::int64_t n = o.num("n", 200000), due_ms = o.num("due-ms", 60000);
   Producer producer(ph.bootstrap);

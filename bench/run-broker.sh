@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
 # Broker benchmarks against the local stack (started here if it is not up, stopped again after):
 #   1. broker_bench: job-store throughput and bytes per job in Redis, bytes per held job in delayd.
-#   2. the whole pipeline: N records published with kcat, all due at one instant 20 s later;
+#   2. the whole pipeline: N records published with kcat, all due at one instant DUE_MS later;
 #      measured: how fast delayd ingests them (accepted in Redis), and how fast it delivers them
 #      once due (from the due instant until Redis says ready for the last one).
 # Prints one JSON object per line.
 #   N=100000 bench/run-broker.sh
+#   SMOKE=1 BUILD_DIR=build bench/run-broker.sh   2 000 jobs each, due 3 s after publish, with the
+#                                                 binaries of BUILD_DIR (the ctest bench.broker_smoke)
+# Settings (environment): N (100000 [2000]: the pipeline's jobs), BENCH_N (200000 [2000]:
+# broker_bench's), DUE_MS (20000 [3000]: from publish to the jobs' instant), BUILD_DIR (binaries
+# built there, nothing built; default: build-release/, built here in Release).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-N="${N:-100000}"
-build="$root/build-release"
-
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=ON >/dev/null
-cmake --build "$build" -j "$(nproc)" --target broker_bench delayd >/dev/null
+smoke="${SMOKE:-0}"
+if [[ "$smoke" == 1 ]]; then
+  N="${N:-2000}" BENCH_N="${BENCH_N:-2000}" DUE_MS="${DUE_MS:-3000}"
+else
+  N="${N:-100000}" BENCH_N="${BENCH_N:-200000}" DUE_MS="${DUE_MS:-20000}"
+fi
+if [[ -n "${BUILD_DIR:-}" ]]; then
+  build="$(cd "$BUILD_DIR" && pwd)"
+else
+  build="$root/build-release"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=ON >/dev/null
+  cmake --build "$build" -j "$(nproc)" --target broker_bench delayd >/dev/null
+fi
 
 started=0
 if ! scripts/stack.sh status >/dev/null 2>&1; then
@@ -28,7 +41,7 @@ cleanup() {
 trap cleanup EXIT
 eval "$(scripts/stack.sh env | sed 's/^/export /')"
 
-"$build/bench/broker_bench" --redis-url "$REDIS_URL" --n 200000
+"$build/bench/broker_bench" --redis-url "$REDIS_URL" --n "$BENCH_N"
 
 run="bench-$$-$(date +%s)"
 export DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL"
@@ -44,7 +57,7 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 
-due=$(($(date +%s%3N) + 20000))
+due=$(($(date +%s%3N) + DUE_MS))
 seq -f "payload %08g" 1 "$N" | kcat -P -b "$KAFKA_BOOTSTRAP" -t "$run.ingest" -H "deliver-at=$due" -H business=bench -X linger.ms=20
 published=$(date +%s%3N)
 

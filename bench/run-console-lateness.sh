@@ -12,7 +12,13 @@
 # deployment that gives Redis a core of its own sees, on a machine where it shares two. Undone at
 # the end.
 #   RATE=5000 ROUND_SECONDS=30 ROUNDS=2 BROWSE_RATE=10 [REDIS_FIRST=1] bench/run-console-lateness.sh
+#   SMOKE=1 BUILD_DIR=build bench/run-console-lateness.sh   one round of 2 s at 200 jobs/s over 500
+#                                   pending, the binaries of BUILD_DIR (the ctest bench.console_lateness_smoke)
 set -euo pipefail
+if [[ "${SMOKE:-0}" == 1 ]]; then
+  RATE="${RATE:-200}" ROUND_SECONDS="${ROUND_SECONDS:-2}" ROUNDS="${ROUNDS:-1}" BROWSE_RATE="${BROWSE_RATE:-5}"
+  PENDING="${PENDING:-500}"
+fi
 RATE="${RATE:-5000}" SECONDS_PER_ROUND="${ROUND_SECONDS:-30}" ROUNDS="${ROUNDS:-2}" BROWSE_RATE="${BROWSE_RATE:-10}"
 DELAY_MS="${DELAY_MS:-2000}" PENDING="${PENDING:-200000}"
 # shellcheck source=bench/console-delayd.sh

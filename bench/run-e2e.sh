@@ -52,17 +52,9 @@ die() { say "error: $*"; exit 1; }
 t_start=$SECONDS
 
 # --- binaries -------------------------------------------------------------------------------
-if [[ -n "${BUILD_DIR:-}" ]]; then
-  build="$(cd "$BUILD_DIR" && pwd)"
-else
-  build="$root/build-release"
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=ON >/dev/null
-  cmake --build "$build" -j "${BUILD_JOBS:-$(nproc)}" --target e2e_load delayd >/dev/null
-fi
-load_bin="$build/bench/e2e_load"
-delayd_bin="$(realpath -m "${DELAYD_BIN:-$build/apps/delayd}")"
-unset DELAYD_BIN  # delayd warns about DELAYD_* variables it does not know
-[[ -x "$load_bin" && -x "$delayd_bin" ]] || die "no $load_bin or $delayd_bin: build the targets e2e_load and delayd"
+# shellcheck source=e2e-delayd.sh
+source "$root/bench/e2e-delayd.sh"
+find_binaries
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 changes=false
 [[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]] || changes=true
@@ -82,14 +74,9 @@ raw="$data/raw-$run.jsonl"
 out="$data/last-output.jsonl"
 
 # --- the stack, and leaving nothing behind ---------------------------------------------------
-started=0
-if [[ -z "${KAFKA_BOOTSTRAP:-}" || -z "${REDIS_URL:-}" ]]; then
-  if ! scripts/stack.sh status >/dev/null 2>&1; then
-    scripts/stack.sh up >/dev/null
-    started=1
-  fi
-  eval "$(scripts/stack.sh env | sed 's/^/export /')"
-fi
+# shellcheck source=e2e-stack.sh
+source "$root/bench/e2e-stack.sh"
+use_stack
 # shellcheck source=e2e-redis.sh
 source "$root/bench/e2e-redis.sh"
 
@@ -100,14 +87,8 @@ phase_forks0=0
 cleanup() {
   local status=$?
   stop_delayd
-  if [[ "${KEEP_DATA:-0}" != 1 ]]; then
-    local joined
-    joined="$(IFS=,; echo "${groups[*]}")"
-    "$load_bin" cleanup --bootstrap "$KAFKA_BOOTSTRAP" --redis-url "$REDIS_URL" --topic-prefix "$run" \
-      --groups "$joined" --redis-match "$run*,{bench}:$run:*" >/dev/null 2>"$data/logs/cleanup-$run.log" ||
-      say "cleanup of $run failed: $(tail -n 1 "$data/logs/cleanup-$run.log")"
-  fi
-  if ((started)); then scripts/stack.sh down >/dev/null || true; fi
+  [[ "${KEEP_DATA:-0}" == 1 ]] || remove_run "$run" "$run*,{bench}:$run:*" "${groups[@]}"
+  leave_stack
   exit "$status"
 }
 trap cleanup EXIT
@@ -115,24 +96,21 @@ trap 'exit 130' INT TERM
 
 # --- delayd, one instance per phase ----------------------------------------------------------
 # start_delayd NAME: starts delayd on topics NAME.ingest, NAME.dlq, NAME.ready.{business}, group
-# NAME and Redis prefix NAME, and returns once its consumer has partitions ("assigned" in its
-# log). Sets pid, log and started_ms (the epoch ms just before the start).
+# NAME and Redis prefix NAME (bench/e2e-delayd.sh), and returns once its ingest topic's consumer
+# has partitions ("assigned NAME.ingest[" in its log). Sets pid, log and started_ms (the epoch ms
+# just before the start).
 start_delayd() {
   local name="$1"
   log="$data/logs/$name-$(date +%s%3N).log"
   started_ms=$(date +%s%3N)
-  env DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" \
-    DELAYD_KAFKA_INGEST_TOPIC="$name.ingest" DELAYD_KAFKA_DLQ_TOPIC="$name.dlq" \
-    DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$name.ready.{business}" DELAYD_KAFKA_GROUP_ID="$name" \
-    DELAYD_REDIS_PREFIX="$name" DELAYD_KAFKA_CREATE_TOPICS=true DELAYD_LOG_LEVEL=info \
-    DELAYD_ADMIN_LISTEN=127.0.0.1:0 "$delayd_bin" >"$log" 2>&1 &
-  pid=$!
-  groups+=("$name")
+  launch_delayd "$name" "$log"
+  pid=$launched_pid
+  groups+=("$name" "$name.delay-status")
   ((${#phase_logs[@]})) || phase_forks0="$(redis_forks)"
   phase_logs+=("$log")
   for _ in $(seq 1 600); do
-    if grep -q assigned "$log"; then
-      admin_port="$(sed -n 's/.* admin endpoint on 127\.0\.0\.1:\([0-9][0-9]*\) .*/\1/p' "$log" | head -n 1)"
+    if grep -q ": assigned $name.ingest\[" "$log"; then
+      admin_port="$(admin_port_of "$log")"
       return 0
     fi
     kill -0 "$pid" 2>/dev/null || { tail -n 20 "$log" >&2; pid=""; die "delayd ($name) exited during start-up"; }
@@ -145,8 +123,7 @@ start_delayd() {
 # /dev/tcp so that no HTTP client is needed; nothing when it cannot be read within 5 s.
 metrics() {
   [[ -n "${admin_port:-}" ]] || return 0
-  timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3 && cat <&3' \
-    _ "$admin_port" 2>/dev/null || true
+  admin_get "$admin_port" /metrics
 }
 # produce_ack PHASE: how long delayd's ready records waited for Kafka's acknowledgement in this
 # phase (delayd_kafka_produce_seconds: from the produce call to the report), as a figure: the mean,
@@ -242,7 +219,7 @@ fresh_redis() {
   compact_aof
 }
 
-emit "{\"figure\":\"run\",\"run\":\"$run\",\"label\":$(json_string "$LABEL"),\"delayd\":$(json_string "$delayd_bin"),\"smoke\":$([[ "$SMOKE" == 1 ]] && echo true || echo false),\"started_at_ms\":$(date +%s%3N),\"nproc\":$(nproc),\"n_ingest\":$N_INGEST,\"n_burst\":$N_BURST,\"rates\":\"$RATES\",\"rate_delay_ms\":$RATE_DELAY_MS,\"short\":\"$SHORT_RATE:$SHORT_SECONDS\",\"short_delay_ms\":$SHORT_DELAY_MS,\"restart_far\":$RESTART_FAR,\"restart_overdue\":$RESTART_OVERDUE,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"commit\":\"$commit\",\"uncommitted_changes\":$changes}"
+emit "{\"figure\":\"run\",\"run\":\"$run\",\"label\":$(json_string "$LABEL"),\"delayd\":$(json_string "$delayd_bin"),\"smoke\":$([[ "$SMOKE" == 1 ]] && echo true || echo false),\"started_at_ms\":$(date +%s%3N),\"nproc\":$(nproc),\"n_ingest\":$N_INGEST,\"n_burst\":$N_BURST,\"rates\":\"$RATES\",\"rate_delay_ms\":$RATE_DELAY_MS,\"short\":\"$SHORT_RATE:$SHORT_SECONDS\",\"short_delay_ms\":$SHORT_DELAY_MS,\"restart_far\":$RESTART_FAR,\"restart_overdue\":$RESTART_OVERDUE,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"commit\":\"$commit\",\"uncommitted_changes\":$changes,\"delivery\":\"${DELAYD_KAFKA_DELIVERY:-exactly_once}\"}"
 run_id_at_start="$(redis_run_id)"
 
 # --- 1a. Redis: a lean job store's scripts with redis-benchmark ------------------------------
@@ -284,12 +261,9 @@ load kafka-limit --topic "$run-kafka-limit" --n "$KAFKA_LIMIT_N" --tag "$run-lim
 # two cores during the ingest, burst and whole-life phases); a server whose pid cannot be found
 # is left out.
 cpu_pids() {
-  local list="" redis kafka
-  redis="$(rcli INFO server | tr -d '\r' | awk -F: '$1 == "process_id" { print $2 }')"
-  kafka="$(scripts/stack.sh status 2>/dev/null | sed -n 's/.*kafka up on .* (pid \([0-9][0-9]*\)).*/\1/p')"
-  [[ "$redis" =~ ^[0-9]+$ ]] && list+="redis:$redis,"
-  [[ "$kafka" =~ ^[0-9]+$ ]] && kill -0 "$kafka" 2>/dev/null && list+="kafka:$kafka,"
-  echo "${list}delayd:$pid"
+  local servers
+  servers="$(server_cpu_pids)"
+  echo "${servers:+$servers,}delayd:$pid"
 }
 # phase NAME: the delayd names of one phase
 phase_args() { echo --ingest-topic "$1.ingest" --ready-topic "$1.ready.bench" --group "$1" --tag j; }

@@ -8,6 +8,8 @@
 #   bench/run-wheel.sh                  everything (about five minutes on two cores)
 #   SIZES="1000000" bench/run-wheel.sh  one size only
 #   DISTS="uniform" bench/run-wheel.sh  one distribution only
+#   BUILD_DIR=... BUILD_JOBS=1          where to build (default build-bench/), with how many jobs (2)
+# The ctest bench.wheel_smoke runs it with SIZES=10000 DISTS=uniform (bench/CMakeLists.txt).
 #
 # Runs are serial on purpose: two benchmarks at once would measure each other.
 set -euo pipefail
@@ -20,7 +22,7 @@ impls="wheel heap heap4"
 workloads="schedule cancel expire steady"
 
 cmake -S "$root/bench" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDELAYD_WERROR=ON >/dev/null
-cmake --build "$build" -j2 --target wheel_bench >/dev/null
+cmake --build "$build" -j "${BUILD_JOBS:-2}" --target wheel_bench >/dev/null
 
 results="$build/wheel-bench.jsonl"
 : >"$results"

@@ -62,6 +62,7 @@ FailureAction decide(DeliveryError error, int attempt, const FireOptions& option
       a.refund = true;
       a.delay_ms = options.retry_outage_ms;
       return a;
+    case DeliveryError::fenced:  // not the job's fault; handle_failure() gives the shard up first
     case DeliveryError::possibly_persisted:
     case DeliveryError::fatal:
       a.refund = true;
@@ -95,11 +96,11 @@ FailureAction decide(DeliveryError error, int attempt, const FireOptions& option
   return a;
 }
 
-FirePath::FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer,
-                   FireOptions options, FireWorkers workers)
+FirePath::FirePath(Scheduler& scheduler, storage::JobStore& store, RecordSink& sink, FireOptions options,
+                   FireWorkers workers)
     : scheduler_(scheduler),
       store_(store),
-      producer_(producer),
+      sink_(sink),
       options_(std::move(options)),
       claimer_(workers.claims),
       marker_(workers.marks) {}
@@ -108,31 +109,27 @@ void FirePath::produce(InFlight entry, TagKind kind) {
   const std::uint64_t tag = make_tag(kind, ++seq_);
   entry.record.tag = tag;
   entry.produced_at = std::chrono::steady_clock::now();
+  const std::string shard = shard_of(entry.slot);
   auto [it, inserted] = in_flight_.emplace(tag, std::move(entry));
-  // A refusal at enqueue time comes back through on_report(), so there is one failure path. A
-  // full queue is not waited for (this thread must not block): it is a transient failure.
-  try {
-    if (options_.tracer != nullptr && kind == TagKind::ready) {
-      produce_traced(it->second);
-    } else {
-      producer_.produce(it->second.record, 0);
-    }
-  } catch (const connectors::KafkaError& e) {
-    connectors::DeliveryReport r;
-    r.tag = tag;
-    r.topic = it->second.record.topic;
-    r.error_class = DeliveryError::transient;
-    r.error = e.what();
-    on_report(r);
+  // A refusal at enqueue time, or a full queue (this thread must not block), comes back through
+  // on_report() as the sink reports it, so there is one failure path.
+  if (options_.tracer != nullptr && kind == TagKind::ready) {
+    produce_traced(it->second, shard);
+  } else {
+    sink_.produce(it->second.record, shard);
+  }
+  // In a transaction, an etf1 job's follow-ups ride with its ready record (FireOptions).
+  if (kind == TagKind::ready && options_.follow_ups_with_record) {
+    if (auto f = in_flight_.find(tag); f != in_flight_.end()) after_etf1_delivery(f->second, shard);
   }
 }
 
-void FirePath::produce_traced(InFlight& f) {
+void FirePath::produce_traced(InFlight& f, const std::string& shard) {
   f.trace.link = trace_context(f.record.headers);
   f.trace.context = options_.tracer->new_trace(f.trace.link);
   f.trace.start = telemetry::wall_now();
   const TraceHeaders scope(f.record.headers, f.trace.context);  // the producer's are back after it
-  producer_.produce(f.record, 0);
+  sink_.produce(f.record, shard);
 }
 
 void FirePath::end_span(InFlight& f, const connectors::DeliveryReport& report) {
@@ -172,10 +169,68 @@ std::optional<std::int64_t> FirePath::next_prepared() const {
 
 void FirePath::lose(const std::string& shard) {
   store_.drop_shard(shard);
+  recovered_.erase(shard);
+  sink_.close(shard, true);
+  // Told even when the scheduler does not hold it: a shard whose stream was still opening
+  // (Ownership's) has just lost that stream, and must be taken again, not left waiting for it.
+  if (std::find(lost_.begin(), lost_.end(), shard) == lost_.end()) lost_.push_back(shard);
   if (!scheduler_.owns(shard)) return;
   spdlog::warn("shard {}: another member owns it now (fenced); giving it up", shard);
   scheduler_.revoke(shard);
   ++counters_.fenced;
+}
+
+std::vector<std::string> FirePath::take_lost() { return std::exchange(lost_, {}); }
+
+void FirePath::recover(const std::string& shard, const std::vector<LoggedDelivery>& delivered) {
+  auto& known = recovered_[shard];
+  known.clear();
+  for (const auto& d : delivered) known[d.job_id] = d;
+  if (known.empty()) recovered_.erase(shard);
+}
+
+std::vector<int> FirePath::known_delivered(const std::vector<Scheduler::Slot>& slots,
+                                           const std::vector<size_t>& index) const {
+  std::vector<int> out;
+  if (recovered_.empty() || index.empty()) return out;
+  const auto shard = recovered_.find(shard_of(slots[index.front()]));
+  if (shard == recovered_.end()) return out;
+  out.reserve(index.size());
+  for (size_t i : index) {
+    const auto it = shard->second.find(scheduler_.job(slots[i]).job_id);
+    out.push_back(it == shard->second.end() ? 0 : it->second.attempt);
+  }
+  return out;
+}
+
+bool FirePath::settle_recovered(InFlight& entry, const std::string& shard) {
+  const auto known = recovered_.find(shard);
+  if (known == recovered_.end()) return false;
+  const auto it = known->second.find(entry.job_id);
+  if (it == known->second.end()) return false;
+  const LoggedDelivery d = std::move(it->second);
+  known->second.erase(it);
+  if (known->second.empty()) recovered_.erase(known);
+  // The claim kept the attempt only if its entry still named the logged one; otherwise the job
+  // has moved on since (a later claim of its own) and goes the usual way.
+  if (d.attempt != entry.attempt) return false;
+  const TagKind kind = d.kind == LoggedDelivery::Kind::dead ? TagKind::failed_dlq : TagKind::ready;
+  if (kind == TagKind::failed_dlq) entry.reason = d.reason;
+  entry.recovered = true;
+  const std::uint64_t tag = make_tag(kind, ++seq_);
+  entry.record.tag = tag;
+  connectors::DeliveryReport r;
+  r.tag = tag;
+  r.topic = entry.record.topic;
+  r.ok = true;
+  in_flight_.emplace(tag, std::move(entry));
+  reports_.push_back(std::move(r));
+  ++counters_.recovered;
+  spdlog::info(
+      "job {} (shard {}, attempt {}): its {} is in Kafka already (the shard's delivery log); settled without "
+      "producing it again",
+      d.job_id, shard, d.attempt, kind == TagKind::ready ? "ready record" : "dead letter");
+  return true;
 }
 
 void FirePath::recheck_fences() {
@@ -236,8 +291,9 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
       ids.push_back(scheduler_.job(slots[i]).job_id);
       due_at.push_back(scheduler_.job(slots[i]).due_at);
     }
+    const std::vector<int> delivered = known_delivered(slots, index);
     try {
-      auto got = store_.claim(scheduler_.shard_name(shard), ids, now_ms, ahead_ms, due_at);
+      auto got = store_.claim(scheduler_.shard_name(shard), ids, now_ms, ahead_ms, due_at, delivered);
       for (size_t k = 0; k < index.size(); ++k) {
         claims[index[k]] = std::move(got[k]);
         claimed[index[k]] = true;
@@ -278,6 +334,7 @@ void FirePath::submit_claims(const std::vector<Scheduler::Slot>& slots, std::int
       r.due_at.push_back(scheduler_.job(slots[i]).due_at);
       pc.slots.push_back(slots[i]);
     }
+    r.delivered = known_delivered(slots, index);
     claims_.emplace(r.id, std::move(pc));
     claimer_->submit(std::move(r));
   }
@@ -339,6 +396,8 @@ std::size_t FirePath::dispatch(const std::vector<Scheduler::Slot>& slots, std::v
                        std::chrono::steady_clock::now()};
         entry.repeat = c.repeat;
         entry.rule = std::move(c.rule);
+        // An earlier owner's delivery that a takeover found in Kafka: settled, not produced.
+        if (!recovered_.empty() && settle_recovered(entry, shard_of(slots[i]))) break;
         // max-lateness-ms: reached too late, it is not delivered (a repeat's occurrence is
         // skipped, any other job dead-lettered as expired).
         const bool expired =
@@ -365,7 +424,7 @@ std::size_t FirePath::dispatch(const std::vector<Scheduler::Slot>& slots, std::v
         // Never early: held back until the wall clock reaches deliver_at, or the later time a
         // retry or an ack deadline asks for (send_prepared()). Meanwhile (up to claim_ahead_ms)
         // the producer learns the topic, if it is new to it, so that the record leaves at once.
-        producer_.prepare(entry.record.topic);
+        sink_.prepare(entry.record.topic, shard_of(slots[i]));
         prepared_.emplace(c.not_before, std::move(entry));
         break;
       }
@@ -499,6 +558,7 @@ void FirePath::marked(const std::vector<std::uint64_t>& tags, const std::vector<
     }
     // The shard is read before follow_up() releases the slot, and only when etf1 needs it.
     const bool etf1 = marked[k].changed && marked[k].state == storage::JobState::ready &&
+                      !options_.follow_ups_with_record && !it->second.recovered &&
                       (!options_.etf1_tombstone_topics.empty() || !options_.etf1_history_topic.empty());
     const std::string shard = etf1 ? shard_of(it->second.slot) : std::string();
     follow_up(it->second, marked[k]);
@@ -522,11 +582,7 @@ void FirePath::after_etf1_delivery(const InFlight& f, const std::string& shard) 
   if (!partition) return;  // not read from its schedules topic: not an etf1 job
   auto send = [&](connectors::OutRecord r) {
     r.tag = make_tag(TagKind::follow_up, ++follow_up_seq_);
-    try {
-      producer_.produce(r, 0);
-    } catch (const connectors::KafkaError& e) {
-      spdlog::warn("etf1 follow-up record to {} not written: {}", r.topic, e.what());
-    }
+    sink_.produce(r, shard);  // a failure is reported, and told (on_report())
   };
   if (options_.etf1_tombstone_topics.count(**topic) > 0) {
     send(contract::etf1_tombstone(**topic, *partition, **key, "fired"));
@@ -637,6 +693,14 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
   if (report.error_class == DeliveryError::unknown_topic) {
     missing_for = note_missing_topic(f.record.topic, now_ms);
   }
+  if (report.error_class == DeliveryError::fenced) {
+    // Its transaction can never commit: another owner's producer took the shard's id over. The
+    // shard is not ours; its new owner delivers the job.
+    lose(shard_of(f.slot));
+    scheduler_.release(f.slot);
+    in_flight_.erase(it);
+    return;
+  }
   const FailureAction action = decide(report.error_class, f.attempt, options_, missing_for);
   // A missing topic is one business's matter, shown by missing_topics(): not a Kafka outage.
   if (report.error_class == DeliveryError::refused) {
@@ -714,15 +778,24 @@ void FirePath::handle_dead_letter_report(std::uint64_t tag, const connectors::De
     // The dead-letter copy is safe: now the job may be called failed (unless the shard moved
     // on meanwhile: then the new owner's attempts decide, and the copy stays a stray one).
     try {
-      store_.mark_failed(shard_of(f.slot), f.job_id, f.reason, now_ms,
-                         storage::DeadLetterAt{report.partition, report.offset},
-                         options_.policies.of(f.business).keep_payload);
+      // A recovered one's place in the dead-letter topic is not known (its log record does not say).
+      store_.mark_failed(
+          shard_of(f.slot), f.job_id, f.reason, now_ms,
+          f.recovered ? std::nullopt
+                      : std::optional<storage::DeadLetterAt>(storage::DeadLetterAt{report.partition, report.offset}),
+          options_.policies.of(f.business).keep_payload);
     } catch (const storage::ShardFenced& e) {
       lose(e.shard);
     }
     scheduler_.release(f.slot);
     in_flight_.erase(it);
     ++counters_.failed;
+    return;
+  }
+  if (report.error_class == DeliveryError::fenced) {  // as handle_failure() says
+    lose(shard_of(f.slot));
+    scheduler_.release(f.slot);
+    in_flight_.erase(it);
     return;
   }
   if (report.error_class == DeliveryError::too_large && shrink_dead_letter(f.record)) {

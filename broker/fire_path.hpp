@@ -90,11 +90,11 @@
 #include "broker/log_throttle.hpp"
 #include "broker/loop_counters.hpp"
 #include "broker/missing_topics.hpp"
+#include "broker/record_sink.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/snapshot.hpp"
 #include "broker/wall_clock.hpp"
 #include "config/business_policy.hpp"
-#include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
 #include "telemetry/tracer.hpp"
 
@@ -109,8 +109,8 @@ struct FireOptions {
   // repeat-catchup all: missed occurrences delivered in a row at most (broker/repeat_plan.hpp).
   std::int64_t max_catchup = config::SchedulerConfig{}.max_catchup;
   std::string dlq_topic = config::KafkaConfig{}.dlq_topic;
-  std::int64_t retry_outage_ms = 1000;                    // retry delay of every failure that costs no attempt
-  std::size_t max_unsettled = 100'000;                    // fire_due() pauses while this many await reports
+  std::int64_t retry_outage_ms = 1000;  // retry delay of every failure that costs no attempt
+  std::size_t max_unsettled = 100'000;  // fire_due() pauses while this many await reports
   std::string ready_topic_template = config::KafkaConfig{}.ready_topic_template;  // a job's business's topic
   // How long before its deliver_at a job is claimed; its record then waits in memory. A cancel
   // that arrives within this time of the deliver_at is late (answered in_flight). 0: claim at
@@ -146,6 +146,9 @@ struct FireOptions {
   // delivered again: its offset is committed or its version is known).
   std::set<std::string, std::less<>> etf1_tombstone_topics;
   std::string etf1_history_topic;
+  // With kafka.delivery = exactly_once: the follow-ups go out with their job's ready record, in
+  // its transaction, instead of after its mark (and a takeover that finds the record finds them).
+  bool follow_ups_with_record = false;
   // Traces (broker/job_spans.hpp): a publish span per ready record produced, whose context the
   // record's traceparent names. Null: off, and the producer's traceparent passes unchanged.
   telemetry::Tracer* tracer = nullptr;
@@ -180,7 +183,7 @@ class FirePath {
   // batches grow with the load instead of the calls multiplying).
   static constexpr std::size_t kMaxClaimRounds = 2;
 
-  FirePath(Scheduler& scheduler, storage::JobStore& store, connectors::KafkaProducer& producer, FireOptions options,
+  FirePath(Scheduler& scheduler, storage::JobStore& store, RecordSink& sink, FireOptions options,
            FireWorkers workers = {});
 
   // Returns how many records were handed to the producer (including those send_prepared()
@@ -210,9 +213,19 @@ class FirePath {
   bool stages_busy() const { return !claims_.empty() || !marks_.empty(); }
   // fire_due() takes nothing more from the wheel until a claim in flight comes back.
   bool claims_full() const { return claimer_ != nullptr && rounds_.size() >= kMaxClaimRounds; }
-  // Gives the shard up because another member owns it now (Redis refused our fence): revoked
-  // in the scheduler, fence dropped. Idempotent. No I/O.
+  // Gives the shard up because another member owns it now (Redis refused our fence, or Kafka our
+  // transactions): revoked in the scheduler, fence dropped, its records' stream closed as lost.
+  // Idempotent. No I/O.
   void lose(const std::string& shard);
+  // The shards lose() gave up since the last call, each once, whether the scheduler held them
+  // or their stream was still opening (Ownership forgets them as opening, and takes them again if
+  // the consumer group still says they are ours once the group has had time to say otherwise).
+  std::vector<std::string> take_lost();
+  // A takeover's finding (RecordSink::opened()): these in-flight deliveries of an earlier epoch
+  // reached Kafka. Their claims keep their attempt (storage/lua/claim.lua), and each is settled
+  // as delivered (or dead-lettered) without producing its record again. Precondition: the shard
+  // is not loaded in the scheduler yet.
+  void recover(const std::string& shard, const std::vector<LoggedDelivery>& delivered);
 
   // Records handed to Kafka whose outcome is not yet written to Redis.
   std::size_t unsettled() const { return in_flight_.size(); }
@@ -252,6 +265,7 @@ class FirePath {
     int repeat = 0;                                       // Claim::repeat: the occurrence's number
     storage::RepeatRule rule{};                           // Claim::rule: a repeat's rule (long form)
     PublishTrace trace{};                                 // the last produce()'s span (tracing on)
+    bool recovered = false;  // delivered by an earlier owner (recover()): settled, never produced
   };
   // A mark handed to the MarkWorker: its records, by tag, with their reports (queued again if
   // the mark fails).
@@ -293,9 +307,15 @@ class FirePath {
   void produce(InFlight entry, TagKind kind);
   // produce() of a ready record with tracing on: a publish span begins, the record goes with its
   // context as traceparent, and keeps the producer's own headers for a retry or dead letter.
-  void produce_traced(InFlight& f);
+  void produce_traced(InFlight& f, const std::string& shard);
   // The publish span of the ready record `f` ends with its delivery report.
   void end_span(InFlight& f, const connectors::DeliveryReport& report);
+  // The attempt recover() found delivered for each of `slots`' jobs at `index` (0: none), for the
+  // claim call.
+  std::vector<int> known_delivered(const std::vector<Scheduler::Slot>& slots, const std::vector<size_t>& index) const;
+  // A claim of a job recover() found delivered with this attempt: settled as that delivery (an ok
+  // report queued for its mark, or its dead letter's), nothing produced. False if `c` is not one.
+  bool settle_recovered(InFlight& entry, const std::string& shard);
   // Claims the jobs of `slots` (taken from the scheduler) and holds or sends their records.
   std::size_t claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms, std::int64_t ahead_ms);
   void set_aside(const std::vector<Scheduler::Slot>& slots, const std::vector<storage::Claim>& claims,
@@ -322,7 +342,7 @@ class FirePath {
 
   Scheduler& scheduler_;
   storage::JobStore& store_;
-  connectors::KafkaProducer& producer_;
+  RecordSink& sink_;
   FireOptions options_;
   ClaimWorker* claimer_;
   MarkWorker* marker_;
@@ -341,6 +361,9 @@ class FirePath {
   MissingTopics missing_topics_;
   LogThrottle refused_log_{std::chrono::seconds(10)};  // counted delivery failures
   bool recheck_ = false;  // send_prepared() met a record held too long: recheck_fences() first
+  // recover()'s findings not claimed yet: shard -> job-id -> the logged delivery.
+  std::map<std::string, std::map<std::string, LoggedDelivery, std::less<>>, std::less<>> recovered_;
+  std::vector<std::string> lost_;  // lose()'s shards since the last take_lost()
   DurationHistogram lateness_;
   DurationHistogram produce_latency_;
 };

@@ -15,7 +15,7 @@ ClaimWorker::Work claim_work() {
       results[i].id = r.id;
       try {
         store.adopt_fence(r.shard, r.fence);
-        results[i].claims = store.claim(r.shard, r.job_ids, r.now_ms, r.ahead_ms, r.due_at);
+        results[i].claims = store.claim(r.shard, r.job_ids, r.now_ms, r.ahead_ms, r.due_at, r.delivered);
       } catch (...) {
         results[i].error = std::current_exception();
       }

@@ -41,6 +41,7 @@ struct ClaimRequest {
   std::int64_t ahead_ms = 0;
   std::optional<std::int64_t> fence;  // the loop's fence for the shard (none: refused as fenced)
   std::vector<std::int64_t> due_at;   // job_ids[i]'s due time in the scheduler: its pending entry's score
+  std::vector<int> delivered;         // empty, or job_ids[i]'s attempt a takeover found delivered (0: none)
 };
 struct ClaimResult {
   std::uint64_t id = 0;

@@ -39,8 +39,10 @@ void Handover::relay(Rebalance what, const std::vector<connectors::TopicPartitio
   std::unique_lock lock(mutex_);
   if (closed_) return;
   const std::uint64_t ticket = ++next_ticket_;
-  ops_.push_back(
-      Op{what == Rebalance::assigned ? Op::Kind::assigned : Op::Kind::revoked, {}, {}, 0, partitions, ticket});
+  const Op::Kind kind = what == Rebalance::assigned  ? Op::Kind::assigned
+                        : what == Rebalance::revoked ? Op::Kind::revoked
+                                                     : Op::Kind::lost;
+  ops_.push_back(Op{kind, {}, {}, 0, partitions, ticket});
   queued_.notify_one();
   served_.wait(lock, [&] { return closed_ || served_ticket_ >= ticket; });
 }
@@ -63,9 +65,13 @@ std::size_t Handover::serve(Scheduler& scheduler, const connectors::KafkaConsume
         scheduler.move(op.shard, op.job_id, op.at);
         break;
       case Op::Kind::assigned:
-      case Op::Kind::revoked: {
+      case Op::Kind::revoked:
+      case Op::Kind::lost: {
         try {
-          const auto& run = op.kind == Op::Kind::assigned ? listener.assigned : listener.revoked;
+          // A listener without `lost` hears of a loss as a revoke (KafkaConsumer does the same).
+          const auto& run = op.kind == Op::Kind::assigned                ? listener.assigned
+                            : op.kind == Op::Kind::lost && listener.lost ? listener.lost
+                                                                         : listener.revoked;
           if (run) run(op.partitions);
         } catch (const std::exception& e) {
           spdlog::error("handling a rebalance: {}", e.what());

@@ -59,7 +59,7 @@ class Handover final : public WheelFeed {
   void flush() noexcept override;
 
   // Ingest side: queues the rebalance and returns once the owner has served it (or closed).
-  enum class Rebalance : unsigned char { assigned, revoked };
+  enum class Rebalance : unsigned char { assigned, revoked, lost };
   void relay(Rebalance what, const std::vector<connectors::TopicPartition>& partitions);
 
   // Owner side: applies the queued wheel ops and runs the queued rebalances through `listener`
@@ -79,16 +79,20 @@ class Handover final : public WheelFeed {
     unsettled_.store(unsettled, std::memory_order_relaxed);
   }
   bool fire_stuck() const { return fire_stuck_.load(std::memory_order_relaxed); }
+  // The loop's view of Redis for the ingest threads' rule on leaving their groups (IngestStage):
+  // since when (steady-clock ms) its turns have failed on Redis; 0 while they do not.
+  void set_redis_down_since(std::int64_t ms) { redis_down_since_.store(ms, std::memory_order_relaxed); }
+  std::int64_t redis_down_since() const { return redis_down_since_.load(std::memory_order_relaxed); }
   std::size_t unsettled() const { return unsettled_.load(std::memory_order_relaxed); }
 
  private:
   struct Op {
-    enum class Kind : unsigned char { offer, cancel, move, assigned, revoked } kind = Kind::offer;
+    enum class Kind : unsigned char { offer, cancel, move, assigned, revoked, lost } kind = Kind::offer;
     std::string shard;
     std::string job_id;
     std::int64_t at = 0;                                 // offer, move: epoch ms
-    std::vector<connectors::TopicPartition> partitions;  // assigned, revoked
-    std::uint64_t ticket = 0;                            // assigned, revoked: relay() waits for it
+    std::vector<connectors::TopicPartition> partitions;  // assigned, revoked, lost
+    std::uint64_t ticket = 0;                            // assigned, revoked, lost: relay() waits for it
   };
   void push(Op op);
 
@@ -102,6 +106,7 @@ class Handover final : public WheelFeed {
   std::uint64_t served_ticket_ = 0;  // guarded by mutex_: tickets up to this one are served
   std::atomic<bool> fire_stuck_{false};
   std::atomic<std::size_t> unsettled_{0};
+  std::atomic<std::int64_t> redis_down_since_{0};
 };
 
 }  // namespace delayd::broker

@@ -9,27 +9,23 @@
 #include "broker/loop_settings.hpp"
 #include "broker/outage.hpp"
 #include "connectors/kafka_error.hpp"
+#include "connectors/offset_seed.hpp"
 #include "redis/connection.hpp"
 #include "storage/key_schema.hpp"
 
 namespace delayd::broker {
 
-IngestStage::IngestStage(const config::Config& c, storage::JobStore& store, redis::RedisClient& redis,
-                         const DurationHistogram& redis_latency, Handover& handover, TopicCreator* topics,
-                         telemetry::Tracer* tracer)
+IngestStage::IngestStage(const config::Config& c, config::ConsumerGroup group, storage::JobStore& store,
+                         redis::RedisClient& redis, const DurationHistogram& redis_latency, Handover& handover,
+                         TopicCreator* topics, telemetry::Tracer* tracer)
     : c_(c),
+      group_(std::move(group)),
+      redis_(redis),
       handover_(handover),
       redis_latency_(redis_latency),
       producer_(producer_properties(c), [this](const connectors::DeliveryReport& r) { ingest_.on_report(r); }),
       ingest_(handover, store, producer_, topics, ingest_options(c, redis, tracer)),
-      consumer_(consumer_properties(c), relaying()) {
-  // The status topic's partitions come with the group's assignment like the ingest topic's,
-  // but they are not shards: reports apply to jobs wherever they are (IngestPath).
-  std::vector<std::string> read;
-  for (const auto& t : config::ingest_topics(c)) read.push_back(t.topic);
-  if (!c.kafka.status_topic.empty()) read.push_back(c.kafka.status_topic);
-  consumer_.subscribe(read);
-}
+      consumer_(consumer_properties(c, group_), relaying()) {}
 
 IngestStage::~IngestStage() {
   request_stop();
@@ -52,7 +48,9 @@ IngestStatus IngestStage::status() const {
 }
 
 void IngestStage::run() {
-  base::name_this_thread("ingest");
+  // The status topic's stage reads reports, which apply to jobs wherever they are (IngestPath):
+  // its partitions are not shards.
+  base::name_this_thread(group_.reports ? "status" : "ingest");
   while (!stop_ && !fatal_) {
     turn();
     if (status_every_.due()) publish_status();
@@ -67,17 +65,36 @@ void IngestStage::run() {
 // there) and awaited; rebalances_ is this thread's own tally, for IngestPause. Each first
 // collects the posted batch, so that its offers reach the owner before the rebalance does (one
 // queue, one order): for a revoke, before the shard leaves the wheel.
+// The status topic's stage relays no rebalance: its partitions are no shards. (The timers its
+// reports move still reach this instance's wheel through the Handover's moves, and other
+// instances' through the wake lists.)
 connectors::KafkaConsumer::Listener IngestStage::relaying() {
   connectors::KafkaConsumer::Listener l;
   l.assigned = [this](const std::vector<connectors::TopicPartition>& tps) {
     ++rebalances_;
+    quiet_until_ = std::chrono::steady_clock::now() + duty::kCommitQuietAfterRebalance;
     settle_quietly();
-    handover_.relay(Handover::Rebalance::assigned, tps);
+    if (!group_.reports) handover_.relay(Handover::Rebalance::assigned, tps);
   };
   l.revoked = [this](const std::vector<connectors::TopicPartition>& tps) {
     ++rebalances_;
+    quiet_until_ = std::chrono::steady_clock::now() + duty::kCommitQuietAfterRebalance;
+    // Their offsets not committed yet are another member's to commit now (it reads those records
+    // again: idempotent); a late commit of ours could set it back.
+    for (const auto& tp : tps) committable_.erase(tp);
     settle_quietly();
-    handover_.relay(Handover::Rebalance::revoked, tps);
+    // Leaving for want of Redis, nothing can be drained (the marks need Redis): the shards go as
+    // lost, at once, and their next owner's takeover settles what was in flight.
+    if (!group_.reports) handover_.relay(left_ ? Handover::Rebalance::lost : Handover::Rebalance::revoked, tps);
+  };
+  l.lost = [this](const std::vector<connectors::TopicPartition>& tps) {
+    ++rebalances_;
+    quiet_until_ = std::chrono::steady_clock::now() + duty::kCommitQuietAfterRebalance;
+    // Their offsets not committed yet are another member's to commit now (it reads those records
+    // again: idempotent); a late commit of ours could set it back.
+    for (const auto& tp : tps) committable_.erase(tp);
+    settle_quietly();
+    if (!group_.reports) handover_.relay(Handover::Rebalance::lost, tps);
   };
   return l;
 }
@@ -92,8 +109,82 @@ void IngestStage::settle_quietly() noexcept {
   }
 }
 
+bool IngestStage::join_group() {
+  if (!group_.seed_from.empty()) {
+    try {
+      const auto seeded = connectors::seed_offsets(consumer_properties(c_, group_), group_.seed_from, group_.topic);
+      if (seeded.kind == connectors::SeedOutcome::Kind::seeded) {
+        spdlog::info("consumer group {} starts {} where group {} left it ({} partitions' offsets copied)",
+                     group_.group_id, group_.topic, group_.seed_from, seeded.partitions);
+      }
+    } catch (const connectors::KafkaRefused& e) {
+      seed_refusal_ = e.what();
+      return false;
+    }
+  }
+  seed_refusal_.reset();
+  consumer_.subscribe({group_.topic});
+  subscribed_ = true;
+  return true;
+}
+
+bool IngestStage::redis_cut_long() const {
+  const std::int64_t after = c_.redis.leave_group_after_ms;
+  if (after <= 0 || !subscribed_) return false;
+  std::int64_t since = redis_down_since_;
+  const std::int64_t loop = handover_.redis_down_since();
+  if (since == 0 || (loop != 0 && loop < since)) since = loop;
+  if (since == 0) return false;
+  since = std::max(since, joined_at_);  // an outage that began before the last join counts from it
+  return steady_now_ms() - since >= after;
+}
+
+void IngestStage::leave_group() {
+  spdlog::warn(
+      "redis unreachable for {} ms or more: leaving consumer group {} so that an instance that reaches Redis "
+      "takes {}'s partitions; joining again once Redis answers",
+      c_.redis.leave_group_after_ms, group_.group_id, group_.topic);
+  failed();  // what was read and not written is read again by the next owner
+  kept_.clear();
+  consumer_.unsubscribe();
+  left_ = true;
+  subscribed_ = false;
+  ++groups_left_;
+}
+
+void IngestStage::while_left() {
+  // The consumer is served (the revoke of the whole assignment, relayed and drained as any other);
+  // whatever it still hands over is dropped, uncommitted: the next owner reads it.
+  (void)consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch), 0);
+  try {
+    redis_.command({"PING"});
+  } catch (const std::exception&) {
+    nap(kLeftProbeMs, stop_);
+    return;
+  }
+  spdlog::info("redis answers again: consumer group {} joined again", group_.group_id);
+  redis_down_since_ = 0;
+  joined_at_ = steady_now_ms();
+  left_ = false;
+  if (!join_group()) spdlog::warn("consumer group {}: {}", group_.group_id, seed_refusal_.value_or(""));
+}
+
 void IngestStage::turn() {
   try {
+    if (left_) {
+      while_left();
+      return;
+    }
+    if (redis_cut_long()) {
+      leave_group();
+      return;
+    }
+    if (!subscribed_ && !join_group()) {
+      // Refused (an ACL, the login): reported as the consumer's refusals are, asked again shortly.
+      outages_.refusal(seed_refusal_);
+      nap(kRefusedRetryMs, stop_);
+      return;
+    }
     if (!recovery_.check(producer_, "dead-letter")) {
       fatal_ = true;
       return;
@@ -107,12 +198,14 @@ void IngestStage::turn() {
     // resumed by their first record); else a new batch is read, and while one is posted only
     // what the consumer has at hand: with nothing new, the posted batch is collected now.
     std::size_t todo = kept_.size() - ingest_.in_flight();
+    bool idle = false;
     if (todo == 0) {
       auto next = consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch),
                                        ingest_.in_flight() > 0 ? 0 : static_cast<int>(poll_wait_ms()));
       if (next.empty()) {
         ingest_.settle();
         kept_.clear();  // all were posted, and are collected now
+        idle = true;
       } else {
         kept_.push_back(std::move(next));
         todo = 1;
@@ -121,9 +214,25 @@ void IngestStage::turn() {
     // Each batch whole: IngestPath writes its jobs of every shard in one pipelined round trip.
     for (std::size_t i = kept_.size() - todo; i < kept_.size(); ++i) ingest_.process(kept_[i], clock_.now_ms());
     while (kept_.size() > ingest_.in_flight()) kept_.pop_front();
-    if (commit_every_.due()) consumer_.commit_async(ingest_.take_committable());
+    // The batches done are taken every turn (so that they do not pile up into a backlog), their
+    // offsets committed every kIngestCommit under load, and at once when the topic has nothing
+    // more to read (the end of a burst is committed without waiting out the period); never just
+    // after a rebalance.
+    collect_committable();
+    if (!committable_.empty() && std::chrono::steady_clock::now() >= quiet_until_ && (commit_every_.due() || idle)) {
+      consumer_.commit_async(
+          std::vector<std::pair<connectors::TopicPartition, std::int64_t>>(committable_.begin(), committable_.end()));
+      committable_.clear();
+    }
     outages_.turn_done(std::nullopt);
+    redis_down_since_ = 0;
+  } catch (const redis::RedisNotDurable& e) {
+    // Redis answered; its replicas lag (a failover, a resync): no reason to hand the shards over.
+    redis_down_since_ = 0;
+    failed();
+    nap(outages_.failed(OutageTracker::Failure::redis, e.what()), stop_);
   } catch (const redis::RedisIoError& e) {
+    if (redis_down_since_ == 0) redis_down_since_ = steady_now_ms();
     failed();
     nap(outages_.failed(OutageTracker::Failure::redis, e.what()), stop_);
   } catch (const redis::RedisCommandError& e) {
@@ -136,7 +245,7 @@ void IngestStage::turn() {
     failed();
     nap(outages_.failed(OutageTracker::Failure::other, e.what()), stop_);
   }
-  outages_.refusal(consumer_.refusal());
+  outages_.refusal(subscribed_ ? consumer_.refusal() : seed_refusal_);
 }
 
 void IngestStage::failed() noexcept {
@@ -151,13 +260,23 @@ std::int64_t IngestStage::poll_wait_ms() const {
   return 100;
 }
 
+void IngestStage::collect_committable() {
+  for (const auto& [tp, next] : ingest_.take_committable()) {
+    auto& at = committable_[tp];
+    at = std::max(at, next);
+  }
+}
+
 void IngestStage::finish() {
   settle_quietly();
   try {
     // Batches whose dead-letter copies are acknowledged by now are committed before leaving,
     // so that the next owner does not read (and dead-letter) them again.
     producer_.flush(static_cast<int>(std::min<std::int64_t>(c_.scheduler.shutdown_timeout_ms, 2000)));
-    consumer_.commit(ingest_.take_committable());
+    collect_committable();
+    consumer_.commit(
+        std::vector<std::pair<connectors::TopicPartition, std::int64_t>>(committable_.begin(), committable_.end()));
+    committable_.clear();
   } catch (const std::exception& e) {
     spdlog::warn("committing at shutdown: {}", e.what());
   }
@@ -170,6 +289,12 @@ void IngestStage::finish() {
 }
 
 void IngestStage::publish_status() {
+  std::map<std::string, std::size_t> partitions{{group_.topic, 0}};
+  try {
+    if (subscribed_) partitions[group_.topic] = consumer_.assignment().size();
+  } catch (const connectors::KafkaError&) {
+    // closed: none
+  }
   if (lag_every_.due()) {
     lag_.clear();
     try {
@@ -185,6 +310,53 @@ void IngestStage::publish_status() {
   status_.paused = pause_.paused();
   status_.lag = lag_;
   status_.redis_request = redis_latency_;
+  status_.partitions = std::move(partitions);
+  status_.groups_left = groups_left_;
+}
+
+IngestStages::IngestStages(const config::Config& c, const std::vector<RedisParts>& redis, Handover& handover,
+                           TopicCreator* topics, telemetry::Tracer* tracer) {
+  const auto groups = config::consumer_groups(c);
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    stages_.push_back(std::make_unique<IngestStage>(c, groups[i], *redis.at(i).store, *redis.at(i).redis,
+                                                    *redis.at(i).latency, handover, topics, tracer));
+  }
+}
+
+void IngestStages::start() {
+  for (auto& s : stages_) s->start();
+}
+
+void IngestStages::request_stop() {
+  for (auto& s : stages_) s->request_stop();
+}
+
+bool IngestStages::finished() const {
+  return std::all_of(stages_.begin(), stages_.end(), [](const auto& s) { return s->finished(); });
+}
+
+void IngestStages::join() {
+  for (auto& s : stages_) s->join();
+}
+
+bool IngestStages::fatal() const {
+  return std::any_of(stages_.begin(), stages_.end(), [](const auto& s) { return s->fatal(); });
+}
+
+IngestStatus IngestStages::status() const {
+  IngestStatus sum;
+  for (const auto& stage : stages_) {
+    const IngestStatus s = stage->status();
+    sum.counters += s.counters;
+    if (sum.problem.empty()) sum.problem = s.problem;
+    for (const auto& [dependency, on] : s.outages) sum.outages[dependency] = sum.outages[dependency] || on;
+    sum.paused = sum.paused || s.paused;
+    sum.lag.insert(s.lag.begin(), s.lag.end());
+    sum.redis_request.add(s.redis_request);
+    for (const auto& [topic, n] : s.partitions) sum.partitions[topic] += n;
+    sum.groups_left += s.groups_left;
+  }
+  return sum;
 }
 
 }  // namespace delayd::broker

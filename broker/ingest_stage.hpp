@@ -1,8 +1,22 @@
-// IngestStage: the ingest thread. Reads ingest (and status) records, makes them durable in Redis
-// over a connection of its own, dead-letters what breaks the contract through a producer of its
-// own, commits offsets, and tells the wheel's owner what it wrote through the Handover.
+// IngestStage: an ingest thread. Reads one topic in one of delayd's consumer groups
+// (config::consumer_groups(): an ingest topic's records, or the status topic's reports), makes
+// them durable in Redis over a connection of its own, dead-letters what breaks the contract
+// through a producer of its own, commits offsets, and tells the wheel's owner what it wrote
+// through the Handover. The service runs one stage per group (IngestStages below), so that each
+// group balances the partitions of one topic over the instances.
 //
 // One turn of the thread:
+//   0. until it is a member: start its group from the offsets 0.3's single group committed, if
+//      it has none of its own (connectors/offset_seed.hpp), then subscribe to its topic. Once
+//      Redis has been unreachable for redis.leave_group_after_ms (by this thread's calls or the
+//      loop's: Handover::redis_down_since()), leave the group instead, so that an instance that
+//      reaches Redis takes the partitions (the revoke is relayed and drained as any other); then
+//      only serve the consumer and ask Redis (PING) once a second, and join again once it answers.
+//      An outage is counted from no earlier than the last join: the loop's mark may still carry
+//      the outage just ended (it clears on the loop's next good turn, which may wait out a
+//      backoff), and must not make it leave again at once (a leave-join storm: every join undone
+//      within a millisecond, nothing read, seen under a Redis Cluster failover). A WAIT that too
+//      few replicas acknowledged (RedisNotDurable) is Redis answering: it is retried, not counted
 //   1. replace its producer if librdkafka says it is fatal (ProducerRecovery)
 //   2. serve its producer's reports (dead-letter copies), send again the copies whose backoff
 //      passed and the status reports that waited for their job's delivery to settle
@@ -27,13 +41,15 @@
 // dead-letter copies (up to 2 s), commits what is done, and leaves the group (close(): the revoke
 // is relayed, so the loop's thread must go on serving the Handover until finished()). join()
 // waits for the thread.
-// Threading: the public methods from the loop's thread; the rest on the ingest thread.
+// Threading: the public methods from the loop's thread; the rest on the ingest thread. Several
+// stages run side by side, sharing only the Handover and the TopicCreator (both thread-safe).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -63,14 +79,18 @@ struct IngestStatus {
   bool paused = false;                      // reading paused (back-pressure)
   std::map<std::string, std::int64_t> lag;  // per "<topic>:<partition>", as of the last second
   DurationHistogram redis_request;          // its Redis round trips
+  // Partitions of its topic the group assigned to this instance, as of the last snapshot.
+  std::map<std::string, std::size_t> partitions;  // topic -> count
+  std::uint64_t groups_left = 0;                  // times it left its group because Redis was unreachable
 };
 
 class IngestStage {
  public:
-  // `store` and `redis_latency` belong to this stage's own Redis client (`redis`: WAIT is sent
-  // on it); `topics` may be null. All must outlive the stage. Subscribes the consumer; throws
-  // if a Kafka client cannot be built. `tracer` (null: off) gets the accept spans.
-  IngestStage(const config::Config& c, storage::JobStore& store, redis::RedisClient& redis,
+  // Reads `group`'s topic in that group. `store` and `redis_latency` belong to this stage's own
+  // Redis client (`redis`: WAIT is sent on it); `topics` may be null. All must outlive the stage.
+  // Throws if a Kafka client cannot be built; joins the group once its thread runs. `tracer`
+  // (null: off) gets the accept spans.
+  IngestStage(const config::Config& c, config::ConsumerGroup group, storage::JobStore& store, redis::RedisClient& redis,
               const DurationHistogram& redis_latency, Handover& handover, TopicCreator* topics,
               telemetry::Tracer* tracer);
   ~IngestStage();  // requests a stop and joins, if the thread still runs
@@ -88,18 +108,39 @@ class IngestStage {
  private:
   void run();
   void turn();
+  // Step 0 of a turn: seeds the group's offsets if it needs to, then subscribes. False if Kafka
+  // refused the seed (seed_refusal_ says what); throws KafkaError for other failures (the turn's
+  // outage). Either way it is tried again next turn.
+  bool join_group();
+  static constexpr std::int64_t kRefusedRetryMs = 1000;
+  // Step 0's other half: whether Redis has been down long enough to leave; leaving; and, once
+  // left, serving the consumer and asking Redis whether it answers again.
+  bool redis_cut_long() const;
+  void leave_group();
+  void while_left();
+  static constexpr std::int64_t kLeftProbeMs = 1000;
   // Leaves as request_stop() says. Logs failures; never throws.
   void finish();
   void publish_status();
   std::int64_t poll_wait_ms() const;
   // The consumer's listeners (relayed to the loop's thread; see the .cpp).
   connectors::KafkaConsumer::Listener relaying();
+  // Moves the offsets of the batches done (IngestPath::take_committable()) into committable_.
+  void collect_committable();
   // IngestPath::settle(), its failure left to the next turn (which processes the batch again).
   void settle_quietly() noexcept;
   // After a failed turn: nothing stays posted, and the batches done are not kept.
   void failed() noexcept;
 
   const config::Config& c_;
+  const config::ConsumerGroup group_;
+  redis::RedisClient& redis_;  // this stage's connection: the PING while it is out of its group
+  bool subscribed_ = false;
+  bool left_ = false;  // out of the group while Redis is unreachable
+  std::uint64_t groups_left_ = 0;
+  std::int64_t redis_down_since_ = 0;        // steady ms of this thread's first failed Redis call; 0: up
+  std::int64_t joined_at_ = 0;               // steady ms of the last join after a leave; 0: never left
+  std::optional<std::string> seed_refusal_;  // Kafka refused the seed: its sentence
   Handover& handover_;
   const DurationHistogram& redis_latency_;
   WallClock clock_;
@@ -114,6 +155,8 @@ class IngestStage {
   Every status_every_{duty::kSnapshot};
   Every lag_every_{duty::kLagReading};
   Every commit_every_{duty::kIngestCommit};
+  std::chrono::steady_clock::time_point quiet_until_{};             // no commit before (kCommitQuietAfterRebalance)
+  std::map<connectors::TopicPartition, std::int64_t> committable_;  // done, not committed yet: next offsets
   std::map<std::string, std::int64_t> lag_;
 
   std::atomic<bool> stop_{false};
@@ -122,6 +165,34 @@ class IngestStage {
   mutable std::mutex status_mutex_;
   IngestStatus status_;  // guarded by status_mutex_
   std::thread thread_;
+};
+
+// IngestStages: one IngestStage per consumer group of config::consumer_groups(), started and
+// stopped together, their statuses summed into one.
+// Threading: as IngestStage's public methods: the loop's thread.
+class IngestStages {
+ public:
+  // What each stage talks to Redis through: its own client, store and round-trip histogram.
+  struct RedisParts {
+    storage::JobStore* store = nullptr;
+    redis::RedisClient* redis = nullptr;
+    const DurationHistogram* latency = nullptr;
+  };
+  // Precondition: redis.size() == config::consumer_groups(c).size(), in that order.
+  IngestStages(const config::Config& c, const std::vector<RedisParts>& redis, Handover& handover, TopicCreator* topics,
+               telemetry::Tracer* tracer);
+
+  void start();
+  void request_stop();
+  bool finished() const;  // every stage's thread is done
+  void join();
+  bool fatal() const;  // any stage's
+  // Summed: counters added, lag, partitions and histograms merged, an outage on if any stage's
+  // is, paused if any is; the problem of the first stage that has one.
+  IngestStatus status() const;
+
+ private:
+  std::vector<std::unique_ptr<IngestStage>> stages_;
 };
 
 }  // namespace delayd::broker

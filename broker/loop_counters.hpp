@@ -58,7 +58,32 @@ struct IngestCounters {
   std::uint64_t upserted = 0;         // upserts that replaced a waiting job's version
   std::uint64_t dropped = 0;          // etf1 schedules past due when produced (etf1.past_due = drop)
   std::uint64_t ignored = 0;          // records left alone on purpose (delayd's own etf1 tombstones)
+
+  // Adds another ingest stage's totals (one stage per consumer group: broker/ingest_stage.hpp).
+  IngestCounters& operator+=(const IngestCounters& o) {
+    accepted += o.accepted;
+    duplicates += o.duplicates;
+    cancelled += o.cancelled;
+    dead_lettered += o.dead_lettered;
+    dead_lettered_by += o.dead_lettered_by;
+    dead_letter_retries += o.dead_letter_retries;
+    rescheduled += o.rescheduled;
+    reschedules_late += o.reschedules_late;
+    reschedules_missed += o.reschedules_missed;
+    reports_running += o.reports_running;
+    reports_finished += o.reports_finished;
+    reports_failed += o.reports_failed;
+    reports_ignored += o.reports_ignored;
+    reports_unknown += o.reports_unknown;
+    upserted += o.upserted;
+    dropped += o.dropped;
+    ignored += o.ignored;
+    return *this;
+  }
 };
+// A field added to IngestCounters must be added to operator+= too (this fails to remind).
+static_assert(sizeof(IngestCounters) == 16 * sizeof(std::uint64_t) + sizeof(DeadLetterCounts),
+              "IngestCounters changed: update operator+=");
 
 // FirePath's totals (broker/fire_path.hpp).
 struct FireCounters {
@@ -69,10 +94,13 @@ struct FireCounters {
   std::uint64_t failed = 0;
   std::uint64_t set_aside = 0;  // corrupt or unreadable jobs moved out of the way
   std::uint64_t dropped_stale = 0;
-  std::uint64_t fenced = 0;           // shards given up because Redis said another member owns them
-  std::uint64_t redelivered = 0;      // delivered again after no report within the ack timeout
-  std::uint64_t repeated = 0;         // occurrences of repeating jobs scheduled after a delivery
-  std::uint64_t skipped = 0;          // missed occurrences of repeats not delivered (repeat-catchup)
+  std::uint64_t fenced = 0;       // shards given up because Redis said another member owns them
+  std::uint64_t redelivered = 0;  // delivered again after no report within the ack timeout
+  std::uint64_t repeated = 0;     // occurrences of repeating jobs scheduled after a delivery
+  std::uint64_t skipped = 0;      // missed occurrences of repeats not delivered (repeat-catchup)
+  // exactly_once: jobs an earlier owner had in flight whose records a takeover found in Kafka
+  // (the shard's delivery log), settled without producing them again
+  std::uint64_t recovered = 0;
   DeadLetterCounts dead_lettered_by;  // jobs dead-lettered, by reason
 };
 
@@ -129,6 +157,18 @@ inline constexpr CounterName<FireCounters> kFireCounterNames[] = {
     {"redelivered", &FireCounters::redelivered},
     {"repeated", &FireCounters::repeated},
     {"skipped", &FireCounters::skipped},
+    {"recovered", &FireCounters::recovered},
+};
+
+// How the records reached Kafka, and what changes of ownership cost (the sink, Ownership and the
+// ingest stages keep them; the loop copies them into its snapshot).
+struct DeliveryCounters {
+  std::uint64_t transactions_committed = 0;  // exactly_once: the shards' transactions
+  std::uint64_t transactions_aborted = 0;
+  std::uint64_t transactions_rebuilt = 0;  // a producer replaced after a failure that was no fence
+  std::uint64_t purged = 0;                // at_least_once: records purged unsent when a shard was lost
+  std::uint64_t retaken = 0;               // shards taken again after a fence gave them up
+  std::uint64_t groups_left = 0;           // consumer groups left because Redis was unreachable
 };
 
 // Every total has its name: the structs hold only uint64 totals and their DeadLetterCounts.

@@ -5,8 +5,12 @@
 #include <string>
 #include <utility>
 
+#include "broker/shard_transactions.hpp"
+#include "broker/version_interlock.hpp"
 #include "config/business_policy.hpp"
 #include "connectors/rdkafka_config.hpp"
+#include "contract/ingest_parse.hpp"
+#include "storage/key_schema.hpp"
 
 namespace delayd::broker {
 
@@ -24,8 +28,9 @@ connectors::Properties producer_properties(const config::Config& c) {
   // is 5 000 per 100 ms).
   // reconnect.backoff.max.ms 1000 (librdkafka: 10 s): after a broker restart, records go
   // out within a second of the broker being back. Every one of these may be overridden.
-  return with_defaults({{"linger.ms", "5"}, {"batch.num.messages", "10000"}, {"reconnect.backoff.max.ms", "1000"}},
-                       config::kafka_properties(c, config::KafkaClient::producer));
+  return with_client_id(
+      with_defaults({{"linger.ms", "5"}, {"batch.num.messages", "10000"}, {"reconnect.backoff.max.ms", "1000"}},
+                    config::kafka_properties(c, config::KafkaClient::producer)));
 }
 
 std::chrono::microseconds producer_linger(const connectors::Properties& props) {
@@ -39,7 +44,7 @@ std::chrono::microseconds producer_linger(const connectors::Properties& props) {
   }
 }
 
-connectors::Properties consumer_properties(const config::Config& c) {
+connectors::Properties consumer_properties(const config::Config& c, const config::ConsumerGroup& group) {
   // cooperative-sticky: a member joining or leaving moves only the partitions that must
   // move; the others keep firing through the rebalance (KafkaConsumer handles both
   // protocols, so a user may still choose another strategy).
@@ -50,12 +55,68 @@ connectors::Properties consumer_properties(const config::Config& c) {
   // late (the delivery test: jobs due in its first 150 ms fired up to 206 ms late in about half
   // of its runs). Under load a fetch returns as soon as records arrive, so the wait only
   // bounds how long an idle consumer's fetch is held: 20 empty fetches a second per broker.
-  return with_defaults({{"session.timeout.ms", "10000"},
-                        {"heartbeat.interval.ms", "2000"},
-                        {"fetch.wait.max.ms", "50"},
-                        {"reconnect.backoff.max.ms", "1000"},
-                        {"partition.assignment.strategy", "cooperative-sticky"}},
-                       config::kafka_properties(c, config::KafkaClient::consumer));
+  // group.id: the configuration refuses it as a passthrough property, so it is only ever this.
+  connectors::Properties props = with_defaults({{"session.timeout.ms", "10000"},
+                                                {"heartbeat.interval.ms", "2000"},
+                                                {"fetch.wait.max.ms", "50"},
+                                                {"reconnect.backoff.max.ms", "1000"},
+                                                {"partition.assignment.strategy", "cooperative-sticky"}},
+                                               config::kafka_properties(c, config::KafkaClient::consumer));
+  for (auto& [name, value] : props) {
+    if (name == "group.id") value = group.group_id;
+  }
+  // The member names its version and layout to the others (broker/version_interlock.hpp).
+  return with_client_id(std::move(props));
+}
+
+connectors::Properties transactional_properties(const config::Config& c, const std::string& shard) {
+  connectors::Properties props = with_defaults({{"transaction.timeout.ms", "10000"}}, producer_properties(c));
+  props.emplace_back("transactional.id", config::transactional_id(c, shard));
+  std::int64_t txn_ms = 10000;
+  try {
+    txn_ms = std::stoll(connectors::find_property(props, "transaction.timeout.ms").value_or("10000"));
+  } catch (const std::exception&) {
+    // librdkafka refuses it when the producer is made, naming the property
+  }
+  if (c.kafka.message_timeout_ms > txn_ms) props.emplace_back("message.timeout.ms", std::to_string(txn_ms));
+  return props;
+}
+
+std::unique_ptr<RecordSink> make_record_sink(const config::Config& c,
+                                             connectors::KafkaProducer::ReportHandler on_report) {
+  if (config::delivery_mode(c) == config::DeliveryMode::at_least_once) {
+    return std::make_unique<IdempotentSink>(producer_properties(c), std::move(on_report));
+  }
+  ShardTransactions::Options o;
+  o.producer = [&c](const std::string& shard) { return transactional_properties(c, shard); };
+  o.reader = config::kafka_properties(c, config::KafkaClient::consumer);
+  std::vector<std::string> topics;
+  for (const auto& t : config::ingest_topics(c)) topics.push_back(t.topic);
+  o.log_of = [topics](const std::string& shard) -> std::pair<std::string, std::int32_t> {
+    for (const auto& t : topics) {
+      if (auto p = storage::partition_of(shard, t)) return {config::delivery_log_topic(t), *p};
+    }
+    return {config::delivery_log_topic(shard), 0};  // not a shard of ours: its opening fails, naming it
+  };
+  return std::make_unique<ShardTransactions>(std::move(o), std::move(on_report));
+}
+
+Ownership::Options ownership_options(const config::Config& c) {
+  Ownership::Options o;
+  o.ingest_topics = contract::ingest_rules(c).ingest_topics;
+  o.takeover_reads = config::delivery_mode(c) == config::DeliveryMode::exactly_once;
+  std::int64_t session_ms = 10000;
+  const auto groups = config::consumer_groups(c);
+  if (!groups.empty()) {
+    try {
+      session_ms = std::stoll(
+          connectors::find_property(consumer_properties(c, groups.front()), "session.timeout.ms").value_or("10000"));
+    } catch (const std::exception&) {
+      // the consumer refuses it, naming the property
+    }
+  }
+  o.retake_after = std::chrono::milliseconds(session_ms + 2000);
+  return o;
 }
 
 SchedulerOptions scheduler_options(const config::Config& c) {
@@ -85,6 +146,7 @@ FireOptions fire_options(const config::Config& c, std::function<std::int64_t()> 
                 .on_missing_topic = c.kafka.create_topics ? std::move(recreate_topic) : nullptr,
                 .etf1_tombstone_topics = {},
                 .etf1_history_topic = c.etf1.history_topic,
+                .follow_ups_with_record = config::delivery_mode(c) == config::DeliveryMode::exactly_once,
                 .tracer = tracer};
   for (const auto& t : config::ingest_topics(c)) {
     if (t.format == config::IngestFormat::etf1 && c.etf1.tombstone_on_fire) o.etf1_tombstone_topics.insert(t.topic);

@@ -1,80 +1,120 @@
-// Ownership: the shards (ingest partitions) this instance owns, as the consumer group and the
-// fences in Redis decide.
+// Ownership: the shards (ingest partitions) this instance owns, as the consumer groups, the fences
+// in Redis and the record sink decide.
 //
-// Owns the rebalance listeners handed to the KafkaConsumer, the set of shards assigned but not
-// fenced yet, and the count of rebalances. What each part does (broker/service.hpp, OWNERSHIP):
+// Owns the rebalance listeners handed to the ingest stages' consumers, the shards on their way in
+// (assigned, fence not taken; fence taken, records' stream opening), and the shards given up by a
+// fence while the group still says they are ours. What each event does (broker/service.hpp,
+// OWNERSHIP):
 //   assigned   the shards are only noted (no I/O inside librdkafka's callback); the next turn's
-//              take_assigned() takes each one's fence in Redis and only then lets the scheduler
-//              load it. A take that fails (Redis down) throws and is retried next turn.
-//   revoked    the fire path's outstanding records are awaited (up to kDrainMs) and settled, so
-//              the next owner finds them ready; then each shard leaves the scheduler (its timers
-//              and held jobs) and its fence is forgotten. The ingest path keeps nothing per
-//              shard: its batches' offsets are committed or read again by the next owner.
-//   fenced     a fenced call refused by Redis makes the fire path give the shard up itself
-//              (FirePath::lose(), with its recheck of held records): not handled here.
-// Invariants: a shard is loaded by the scheduler only once its fence is taken; a shard is in
-// the assigned-not-fenced set only between its assignment and its take (or its revoke).
-// Threading: the scheduling loop's thread. librdkafka calls the consumer's listeners on the
-// ingest thread; they relay each rebalance to the loop's thread, which runs these listeners
+//              take_assigned() takes each one's fence in Redis (a larger epoch), reads its
+//              in-flight entries of earlier epochs (exactly_once), and opens its records' stream
+//              (RecordSink::open(): the transactional id taken over, the delivery log read); once
+//              the stream is open, the fire path learns which of those entries were delivered
+//              (FirePath::recover()) and the scheduler loads the shard. A take that fails (Redis
+//              down) throws and is retried next turn.
+//   revoked    the sink's outstanding records are awaited (up to kDrainMs: committed, for
+//              exactly_once) and settled, so the next owner finds them ready; then each shard
+//              leaves the scheduler (its timers and held jobs), its fence is forgotten and its
+//              stream closed.
+//   lost       taken away without a revoke (session timeout): another member may own the shards
+//              already, so nothing is drained: each stream is closed at once (exactly_once: its
+//              open transaction abandoned, and the new owner's producer aborts it;
+//              at_least_once: the producer's unsent records purged), then as revoked.
+//   fenced     a call refused by Redis, or a stream that Kafka fenced, makes the fire path give
+//              the shard up itself (FirePath::lose()). If the group still says the shard is ours
+//              retake_after later (time for the group to tell of a loss), it is taken again, as if
+//              just assigned: a fence taken by a member the group had already expelled (a zombie)
+//              must not leave the shard with nobody. A shard given up while its stream was still
+//              opening leaves opening_ at once (its stream is closed) and is retaken the same way.
+// Invariants: a shard is loaded by the scheduler only once its fence is taken and its stream is
+// open; a shard is in to_take_ or opening_ only between its assignment (or re-take) and its load
+// (or its revoke).
+// Threading: the scheduling loop's thread. librdkafka calls the consumers' listeners on the
+// ingest threads; they relay each rebalance to the loop's thread, which runs these listeners
 // while the ingest thread waits (broker/handover.hpp).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "broker/fire_path.hpp"
+#include "broker/record_sink.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/wall_clock.hpp"
 #include "connectors/kafka_consumer.hpp"
-#include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
 
 namespace delayd::broker {
 
 class Ownership {
  public:
-  // How long a revoke waits for the producer's outstanding records before letting the shards go.
+  // How long a revoke waits for the sink's outstanding records before letting the shards go.
   static constexpr int kDrainMs = 2000;
 
-  // The parts a change of ownership touches; all must outlive this. Only partitions of
-  // `ingest_topics` are shards (the status topic's come with the assignment too).
-  Ownership(std::set<std::string, std::less<>> ingest_topics, const WallClock& clock, Scheduler& scheduler,
-            storage::JobStore& store, FirePath& fire, connectors::KafkaProducer& producer);
+  struct Options {
+    // Their partitions are the shards (the status topic's come with no shards).
+    std::set<std::string, std::less<>> ingest_topics;
+    // Read the in-flight entries of earlier epochs when taking a shard (exactly_once: the
+    // takeover asks the delivery log about them).
+    bool takeover_reads = false;
+    // A shard given up by a fence is taken again this long after, if the group still says it is
+    // ours (the consumer's session timeout and a margin).
+    std::chrono::milliseconds retake_after{12'000};
+  };
+
+  // The parts a change of ownership touches; all must outlive this.
+  Ownership(Options options, const WallClock& clock, Scheduler& scheduler, storage::JobStore& store, FirePath& fire,
+            RecordSink& sink);
   Ownership(const Ownership&) = delete;  // the listeners point at this
   Ownership& operator=(const Ownership&) = delete;
 
   // Makes the store fence every write of our shards under this member's name (host/pid).
   // Precondition: called once, before the first take_assigned().
   void enable_fencing();
-  // The listeners for the consumer: assignments noted, revokes drained and dropped.
+  // The listeners for the consumers: assignments noted, revokes drained, losses not.
   connectors::KafkaConsumer::Listener listener();
-  // Takes the fence of every shard assigned since the last turn, then lets the scheduler load
-  // it. Throws storage errors; the shards not taken yet are taken next time.
+  // Takes the fence of every shard assigned (or to be re-taken) since the last turn and opens its
+  // stream, then loads the shards whose streams are open. Throws storage errors; what is not
+  // done yet is done next time.
   void take_assigned();
-  // Assigned shards not loaded yet: fences not taken, or no refill done.
+  // Assigned shards not loaded yet: fences not taken, streams not open, or no refill done.
   std::vector<std::string> loading() const;
-  // Assignments and revokes seen since start.
+  // Why a shard's stream does not open, while one does not ("" when none waits on a failure).
+  std::string loading_problem() const { return loading_problem_; }
+  // Assignments, revokes and losses seen since start.
   std::uint64_t rebalances() const { return rebalances_; }
+  // Shards taken again after a fence gave them up, since start.
+  std::uint64_t retaken() const { return retaken_; }
 
   // Names this broker in the shards' owner keys, for people: host and pid (no spaces).
   static std::string member_name();
 
  private:
-  // Inside a revoke: waits up to kDrainMs for the producer's outstanding records and writes
-  // their outcome. A failure only costs duplicates (the next owner produces them again), so it
-  // is logged, not thrown.
+  // Inside a revoke: waits up to kDrainMs for the sink's outstanding records and writes their
+  // outcome. A failure only costs duplicates (at_least_once: the next owner produces them again;
+  // exactly_once: its takeover finds them), so it is logged, not thrown.
   void drain_before_revoke();
+  // A revoked or lost shard leaves everything here.
+  void give_up(const std::string& shard, bool lost);
 
-  std::set<std::string, std::less<>> ingest_topics_;  // their partitions are the shards
+  using Clock = std::chrono::steady_clock;
+  Options options_;
   const WallClock& clock_;
   Scheduler& scheduler_;
   storage::JobStore& store_;
   FirePath& fire_;
-  connectors::KafkaProducer& producer_;
-  std::set<std::string> to_take_;  // assigned shards whose fence is not taken yet
+  RecordSink& sink_;
+  std::set<std::string> assigned_;                   // the groups say these are ours
+  std::set<std::string> to_take_;                    // assigned shards whose fence is not taken yet
+  std::map<std::string, std::size_t> opening_;       // fence taken, stream opening: in-flight entries asked about
+  std::map<std::string, Clock::time_point> retake_;  // given up by a fence: when to take it again
+  std::string loading_problem_;
   std::uint64_t rebalances_ = 0;
+  std::uint64_t retaken_ = 0;
 };
 
 }  // namespace delayd::broker

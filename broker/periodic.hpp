@@ -50,7 +50,15 @@ inline constexpr auto kLagReading = 1s;
 // Committing the ingest offsets that became committable (one async commit for all of them): each
 // commit wakes librdkafka's main thread and costs Kafka a request, so not one per batch (at
 // 80 000 jobs/s that was 180 a second). A crash replays at most this much more (idempotent).
-inline constexpr auto kIngestCommit = 20ms;
+// Not 20 ms as before 0.4: librdkafka 2.0 takes a commit that meets a group's new generation
+// (ILLEGAL_GENERATION, one sent just before a rebalance completed) for the loss of the whole
+// assignment (librdkafka issue 4059, fixed in 2.10), and each commit is a chance to meet one; a
+// second apart, a rebalance meets one rarely. (An idle stage commits at once: IngestStage.)
+inline constexpr auto kIngestCommit = 1s;
+// No commit this long after a rebalance of the stage's own group: cooperative-sticky's second
+// round follows the first within about a heartbeat, and a commit between them meets the new
+// generation (kIngestCommit says what that costs).
+inline constexpr auto kCommitQuietAfterRebalance = 3s;
 // Publishing a LoopSnapshot to the admin endpoint.
 inline constexpr auto kSnapshot = 200ms;
 // The progress line in the log (held, accepted, delivered, ...); first one period after start.

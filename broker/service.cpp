@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -17,15 +18,18 @@
 #include "broker/outage_tracker.hpp"
 #include "broker/ownership.hpp"
 #include "broker/periodic.hpp"
-#include "broker/producer_recovery.hpp"
+#include "broker/record_sink.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/timed_redis.hpp"
 #include "broker/topic_creator.hpp"
+#include "broker/version_interlock.hpp"
 #include "broker/wall_clock.hpp"
 #include "config/redis_options.hpp"
 #include "connectors/kafka_admin.hpp"
 #include "connectors/kafka_consumer.hpp"
+#include "connectors/kafka_error.hpp"
 #include "connectors/kafka_producer.hpp"
+#include "delayd/build_info.hpp"
 #include "redis/connection.hpp"
 #include "storage/job_store.hpp"
 #include "storage/key_schema.hpp"
@@ -63,6 +67,37 @@ auto until_up(const char* what, const std::atomic<bool>& stop, const StartupRepo
   return std::nullopt;
 }
 
+// A start-up step that helps but that delayd can run without (the version interlock's look at
+// the consumer groups, listing the shards): tried like until_up() for up to `bound`, then given up
+// with one warning that says what was skipped and why; a refusal (a login or an ACL Kafka
+// refuses) gives up at once and quietly, since the step that needs the same access reports it by
+// name. nullopt when given up or stopped.
+template <typename Make>
+auto if_up_within(const char* what, const std::atomic<bool>& stop, std::chrono::milliseconds bound, Make make)
+    -> std::optional<decltype(make())> {
+  base::Backoff backoff = outage_backoff();
+  const auto until = std::chrono::steady_clock::now() + bound;
+  while (!stop) {
+    try {
+      return make();
+    } catch (const connectors::KafkaRefused& e) {
+      spdlog::debug("{}: skipped, Kafka refused it ({})", what, e.what());
+      return std::nullopt;
+    } catch (const std::exception& e) {
+      if (std::chrono::steady_clock::now() >= until) {
+        spdlog::warn("{}: skipped after {} s without an answer ({})", what,
+                     std::chrono::duration_cast<std::chrono::seconds>(bound).count(), e.what());
+        return std::nullopt;
+      }
+      nap(backoff.next().count(), stop);
+    }
+  }
+  return std::nullopt;
+}
+
+// How long start-up tries a step of if_up_within() before it goes on without it.
+constexpr std::chrono::seconds kOptionalStepBound{5};
+
 // What start-up connected to, kept for the loop's life (on the heap: the loop and the timed
 // client hold references into it).
 struct Connections {
@@ -76,9 +111,10 @@ struct Connections {
     std::unique_ptr<storage::JobStore> store;
   };
   Store loop;
-  Store claim;  // the claim stage's (ClaimWorker): writes under the loop's fences
-  Store mark;   // the settle stage's (MarkWorker)
-  Store ingest;
+  Store claim;               // the claim stage's (ClaimWorker): writes under the loop's fences
+  Store mark;                // the settle stage's (MarkWorker)
+  std::deque<Store> ingest;  // one per ingest stage (config::consumer_groups()); a deque: never moved
+
   std::optional<connectors::KafkaAdmin> admin;  // only with kafka.create_topics
 };
 
@@ -97,7 +133,7 @@ class Loop {
         store_(*conn.loop.store),
         redis_latency_(conn.loop.redis_latency),
         scheduler_(scheduler_options(c), clock_.now_ms(), store_),
-        producer_(producer_properties(c), [this](const connectors::DeliveryReport& r) { route_report(r); }),
+        sink_(make_record_sink(c, [this](const connectors::DeliveryReport& r) { route_report(r); })),
         // One claim per turn: each result goes back at once, and the loop issues the next meanwhile.
         claimer_(
             "claim", *conn.claim.store, conn.claim.redis_latency, claim_work(), [this] { handover_.notify(); }, 1),
@@ -105,7 +141,7 @@ class Loop {
         // (a few ms of Redis) not to hold up the other connections' calls behind it.
         marker_(
             "mark", *conn.mark.store, conn.mark.redis_latency, mark_work(), [this] { handover_.notify(); }, 4),
-        fire_(scheduler_, store_, producer_,
+        fire_(scheduler_, store_, *sink_,
               fire_options(
                   c, [this] { return clock_.now_ms(); },
                   [this](const std::string& topic) {
@@ -113,14 +149,13 @@ class Loop {
                   },
                   tracer),
               FireWorkers{&claimer_, &marker_}),
-        ownership_(contract::ingest_rules(c).ingest_topics, clock_, scheduler_, store_, fire_, producer_),
+        ownership_(ownership_options(c), clock_, scheduler_, store_, fire_, *sink_),
         rebalance_(ownership_.listener()),
-        ingest_(c, *conn.ingest.store, *conn.ingest.timed, conn.ingest.redis_latency, handover_,
-                topics(c, conn.admin ? &*conn.admin : nullptr), tracer) {
+        ingest_(c, ingest_redis(conn), handover_, topics(c, conn.admin ? &*conn.admin : nullptr), tracer) {
     // Kafka's answers wake the loop, which marks what they acknowledged at once: a record
     // written and not yet marked is delivered again after a crash, so the shorter that spell,
     // the fewer duplicates a kill -9 leaves.
-    producer_.on_reports_queued([this] { handover_.notify(); });
+    sink_->on_reports_queued([this] { handover_.notify(); });
     ownership_.enable_fencing();
     ingest_.start();
   }
@@ -134,7 +169,7 @@ class Loop {
     const auto started = SteadyClock::now();
     std::int64_t waited = 0;
     try {
-      if (!recovery_.check(producer_, "ready") || ingest_.fatal()) return false;
+      if (!sink_->healthy() || ingest_.fatal()) return false;
       handover_.serve(scheduler_, rebalance_);  // what ingest wrote, and rebalances, in order
       ownership_.take_assigned();
       take_wakes();
@@ -146,6 +181,7 @@ class Loop {
       fire_and_settle();  // what the refill and ingest found due within claim_ahead_ms
       handover_.set_fire_state(fire_.stuck(), fire_.unsettled());
       outages_.turn_done(fire_.delivery_outage());
+      handover_.set_redis_down_since(0);
       waited = idle();
     } catch (const redis::RedisIoError& e) {
       fail(OutageTracker::Failure::redis, e.what());
@@ -185,7 +221,7 @@ class Loop {
     const auto deadline = SteadyClock::now() + std::chrono::milliseconds(c_.scheduler.shutdown_timeout_ms);
     while (fire_.unsettled() > 0 && SteadyClock::now() < deadline) {
       try {
-        producer_.poll(20);
+        sink_->poll(20);
         fire_.settle(clock_.now_ms());
       } catch (const std::exception& e) {
         spdlog::warn("settling at shutdown: {}", e.what());
@@ -196,13 +232,20 @@ class Loop {
       spdlog::warn("{} records unsettled at shutdown; they stay pending in Redis and are delivered again later",
                    fire_.unsettled());
     }
-    producer_.flush(1000);
+    sink_->flush(1000);
     spdlog::info("stopped: delivered {}, accepted {}", fire_.counters().delivered, ingest_.status().counters.accepted);
   }
 
   std::function<void(LoopSnapshot)> publish;  // if set, receives a snapshot every duty::kSnapshot
 
  private:
+  // Each ingest stage's Redis parts, from its Store.
+  static std::vector<IngestStages::RedisParts> ingest_redis(Connections& conn) {
+    std::vector<IngestStages::RedisParts> out;
+    for (auto& s : conn.ingest) out.push_back({s.store.get(), s.timed.get(), &s.redis_latency});
+    return out;
+  }
+
   // The ready topics' creator (built into topics_) when start-up made an admin client; else null.
   TopicCreator* topics(const config::Config& c, connectors::KafkaAdmin* admin) {
     if (admin == nullptr) return nullptr;
@@ -233,7 +276,7 @@ class Loop {
   // Redis.
   void fire_and_settle() {
     fire_.fire_due(clock_.now_ms());
-    producer_.poll(0);
+    sink_->poll(0);
     fire_.settle(clock_.now_ms());
   }
 
@@ -247,8 +290,8 @@ class Loop {
     const std::int64_t wait = idle_wait_ms();
     if (wait <= 0) return 0;
     const auto before = SteadyClock::now();
-    if (kick_.due(before, std::chrono::milliseconds(wait), producer_.produced())) {
-      producer_.flush(static_cast<int>(LingerKick::kKickWait.count()));
+    if (sink_->lingers() && kick_.due(before, std::chrono::milliseconds(wait), sink_->produced())) {
+      sink_->flush(static_cast<int>(LingerKick::kKickWait.count()));
     } else {
       handover_.wait(std::chrono::milliseconds(wait));
     }
@@ -274,6 +317,10 @@ class Loop {
   // A turn failed: the outage is noted and the loop waits out the backoff (or a stop), serving
   // the ingest thread's handover meanwhile (a rebalance waits for it; offers need no I/O).
   void fail(OutageTracker::Failure what, const std::string& reason) {
+    // The ingest threads leave their groups once Redis has failed this long (IngestStage).
+    if (what == OutageTracker::Failure::redis && handover_.redis_down_since() == 0) {
+      handover_.set_redis_down_since(steady_now_ms());
+    }
     const auto until = SteadyClock::now() + std::chrono::milliseconds(outages_.failed(what, reason));
     while (!stop_ && SteadyClock::now() < until) {
       handover_.wait(std::min(std::chrono::duration_cast<std::chrono::milliseconds>(until - SteadyClock::now()),
@@ -318,6 +365,10 @@ class Loop {
     snapshot.redis_request.add(marker_.latency());
     snapshot.kafka_produce = fire_.produce_latency();
     snapshot.ingest_lag = ingest.lag;
+    snapshot.partitions = ingest.partitions;
+    snapshot.delivery = sink_->counters();
+    snapshot.delivery.retaken = ownership_.retaken();
+    snapshot.delivery.groups_left = ingest.groups_left;
     snapshot.loading = ownership_.loading();
     snapshot.missing_topics = missing_topics();
     snapshot.missing_topics_problem = fire_.missing_topics().problem();
@@ -344,17 +395,16 @@ class Loop {
   WallClock clock_;
   Scheduler scheduler_;
   std::optional<TopicCreator> topics_;
-  Handover handover_;  // before the producer and the stages: they wake the loop through it
-  connectors::KafkaProducer producer_;
-  ClaimWorker claimer_;  // the claim stage's thread and connection
-  MarkWorker marker_;    // the settle stage's thread and connection
+  Handover handover_;                 // before the producer and the stages: they wake the loop through it
+  std::unique_ptr<RecordSink> sink_;  // the ready records' way to Kafka (kafka.delivery)
+  ClaimWorker claimer_;               // the claim stage's thread and connection
+  MarkWorker marker_;                 // the settle stage's thread and connection
   FirePath fire_;
   Ownership ownership_;
   connectors::KafkaConsumer::Listener rebalance_;  // Ownership's, run by handover_.serve()
-  IngestStage ingest_;                             // last: its thread starts once everything it hands over to exists
+  IngestStages ingest_;                            // last: their threads start once everything they hand over to exists
 
   OutageTracker outages_;
-  ProducerRecovery recovery_;
   LingerKick kick_{producer_linger(producer_properties(c_))};  // sends a lone record without the linger
   WindowMax longest_turn_{duty::kTurnWindow};
   Every snapshot_every_{duty::kSnapshot};
@@ -374,21 +424,63 @@ bool connect_store(const config::Config& c, const std::atomic<bool>& stop, const
   });
   if (!store) return false;
   s.store = std::move(*store);
+  s.store->compress_payloads_above(static_cast<std::size_t>(c.redis.compress_payloads_above_bytes));
   return true;
 }
 
 // Start-up: Redis first (without it nothing can be accepted, so there is no point joining the
 // group), then the ingest and dead-letter topics if delayd creates them. Each step is retried
 // until it works; nullptr if a stop was requested first.
-std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic<bool>& stop,
-                                      const StartupReport& report) {
+// What start-up ends with: the connections, or nothing (a stop was requested, or the version
+// interlock refused: broker/version_interlock.hpp).
+struct StartUp {
+  std::unique_ptr<Connections> conn;
+  bool refused = false;
+};
+
+// The version interlock's two checks; false (the refusal logged) when one refuses.
+bool interlock(const config::Config& c, const std::atomic<bool>& stop, const StartupReport& report, Connections& conn) {
+  const auto layout =
+      until_up("redis", stop, report, [&] { return conn.loop.store->claim_layout(kLayout, build::kVersion); });
+  if (!layout) return true;  // stopping: nothing to refuse
+  if (layout->layout > kLayout) {
+    spdlog::critical("{}", layout_refusal(*layout, c.redis.prefix));
+    return false;
+  }
+  if (layout->layout < kLayout && layout->layout > 0) {
+    spdlog::info(
+        "redis prefix '{}' holds delayd 0.3's layout: this delayd {} reads it and moves each record into "
+        "layout {} as it meets it",
+        c.redis.prefix, build::kVersion, kLayout);
+  }
+  std::vector<std::string> groups;
+  for (const auto& g : config::consumer_groups(c)) groups.push_back(g.group_id);
+  // Without an answer (Kafka refusing the login or Describe on a group, or not answering) the
+  // check is skipped: the consumer groups' own join then reports what is wrong.
+  const auto found = if_up_within("the version interlock's look at the consumer groups", stop, kOptionalStepBound, [&] {
+    connectors::KafkaAdmin admin(config::kafka_properties(c, config::KafkaClient::admin));
+    return strangers(admin, groups);
+  });
+  if (stop) return true;
+  if (found && !found->empty()) {
+    spdlog::critical("{}", members_refusal(*found));
+    return false;
+  }
+  return true;
+}
+
+StartUp start_up(const config::Config& c, const std::atomic<bool>& stop, const StartupReport& report) {
   auto conn = std::make_unique<Connections>();
   if (!connect_store(c, stop, report, conn->loop) || !connect_store(c, stop, report, conn->claim) ||
-      !connect_store(c, stop, report, conn->mark) || !connect_store(c, stop, report, conn->ingest)) {
-    return nullptr;
+      !connect_store(c, stop, report, conn->mark)) {
+    return {};
+  }
+  for (std::size_t i = 0; i < config::consumer_groups(c).size(); ++i) {
+    if (!connect_store(c, stop, report, conn->ingest.emplace_back())) return {};
   }
   conn->claim.store->enable_fencing(Ownership::member_name());
   spdlog::info("redis {} ready (prefix '{}')", redis::mask_redis_url(c.redis.url), c.redis.prefix);
+  if (!interlock(c, stop, report, *conn)) return {nullptr, true};
 
   if (c.kafka.create_topics) {
     conn->admin.emplace(config::kafka_properties(c, config::KafkaClient::admin));
@@ -399,11 +491,37 @@ std::unique_ptr<Connections> start_up(const config::Config& c, const std::atomic
       if (!c.kafka.status_topic.empty()) topics.push_back(c.kafka.status_topic);
       conn->admin->ensure_topics(topics, static_cast<int>(c.kafka.topic_partitions),
                                  static_cast<int>(c.kafka.topic_replication));
+      // exactly_once: each ingest topic's delivery log, with as many partitions as it has
+      // (broker/delivery_log.hpp), kept for kafka.delivery_log_retention_ms.
+      if (config::delivery_mode(c) == config::DeliveryMode::exactly_once) {
+        for (const auto& t : config::ingest_topics(c)) {
+          const int partitions =
+              conn->admin->partition_count(t.topic).value_or(static_cast<int>(c.kafka.topic_partitions));
+          conn->admin->ensure_topics(
+              {config::delivery_log_topic(t.topic)}, partitions, static_cast<int>(c.kafka.topic_replication),
+              {{"cleanup.policy", "delete"}, {"retention.ms", std::to_string(c.kafka.delivery_log_retention_ms)}});
+        }
+      }
       return true;
     });
-    if (!made) return nullptr;
+    if (!made) return {};
   }
-  return conn;
+  // Every shard of every ingest topic is listed in <prefix>:shards before any record is read: a
+  // cancel read before its job, on another partition, is remembered in each listed shard
+  // (JobStore::cancel_anywhere()), and a shard listed only once its owner loads it (which waits
+  // for its producer) or first accepts into it would miss the cancel, and deliver the job.
+  // Without Kafka's metadata in time, each shard is listed when it is first loaded or accepted
+  // into, as before 0.4.
+  if_up_within("listing the ingest topics' shards", stop, kOptionalStepBound, [&] {
+    connectors::KafkaAdmin admin(config::kafka_properties(c, config::KafkaClient::admin));
+    for (const auto& t : config::ingest_topics(c)) {
+      const int partitions = admin.partition_count(t.topic).value_or(0);  // a missing topic: when it is made
+      for (int p = 0; p < partitions; ++p) conn->loop.store->register_shard(storage::shard_id(t.topic, p));
+    }
+    return true;
+  });
+  if (stop) return {};
+  return {std::move(conn), false};
 }
 
 // Turns the loop until a stop is requested (0) or a fatal error ends it (1).
@@ -419,8 +537,10 @@ int run_turns(Loop& loop, const std::atomic<bool>& stop) {
 int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSnapshot)>& publish,
                  const StartupReport& starting) {
   const config::Config& c = config_;
-  const auto conn = start_up(c, stop, starting);
-  if (!conn) return 0;
+  StartUp up = start_up(c, stop, starting);
+  if (up.refused) return 2;
+  if (!up.conn) return 0;
+  const auto conn = std::move(up.conn);
   Loop loop(c, stop, *conn, tracer_);
   loop.publish = publish;
   std::string ingest;
@@ -428,7 +548,10 @@ int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSna
     ingest += (ingest.empty() ? "" : ", ") + t.topic +
               (t.format == config::IngestFormat::delayd ? "" : " (" + std::string(to_string(t.format)) + ")");
   }
-  spdlog::info("delayd running: ingest {} (group {}), ready topics {}, dead letters {}", ingest, c.kafka.group_id,
+  std::string groups;
+  for (const auto& g : config::consumer_groups(c))
+    groups += (groups.empty() ? "" : ", ") + g.topic + " in " + g.group_id;
+  spdlog::info("delayd running: ingest {} (groups: {}), ready topics {}, dead letters {}", ingest, groups,
                c.kafka.ready_topic_template, c.kafka.dlq_topic);
   const int status = run_turns(loop, stop);
   loop.shutdown();

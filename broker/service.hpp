@@ -1,7 +1,7 @@
 // Service: delayd itself. Owns the connections and runs the scheduling loop on the calling
 // thread until asked to stop; ingest runs on a thread of its own beside it.
 //
-// THE CONCURRENCY DESIGN. Four threads, each with its own Redis connection, so that an
+// THE CONCURRENCY DESIGN. A thread per stage, each with its own Redis connection, so that an
 // accept, a claim and a mark are in flight at the same time and no stage waits for another's
 // reply:
 //
@@ -13,9 +13,11 @@
 //   claim stage    nothing but its store (ClaimWorker,         its own: claims, under the
 //                  fire_stages.hpp)                            loop's fences (adopted per call)
 //   mark stage     nothing but its store (MarkWorker)          its own: ready marks
-//   ingest         IngestPath (accept, cancel, reschedule,     its own: accepts, cancels,
-//   (IngestStage)  reports, dead letters), IngestPause, the    reschedules, reports, WAIT; the
-//                  consumer and its offsets                    consumer, a dead-letter producer
+//   ingest, one   IngestPath (accept, cancel, reschedule,     its own: accepts, cancels,
+//   per topic     reports, dead letters), IngestPause, the    reschedules, reports, WAIT; a
+//   read          consumer of the topic's own group (the      consumer, a dead-letter producer
+//   (IngestStage) status topic's thread: reports only) and
+//                 its offsets
 //   topic creator  the admin client (topic_creator.hpp)        none; an admin client
 //
 // The two stages of the fire path (store_worker.hpp) only run Redis calls: the loop hands them
@@ -25,7 +27,7 @@
 // so does the ready producer when Kafka's reports are queued (KafkaProducer::
 // on_reports_queued(), from a librdkafka thread), so that an acknowledged record is marked
 // without waiting out the loop's sleep.
-// Every thread is named (top -H, /proc/<pid>/task/*/comm): ingest, claim, mark, admin-io,
+// Every thread is named (top -H, /proc/<pid>/task/*/comm): ingest, status, claim, mark, admin-io,
 // admin-ops, topics, otel-export; librdkafka's own are rdk:*. The loop runs on the process's
 // main thread, which keeps the program's name (delayd), so that pidof, killall and top still
 // find the process by it.
@@ -114,9 +116,11 @@
 // transient: logged once per distinct message, reported as degraded, retried with backoff.
 // Nothing a remote server says and no byte read from Redis or Kafka ends the process.
 //
-// OWNERSHIP. The consumer group decides which shards (ingest partitions) this instance owns,
+// OWNERSHIP. The consumer groups decide which shards (ingest partitions) this instance owns,
 // with cooperative-sticky assignment by default (only the partitions that must move, move).
-// The listeners run on the loop's thread, relayed from the ingest thread (above).
+// Each topic read has a group of its own (config/ingest_topics.hpp), so that each group spreads
+// one topic's partitions over the instances. The listeners run on the loop's thread, relayed
+// from each ingest thread (above); the status topic's thread relays none (no shards).
 //   assigned   the shards are noted; the next turn takes each one's fence in Redis (a growing
 //              epoch, storage/job_store.hpp) and only then lets the scheduler load it, so no
 //              job of a shard is claimed without its fence. A take that fails (Redis down) is
@@ -129,12 +133,13 @@
 //              before Kafka says so (broker/fire_path.hpp).
 //
 // Start: Redis must answer on every connection (retried with backoff until it does or a stop is
-// requested); missing
+// requested); the version interlock checks Redis's layout and the groups' members (a refusal ends
+// start-up, exit status 2); missing
 // ingest and dead-letter topics are created when kafka.create_topics is on (retried likewise).
 // Jobs of each shard that were due while delayd was down are loaded at assignment and fire at
 // once.
-// Stop: the ingest thread commits what is done and leaves the consumer group (partitions go to
-// other instances at once; the loop serves that revoke), then the loop waits up to
+// Stop: the ingest threads commit what is done and leave their consumer groups (partitions go to
+// other instances at once; the loop serves those revokes), then the loop waits up to
 // scheduler.shutdown_timeout_ms for in-flight records to be acknowledged and settled, flushes.
 //
 // The loop's parts, each in files of its own: ownership.hpp (rebalance listeners, fences, what a
@@ -169,7 +174,9 @@ class Service {
   explicit Service(config::Config config, telemetry::Tracer* tracer = nullptr)
       : config_(std::move(config)), tracer_(tracer) {}
   // Returns the process exit status: 0 after a clean stop (also when the stop came while
-  // start-up was still retrying), 1 if a fatal error (see the error model) stopped the loop.
+  // start-up was still retrying), 1 if a fatal error (see the error model) stopped the loop, 2 if
+  // the version interlock refused to start (broker/version_interlock.hpp: another version shares
+  // the consumer groups or has written a newer layout to Redis; logged as one sentence).
   // Throws if the loop's Kafka clients cannot be built (a property librdkafka refuses).
   // `publish`, if given, receives a snapshot of the loop's state about five times a second
   // (the admin endpoint serves it); `starting`, if given, what start-up waits for meanwhile.

@@ -55,7 +55,8 @@ struct LoopSnapshot {
   std::chrono::milliseconds max_turn{0};
   // Totals since start, as the ingest and fire paths keep them.
   LoopCounters counters;
-  std::string problem;  // the last outage, while it lasts; empty when all is well
+  DeliveryCounters delivery;  // transactions, purges, re-takes, groups left
+  std::string problem;        // the last outage, while it lasts; empty when all is well
   // Per dependency ("redis", "kafka", "kafka (deliveries)", "delayd"): whether an outage is on.
   std::map<std::string, bool> outages;
   std::uint64_t rebalances = 0;     // assignments and revokes seen since start
@@ -65,6 +66,9 @@ struct LoopSnapshot {
   // Records not read yet per assigned partition ("<topic>:<partition>", ingest and status
   // topics), as of the last second (KafkaConsumer::lag()).
   std::map<std::string, std::int64_t> ingest_lag;
+  // Partitions the consumer groups assigned to this instance, per topic read (every ingest topic
+  // and the status topic, 0 when none): how the groups spread the work (docs/operating/scaling.md).
+  std::map<std::string, std::size_t> partitions;
   // Shards assigned to this instance whose jobs are not loaded yet (their fence not taken, or
   // their first refill not done): /readyz is 503 while there are any.
   std::vector<std::string> loading;

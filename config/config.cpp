@@ -14,6 +14,7 @@
 #include <sstream>
 #include <toml.hpp>
 
+#include "base/text_encoding.hpp"
 #include "config/business_policy.hpp"
 #include "config/config_names.hpp"
 #include "config/config_registry.hpp"
@@ -170,7 +171,7 @@ std::vector<std::pair<std::string, std::string>> parse_property_list(std::string
     const auto eq = item.find('=');
     if (eq == std::string::npos) {
       fail(subject, origin,
-           "expected a comma-separated list of name=value, but " + quote_for_message(item) +
+           "expected a comma-separated list of name=value, but " + base::quote_for_message(item) +
                " has no '=' (write a literal comma as \\,)");
     }
     out.emplace_back(trim(std::string_view(item).substr(0, eq)), trim(std::string_view(item).substr(eq + 1)));
@@ -188,7 +189,7 @@ void set_property(Config& c, const Setting& s, const std::string& property, std:
 void set_from_text(Config& c, const Target& t, std::string_view text, const std::string& origin) {
   const Setting& s = *t.setting;
   const std::string subject = std::string(s.name) + (t.property.empty() ? "" : "." + t.property);
-  const auto shown = [&] { return subject + " = " + quote_for_message(s.secret ? "***" : text); };
+  const auto shown = [&] { return subject + " = " + base::quote_for_message(s.secret ? "***" : text); };
   if (!t.property.empty()) {
     set_property(c, s, t.property, std::string(text), origin);
     return;
@@ -272,13 +273,14 @@ class FileLoader {
   FileLoader(Config& c, std::string path) : c_(c), path_(std::move(path)) {}
 
   void load(const std::string& path_origin) {
-    const std::string text = read_file(path_, "config file " + quote_for_message(path_, 500), path_origin);
+    const std::string text = read_file(path_, "config file " + base::quote_for_message(path_, 500), path_origin);
     toml::value root;
     try {
       std::istringstream in(text);
       root = toml::parse(in, path_);
     } catch (const std::exception& e) {
-      fail("config file " + quote_for_message(path_, 500), path_origin, std::string("not valid TOML:\n") + e.what());
+      fail("config file " + base::quote_for_message(path_, 500), path_origin,
+           std::string("not valid TOML:\n") + e.what());
     }
     for (const auto& [section, value] : entries_in_order(root)) {
       if (!value->is_table()) {
@@ -406,10 +408,10 @@ void apply_env(Config& c, const Environment& env) {
 void apply_set(Config& c, std::string_view assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    fail("--set " + quote_for_message(assignment), "", "expected section.key=value");
+    fail("--set " + base::quote_for_message(assignment), "", "expected section.key=value");
   }
   const std::string name = trim(assignment.substr(0, eq));
-  if (name.empty()) fail("--set " + quote_for_message(assignment), "", "expected section.key=value");
+  if (name.empty()) fail("--set " + base::quote_for_message(assignment), "", "expected section.key=value");
   const Target t = resolve(name);
   if (t.setting == nullptr) fail(name, "--set", unknown_setting_problem(name));
   set_from_text(c, t, assignment.substr(eq + 1), "--set");
@@ -437,7 +439,7 @@ std::string from_origin(const Config& c, std::string_view name) {
 // The content of the file `path` names, without its trailing newline (LF or CRLF, however many).
 // Fails naming `file` (the setting) and the path when it cannot be read or holds nothing else.
 std::string read_secret_file(const Config& c, std::string_view file, const std::string& path) {
-  const std::string subject = std::string(file) + " = " + quote_for_message(path, 500);
+  const std::string subject = std::string(file) + " = " + base::quote_for_message(path, 500);
   const auto it = c.origins.find(std::string(file));
   const std::string origin = it == c.origins.end() ? "" : it->second;
   std::string data = read_file(path, subject, origin);
@@ -455,7 +457,7 @@ void read_secret_files(Config& c) {
     std::string& value = std::get<Field<std::string>>(secret.field).mut(c);
     if (!value.empty()) {
       fail(std::string(secret_name) + from_origin(c, secret_name) + " and " + std::string(file_name) + " = " +
-               quote_for_message(path, 500) + from_origin(c, file_name),
+               base::quote_for_message(path, 500) + from_origin(c, file_name),
            "", "both are set; give the secret or the file that holds it, not both");
     }
     value = read_secret_file(c, file_name, path);
@@ -488,7 +490,7 @@ void check_properties(const Config& c, const Setting& s, const PropertyMap& prop
     const std::string name = std::string(s.name) + "." + k;
     const auto origin_it = c.origins.find(name);
     const std::string origin = origin_it == c.origins.end() ? "" : origin_it->second;
-    const std::string subject = name + " = " + (detail::is_secret_property(k) ? "\"***\"" : quote_for_message(v));
+    const std::string subject = name + " = " + (detail::is_secret_property(k) ? "\"***\"" : base::quote_for_message(v));
     if (k.empty() || k.find_first_of(" \t\r\n=,") != std::string::npos) {
       fail(subject, origin, "a property name must be non-empty, without spaces, '=' or ','");
     }
@@ -550,7 +552,7 @@ redis::RedisOptions redis_options(const Config& config) {
   try {
     o = redis::parse_redis_url(config.redis.url);
   } catch (const std::invalid_argument& e) {
-    fail("redis.url = " + quote_for_message(redis::mask_redis_url(config.redis.url)), "", e.what());
+    fail("redis.url = " + base::quote_for_message(redis::mask_redis_url(config.redis.url)), "", e.what());
   }
   if (!config.redis.password.empty()) o.password = config.redis.password;
   if (config.redis.db) o.db = static_cast<int>(*config.redis.db);
@@ -643,26 +645,6 @@ void validate_config(const Config& c) {
     invalid(c, *detail::find_setting("scheduler.retry_backoff_max_ms"),
             "must not be less than scheduler.retry_backoff_ms (" + std::to_string(c.scheduler.retry_backoff_ms) + ")");
   }
-}
-
-std::vector<IngestTopic> ingest_topics(const Config& c) {
-  std::vector<IngestTopic> out{{c.kafka.ingest_topic, IngestFormat::delayd}};
-  for (const auto& entry : split_business_list(c.kafka.ingest_topics)) {
-    const auto colon = entry.find(':');
-    IngestTopic t{entry.substr(0, colon), IngestFormat::delayd};
-    if (colon != std::string::npos) {
-      const auto format = parse_ingest_format(entry.substr(colon + 1));
-      if (!format)
-        fail("kafka.ingest_topics entry " + quote_for_message(entry), "", "the format must be delayd, etf1 or chronos");
-      t.format = *format;
-    }
-    if (t.topic == out.front().topic) {
-      out.front().format = t.format;
-    } else {
-      out.push_back(std::move(t));
-    }
-  }
-  return out;
 }
 
 std::vector<std::string> split_business_list(std::string_view list) {

@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/ingest_topics.hpp"
 #include "config/otel_env.hpp"
 #include "redis/url.hpp"
 
@@ -75,11 +76,11 @@ struct KafkaConfig {
   std::string status_topic = "delay-status";
   std::string ready_topic_template = "ready.{business}";  // exactly one {business}
   bool create_topics = true;                              // create missing ingest, DLQ and ready topics
-  std::int64_t max_ready_topics = 1000;     // distinct ready topics one process asks to create
-  std::string allowed_businesses;           // comma-separated; empty: any business name
-  std::int64_t topic_partitions = 4;        // for topics delayd creates
-  std::int64_t topic_replication = 1;       // for topics delayd creates
-  std::int64_t message_timeout_ms = 30000;  // librdkafka delivery timeout
+  std::int64_t max_ready_topics = 1000;                   // distinct ready topics one process asks to create
+  std::string allowed_businesses;                         // comma-separated; empty: any business name
+  std::int64_t topic_partitions = 4;                      // for topics delayd creates
+  std::int64_t topic_replication = 1;                     // for topics delayd creates
+  std::int64_t message_timeout_ms = 30000;                // librdkafka delivery timeout
   // How long a ready topic may be missing (deleted under delayd) before its jobs
   // are dead-lettered; until then they wait without spending attempts.
   std::int64_t missing_topic_timeout_ms = 600000;
@@ -89,9 +90,17 @@ struct KafkaConfig {
   // A file that holds kafka.sasl_password (a Kubernetes secret mounted as a file), read once by
   // load_config() like admin.token_file. Not with kafka.sasl_password itself.
   std::string sasl_password_file;
-  PropertyMap properties;                   // every client: consumer, producer, admin
-  PropertyMap consumer_properties;          // the ingest consumer only
-  PropertyMap producer_properties;          // the ready/DLQ producer only
+  // How ready records (and everything else delayd writes about a job) reach Kafka: exactly_once
+  // (in transactions, a transactional producer per shard; broker/shard_transactions.hpp) or
+  // at_least_once (one idempotent producer). delivery_mode() is the one reading of it.
+  std::string delivery = "exactly_once";
+  // Retention of each ingest topic's delivery log (<topic>.delivered, exactly_once only) when
+  // delayd creates it: a shard left without an owner for longer loses the record of what its last
+  // owner delivered, and jobs in flight then are delivered again.
+  std::int64_t delivery_log_retention_ms = 86'400'000;
+  PropertyMap properties;           // every client: consumer, producer, admin
+  PropertyMap consumer_properties;  // the ingest consumer only
+  PropertyMap producer_properties;  // the ready/DLQ producer only
 
   // The ready topic of a business: the template with {business} replaced.
   std::string ready_topic(std::string_view business) const;
@@ -101,8 +110,8 @@ struct RedisConfig {
   // redis://[[user]:password@]host[:port][/db], or redis-cluster://[[user]:password@]host:port[,host:port...];
   // rediss:// and redis-cluster+tls:// for the same over TLS
   std::string url = "redis://127.0.0.1:16379";
-  std::string password;                   // overrides the url's password when non-empty
-  std::string password_file;              // a file holding redis.password (a mounted secret)
+  std::string password;       // overrides the url's password when non-empty
+  std::string password_file;  // a file holding redis.password (a mounted secret)
   // TLS (a rediss:// or redis-cluster+tls:// url): PEM files, the name the server's certificate
   // must carry (empty: the url's host), and whether to verify at all. See redis/tls.hpp.
   std::string tls_ca_file;    // empty: the system's CA certificates
@@ -118,6 +127,12 @@ struct RedisConfig {
   // until this many replicas of every primary written to acknowledge (Redis WAIT); 0: no wait.
   std::int64_t wait_replicas = 0;
   std::int64_t wait_timeout_ms = 1000;  // WAIT's timeout; fewer acknowledgements = retry the chunk
+  // An instance that cannot reach Redis for this long leaves its consumer groups, so that an
+  // instance that can takes its shards, and joins again once Redis answers; 0: never leaves.
+  std::int64_t leave_group_after_ms = 3000;
+  // A job's payload (key, value and headers) longer than this many bytes is kept
+  // zstd-compressed in Redis (storage/payload_compression.hpp); 0: never.
+  std::int64_t compress_payloads_above_bytes = 512;
 };
 
 // The wheel's settings as a user writes them (milliseconds, signed like every integer setting).
@@ -229,36 +244,20 @@ struct Config {
   std::vector<std::string> warnings;
 };
 
-// The formats an ingest topic can hold (kafka.ingest_topics).
-enum class IngestFormat : unsigned char { delayd, etf1, chronos };
-constexpr std::string_view to_string(IngestFormat f) {
-  switch (f) {
-    case IngestFormat::delayd:
-      return "delayd";
-    case IngestFormat::etf1:
-      return "etf1";
-    case IngestFormat::chronos:
-      return "chronos";
-  }
-  return "?";
+// kafka.delivery, read.
+enum class DeliveryMode : unsigned char { at_least_once, exactly_once };
+constexpr std::string_view to_string(DeliveryMode m) {
+  return m == DeliveryMode::exactly_once ? "exactly_once" : "at_least_once";
 }
-// The format a name says (to_string()'s inverse); nullopt for any other name.
-constexpr std::optional<IngestFormat> parse_ingest_format(std::string_view name) {
-  for (const IngestFormat f : {IngestFormat::delayd, IngestFormat::etf1, IngestFormat::chronos}) {
-    if (to_string(f) == name) return f;
+constexpr std::optional<DeliveryMode> parse_delivery_mode(std::string_view name) {
+  for (const DeliveryMode m : {DeliveryMode::at_least_once, DeliveryMode::exactly_once}) {
+    if (to_string(m) == name) return m;
   }
   return std::nullopt;
 }
-struct IngestTopic {
-  std::string topic;
-  IngestFormat format = IngestFormat::delayd;
-  bool operator==(const IngestTopic&) const = default;
-};
-// Every topic delayd reads jobs from, with its format: kafka.ingest_topic (delayd's format)
-// first, then kafka.ingest_topics' entries in their order (one naming kafka.ingest_topic sets
-// its format). Throws ConfigError for an entry that does not parse (validate_config() has
-// checked a loaded Config's).
-std::vector<IngestTopic> ingest_topics(const Config& config);
+// The configuration's kafka.delivery (validate_config() has checked a loaded Config's; any other
+// text reads as at_least_once).
+DeliveryMode delivery_mode(const Config& config);
 
 // Throws ConfigError for the first setting out of its range or otherwise invalid.
 void validate_config(const Config& config);

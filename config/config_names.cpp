@@ -31,31 +31,4 @@ std::string render_ready_topic(std::string_view topic_template, std::string_view
   return out;
 }
 
-std::string quote_for_message(std::string_view value, std::size_t max_bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(std::min(value.size(), max_bytes) + 8);
-  out.push_back('"');
-  std::size_t n = 0;
-  for (char ch : value) {
-    if (n++ == max_bytes) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c >= 0x20 && c <= 0x7e) {
-      out.push_back(ch);
-    } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
 }  // namespace delayd::config

@@ -1,10 +1,8 @@
-// Names and message text shared by the configuration and the ingest parser: which Kafka topic
-// names are legal, how a business name becomes its ready topic, and how an untrusted value is
-// quoted into a one-line error message.
+// Names shared by the configuration and the ingest parser: which Kafka topic names are legal,
+// and how a business name becomes its ready topic. (How an untrusted value is quoted into a
+// one-line error message: base::quote_for_message(), base/text_encoding.hpp.)
 //
-// Invariants: quote_for_message() always returns a single line of printable ASCII, whatever
-// bytes it is given, so a reason built with it is safe in a Kafka header and in a log line.
-// render_ready_topic() replaces the first "{business}" only; the configuration guarantees there
+// Invariants: render_ready_topic() replaces the first "{business}" only; the configuration guarantees there
 // is exactly one.
 // Threading: pure functions; callable from any thread.
 #pragma once
@@ -34,9 +32,5 @@ inline std::string topic_business(std::string_view topic) {
 // The template with its "{business}" replaced by `business`; the topic itself for a topic
 // business. No validation.
 std::string render_ready_topic(std::string_view topic_template, std::string_view business);
-
-// `value` in double quotes with backslash escapes for quotes, backslashes and every byte
-// outside printable ASCII (\xNN), cut after `max_bytes` input bytes with a trailing "...".
-std::string quote_for_message(std::string_view value, std::size_t max_bytes = 80);
 
 }  // namespace delayd::config

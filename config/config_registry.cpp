@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "base/text_encoding.hpp"
 #include "config/config_names.hpp"
 
 namespace delayd::config::detail {
@@ -65,13 +66,17 @@ std::string check_ingest_topics(std::string_view v) {
     const auto colon = entry.find(':');
     const std::string topic = entry.substr(0, colon);
     if (std::string problem = check_topic(topic); !problem.empty()) {
-      return "entry " + quote_for_message(entry) + ": the topic " + problem;
+      return "entry " + base::quote_for_message(entry) + ": the topic " + problem;
     }
     if (colon != std::string::npos && !parse_ingest_format(entry.substr(colon + 1))) {
-      return "entry " + quote_for_message(entry) + ": the format must be delayd, etf1 or chronos";
+      return "entry " + base::quote_for_message(entry) + ": the format must be delayd, etf1 or chronos";
     }
   }
   return "";
+}
+
+std::string check_delivery(std::string_view v) {
+  return parse_delivery_mode(v) ? "" : "must be exactly_once or at_least_once";
 }
 
 std::string check_past_due(std::string_view v) { return v == "fire" || v == "drop" ? "" : "must be fire or drop"; }
@@ -125,7 +130,7 @@ constexpr std::array kSettings = {
           "Kafka bootstrap servers",
           field<Str>([](auto& c) -> auto& { return c.kafka.bootstrap; }), 0, 0, check_non_empty},
   Setting{"kafka.group_id",
-          "consumer group; instances with the same group share the shards",
+          "consumer group of kafka.ingest_topic (each other topic read: <group_id>.<topic>); instances with the same group share the shards",
           field<Str>([](auto& c) -> auto& { return c.kafka.group_id; }), 0, 0, check_non_empty},
   Setting{"kafka.ingest_topic",
           "where producers publish (delayd's format); always read, also by delayctl and the console",
@@ -170,6 +175,17 @@ constexpr std::array kSettings = {
           "(`topic_missing`); until then they wait without spending attempts, and with `create_topics` on "
           "the topic is created again",
           field<Int>([](auto& c) -> auto& { return c.kafka.missing_topic_timeout_ms; }), 1000, kMaxInt32},
+  Setting{"kafka.delivery",
+          "`exactly_once`: each shard's records (ready, dead letters of jobs, etf1 tombstones) are written"
+          " in Kafka transactions, and a `read_committed` consumer sees every job once, whatever happens to"
+          " the instances; `at_least_once`: one idempotent producer, and a crash or a cut from Kafka may"
+          " deliver a job twice (see [Guarantees](../guarantees.md#exactly-once))",
+          field<Str>([](auto& c) -> auto& { return c.kafka.delivery; }), 0, 0, check_delivery},
+  Setting{"kafka.delivery_log_retention_ms",
+          "retention of the delivery logs (`<ingest topic>.delivered`, `exactly_once` only) delayd creates:"
+          " how long a shard may stay without an owner before the record of what its last owner delivered"
+          " is gone",
+          field<Int>([](auto& c) -> auto& { return c.kafka.delivery_log_retention_ms; }), 60'000, kMaxInt32},
   Setting{"kafka.sasl_password",
           "`sasl.password` for every Kafka client (SASL PLAIN or SCRAM; the rest goes in "
           "`[kafka.properties]`, see [Kafka security](../operating/configuration.md#kafka-security)); "
@@ -241,6 +257,15 @@ constexpr std::array kSettings = {
   Setting{"redis.wait_timeout_ms",
           "how long `WAIT` may take; fewer acknowledgements = the batch is written again later",
           field<Int>([](auto& c) -> auto& { return c.redis.wait_timeout_ms; }), 1, 60'000},
+
+  Setting{"redis.leave_group_after_ms",
+          "an instance that cannot reach Redis for this long leaves its consumer groups, so that an "
+          "instance that can takes its shards over, and joins again once Redis answers; 0: it never leaves",
+          field<Int>([](auto& c) -> auto& { return c.redis.leave_group_after_ms; }), 0, kMaxInt32},
+  Setting{"redis.compress_payloads_above_bytes",
+          "a job's payload (key, value and headers) longer than this is kept zstd-compressed in Redis, "
+          "read back by every reader; 0 = never. Records written either way read alike",
+          field<Int>([](auto& c) -> auto& { return c.redis.compress_payloads_above_bytes; }), 0, kMaxInt32},
 
   Setting{"wheel.tick_ms",
           "wheel resolution",
@@ -429,8 +454,8 @@ std::string display_value(const Setting& s, const Config& c) {
     std::string operator()(const Field<std::string>& f) const {
       const std::string& v = f.get(c);
       if (s.secret) return v.empty() ? "\"\"" : "\"***\"";
-      if (s.name == "redis.url") return quote_for_message(redis::mask_redis_url(v), 300);
-      return quote_for_message(v, 300);
+      if (s.name == "redis.url") return base::quote_for_message(redis::mask_redis_url(v), 300);
+      return base::quote_for_message(v, 300);
     }
     std::string operator()(const Field<bool>& f) const { return f.get(c) ? "true" : "false"; }
     std::string operator()(const Field<std::int64_t>& f) const { return std::to_string(f.get(c)); }
@@ -442,7 +467,8 @@ std::string display_value(const Setting& s, const Config& c) {
       std::string out = "{";
       for (const auto& [k, v] : f.get(c)) {
         if (out.size() > 1) out += ", ";
-        out += quote_for_message(k) + " = " + (is_secret_property(k) ? std::string("\"***\"") : quote_for_message(v));
+        out += base::quote_for_message(k) + " = " +
+               (is_secret_property(k) ? std::string("\"***\"") : base::quote_for_message(v));
       }
       return out + "}";
     }

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <mutex>
+#include <string>
 #include <thread>
 
+#include "connectors/kafka_error.hpp"
 #include "connectors/log.hpp"
 #include "connectors/rdkafka_config.hpp"
 
@@ -78,6 +81,28 @@ std::string not_ready_reason(const rd_kafka_metadata_topic_t* t) {
 }  // namespace
 
 struct KafkaAdmin::Impl {
+  std::string principal;  // principal_of() the properties: who a refusal was for
+  // The last login Kafka refused (its error callback, on librdkafka's thread): a request that
+  // then goes unanswered was refused, not lost. Empty while none was.
+  std::mutex mutex;
+  std::string refused_login;
+  // librdkafka's error callback: keeps an authentication failure; the rest shows in the
+  // requests' own errors.
+  static void on_error(rd_kafka_t* /*rk*/, int err, const char* reason, void* opaque) noexcept {
+    if (refusal_of(err) != Refusal::authentication) return;
+    auto* self = static_cast<Impl*>(opaque);
+    const std::lock_guard lock(self->mutex);
+    self->refused_login = reason != nullptr ? reason : "";
+  }
+  // Throws KafkaRefused when Kafka refused the login since this client was made (serving the
+  // error callbacks first: an admin client is not polled otherwise).
+  void throw_if_login_refused() {
+    rd_kafka_poll(rk.get(), 0);
+    const std::lock_guard lock(mutex);
+    if (!refused_login.empty()) {
+      throw KafkaRefused(refusal_sentence(Refusal::authentication, principal, "", "", refused_login));
+    }
+  }
   // Metadata for all topics: asking for one topic by name could, on a broker with auto-creation
   // on, create it as a side effect, which is the last thing a read should do.
   MetadataPtr metadata(int timeout_ms) {
@@ -85,20 +110,27 @@ struct KafkaAdmin::Impl {
     const rd_kafka_resp_err_t err = rd_kafka_metadata(rk.get(), 1, nullptr, &md, std::max(timeout_ms, 1));
     MetadataPtr owned(md);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      throw_if_login_refused();
       throw KafkaError(std::string("kafka metadata request failed: ") + rd_kafka_err2str(err));
     }
     return owned;
   }
 
   void create(const std::vector<std::string>& names, int partitions, int replication_factor,
-              Clock::time_point deadline) {
+              const std::vector<std::pair<std::string, std::string>>& config, Clock::time_point deadline) {
     std::array<char, 512> errstr{};
     std::vector<NewTopicPtr> owned;
     std::vector<rd_kafka_NewTopic_t*> raw;
     for (const auto& name : names) {
-      owned.emplace_back(rd_kafka_NewTopic_new(name.c_str(), partitions, replication_factor,
-                                               errstr.data(), errstr.size()));
+      owned.emplace_back(
+          rd_kafka_NewTopic_new(name.c_str(), partitions, replication_factor, errstr.data(), errstr.size()));
       if (!owned.back()) throw KafkaError("kafka topic '" + name + "': " + errstr.data());
+      for (const auto& [key, value] : config) {
+        if (rd_kafka_NewTopic_set_config(owned.back().get(), key.c_str(), value.c_str()) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR) {
+          throw KafkaError("kafka topic '" + name + "': config " + key + "=" + value + " refused");
+        }
+      }
       raw.push_back(owned.back().get());
     }
     AdminOptionsPtr options(rd_kafka_AdminOptions_new(rk.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS));
@@ -140,7 +172,13 @@ struct KafkaAdmin::Impl {
 
 KafkaAdmin::KafkaAdmin(const Properties& props) : impl_(std::make_unique<Impl>()) {
   require_property(props, {"bootstrap.servers", "metadata.broker.list"});
+  impl_->principal = principal_of(props);
   CConfPtr conf = make_c_conf(props);
+  // An admin client's requests fail with an error its caller reports; librdkafka's own lines
+  // about them (a refused login at every retry) would say the same again, so it says nothing.
+  rd_kafka_conf_set_log_cb(conf.get(), [](const rd_kafka_t*, int, const char*, const char*) {});
+  rd_kafka_conf_set_error_cb(conf.get(), &Impl::on_error);
+  rd_kafka_conf_set_opaque(conf.get(), impl_.get());
   std::array<char, 512> errstr{};
   impl_->rk.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), errstr.data(), errstr.size()));
   if (!impl_->rk) throw KafkaConfigError("", "", errstr.data());
@@ -151,8 +189,13 @@ KafkaAdmin::~KafkaAdmin() = default;
 KafkaAdmin::KafkaAdmin(KafkaAdmin&&) noexcept = default;
 KafkaAdmin& KafkaAdmin::operator=(KafkaAdmin&&) noexcept = default;
 
-void KafkaAdmin::ensure_topics(const std::vector<std::string>& topics, int partitions,
-                               int replication_factor, int timeout_ms) {
+void KafkaAdmin::ensure_topics(const std::vector<std::string>& topics, int partitions, int replication_factor,
+                               int timeout_ms) {
+  ensure_topics(topics, partitions, replication_factor, {}, timeout_ms);
+}
+
+void KafkaAdmin::ensure_topics(const std::vector<std::string>& topics, int partitions, int replication_factor,
+                               const std::vector<std::pair<std::string, std::string>>& config, int timeout_ms) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
   std::vector<std::string> missing;
   {
@@ -162,13 +205,12 @@ void KafkaAdmin::ensure_topics(const std::vector<std::string>& topics, int parti
       if (absent(t)) {
         if (std::find(missing.begin(), missing.end(), name) == missing.end()) missing.push_back(name);
       } else if (t->partition_cnt != partitions) {
-        log(LogLevel::warning, "kafka topic '" + name + "' exists with " +
-                                   std::to_string(t->partition_cnt) + " partitions, not the " +
-                                   std::to_string(partitions) + " asked for; left as it is");
+        log(LogLevel::warning, "kafka topic '" + name + "' exists with " + std::to_string(t->partition_cnt) +
+                                   " partitions, not the " + std::to_string(partitions) + " asked for; left as it is");
       }
     }
   }
-  if (!missing.empty()) impl_->create(missing, partitions, replication_factor, deadline);
+  if (!missing.empty()) impl_->create(missing, partitions, replication_factor, config, deadline);
 
   // Creation is acknowledged by the controller before every broker's metadata shows the
   // leaders, so wait for the metadata that clients will actually see.
@@ -188,6 +230,55 @@ void KafkaAdmin::ensure_topics(const std::vector<std::string>& topics, int parti
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, remaining_ms(deadline))));
   }
+}
+
+std::vector<KafkaAdmin::GroupMember> KafkaAdmin::group_members(const std::string& group, int timeout_ms) {
+  std::array<char, 512> errstr{};
+  AdminOptionsPtr options(rd_kafka_AdminOptions_new(impl_->rk.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS));
+  const int budget = std::max(timeout_ms, 1);
+  if (rd_kafka_AdminOptions_set_request_timeout(options.get(), budget, errstr.data(), errstr.size())) {
+    throw KafkaError(std::string("kafka admin options: ") + errstr.data());
+  }
+  QueuePtr queue(rd_kafka_queue_new(impl_->rk.get()));
+  const char* groups[] = {group.c_str()};
+  rd_kafka_DescribeConsumerGroups(impl_->rk.get(), groups, 1, options.get(), queue.get());
+  EventPtr event(rd_kafka_queue_poll(queue.get(), budget + 1000));
+  const std::string what = "kafka describe consumer group " + group + ": ";
+  if (!event) {
+    impl_->throw_if_login_refused();
+    throw KafkaError(what + "no answer within " + std::to_string(budget) + " ms");
+  }
+  // A login or an ACL Kafka refuses is a KafkaRefused (Describe on the group: Read implies it).
+  const auto refused = [&](int code, const std::string& detail) {
+    if (const Refusal kind = refusal_of(code); kind != Refusal::none) {
+      throw KafkaRefused(refusal_sentence(kind, impl_->principal, "Describe", "group " + group, detail));
+    }
+  };
+  if (const rd_kafka_resp_err_t err = rd_kafka_event_error(event.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    refused(static_cast<int>(err), rd_kafka_event_error_string(event.get()));
+    impl_->throw_if_login_refused();
+    throw KafkaError(what + rd_kafka_event_error_string(event.get()));
+  }
+  const rd_kafka_DescribeConsumerGroups_result_t* result = rd_kafka_event_DescribeConsumerGroups_result(event.get());
+  if (result == nullptr) throw KafkaError(what + "unexpected event type");
+  std::size_t count = 0;
+  const rd_kafka_ConsumerGroupDescription_t** descs = rd_kafka_DescribeConsumerGroups_result_groups(result, &count);
+  std::vector<GroupMember> out;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (const rd_kafka_error_t* e = rd_kafka_ConsumerGroupDescription_error(descs[i])) {
+      if (rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND) continue;  // no such group: no members
+      refused(static_cast<int>(rd_kafka_error_code(e)), rd_kafka_error_string(e));
+      throw KafkaError(what + rd_kafka_error_string(e));
+    }
+    const std::size_t n = rd_kafka_ConsumerGroupDescription_member_count(descs[i]);
+    for (std::size_t m = 0; m < n; ++m) {
+      const rd_kafka_MemberDescription_t* member = rd_kafka_ConsumerGroupDescription_member(descs[i], m);
+      auto text = [](const char* s) { return s != nullptr ? std::string(s) : std::string(); };
+      out.push_back({text(rd_kafka_MemberDescription_client_id(member)), text(rd_kafka_MemberDescription_host(member)),
+                     text(rd_kafka_MemberDescription_consumer_id(member))});
+    }
+  }
+  return out;
 }
 
 void KafkaAdmin::delete_topics(const std::vector<std::string>& topics, int timeout_ms) {

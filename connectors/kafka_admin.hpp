@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "connectors/kafka_error.hpp"
@@ -35,11 +36,26 @@ class KafkaAdmin {
   // naming the topic and librdkafka's or the broker's reason, or the timeout.
   void ensure_topics(const std::vector<std::string>& topics, int partitions, int replication_factor,
                      int timeout_ms = 30000);
+  // The same, creating the missing ones with these topic configurations (e.g. retention.ms); an
+  // existing topic's are left as they are.
+  void ensure_topics(const std::vector<std::string>& topics, int partitions, int replication_factor,
+                     const std::vector<std::pair<std::string, std::string>>& config, int timeout_ms = 30000);
 
   // Deletes `topics` (one that does not exist counts as deleted); returns once the controller
   // has accepted the deletion. For tools, tests and benchmarks: delayd itself never deletes.
   // Throws KafkaError naming the topic and the broker's reason, or the timeout.
   void delete_topics(const std::vector<std::string>& topics, int timeout_ms = 30000);
+
+  // The members of a consumer group as its coordinator describes them (DescribeConsumerGroups):
+  // none for a group that has no members, or does not exist. Throws KafkaRefused when Kafka
+  // refuses the login or Describe on the group, else KafkaError naming the group and the broker's
+  // reason, or the timeout.
+  struct GroupMember {
+    std::string client_id;
+    std::string host;
+    std::string member_id;
+  };
+  std::vector<GroupMember> group_members(const std::string& group, int timeout_ms = 5000);
 
   // The topic's partition count from fresh cluster metadata; nullopt if the topic does not exist.
   // Throws KafkaError if the cluster cannot be asked within timeout_ms.

@@ -82,8 +82,8 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
       log(c->assignment_lost() ? LogLevel::warning : LogLevel::info,
           c->name() + (c->assignment_lost() ? ": lost " : ": revoked ") + describe(tps));
       // The listener runs while the partitions are still ours, so that it can finish or abandon
-      // their work before another member may start on them.
-      notify(listener.revoked, tps);
+      // their work before another member may start on them (lost: another may have started).
+      notify(c->assignment_lost() && listener.lost ? listener.lost : listener.revoked, tps);
       revoked_in_poll.insert(tps.begin(), tps.end());
       if (cooperative) {
         check(std::unique_ptr<RdKafka::Error>(c->incremental_unassign(partitions)), "incremental unassign");
@@ -96,7 +96,7 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
     // rejoin. Whatever was ours is no longer, so the listener hears of it.
     log(LogLevel::error, c->name() + ": rebalance failed: " + RdKafka::err2str(err));
     const std::vector<TopicPartition> held = current_assignment();
-    notify(listener.revoked, held);
+    notify(listener.lost ? listener.lost : listener.revoked, held);
     revoked_in_poll.insert(held.begin(), held.end());
     check(c->unassign(), "unassign");
   }
@@ -259,6 +259,14 @@ void KafkaConsumer::subscribe(const std::vector<std::string>& topics) {
   const RdKafka::ErrorCode err = impl_->consumer->subscribe(topics);
   if (err != RdKafka::ERR_NO_ERROR) {
     throw KafkaError("kafka consumer subscribe: " + RdKafka::err2str(err));
+  }
+}
+
+void KafkaConsumer::unsubscribe() {
+  impl_->ensure_open();
+  const RdKafka::ErrorCode err = impl_->consumer->unsubscribe();
+  if (err != RdKafka::ERR_NO_ERROR) {
+    throw KafkaError("kafka consumer unsubscribe: " + RdKafka::err2str(err));
   }
 }
 

@@ -50,6 +50,9 @@ class KafkaConsumer {
   struct Listener {
     std::function<void(const std::vector<TopicPartition>&)> assigned;
     std::function<void(const std::vector<TopicPartition>&)> revoked;
+    // Partitions taken away without a revoke (the session timed out, the member was fenced, a
+    // rebalance failed): another member may own them already. Empty: revoked() hears of it.
+    std::function<void(const std::vector<TopicPartition>&)> lost;
   };
 
   // Throws KafkaConfigError for a refused or missing property.
@@ -64,6 +67,9 @@ class KafkaConsumer {
   // Replaces the subscription. Topics that do not exist are not an error here: librdkafka logs
   // them and picks them up when they appear.
   void subscribe(const std::vector<std::string>& topics);
+  // Leaves the group: the next poll_batch() serves the revoke of the whole assignment (the
+  // partitions go to the other members), and the member takes part again at the next subscribe().
+  void unsubscribe();
 
   // Waits up to timeout_ms for a first record, then takes, without waiting, what is already
   // fetched, up to `max` records (max == 0 returns at once with nothing). Rebalance callbacks

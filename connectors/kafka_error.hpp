@@ -45,6 +45,11 @@ std::string principal_of(const Properties& props);
 std::string refusal_sentence(Refusal kind, const std::string& principal, const std::string& operation,
                              const std::string& resource, const std::string& detail);
 
+// A request Kafka refused for one of the reasons above; what() is the refusal_sentence().
+struct KafkaRefused : KafkaError {
+  using KafkaError::KafkaError;
+};
+
 struct KafkaConfigError : KafkaError {
   // `property` is empty when librdkafka refused the configuration as a whole (for example two
   // properties that contradict each other), which it reports only when the client is created.

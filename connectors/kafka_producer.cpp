@@ -21,9 +21,7 @@ namespace {
 // allocation per record and leaves nothing to free when a report never comes back.
 static_assert(sizeof(std::uintptr_t) >= sizeof(std::uint64_t), "a tag must fit in a pointer");
 
-void* tag_to_opaque(std::uint64_t tag) {
-  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(tag));
-}
+void* tag_to_opaque(std::uint64_t tag) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(tag)); }
 
 std::uint64_t opaque_to_tag(const void* opaque) {
   return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(opaque));
@@ -35,8 +33,8 @@ std::unique_ptr<RdKafka::Headers> make_headers(const Headers& headers) {
   for (const auto& h : headers) {
     // A null data pointer is how librdkafka encodes a null header value; an empty std::string
     // has a non-null data() and so stays an empty value.
-    const RdKafka::ErrorCode err = h.value ? out->add(h.name, h.value->data(), h.value->size())
-                                           : out->add(h.name, nullptr, 0);
+    const RdKafka::ErrorCode err =
+        h.value ? out->add(h.name, h.value->data(), h.value->size()) : out->add(h.name, nullptr, 0);
     if (err != RdKafka::ERR_NO_ERROR) {
       throw KafkaError("kafka header '" + h.name + "': " + RdKafka::err2str(err));
     }
@@ -115,6 +113,7 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
         ts.type != RdKafka::MessageTimestamp::MSG_TIMESTAMP_NOT_AVAILABLE) {
       report.timestamp_ms = ts.timestamp;
     }
+    if (message.err() == RdKafka::ERR__PURGE_QUEUE || message.err() == RdKafka::ERR__PURGE_INFLIGHT) ++purged;
     report.error_class = classify_report(message.err(), message.status(), report.offset, acks_return_offsets);
     report.ok = report.error_class == DeliveryError::none;
     if (!report.ok) report.error = message.err() == RdKafka::ERR_NO_ERROR ? kNoOffsetError : message.errstr();
@@ -221,6 +220,7 @@ struct KafkaProducer::Impl final : RdKafka::DeliveryReportCb {
   // caller's and need not be unique). Its size is outstanding().
   std::unordered_multiset<std::uint64_t> unreported;
   std::uint64_t produced = 0;  // records accepted by produce(), ever
+  std::uint64_t purged = 0;    // records reported as purged, ever
   ReportHandler on_report;
   LogEventBridge events;
   std::exception_ptr handler_error;
@@ -264,8 +264,8 @@ void KafkaProducer::produce(const OutRecord& rec, int timeout_ms) {
 
   for (;;) {
     const RdKafka::ErrorCode err =
-        impl_->producer->produce(rec.topic, rec.partition, RdKafka::Producer::RK_MSG_COPY, payload,
-                                 payload_len, key, key_len, 0, headers.get(), tag_to_opaque(rec.tag));
+        impl_->producer->produce(rec.topic, rec.partition, RdKafka::Producer::RK_MSG_COPY, payload, payload_len, key,
+                                 key_len, 0, headers.get(), tag_to_opaque(rec.tag));
     if (err == RdKafka::ERR_NO_ERROR) {
       // On success librdkafka has taken the headers and already deleted them.
       static_cast<void>(headers.release());
@@ -278,12 +278,11 @@ void KafkaProducer::produce(const OutRecord& rec, int timeout_ms) {
       impl_->rethrow_handler_error();
       return;
     }
-    const auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
-      throw KafkaError("kafka producer queue still full after " + std::to_string(timeout_ms) +
-                       " ms (" + std::to_string(impl_->unreported.size()) +
-                       " records outstanding); record for topic '" + rec.topic + "' not enqueued");
+      throw KafkaError("kafka producer queue still full after " + std::to_string(timeout_ms) + " ms (" +
+                       std::to_string(impl_->unreported.size()) + " records outstanding); record for topic '" +
+                       rec.topic + "' not enqueued");
     }
     // Serving reports is what frees room in the queue.
     poll(static_cast<int>(std::min<long long>(left, 100)));
@@ -306,6 +305,15 @@ bool KafkaProducer::flush(int timeout_ms) {
 }
 
 void KafkaProducer::prepare(const std::string& topic) { impl_->know(topic); }
+
+std::optional<int> KafkaProducer::partition_count(const std::string& topic, int timeout_ms) {
+  return connectors::partition_count(*impl_->producer, topic, timeout_ms, "kafka producer");
+}
+
+void KafkaProducer::report_now(const DeliveryReport& report) {
+  impl_->deliver(report);
+  impl_->rethrow_handler_error();
+}
 
 void KafkaProducer::on_reports_queued(std::function<void()> wake) {
   impl_->disarm();
@@ -350,6 +358,72 @@ std::optional<std::string> KafkaProducer::recover_if_fatal() {
   impl_->build();
   impl_->rethrow_handler_error();
   return reason;
+}
+
+int KafkaProducer::purge_queued() {
+  const int before = outstanding();
+  impl_->producer->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_NON_BLOCKING);
+  return before;
+}
+
+std::uint64_t KafkaProducer::purged() const { return impl_->purged; }
+
+namespace {
+
+// What a transactional call's error asks of the caller (TxnOutcome's table).
+KafkaProducer::TxnOutcome outcome_of(RdKafka::Error* raw, const Properties& props) {
+  using Kind = KafkaProducer::TxnOutcome::Kind;
+  std::unique_ptr<RdKafka::Error> error(raw);
+  KafkaProducer::TxnOutcome out;
+  if (!error) return out;
+  out.error = error->str();
+  const RdKafka::ErrorCode code = error->code();
+  if (const Refusal kind = refusal_of(static_cast<int>(code)); kind != Refusal::none) {
+    out.kind = Kind::fatal;
+    out.refused = true;
+    const bool id = code == RdKafka::ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    out.error = refusal_sentence(kind, principal_of(props), id ? "Write" : "",
+                                 id ? "transactional id " + find_property(props, "transactional.id").value_or("") : "",
+                                 out.error);
+    return out;
+  }
+  if (code == RdKafka::ERR__FENCED || code == RdKafka::ERR_PRODUCER_FENCED ||
+      code == RdKafka::ERR_INVALID_PRODUCER_EPOCH) {
+    out.kind = Kind::fenced;
+  } else if (error->is_fatal()) {
+    out.kind = Kind::fatal;
+  } else if (error->txn_requires_abort()) {
+    out.kind = Kind::abort;
+  } else if (error->is_retriable()) {
+    out.kind = Kind::retry;
+  } else {
+    out.kind = Kind::fatal;  // a call out of order: nothing sensible can follow on this instance
+  }
+  return out;
+}
+
+}  // namespace
+
+KafkaProducer::TxnOutcome KafkaProducer::init_transactions(int timeout_ms) {
+  return outcome_of(impl_->producer->init_transactions(timeout_ms), impl_->properties);
+}
+
+KafkaProducer::TxnOutcome KafkaProducer::begin_transaction() {
+  return outcome_of(impl_->producer->begin_transaction(), impl_->properties);
+}
+
+KafkaProducer::TxnOutcome KafkaProducer::commit_transaction(int timeout_ms) {
+  TxnOutcome out = outcome_of(impl_->producer->commit_transaction(timeout_ms), impl_->properties);
+  impl_->producer->poll(0);  // the reports the commit's flush queued
+  impl_->rethrow_handler_error();
+  return out;
+}
+
+KafkaProducer::TxnOutcome KafkaProducer::abort_transaction(int timeout_ms) {
+  TxnOutcome out = outcome_of(impl_->producer->abort_transaction(timeout_ms), impl_->properties);
+  impl_->producer->poll(0);
+  impl_->rethrow_handler_error();
+  return out;
 }
 
 void KafkaProducer::inject_fatal_error_for_testing(const std::string& reason) {

@@ -59,6 +59,10 @@ class KafkaProducer {
   // serves poll() and retries until timeout_ms has passed, then throws KafkaError.
   void produce(const OutRecord& rec, int timeout_ms = 5000);
 
+  // The topic's partition count from fresh metadata (one request, up to timeout_ms); nullopt if
+  // the topic does not exist. Throws KafkaError if Kafka does not answer.
+  std::optional<int> partition_count(const std::string& topic, int timeout_ms);
+
   // Asks for `topic`'s metadata now unless this instance already knows the topic, so that a
   // record produced to it later does not wait for it (a topic's first record would, and a
   // flush too short to see the answer would leave it to wait out linger.ms). Never blocks; a
@@ -72,6 +76,11 @@ class KafkaProducer {
   // Waits up to timeout_ms for every outstanding record to be reported, serving the reports.
   // True when nothing is outstanding afterwards.
   bool flush(int timeout_ms);
+
+  // Hands `report` to the handler now, as a report of this producer (for a record the caller
+  // could not hand to produce(), so that it has one failure path); an exception of the handler
+  // leaves this call.
+  void report_now(const DeliveryReport& report);
 
   // Records accepted by produce() whose report has not yet been handed to the handler.
   int outstanding() const;
@@ -105,6 +114,41 @@ class KafkaProducer {
   // retries with a backoff instead of counting it as a broken client. Records of such a producer
   // are reported as DeliveryError::refused (recover_if_fatal() too: nothing of them was written).
   std::optional<std::string> fatal_refusal() const;
+
+  // Removes the records librdkafka has not sent yet (PURGE_QUEUE, not waiting): each is reported
+  // through the handler as not written (transient), from the next poll() on. Records already in a
+  // request to a broker are left alone: they may be written. Returns how many records were
+  // outstanding (queued or in flight) when it was called.
+  int purge_queued();
+  // Records reported as purged (purge_queued(), or a fatal recovery) since this producer was made.
+  std::uint64_t purged() const;
+
+  // ---- Transactions: a producer made with the property transactional.id -------------------
+  // Each call maps librdkafka's answer onto what the caller must do next:
+  //   ok       done
+  //   retry    the same call again (a timeout; the transaction's outcome is not known yet)
+  //   abort    abort_transaction(), then begin again (a record of it failed, or the
+  //            coordinator aborted it: none of its records becomes visible)
+  //   fenced   another producer with the same transactional.id initialised it since: this one can
+  //            never commit again (the id belongs to the other now)
+  //   fatal    any other fatal error (refused: Kafka refused the login or the id's ACL; `error`
+  //            says so): this instance can do nothing more
+  // The blocking ones wait up to timeout_ms; call them on a thread that may block.
+  struct TxnOutcome {
+    enum class Kind { ok, retry, abort, fenced, fatal };
+    Kind kind = Kind::ok;
+    std::string error;     // librdkafka's words; empty for ok
+    bool refused = false;  // fatal because Kafka refused the client (kafka_error.hpp: Refusal)
+  };
+  // Registers the transactional.id with its coordinator and fences every earlier producer of the
+  // same id: a transaction of theirs still open is aborted (one whose commit was asked for is
+  // completed first). Once it returns ok, none of them can commit again.
+  TxnOutcome init_transactions(int timeout_ms);
+  TxnOutcome begin_transaction();
+  // Flushes the transaction's records, then commits them; each record's report has been served
+  // through the handler before it returns (ok or not).
+  TxnOutcome commit_transaction(int timeout_ms);
+  TxnOutcome abort_transaction(int timeout_ms);
 
   // Puts the producer in librdkafka's fatal state on purpose (rd_kafka_test_fatal_error), so that
   // tests can exercise recover_if_fatal() and the callers' handling of DeliveryError::fatal.

@@ -69,9 +69,8 @@ Properties with_defaults(const Properties& defaults, const Properties& user) {
 Properties with_forced(Properties props, const Properties& forced, std::string_view client) {
   for (const auto& [name, value] : forced) {
     if (auto given = find_property(props, name); given && *given != value) {
-      log(LogLevel::warning, std::string(client) + ": property '" + name + "' = '" +
-                                 printable_value(name, *given) + "' is overridden to '" + value +
-                                 "', which the connector relies on");
+      log(LogLevel::warning, std::string(client) + ": property '" + name + "' = '" + printable_value(name, *given) +
+                                 "' is overridden to '" + value + "', which the connector relies on");
     }
     props.emplace_back(name, value);
   }
@@ -104,8 +103,7 @@ CConfPtr make_c_conf(const Properties& props) {
   rd_kafka_conf_set_log_cb(conf.get(), &log_c);
   for (const auto& [name, value] : props) {
     std::array<char, 512> errstr{};
-    if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr.data(), errstr.size()) !=
-        RD_KAFKA_CONF_OK) {
+    if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr.data(), errstr.size()) != RD_KAFKA_CONF_OK) {
       throw KafkaConfigError(name, value, errstr.data());
     }
   }
@@ -144,8 +142,8 @@ void LogEventBridge::event_cb(RdKafka::Event& event) {
               (event.str().empty() ? "" : ": " + event.str()));
       break;
     case RdKafka::Event::EVENT_THROTTLE:
-      log(LogLevel::debug, label_ + ": throttled " + std::to_string(event.throttle_time()) +
-                               " ms by broker " + event.broker_name());
+      log(LogLevel::debug,
+          label_ + ": throttled " + std::to_string(event.throttle_time()) + " ms by broker " + event.broker_name());
       break;
     default:
       break;
@@ -193,6 +191,36 @@ Record to_record(RdKafka::Message& m) {
     }
   }
   return r;
+}
+
+std::optional<int> partition_count(RdKafka::Handle& client, const std::string& topic, int timeout_ms,
+                                   const std::string& who, const std::string& principal) {
+  const auto refused = [&](RdKafka::ErrorCode err) {
+    if (const Refusal kind = refusal_of(static_cast<int>(err)); kind != Refusal::none && !principal.empty()) {
+      throw KafkaRefused(
+          refusal_sentence(kind, principal, "Read or Describe", "topic " + topic, RdKafka::err2str(err)));
+    }
+  };
+  std::string errstr;
+  std::unique_ptr<RdKafka::Topic> handle(RdKafka::Topic::create(&client, topic, nullptr, errstr));
+  if (!handle) throw KafkaError(who + ": topic " + topic + ": " + errstr);
+  RdKafka::Metadata* raw = nullptr;
+  const RdKafka::ErrorCode err = client.metadata(false, handle.get(), &raw, timeout_ms);
+  std::unique_ptr<RdKafka::Metadata> md(raw);
+  if (err != RdKafka::ERR_NO_ERROR) {
+    refused(err);
+    throw KafkaError(who + ": metadata of " + topic + ": " + RdKafka::err2str(err));
+  }
+  for (const auto* t : *md->topics()) {
+    if (t->topic() != topic) continue;
+    if (t->err() == RdKafka::ERR_UNKNOWN_TOPIC_OR_PART) return std::nullopt;
+    if (t->err() != RdKafka::ERR_NO_ERROR) {
+      refused(t->err());
+      throw KafkaError(who + ": metadata of " + topic + ": " + RdKafka::err2str(t->err()));
+    }
+    return static_cast<int>(t->partitions()->size());
+  }
+  return std::nullopt;
 }
 
 }  // namespace delayd::connectors

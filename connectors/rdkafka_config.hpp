@@ -49,6 +49,12 @@ std::unique_ptr<RdKafka::Conf> make_conf(const Properties& props);
 // The message as a Record (its key, value and headers copied out).
 Record to_record(RdKafka::Message& m);
 
+// The topic's partition count from fresh metadata asked through `client`; nullopt if the topic
+// does not exist. Throws KafkaError (its message starting with `who`) if Kafka does not answer;
+// given the client's `principal` (principal_of()), KafkaRefused when Kafka refuses the topic.
+std::optional<int> partition_count(RdKafka::Handle& client, const std::string& topic, int timeout_ms,
+                                   const std::string& who, const std::string& principal = {});
+
 struct CConfDeleter {
   void operator()(rd_kafka_conf_t* conf) const noexcept { rd_kafka_conf_destroy(conf); }
 };

@@ -72,6 +72,8 @@ enum class DeliveryError : std::uint8_t {
   permanent,           // Kafka refused it for good: invalid record, policy
   fatal,               // the producer instance is broken (an idempotence fatal error); only a
                        // new instance can write again (KafkaProducer::recover_if_fatal)
+  fenced,              // not written: its transaction can never commit, because another producer
+                       // took the transactional id over (a new owner of the record's shard)
 };
 
 // Key, value, header names and header values of a Record or an OutRecord: what counts against

@@ -19,12 +19,16 @@ std::string where(const std::string& topic, std::int32_t partition) {
 
 struct TopicReader::Impl {
   LogEventBridge events{"kafka topic reader"};
+  std::optional<std::int64_t> reached_end;  // the last read()'s
   // Declared last so that it is destroyed first, while the bridge is still alive.
   std::unique_ptr<RdKafka::KafkaConsumer> consumer;
 };
 
 TopicReader::TopicReader(const Properties& props) {
-  Properties effective = with_defaults({{"group.id", "delayd-topic-reader"}}, props);
+  // fetch.wait.max.ms 10 (librdkafka: 500): a range that ends in transaction markers is known to
+  // be read only at the partition's end, where the broker would hold each fetch for the whole
+  // wait; a reader of ranges never tails a partition.
+  Properties effective = with_defaults({{"group.id", "delayd-topic-reader"}, {"fetch.wait.max.ms", "10"}}, props);
   require_property(effective, {"bootstrap.servers", "metadata.broker.list"});
   // Never a member of a group: assign() only, and nothing stored or committed.
   effective = with_forced(std::move(effective),
@@ -50,25 +54,7 @@ TopicReader::TopicReader(TopicReader&&) noexcept = default;
 TopicReader& TopicReader::operator=(TopicReader&&) noexcept = default;
 
 std::optional<int> TopicReader::partitions(const std::string& topic, int timeout_ms) {
-  std::unique_ptr<RdKafka::Topic> handle;
-  std::string errstr;
-  handle.reset(RdKafka::Topic::create(impl_->consumer.get(), topic, nullptr, errstr));
-  if (!handle) throw KafkaError("kafka topic reader: topic " + topic + ": " + errstr);
-  RdKafka::Metadata* raw = nullptr;
-  const RdKafka::ErrorCode err = impl_->consumer->metadata(false, handle.get(), &raw, timeout_ms);
-  std::unique_ptr<RdKafka::Metadata> md(raw);
-  if (err != RdKafka::ERR_NO_ERROR) {
-    throw KafkaError("kafka topic reader: metadata of " + topic + ": " + RdKafka::err2str(err));
-  }
-  for (const auto* t : *md->topics()) {
-    if (t->topic() != topic) continue;
-    if (t->err() == RdKafka::ERR_UNKNOWN_TOPIC_OR_PART) return std::nullopt;
-    if (t->err() != RdKafka::ERR_NO_ERROR) {
-      throw KafkaError("kafka topic reader: metadata of " + topic + ": " + RdKafka::err2str(t->err()));
-    }
-    return static_cast<int>(t->partitions()->size());
-  }
-  return std::nullopt;
+  return partition_count(*impl_->consumer, topic, timeout_ms, "kafka topic reader");
 }
 
 TopicReader::Watermarks TopicReader::watermarks(const std::string& topic, std::int32_t partition, int timeout_ms) {
@@ -97,7 +83,11 @@ std::int64_t TopicReader::offset_for_time(const std::string& topic, std::int32_t
 std::vector<Record> TopicReader::read(const std::string& topic, std::int32_t partition, std::int64_t from,
                                       std::int64_t to, std::size_t max, int timeout_ms) {
   std::vector<Record> out;
-  if (from >= to || max == 0) return out;
+  impl_->reached_end.reset();
+  if (from >= to || max == 0) {
+    if (from >= to) impl_->reached_end = from;
+    return out;
+  }
   std::unique_ptr<RdKafka::TopicPartition> tp(RdKafka::TopicPartition::create(topic, partition, from));
   std::vector<RdKafka::TopicPartition*> tps{tp.get()};
   RdKafka::ErrorCode err = impl_->consumer->assign(tps);
@@ -111,15 +101,25 @@ std::vector<Record> TopicReader::read(const std::string& topic, std::int32_t par
     if (left <= 0) break;
     std::unique_ptr<RdKafka::Message> m(impl_->consumer->consume(static_cast<int>(std::min<long long>(left, 200))));
     if (!m || m->err() == RdKafka::ERR__TIMED_OUT) continue;
-    if (m->err() == RdKafka::ERR__PARTITION_EOF) break;
+    if (m->err() == RdKafka::ERR__PARTITION_EOF) {
+      // The end as this reader sees it; past the last record returned, at least.
+      impl_->reached_end = std::max(m->offset(), out.empty() ? from : out.back().offset + 1);
+      break;
+    }
     if (m->err() != RdKafka::ERR_NO_ERROR) {
       failure = m->errstr();
       break;
     }
-    if (m->offset() >= to) break;
+    if (m->offset() >= to) {
+      impl_->reached_end = to;
+      break;
+    }
     if (m->offset() < from) continue;
     out.push_back(to_record(*m));
-    if (m->offset() + 1 >= to) break;
+    if (m->offset() + 1 >= to) {
+      impl_->reached_end = to;
+      break;
+    }
   }
   err = impl_->consumer->unassign();
   if (!failure.empty()) {
@@ -130,5 +130,7 @@ std::vector<Record> TopicReader::read(const std::string& topic, std::int32_t par
   }
   return out;
 }
+
+std::optional<std::int64_t> TopicReader::reached_end() const { return impl_->reached_end; }
 
 }  // namespace delayd::connectors

@@ -4,7 +4,8 @@
 //
 // Invariants: it never joins a group and never commits an offset, so it can read any topic
 // without disturbing delayd's own consumers. read() returns records in offset order, each at or
-// after `from` and before `to`; offsets may skip (compaction, transaction markers).
+// after `from` and before `to`; offsets may skip (compaction, transaction markers, records of
+// aborted transactions: it reads committed records only, librdkafka's default).
 // Errors: a broker that cannot be reached within the timeout throws KafkaError naming the topic;
 // nothing read is ever thrown for (a record is returned as it is).
 // Threading: one thread at a time. Holds one librdkafka client (with its threads). Move-only.
@@ -50,6 +51,11 @@ class TopicReader {
   // the partition's end), or when timeout_ms passes without the next record arriving.
   std::vector<Record> read(const std::string& topic, std::int32_t partition, std::int64_t from, std::int64_t to,
                            std::size_t max, int timeout_ms = 5000);
+  // Where the last read() stopped when it reached `to` or the partition's end (for this reader,
+  // which reads committed records only, the last stable offset): the next offset to read, past
+  // the transaction markers and aborted records that no record stands for. nullopt when it
+  // stopped for another reason (max records, or nothing arrived within the timeout).
+  std::optional<std::int64_t> reached_end() const;
 
  private:
   struct Impl;

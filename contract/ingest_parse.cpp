@@ -3,6 +3,7 @@
 #include <charconv>
 #include <tuple>
 
+#include "base/text_encoding.hpp"
 #include "config/config.hpp"
 #include "config/config_names.hpp"
 #include "contract/time_format.hpp"
@@ -51,13 +52,13 @@ std::variant<std::int64_t, Invalid> deliver_at_of(const Record& rec) {
         return t.epoch_ms;
       case TimeError::syntax:
         return invalid(header_ref(kHeaderDeliverAt) +
-                       " is not epoch milliseconds or RFC 3339: " + config::quote_for_message(text));
+                       " is not epoch milliseconds or RFC 3339: " + base::quote_for_message(text));
       case TimeError::bad_field:
         return invalid(header_ref(kHeaderDeliverAt) +
-                       " is not a valid date and time: " + config::quote_for_message(text));
+                       " is not a valid date and time: " + base::quote_for_message(text));
       case TimeError::out_of_range:
-        return invalid(header_ref(kHeaderDeliverAt) + " is outside 1970-01-01T00:00:00Z..9999-12-31T23:59:59.999Z: " +
-                       config::quote_for_message(text));
+        return invalid(header_ref(kHeaderDeliverAt) +
+                       " is outside 1970-01-01T00:00:00Z..9999-12-31T23:59:59.999Z: " + base::quote_for_message(text));
     }
     return invalid(header_ref(kHeaderDeliverAt) + " is unreadable");
   }
@@ -66,12 +67,12 @@ std::variant<std::int64_t, Invalid> deliver_at_of(const Record& rec) {
   // Digits only: from_chars alone would also take a leading '-'.
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
     return invalid(header_ref(kHeaderDelayMs) +
-                   " is not a non-negative decimal number of milliseconds: " + config::quote_for_message(text));
+                   " is not a non-negative decimal number of milliseconds: " + base::quote_for_message(text));
   }
   std::int64_t ms = 0;
   const auto parsed = std::from_chars(text.data(), text.data() + text.size(), ms);
   if (parsed.ec != std::errc{} || ms > kMaxEpochMs) {
-    return invalid(header_ref(kHeaderDelayMs) + " is too large: " + config::quote_for_message(text));
+    return invalid(header_ref(kHeaderDelayMs) + " is too large: " + base::quote_for_message(text));
   }
   if (rec.timestamp_ms < 0) {
     return invalid("header 'delay-ms' given but the record has no timestamp");
@@ -91,7 +92,7 @@ std::variant<std::optional<std::string>, Invalid> job_id_of(const Record& rec) {
   if (!id->has_value()) return null_header(kHeaderJobId);
   if (!is_valid_job_id(**id)) {
     return invalid(header_ref(kHeaderJobId) + " must be 1-" + std::to_string(kMaxJobIdChars) +
-                   " printable ASCII characters without spaces: " + config::quote_for_message(**id) + " (" +
+                   " printable ASCII characters without spaces: " + base::quote_for_message(**id) + " (" +
                    std::to_string((*id)->size()) + " bytes)");
   }
   return *id;
@@ -109,7 +110,7 @@ std::variant<std::optional<std::int64_t>, Invalid> number_header(const Record& r
   const auto parsed = std::from_chars(text.data(), text.data() + text.size(), v);
   if (!digits || parsed.ec != std::errc{} || v < min || v > max) {
     return invalid(header_ref(name) + " must be a decimal number from " + std::to_string(min) + " to " +
-                   std::to_string(max) + ": " + config::quote_for_message(text));
+                   std::to_string(max) + ": " + base::quote_for_message(text));
   }
   return std::optional<std::int64_t>{v};
 }
@@ -143,7 +144,7 @@ std::variant<storage::RepeatRule, Invalid> repeat_of(const Record& rec) {
     if (cron::find_zone(**tz) == nullptr) {
       return invalid(header_ref(kHeaderRepeatTz) +
                      " is not a time zone of the tz database (an IANA name such as Europe/Berlin, or UTC): " +
-                     config::quote_for_message(**tz));
+                     base::quote_for_message(**tz));
     }
     rule.tz = **tz;
   }
@@ -153,7 +154,7 @@ std::variant<storage::RepeatRule, Invalid> repeat_of(const Record& rec) {
     const ParsedTime t = parse_timestamp_ms(**until);
     if (!t) {
       return invalid(header_ref(kHeaderRepeatUntil) +
-                     " is not epoch milliseconds or RFC 3339 within 1970..9999: " + config::quote_for_message(**until));
+                     " is not epoch milliseconds or RFC 3339 within 1970..9999: " + base::quote_for_message(**until));
     }
     rule.until = t.epoch_ms;
   }
@@ -163,7 +164,7 @@ std::variant<storage::RepeatRule, Invalid> repeat_of(const Record& rec) {
     const auto c = storage::parse_catchup(**catchup);
     if (!c) {
       return invalid(header_ref(kHeaderRepeatCatchup) +
-                     " must be 'latest', 'all' or 'none': " + config::quote_for_message(**catchup));
+                     " must be 'latest', 'all' or 'none': " + base::quote_for_message(**catchup));
     }
     rule.catchup = *c;
   }
@@ -201,11 +202,11 @@ std::optional<Invalid> check_record_size(const Record& rec, const IngestRules& r
 std::optional<Invalid> check_ready_topic(const std::string& topic, const std::string& named_by,
                                          const IngestRules& rules) {
   if (!config::is_valid_topic_name(topic)) {
-    return invalid(named_by + " ready topic " + config::quote_for_message(topic) +
+    return invalid(named_by + " ready topic " + base::quote_for_message(topic) +
                    ", which is not a legal Kafka topic name");
   }
   if (rules.is_own_topic(topic)) {
-    return invalid(named_by + " ready topic " + config::quote_for_message(topic) +
+    return invalid(named_by + " ready topic " + base::quote_for_message(topic) +
                    ", which is delayd's own ingest or DLQ topic");
   }
   return std::nullopt;
@@ -246,7 +247,7 @@ ParsedStatus parse_status(const Record& rec) {
     r.status = ReportStatus::failed;
   } else {
     return invalid(header_ref(kHeaderStatus) +
-                   " must be 'running', 'finished' or 'failed': " + config::quote_for_message(**status));
+                   " must be 'running', 'finished' or 'failed': " + base::quote_for_message(**status));
   }
   if (const auto* error = find_header(rec.headers, kHeaderError); error != nullptr && error->has_value()) {
     r.error = (*error)->substr(0, kMaxReportErrorBytes);
@@ -304,7 +305,7 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
       upsert = true;
     } else if (**op != "schedule") {
       return invalid(header_ref(kHeaderOp) +
-                     " must be 'schedule', 'upsert', 'cancel' or 'reschedule': " + config::quote_for_message(**op));
+                     " must be 'schedule', 'upsert', 'cancel' or 'reschedule': " + base::quote_for_message(**op));
     }
   }
 
@@ -313,7 +314,7 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   auto& explicit_id = std::get<std::optional<std::string>>(id_or);
   if (explicit_id && explicit_id->starts_with(kDerivedJobIdPrefix)) {
     return invalid(header_ref(kHeaderJobId) + " must not start with '" + std::string(kDerivedJobIdPrefix) +
-                   "', which is kept for the ids delayd derives: " + config::quote_for_message(*explicit_id));
+                   "', which is kept for the ids delayd derives: " + base::quote_for_message(*explicit_id));
   }
 
   if (cancel) {
@@ -350,14 +351,14 @@ ParsedIngest parse_ingest(const Record& rec, const IngestRules& rules) {
   if (!business->has_value()) return null_header(kHeaderBusiness);
   if (!is_valid_business(**business)) {
     return invalid(header_ref(kHeaderBusiness) + " must be 1-" + std::to_string(kMaxBusinessChars) +
-                   " characters of [A-Za-z0-9._-]: " + config::quote_for_message(**business) + " (" +
+                   " characters of [A-Za-z0-9._-]: " + base::quote_for_message(**business) + " (" +
                    std::to_string((*business)->size()) + " bytes)");
   }
   if (!rules.allowed_businesses.empty() && rules.allowed_businesses.count(**business) == 0) {
-    return invalid("business " + config::quote_for_message(**business) + " is not in kafka.allowed_businesses");
+    return invalid("business " + base::quote_for_message(**business) + " is not in kafka.allowed_businesses");
   }
   std::string topic = config::render_ready_topic(rules.ready_topic_template, **business);
-  if (auto bad = check_ready_topic(topic, "business " + config::quote_for_message(**business) + " gives", rules)) {
+  if (auto bad = check_ready_topic(topic, "business " + base::quote_for_message(**business) + " gives", rules)) {
     return std::move(*bad);
   }
 

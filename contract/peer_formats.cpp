@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "base/text_encoding.hpp"
 #include "config/config_names.hpp"
 #include "contract/time_format.hpp"
 
@@ -27,7 +28,7 @@ std::optional<std::string_view> value_of(const Record& rec, std::string_view nam
 std::optional<Invalid> check_target(const std::string& topic, std::string_view named_by, const IngestRules& rules) {
   if (auto bad = check_ready_topic(topic, std::string(named_by) + " names", rules)) return bad;
   if (!rules.allowed_businesses.empty() && rules.allowed_businesses.count(topic) == 0) {
-    return invalid(std::string(named_by) + " names topic " + config::quote_for_message(topic) +
+    return invalid(std::string(named_by) + " names topic " + base::quote_for_message(topic) +
                    ", which is not in kafka.allowed_businesses");
   }
   return std::nullopt;
@@ -68,11 +69,11 @@ ParsedIngest parse_etf1(const Record& rec, const IngestRules& rules) {
   std::string id = etf1_job_id(*rec.key);
   if (id.size() > kMaxJobIdChars) {
     return invalid("etf1 schedule id is " + std::to_string(id.size()) + " characters once encoded, more than " +
-                   std::to_string(kMaxJobIdChars) + ": " + config::quote_for_message(*rec.key));
+                   std::to_string(kMaxJobIdChars) + ": " + base::quote_for_message(*rec.key));
   }
   if (!rec.value) {
     if (const auto own = value_of(rec, kHeaderOwnTombstone)) {
-      return Ignored{"delayd's own tombstone (" + config::quote_for_message(*own, 20) + ")"};
+      return Ignored{"delayd's own tombstone (" + base::quote_for_message(*own, 20) + ")"};
     }
     return CancelJob{std::move(id)};
   }
@@ -83,7 +84,7 @@ ParsedIngest parse_etf1(const Record& rec, const IngestRules& rules) {
   const auto parsed = std::from_chars(epoch->data(), epoch->data() + epoch->size(), seconds);
   if (!digits || parsed.ec != std::errc{} || seconds > kMaxEpochMs / 1000) {
     return invalid(quoted_header(kEtf1Epoch) + " must be whole seconds since 1970 (decimal digits, up to year 9999): " +
-                   config::quote_for_message(*epoch));
+                   base::quote_for_message(*epoch));
   }
   const auto target = value_of(rec, kEtf1TargetTopic);
   if (!target) return invalid("etf1 schedule without " + quoted_header(kEtf1TargetTopic) + " (or it is null)");
@@ -112,7 +113,7 @@ ParsedIngest parse_chronos(const Record& rec, const IngestRules& rules) {
   if (!id) return invalid("Chronos record without " + quoted_header(kChronosId) + " (or it is null)");
   if (!is_valid_job_id(*id)) {
     return invalid(quoted_header(kChronosId) + " must be 1-" + std::to_string(kMaxJobIdChars) +
-                   " printable ASCII characters without spaces: " + config::quote_for_message(*id));
+                   " printable ASCII characters without spaces: " + base::quote_for_message(*id));
   }
   std::string_view op = "schedule";
   if (const auto* h = find_header(rec.headers, kHeaderOp)) {
@@ -121,7 +122,7 @@ ParsedIngest parse_chronos(const Record& rec, const IngestRules& rules) {
   }
   if (op == "cancel") return CancelJob{std::string(*id)};
   if (op != "schedule" && op != "reschedule") {
-    return invalid("header 'op' must be 'schedule', 'cancel' or 'reschedule': " + config::quote_for_message(op));
+    return invalid("header 'op' must be 'schedule', 'cancel' or 'reschedule': " + base::quote_for_message(op));
   }
   const auto deadline = value_of(rec, kChronosDeadline);
   if (!deadline) return invalid("Chronos record without " + quoted_header(kChronosDeadline) + " (or it is null)");
@@ -130,7 +131,7 @@ ParsedIngest parse_chronos(const Record& rec, const IngestRules& rules) {
     const bool no_offset = parse_rfc3339_ms(std::string(*deadline) + "Z").error == TimeError::none;
     return invalid(quoted_header(kChronosDeadline) +
                    (no_offset ? " has no UTC offset (add Z or +HH:MM): " : " is not RFC 3339 with an offset: ") +
-                   config::quote_for_message(*deadline));
+                   base::quote_for_message(*deadline));
   }
   if (op == "reschedule") return RescheduleJob{std::string(*id), t.epoch_ms};
   if (rules.chronos_output_topic.empty()) return invalid("no chronos.output_topic is configured");

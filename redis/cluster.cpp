@@ -412,11 +412,12 @@ void RedisCluster::wait_replicas(int replicas, int timeout_ms) {
         written_.erase(it);
         refresh_quietly();
       }
-      throw RedisIoError("redis " + who + ": WAIT " + std::to_string(replicas) + ": " +
-                         (v.is_integer() ? std::to_string(v.integer()) + " replicas acknowledged within " +
-                                               std::to_string(timeout_ms) + " ms"
-                          : v.is_error() ? v.error()
-                                         : std::string("unexpected reply")));
+      const std::string what = "redis " + who + ": WAIT " + std::to_string(replicas) + ": ";
+      if (v.is_integer()) {
+        throw RedisNotDurable(what + std::to_string(v.integer()) + " replicas acknowledged within " +
+                              std::to_string(timeout_ms) + " ms");
+      }
+      throw RedisIoError(what + (v.is_error() ? v.error() : std::string("unexpected reply")));
     }
     it = written_.erase(it);
   }

@@ -231,12 +231,13 @@ void RedisConnection::wait_replicas(int replicas, int timeout_ms) {
   RedisReply r = command({"WAIT", std::to_string(replicas), std::to_string(timeout_ms)});
   const ReplyView v = r.view();
   if (v.is_integer() && v.integer() >= replicas) return;
-  throw RedisIoError(
-      "redis " + options_.host + ":" + std::to_string(options_.port) + ": WAIT " + std::to_string(replicas) + ": " +
-      (v.is_integer()
-           ? std::to_string(v.integer()) + " replicas acknowledged within " + std::to_string(timeout_ms) + " ms"
-       : v.is_error() ? v.error()
-                      : std::string("unexpected reply")));
+  const std::string who =
+      "redis " + options_.host + ":" + std::to_string(options_.port) + ": WAIT " + std::to_string(replicas) + ": ";
+  if (v.is_integer()) {
+    throw RedisNotDurable(who + std::to_string(v.integer()) + " replicas acknowledged within " +
+                          std::to_string(timeout_ms) + " ms");
+  }
+  throw RedisIoError(who + (v.is_error() ? v.error() : std::string("unexpected reply")));
 }
 
 }  // namespace delayd::redis

@@ -39,6 +39,12 @@ struct RedisIoError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// WAIT: fewer replicas acknowledged the writes than asked within the timeout. The server
+// answered; what it holds is not yet on enough replicas. Retry later, as any RedisIoError.
+struct RedisNotDurable : RedisIoError {
+  using RedisIoError::RedisIoError;
+};
+
 // TLS to the server (rediss://, redis-cluster+tls://). Files are PEM. An empty ca_file trusts the
 // system's certificate store; an empty server_name verifies (and sends as SNI) the host.
 struct TlsOptions {

@@ -89,30 +89,30 @@ awk -v logfile="$log" '
     n = split(line, parts, ", ")
     out = ""
     for (i = 1; i <= n; i++) {
-      known = parts[i] ~ /^(sent|delivered|lost|early|duplicates|delayd up|max late ms) /
+      known = parts[i] ~ /^(sent|delivered|lost|early|duplicates|delayd up|max late ms) [0-9]/
       if (!known) out = out (out == "" ? "" : "; ") parts[i]
     }
     return out
   }
   BEGIN {
     while ((getline l < logfile) > 0) {
-      if (l ~ /^chaos: [A-Za-z0-9_]+: /) {
+      if (l ~ /^chaos: [A-Za-z0-9_.]+: /) {
         name = l; sub(/^chaos: /, "", name); sub(/:.*/, "", name)
-        rest = l; sub(/^chaos: [A-Za-z0-9_]+: /, "", rest)
+        rest = l; sub(/^chaos: [A-Za-z0-9_.]+: /, "", rest)
         line[name] = rest
       }
     }
   }
-  match($0, /Test +#[0-9]+: chaos\.[A-Za-z0-9_]+ /) {
+  match($0, /Test +#[0-9]+: chaos\.[A-Za-z0-9_.]+ /) {
     name = substr($0, RSTART, RLENGTH); sub(/.*chaos\./, "", name); sub(/ $/, "", name)
-    result = $0; sub(/.*chaos\.[A-Za-z0-9_]+ \.* */, "", result); sub(/^\*\*\*/, "", result)
+    result = $0; sub(/.*chaos\.[A-Za-z0-9_.]+ \.* */, "", result); sub(/^\*\*\*/, "", result)
     secs = "-"
     if (match(result, /[0-9.]+ sec/)) secs = substr(result, RSTART, RLENGTH - 4)
     sub(/ .*/, "", result)
     order[++n] = name; res[name] = result; took[name] = secs
   }
   END {
-    fmt = "%-24s %-8s %6s %5s %6s %5s %5s %5s  %-26s %8s  %s\n"
+    fmt = "%-36s %-8s %6s %5s %6s %5s %5s %5s  %-26s %8s  %s\n"
     printf fmt, "case", "result", "secs", "sent", "deliv", "lost", "early", "dup", "delayd up", "late ms", "notes"
     for (i = 1; i <= n; i++) {
       c = order[i]

@@ -15,10 +15,16 @@
 #                    DELAYD_KAFKA_SASL=1; test-only), nodejs and npm (the TypeScript client clients/ts,
 #                    its tests tests/clients/ts and examples/ts; test-only; npm only when no npm is
 #                    on PATH, as a nodejs of its own may bring one), curl (README's tour, run by its
-#                    test; test-only).
+#                    test; test-only), openjdk-17-jdk-headless (javac: the Java client clients/java,
+#                    its round trip and examples/java-spring; test-only), dpkg-dev and file
+#                    (scripts/package.sh: the Debian package's dependency list), systemd (only for
+#                    systemd-analyze, which checks the package's unit in its test; test-only).
 #   npm registry:    the TypeScript client's packages (clients/ts/package-lock.json), installed
 #                    by its tests (tests/clients/ts_test.sh: npm ci), not here.
-#   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored).
+#   Maven Central:   Apache Kafka and its runtime jars, into .cache/kafka-libs (git-ignored); the
+#                    Java client's and the Spring example's packages and Maven plugins (test-only),
+#                    into .cache/m2 (git-ignored) by scripts/maven.sh fetch, once per content of
+#                    their poms, so that their tests run offline after it.
 #   Go module proxy: helm (test-only: the Kubernetes chart's tests), built with go install, and
 #                    the Go client's modules (test-only: tests/clients/go_client.sh).
 #   PyPI:            kubernetes-validate (test-only: the Kubernetes JSON schemas, offline); the
@@ -29,7 +35,8 @@
 #   --run            only what building and running need (scripts/run.sh): none of the test-only
 #                    tools (docker-compose, python3-confluent-kafka, gnuplot, prometheus, chromium,
 #                    chromium-driver, python3-selenium, python3-croniter, helm, kubernetes-validate,
-#                    mkdocs-material, the OpenTelemetry venv, openssl, nodejs, npm, curl).
+#                    mkdocs-material, the OpenTelemetry venv, openssl, nodejs, npm, curl,
+#                    openjdk-17-jdk-headless, systemd, the Maven packages of .cache/m2).
 #   --fuzz           also clang 14 with its libFuzzer and sanitizer runtimes (scripts/fuzz.sh);
 #                    plain builds use g++ and never install these.
 set -euo pipefail
@@ -42,9 +49,11 @@ PACKAGES=(
   libtoml11-dev libcli11-dev libspdlog-dev prometheus-cpp-dev
   libhowardhinnant-date-dev tzdata
   libjemalloc-dev  # delayd's malloc (DELAYD_JEMALLOC in CMakeLists.txt)
+  libzstd-dev  # payloads kept compressed in Redis (storage/payload_compression.hpp)
   redis-server redis-tools kcat
   openjdk-17-jre-headless maven
   procps iproute2 python3
+  dpkg-dev file  # scripts/package.sh: CPack's Debian package lists its Depends with dpkg-shlibdeps
 )
 # What the tests and benchmarks add.
 TEST_PACKAGES=(
@@ -59,6 +68,9 @@ TEST_PACKAGES=(
   python3-pip  # kubernetes-validate and mkdocs-material from PyPI (below): Debian's python3 has no pip
   nodejs  # clients/ts, its tests (tests/clients/ts_test.sh) and examples/ts
   curl  # README's tour asks the admin endpoint with it (tests/docs, docs.tour)
+  iptables  # the partition tests cut an instance off with an owner match (tests/chaos/network_cut.hpp)
+  openjdk-17-jdk-headless  # javac: clients/java, its round trip and examples/java-spring (scripts/maven.sh)
+  systemd  # systemd-analyze verify of the package's unit (tests/deploy/package_test.sh); nothing starts it
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.
@@ -125,6 +137,9 @@ if ((!run_only)); then
       echo "install-deps: no Go toolchain, so no helm: the chart's tests skip (fail under CI=true)" >&2
     fi
   fi
+  # The Java client's and the Spring example's packages into .cache/m2 (a no-op once fetched), for
+  # tests/clients/java_client.sh and tests/examples/java_spring_test.sh.
+  "$ROOT/scripts/maven.sh" fetch
   # The Go client's modules (franz-go) into Go's module cache, for tests/clients/go_client.sh.
   [[ ! -x "${GO:=$(command -v go || echo /usr/local/go/bin/go)}" ]] || (cd "$ROOT/clients/go" && "$GO" mod download)
   if ! python3 -c 'import kubernetes_validate' 2>/dev/null; then

@@ -3,17 +3,21 @@
 # background, and says where everything is.
 #
 #   scripts/run.sh          start (idempotent: what already runs is left running)
-#   scripts/run.sh stop     stop delayd, then the stack
+#   scripts/run.sh stop     stop delayd, then the stack if this script started it
 #   scripts/run.sh status   what runs
 # Extra delayd settings: put them in a TOML file and set DELAYD_CONFIG, or use DELAYD_* variables
 # (see docs/operating/configuration.md and docs/reference/configuration.md).
+# DELAYD_BUILD_DIR runs the delayd and delayctl of an existing build directory instead of building
+# build-release/ (tests/docs/run_sh_smoke.sh runs this script so, and the commands it prints).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 BUILD="$ROOT/build-release"
+[[ -z "${DELAYD_BUILD_DIR:-}" ]] || BUILD="$(cd "$DELAYD_BUILD_DIR" && pwd)"
 STACK_DIR="${DELAYD_STACK_DIR:-$ROOT/.stack}"
 PIDFILE="$STACK_DIR/delayd.pid"
+STARTED_STACK="$STACK_DIR/run-started-stack"  # this script started the stack: stop stops it too
 LOG="$STACK_DIR/delayd.log"
 ADMIN="${DELAYD_ADMIN_LISTEN:-127.0.0.1:19464}"  # delayd's /healthz and /stats
 
@@ -48,7 +52,12 @@ stop_delayd() {
 case "${1:-start}" in
   stop)
     stop_delayd
-    scripts/stack.sh down
+    if [[ -f "$STARTED_STACK" ]]; then
+      scripts/stack.sh down
+      rm -f "$STARTED_STACK"
+    else
+      echo "run: the stack was up before scripts/run.sh started; left running (scripts/stack.sh down stops it)"
+    fi
     exit 0
     ;;
   status)
@@ -61,9 +70,15 @@ case "${1:-start}" in
 esac
 
 scripts/install-deps.sh --run  # not the test-only tools
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD" --target delayd delayctl -j "$(nproc)"
-scripts/stack.sh up
+if [[ -z "${DELAYD_BUILD_DIR:-}" ]]; then
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$BUILD" --target delayd delayctl -j "$(nproc)"
+fi
+if ! scripts/stack.sh status >/dev/null 2>&1; then
+  scripts/stack.sh up
+  mkdir -p "$STACK_DIR"
+  touch "$STARTED_STACK"
+fi
 eval "$(scripts/stack.sh env | sed 's/^/export /')"
 
 if pid="$(delayd_pid)"; then
@@ -92,9 +107,10 @@ delayd log:  $LOG
 admin:       http://$ADMIN/healthz  http://$ADMIN/stats
 delayctl:    $BUILD/apps/delayctl
 stop:        scripts/run.sh stop
-try it:
-  kcat -P -b $KAFKA_BOOTSTRAP -t delay-ingest -H deliver-at=\$((\$(date +%s%3N)+3000)) -H business=demo -H job-id=hello-1 <<< 'hello'
-  kcat -C -b $KAFKA_BOOTSTRAP -t ready.demo -e
-  $BUILD/apps/delayctl get hello-1
-  redis-cli -u $REDIS_URL --scan --pattern 'delayd:{*}:job:hello-1'    # its key, then GET it
+try it: a job due in 3 s, looked up while it waits, then read from its ready topic
+  kcat -P -b $KAFKA_BOOTSTRAP -t delay-ingest -k hello-1 -H deliver-at=\$((\$(date +%s%3N)+3000)) -H business=demo -H job-id=hello-1 <<< 'hello'
+  $BUILD/apps/delayctl get hello-1                              # the job as JSON: its "state", and the "shard" that holds it
+  redis-cli -u $REDIS_URL hget 'delayd:{<shard>}:jobs' hello-1  # while it waits: its record, a field of its shard's hash
+  kcat -C -b $KAFKA_BOOTSTRAP -t ready.demo -e                  # once due: its ready record
+  redis-cli -u $REDIS_URL get 'delayd:{<shard>}:job:hello-1'    # once delivered: its record, a key of its own
 EOF

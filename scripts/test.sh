@@ -71,17 +71,22 @@ if ((cluster)); then
   ((${#ctest_args[@]})) || ctest_args=(-L 'e2e|cluster')
 else
   # Tests that need the cluster stack (label cluster-e2e) run with --cluster only; those that
-  # need Kafka with SASL and ACLs (label kafka-sasl) on a stack of their own (sasl_tests below).
-  ((${#ctest_args[@]})) || { ctest_args=(-LE 'cluster-e2e|kafka-sasl'); sasl_default=1; }
+  # need Kafka with SASL and ACLs (label kafka-sasl) on a stack of their own (sasl_tests below);
+  # the fault cases (label chaos) through scripts/chaos.sh after the others, as a reader runs them.
+  ((${#ctest_args[@]})) || { ctest_args=(-LE 'cluster-e2e|kafka-sasl|chaos'); sasl_default=1; }
 fi
 # Under the sanitizers the multi-instance cases (label scale) are left out by default: they run
 # the same code as the single-instance ones with more processes, for minutes, and CI must stay
 # under 40 minutes. So is integration.stack_smoke: it checks the stack with plain hiredis on
 # purpose (a client independent of delayd's), which has no TLS, and the sanitizer pass runs over
 # TLS. So is the peer's benchmark smoke (label peer): BullMQ under node runs none of delayd's code.
+# So are the partition cases (label partition: three instances, a minute each, like scale), the
+# upgrade test (label upgrade: an earlier release's binary beside this one, for minutes) and the
+# Debian package's test (label package: it packages the build it runs in, and the package is
+# made of a plain build).
 asan_args=("${ctest_args[@]}")
 [[ "${sasl_default:-0}" == 1 ]] &&
-  asan_args=(-LE 'cluster-e2e|kafka-sasl|scale|examples|peer' -E '^integration\.stack_smoke$')
+  asan_args=(-LE 'cluster-e2e|kafka-sasl|scale|partition|upgrade|examples|peer|package' -E '^integration\.stack_smoke$')
 werror=OFF
 [[ "${CI:-}" == "true" ]] && werror=ON
 
@@ -108,7 +113,18 @@ sasl_env=(DELAYD_STACK_DIR="${DELAYD_SASL_STACK_DIR:-$ROOT/.stack/sasl}" DELAYD_
   DELAYD_KAFKA_CONTROLLER_PORT="${DELAYD_SASL_KAFKA_CONTROLLER_PORT:-19193}"
   DELAYD_REDIS_PORT="${DELAYD_SASL_REDIS_PORT:-16479}")
 stop_sasl_stack() { env "${sasl_env[@]}" scripts/stack.sh down >/dev/null 2>&1 || true; }
-trap 'stop_stack; stop_sasl_stack' EXIT
+# The partition tests (tests/chaos/network_cut.hpp) cut an instance off with iptables rules that
+# carry this comment; each test heals its own, and this removes any a killed test left.
+heal_cuts() {
+  command -v iptables >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]] || return 0
+  local rules rule
+  rules="$(iptables -w -S OUTPUT 2>/dev/null | grep -- 'delayd-test-cut' || true)"
+  [[ -n "$rules" ]] || return 0
+  while read -r rule; do eval "iptables -w ${rule/#-A /-D }" || true; done <<<"$rules"
+}
+# Each step guarded: under errexit a failing command in the trap would replace the script's own
+# exit status (grep finding no rule left made every green run exit 1).
+trap 'stop_stack || true; stop_sasl_stack || true; heal_cuts || true' EXIT
 
 # The Kafka security tests (label kafka-sasl) against a stack started with DELAYD_KAFKA_SASL=1,
 # in a subshell so that its settings do not leak into the other runs.
@@ -165,8 +181,14 @@ status=0
 echo "test: ctest in $build_dir/"
 ctest --test-dir "$build_dir" --output-on-failure --timeout 600 "${ctest_args[@]}" || status=1
 # The figures the end-to-end tests print (lateness percentiles, duplicates after a crash, the
-# admin endpoint's counters, limits and status page, the console's actions and redrives).
-grep -hE "^(lateness \(ms\)|crash test|chaos: scale|admin: |twin ids: |sub-ms: |missing topic |record codec: |documented settings: |handover stress: |console: |console page: |dead letters: ([0-9]+ listed|a redrive) )" "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
+# admin endpoint's counters, limits and status page, the console's actions and redrives, the Java
+# client's vectors, round trip and Spring example), and what the Debian package's test found.
+grep -hE "^(lateness \(ms\)|crash test|java (vectors|roundtrip|spring example): |chaos: scale|admin: |twin ids: |sub-ms: |missing topic |record codec: |documented settings: |handover stress: |console: |console page: |dead letters: ([0-9]+ listed|a redrive) |package: |upgrade: )" "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
+if [[ "${sasl_default:-0}" == 1 ]]; then
+  # The fault cases (each restarts Redis or Kafka, one at a time), and their table.
+  echo "test: scripts/chaos.sh in $build_dir/"
+  DELAYD_CHAOS_NO_BUILD=1 DELAYD_BUILD_DIR="$build_dir" scripts/chaos.sh || status=1
+fi
 if ((sanitize)); then
   if ((started_stack)); then
     scripts/stack.sh down
@@ -190,6 +212,7 @@ if ((sanitize)); then
     echo "test: core e2e and cluster cases in $build_dir/, REDIS_URL=$REDIS_URL"
     ctest --test-dir "$build_dir" --output-on-failure --timeout 600 -L 'e2e|cluster-e2e' \
       -R '^e2e\.(every job arrives|the same job-id twice|cluster: slots move)' || status=1
+    grep -hE "^cluster test: " "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^/test: /' || true
   fi
 fi
 if [[ "${sasl_default:-0}" == 1 ]]; then

@@ -9,6 +9,7 @@
 
 #include "storage/job_record.hpp"
 #include "storage/lua_scripts.hpp"
+#include "storage/payload_compression.hpp"
 
 namespace delayd::storage {
 
@@ -95,13 +96,15 @@ std::optional<std::map<std::string, std::string>> parse_record(std::string_view 
     out.emplace("business", r->business);
   }
   for (const auto& [name, value] : r->fields) {
-    if (name == "h") continue;  // only says the history list exists
+    if (name == "h") continue;               // only says the history list exists
+    if (name == kCompressedField) continue;  // how the payload is kept, read below
     out[std::string(display_name(name, r->state))] = percent_decode(value);
   }
   const std::string_view payload = r->payload;
   if (!payload.empty()) {
     try {
-      StoredPayload p = decode_payload(payload);
+      const auto z = r->fields.find(kCompressedField);
+      StoredPayload p = decode_payload(read_payload(payload, z != r->fields.end() && z->second == kCompressedValue));
       if (p.key) out.emplace("key", *p.key);
       if (p.value) out.emplace("value", *p.value);
       out.emplace("headers", encode_headers(p.headers));
@@ -118,7 +121,9 @@ StoredPayload payload_of(redis::ReplyView record) {
   const std::string_view v = record.str();
   const auto nl = v.find('\n');
   if (nl == std::string_view::npos) throw std::invalid_argument("no header line");
-  return decode_payload(v.substr(nl + 1));
+  const std::string_view stored = v.substr(nl + 1);
+  if (stored.empty()) return decode_payload(stored);
+  return decode_payload(read_payload(stored, header_field(v, kCompressedField) == kCompressedValue));
 }
 
 // A job in flight: its entry "<attempt> <firing_at> <epoch>" in the shard's in-flight hash
@@ -475,6 +480,26 @@ void JobStore::registered(std::string_view shard, const redis::RedisReply& reply
   registered_shards_.emplace(shard);
 }
 
+JobStore::Layout JobStore::claim_layout(int layout, const std::string& version) {
+  const auto replies = redis_.pipeline({{"GET", keys_.layout()}, {"SCARD", keys_.shards()}});
+  Layout was;
+  const redis::ReplyView v = replies[0].view();
+  if (v.is_error()) throw redis::RedisCommandError("redis: " + v.error());
+  if (v.is_string()) {
+    const std::string_view text = v.str();
+    const auto space = text.find(' ');
+    was.layout = static_cast<int>(parse_i64(text.substr(0, space)).value_or(0));
+    if (space != std::string_view::npos) was.version = std::string(text.substr(space + 1));
+  } else if (replies[1].view().is_integer() && replies[1].view().integer() > 0) {
+    was.layout = 1;  // shards written by a delayd that kept no layout: 0.3 or older
+  }
+  if (was.layout <= layout) {
+    const redis::RedisReply set = redis_.command({"SET", keys_.layout(), std::to_string(layout) + " " + version});
+    if (set.view().is_error()) throw redis::RedisCommandError("redis: " + set.view().error());
+  }
+  return was;
+}
+
 void JobStore::register_shard(std::string_view shard) {
   if (registered_shards_.count(std::string(shard)) != 0) return;
   registered(shard, redis_.command(registration(shard)));
@@ -503,8 +528,13 @@ JobStore::Calls JobStore::accept_calls(std::span<const NewJob> jobs, std::int64_
       if (j.redrive_count > 0) fields["rv"] = std::to_string(j.redrive_count);
       const std::string version = j.version ? std::to_string(*j.version) : std::string();
       if (j.version) fields["vo"] = version;
+      std::string payload = encode_payload({j.key, j.value, j.headers});
+      if (std::optional<std::string> z = compress_payload(payload, compress_above_)) {
+        payload = std::move(*z);
+        fields[std::string(kCompressedField)] = kCompressedValue;
+      }
       const std::string line = format_header_line(JobState::delay, j.deliver_at, 0, j.business, fields);
-      per_job.push_back({j.job_id, at, j.business, version, line + "\n" + encode_payload({j.key, j.value, j.headers})});
+      per_job.push_back({j.job_id, at, j.business, version, line + "\n" + payload});
     }
     shards.push_back({shard, &per_job});
     index.push_back(idx);
@@ -644,12 +674,16 @@ redis::Command JobStore::shard_call(Script script, std::string_view shard, std::
 }
 
 std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms,
-                                   std::int64_t ahead_ms, std::span<const std::int64_t> seen_at) {
+                                   std::int64_t ahead_ms, std::span<const std::int64_t> seen_at,
+                                   std::span<const int> delivered) {
   assert(seen_at.empty() || seen_at.size() == job_ids.size());
+  assert(delivered.empty() || delivered.size() == job_ids.size());
   std::vector<redis::Command> per_job;
   per_job.reserve(job_ids.size());
   for (size_t i = 0; i < job_ids.size(); ++i) {
-    per_job.push_back({job_ids[i], i < seen_at.size() ? std::to_string(seen_at[i]) : std::string()});
+    const bool known = i < delivered.size() && delivered[i] > 0;
+    per_job.push_back({job_ids[i], i < seen_at.size() ? std::to_string(seen_at[i]) : std::string(),
+                       known ? std::to_string(delivered[i]) : std::string()});
   }
   const Replies replies = run(Script::claim, shard, per_job, now_ms, ahead_ms, true);
   std::vector<Claim> out;
@@ -664,6 +698,31 @@ std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::
       c.reason = std::string("corrupt job record: claim reply unreadable: ") + e.what();
       out.push_back(std::move(c));
     }
+  }
+  return out;
+}
+
+std::vector<InFlightEntry> JobStore::in_flight_entries(std::string_view shard) {
+  const redis::RedisReply reply = redis_.command({"HGETALL", keys_.in_flight(shard)});
+  const redis::ReplyView r = reply.view();
+  if (r.is_error())
+    throw redis::RedisCommandError("redis: in-flight entries of " + std::string(shard) + ": " + r.error());
+  std::vector<InFlightEntry> out;
+  if (!r.is_array()) return out;
+  for (std::size_t i = 0; i + 1 < r.size(); i += 2) {
+    if (!r[i].is_string() || !r[i + 1].is_string()) continue;
+    // "<attempt> <firing_at>[ <epoch>]" (prelude.lua, flight_of())
+    const std::string_view v = r[i + 1].str();
+    const auto first = v.find(' ');
+    if (first == std::string_view::npos) continue;
+    const auto second = v.find(' ', first + 1);
+    const auto attempt = parse_i64(v.substr(0, first));
+    const auto at =
+        parse_i64(v.substr(first + 1, second == std::string_view::npos ? std::string_view::npos : second - first - 1));
+    const auto epoch =
+        second == std::string_view::npos ? std::optional<std::int64_t>(0) : parse_i64(v.substr(second + 1));
+    if (!attempt || !at || !epoch) continue;
+    out.push_back({std::string(r[i].str()), static_cast<int>(*attempt), *at, *epoch});
   }
   return out;
 }

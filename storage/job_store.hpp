@@ -189,6 +189,16 @@ struct AcceptOutcome {
   bool created() const { return kind == AcceptKind::created || kind == AcceptKind::again; }
 };
 
+// A job's in-flight entry (claim.lua writes it: "<attempt> <firing_at> <epoch>"): claimed for a
+// delivery whose outcome is not written yet.
+struct InFlightEntry {
+  std::string job_id;
+  int attempt = 0;             // the delivery's attempt (the ready record's attempt header)
+  std::int64_t firing_at = 0;  // epoch ms of the claim that wrote it
+  std::int64_t epoch = 0;      // the claiming owner's fence (0: an entry of a delayd before fencing)
+  bool operator==(const InFlightEntry&) const = default;
+};
+
 struct PendingEntry {
   std::string job_id;
   std::int64_t deliver_at = 0;
@@ -335,6 +345,11 @@ class JobStore {
   // Loads the scripts into Redis (SCRIPT LOAD) so that later calls are EVALSHA only.
   JobStore(redis::RedisClient& redis, KeySchema keys, std::int64_t retention_s);
 
+  // From now on accept() stores a payload (key, value and headers, encoded) longer than `bytes`
+  // zstd-compressed (payload_compression.hpp); 0 (the default of a store): never. Every read
+  // undoes it whatever this says, so that stores set differently share a Redis.
+  void compress_payloads_above(std::size_t bytes) { compress_above_ = bytes; }
+
   // Precondition: every job has a non-empty job_id, business and shard.
   // Postcondition: each job that is created, or exists in state delay, is in its shard's
   // pending set. One round trip for every shard's script calls (up to 500 jobs each, pipelined),
@@ -371,8 +386,17 @@ class JobStore {
   // job_ids[i]'s pending entry was read at (pending_between(), take_wakes()): how the claim finds
   // an entry whose record cannot say (none, unreadable, or settled: a stale entry).
   // Precondition: seen_at is empty or as long as job_ids.
+  // delivered[i], if given and not 0, is an attempt the caller knows was delivered (a takeover
+  // found its record in the shard's delivery log: broker/delivery_log.hpp): if job_ids[i]'s
+  // in-flight entry names that attempt, the claim keeps it instead of counting a new one, and the
+  // caller settles the job without producing it again.
+  // Precondition: seen_at and delivered are empty or as long as job_ids.
   std::vector<Claim> claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms,
-                           std::int64_t ahead_ms = 0, std::span<const std::int64_t> seen_at = {});
+                           std::int64_t ahead_ms = 0, std::span<const std::int64_t> seen_at = {},
+                           std::span<const int> delivered = {});
+  // Every in-flight entry of the shard (HGETALL of its in-flight hash: at most the records a
+  // broker had claimed and not settled). One round trip; an entry that does not parse is left out.
+  std::vector<InFlightEntry> in_flight_entries(std::string_view shard);
 
   // After Kafka acknowledged: ready, payload dropped, entry removed. One round trip.
   // A delivered job as its claim described it; mark_ready() then writes the finished record
@@ -510,6 +534,18 @@ class JobStore {
   // same owner (the claim stage's) writes under the owner's fence this way.
   void adopt_fence(std::string_view shard, std::optional<std::int64_t> epoch);
 
+  // The layout of the keys under the prefix, as the version interlock reads it
+  // (broker/version_interlock.hpp): 1 up to delayd 0.3 (which never wrote the key: its absence
+  // reads as 1 where shards exist, as nothing where none do), 2 since 0.4 (waiting records in each
+  // shard's hash, fenced in-flight entries). Reads the key and, unless a newer layout is there,
+  // records `layout` and `version` in it. Returns what was there (layout 0: nothing yet). One or
+  // two round trips.
+  struct Layout {
+    int layout = 0;
+    std::string version;  // of the delayd that recorded it; "" when none did
+  };
+  Layout claim_layout(int layout, const std::string& version);
+
   // Adds the shard to <prefix>:shards once per process (tools, stats and cancels list shards
   // from it).
   void register_shard(std::string_view shard);
@@ -609,6 +645,7 @@ class JobStore {
   redis::RedisClient& redis_;
   KeySchema keys_;
   std::int64_t retention_s_;
+  std::size_t compress_above_ = 0;  // bytes of an encoded payload; 0: never compressed
   std::vector<std::string> shas_;
   std::set<std::string> registered_shards_;                  // added to <prefix>:shards by this process
   std::optional<std::string> member_;                        // set by enable_fencing()

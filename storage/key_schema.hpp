@@ -87,7 +87,8 @@
 //              zone), until (no occurrence after it), cu (repeat-catchup when not latest: all
 //              or none), cc (missed occurrences delivered in a row, for cu=all); RepeatRule
 //              (repeat_rule.hpp) is their reading; ml (max-lateness-ms: not delivered later
-//              than deliver_at + ml)
+//              than deliver_at + ml), z (1: the payload is stored zstd-compressed,
+//              payload_compression.hpp; dropped with the payload)
 //              (times in epoch ms; free text percent-encoded: %20 space, %0A newline, %25 %)
 //   payload    header_codec.hpp's encoding of the record's key, value and headers; present
 //              while the job is delay, dropped when it finishes (it is on its topic by then),
@@ -187,6 +188,9 @@ class KeySchema {
     return tagged(shard) + ":state:" + std::string(state);
   }
   std::string shards() const { return prefix_ + ":shards"; }
+  // The layout of everything under the prefix: "<layout> <version of the delayd that wrote it>"
+  // (JobStore::claim_layout()).
+  std::string layout() const { return prefix_ + ":layout"; }
   std::string operations() const { return prefix_ + ":ops"; }
   std::string operation(std::string_view id) const { return prefix_ + ":op:" + std::string(id); }
   std::string operation_lease(std::string_view id) const { return operation(id) + ":lease"; }

@@ -91,7 +91,7 @@ struct ScriptInfo {
 
 inline constexpr ScriptInfo kScripts[] = {
     {Script::accept, "accept", kAccept, true, false, kShardKeys, kFixedArgs, 5},
-    {Script::claim, "claim", kClaim, true, true, kShardKeys, kFixedArgs, 2},
+    {Script::claim, "claim", kClaim, true, true, kShardKeys, kFixedArgs, 3},
     {Script::mark_ready, "mark_ready", kMarkReady, true, false, kShardKeys, kFixedArgs, 4},
     {Script::release, "release", kRelease, true, true, kShardKeys, kFixedArgs, 5},
     {Script::mark_failed, "mark_failed", kMarkFailed, true, true, kShardKeys, kFixedArgs, 4},

@@ -23,6 +23,7 @@
 //   delayctl dlq redrive [filter as for dlq list] (--dry-run | --run) [--rate N]
 //                                                            a dry run's count, or a redrive
 //                                                            operation run here (as bulk)
+//   delayctl --version                                       version, commit and build type
 //
 // Exit status: 0 done; 1 the request was answered "no" (no such job, already delivered, ...);
 // 2 bad usage or configuration; 3 the cancel or reschedule was published but delayd did not act
@@ -53,6 +54,7 @@
 #include "connectors/topic_reader.hpp"
 #include "contract/ingest_parse.hpp"
 #include "contract/time_format.hpp"
+#include "delayd/build_info.hpp"
 #include "storage/job_browse.hpp"
 #include "storage/job_store.hpp"
 #include "storage/operation_store.hpp"
@@ -462,6 +464,11 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed Redis connection is an error return, not a kill
   CLI::App app{"delayctl: publish, inspect and cancel delayed jobs of delayd"};
   app.require_subcommand(1);
+  // The same identity as delayd's (cmake/BuildInfo.cmake), but the allocator: only delayd links jemalloc.
+  app.set_version_flag("--version",
+                       std::string("delayctl ") + delayd::build::kVersion + " (" + delayd::build::kRevision + ", " +
+                           delayd::build::kBuildType + ")",
+                       "print the version, the commit and the build type, and exit");
   delayd::config::ConfigFlags flags;
   delayd::config::add_config_flags(app, flags);
 

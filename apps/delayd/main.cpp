@@ -36,12 +36,14 @@ int main(int argc, char** argv) {
                  "print a reference page of the documentation as Markdown and exit: config "
                  "(docs/reference/configuration.md) or metrics (docs/reference/metrics.md)")
       ->check(CLI::IsMember({"config", "metrics"}));
-  // What runs: the version, the commit, and the malloc the process found (base/allocator.hpp).
+  // What runs: the version, the commit, the build type, and the malloc the process found
+  // (base/allocator.hpp).
   const auto identity = [] {
-    return "delayd " + std::string(delayd::build::kVersion) + " (" + std::string(delayd::build::kRevision) + "), " +
-           delayd::base::allocator_name();
+    return "delayd " + std::string(delayd::build::kVersion) + " (" + std::string(delayd::build::kRevision) + ", " +
+           std::string(delayd::build::kBuildType) + "), " + delayd::base::allocator_name();
   };
-  app.set_version_flag("--version", identity, "print the version, the commit and the memory allocator, and exit");
+  app.set_version_flag("--version", identity,
+                       "print the version, the commit, the build type and the memory allocator, and exit");
   CLI11_PARSE(app, argc, argv);
   // From the code's own tables and built-in defaults, whatever the environment says.
   if (!reference.empty()) {

@@ -168,6 +168,27 @@ func (c *Client) Flush(ctx context.Context) error {
 	return nil
 }
 
+// ConsumerOpts are the franz-go options of a group consumer of the ready topics as Work wants it:
+// group and topics, offsets committed by Work (kgo.DisableAutoCommit), a new group reading from
+// the start, and kgo.FetchIsolationLevel(kgo.ReadCommitted()). franz-go's own default is
+// ReadUncommitted, which hands the consumer the records of aborted transactions too (they stay in
+// the topic, marked aborted): once delayd writes its ready records in Kafka transactions (the
+// delivery mode exactly_once), the jobs of a transaction it aborts are delivered again in a later
+// one, and a read-uncommitted consumer would see both, a duplicate. Records written without a
+// transaction are read the same either way. Options given after these to kgo.NewClient override
+// them.
+func ConsumerOpts(group string, topics ...string) []kgo.Opt {
+	return []kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topics...), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted())}
+}
+
+// NewConsumer makes a franz-go group consumer of topics for Work, for the brokers in bootstrap
+// (comma-separated host:port): ConsumerOpts, then opts.
+func NewConsumer(bootstrap, group string, topics []string, opts ...kgo.Opt) (*kgo.Client, error) {
+	all := append([]kgo.Opt{kgo.SeedBrokers(strings.Split(bootstrap, ",")...)}, ConsumerOpts(group, topics...)...)
+	return kgo.NewClient(append(all, opts...)...)
+}
+
 // Retry is an error a handler returns to report the job failed and have it delivered again
 // after After instead of delayd's backoff.
 type Retry struct {
@@ -200,7 +221,7 @@ func Heartbeat(d time.Duration) WorkOption { return func(o *workOptions) { o.hea
 func Count(n int) WorkOption { return func(o *workOptions) { o.count = n } }
 
 // Work works off the ready records consumer reads (a franz-go group consumer of the ready
-// topics, with kgo.DisableAutoCommit): for each one it reports running, calls handler, and
+// topics, with kgo.DisableAutoCommit and read-committed: NewConsumer makes one): for each one it reports running, calls handler, and
 // reports finished, or failed with the handler's error text (a *Retry: with its retry time; a
 // panic: with its value). The record's offset is committed once Kafka has the reports. Work
 // returns the number of records handled, when ctx ends (with nil) or after Count records, or

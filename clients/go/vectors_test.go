@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 var vectorsDir = flag.String("vectors", filepath.Join("..", "vectors"), "the directory of the test vectors")
@@ -432,5 +434,38 @@ func TestRecordsAreKeyedByTheJobID(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(r.Key, []byte("j")) {
 			t.Errorf("record %d: key %q, %v", i, r.Key, err)
 		}
+	}
+}
+
+func TestConsumersReadCommitted(t *testing.T) {
+	// kgo.NewClient does not connect: the options can be read back without a broker.
+	c, err := NewConsumer("127.0.0.1:1", "g", []string{"ready.orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if level := c.OptValue(kgo.FetchIsolationLevel); level != int8(1) {
+		t.Errorf("isolation level %v, want 1 (read committed)", level)
+	}
+	if c.OptValue(kgo.DisableAutoCommit) != true || c.OptValue(kgo.ConsumerGroup) != "g" {
+		t.Errorf("auto commit disabled %v, group %v", c.OptValue(kgo.DisableAutoCommit), c.OptValue(kgo.ConsumerGroup))
+	}
+	// franz-go's own default is the other one: this is what NewConsumer changes.
+	plain, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if level := plain.OptValue(kgo.FetchIsolationLevel); level != int8(0) {
+		t.Errorf("franz-go's default isolation level %v, expected 0 (read uncommitted)", level)
+	}
+	// An option given after them wins.
+	other, err := NewConsumer("127.0.0.1:1", "g", []string{"t"}, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if level := other.OptValue(kgo.FetchIsolationLevel); level != int8(0) {
+		t.Errorf("an overriding option: isolation level %v", level)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	delayd "github.com/delayd/delayd/clients/go"
@@ -73,10 +72,9 @@ func main() {
 	fmt.Printf("scheduled %s, %s, %s (and %s, cancelled)\n", id(1), id(2), id(4), id(3))
 
 	// The business's workers: one group, so that a job earlier runs left is worked off once, here
-	// too. The ready topic may not exist yet: franz-go looks again every second.
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...),
-		kgo.ConsumerGroup("schedule-and-work-example"), kgo.ConsumeTopics(*readyTopic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+	// too; read-committed, from the start, offsets committed by Work (delayd.NewConsumer). The
+	// ready topic may not exist yet: franz-go looks again every second.
+	consumer, err := delayd.NewConsumer(*bootstrap, "schedule-and-work-example", []string{*readyTopic},
 		kgo.MetadataMinAge(time.Second), kgo.MetadataMaxAge(time.Second))
 	if err != nil {
 		log.Fatal(err)

@@ -289,16 +289,18 @@ TEST_CASE("readyz is 503 from the moment a stop begins, with the reason, and hea
   CHECK(body(get(r.port(), "/healthz")) == "ok\n");
 }
 
-TEST_CASE("delayd_build_info names the project version and the git revision, value 1", "[admin]") {
+TEST_CASE("delayd_build_info names the project version, the git revision and the build type, value 1", "[admin]") {
   Running r;
   r.server.publish(sample_snapshot());
   const std::string text = body(get(r.port(), "/metrics"));
-  const std::string series = std::string("delayd_build_info{revision=\"") + delayd::build::kRevision + "\",version=\"" +
-                             delayd::build::kVersion + "\"}";
+  const std::string series = std::string("delayd_build_info{build_type=\"") + delayd::build::kBuildType +
+                             "\",revision=\"" + delayd::build::kRevision + "\",version=\"" + delayd::build::kVersion +
+                             "\"}";
   INFO(text);
   CHECK(sample(text, series) == 1);
   CHECK_THAT(std::string(delayd::build::kVersion), Catch::Matches(R"(\d+\.\d+\.\d+)"));
   CHECK_THAT(std::string(delayd::build::kRevision), Catch::Matches("[0-9a-f]{4,40}|unknown"));
+  CHECK_THAT(std::string(delayd::build::kBuildType), Catch::Matches("[A-Za-z]+"));
 }
 
 TEST_CASE("stats serves the last snapshot as JSON", "[admin]") {
@@ -757,7 +759,7 @@ TEST_CASE("promtool accepts the text of /metrics", "[admin][metrics]") {
   Running r(options(), std::make_unique<FakeJobs>());
   r.server.publish(busy_snapshot());
   call(r.port(), "DELETE", "/jobs/x");  // an audited action: delayd_admin_actions_total has a sample
-  get(r.port(), "/metrics");  // asks the worker for the pending counts, which the next scrape shows
+  get(r.port(), "/metrics");            // asks the worker for the pending counts, which the next scrape shows
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const std::string text = body(get(r.port(), "/metrics"));
   REQUIRE(sample(text, "delayd_jobs_pending{shard=\"delay-ingest:0\"}") == 12);

@@ -147,13 +147,15 @@ TEST_CASE("the counters on /metrics move as jobs are published, cancelled and de
             << sample(text, "delayd_jobs_cancelled_total") << "; promtool check metrics "
             << (checked == 0 ? "ok" : "FAILED") << "\n";
 
-  // The build on /metrics: the project version and a revision (the git commit, or "unknown").
+  // The build on /metrics: the build type, a revision (the git commit, or "unknown") and the project
+  // version.
   const auto build = text.find("\ndelayd_build_info{");
   REQUIRE(build != std::string::npos);
   const std::string build_line = text.substr(build + 1, text.find('\n', build + 1) - build - 1);
   CHECK_THAT(
       build_line,
-      Catch::Matches(R"re(delayd_build_info\{revision="([0-9a-f]{4,40}|unknown)",version="\d+\.\d+\.\d+"\} 1)re"));
+      Catch::Matches(
+          R"re(delayd_build_info\{build_type="\w+",revision="([0-9a-f]{4,40}|unknown)",version="\d+\.\d+\.\d+"\} 1)re"));
 
   // /livez is /healthz under the name Kubernetes uses: the same answer, without the token.
   const std::string livez = http_get(port, "/livez");

@@ -22,8 +22,6 @@
 // thread (run_stack_script and RedisPinger are safe there; they share nothing).
 #pragma once
 
-#include "e2e/harness.hpp"
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -35,6 +33,8 @@
 #include <thread>
 #include <tuple>
 #include <vector>
+
+#include "e2e/harness.hpp"
 
 namespace delayd::chaos {
 
@@ -88,9 +88,12 @@ struct Delivery {
 
 // Reads topics from the beginning in a fresh group, like e2e::Collector, and stamps each record
 // with its receive time. Topics that do not exist yet are picked up within a second or so.
+// A consumer reads committed records only (librdkafka's default, the one a consumer of delayd's
+// ready topics should keep); `uncommitted` reads those of open and aborted transactions too, what
+// a consumer left at read_uncommitted (the Java client's default) would see.
 class ReadyWatcher {
  public:
-  ReadyWatcher(const World& world, std::vector<std::string> topics);
+  ReadyWatcher(const World& world, std::vector<std::string> topics, bool uncommitted = false);
   // One poll of up to `wait`.
   void poll(std::chrono::milliseconds wait = std::chrono::milliseconds(100));
   // Polls until done() or the timeout; returns done().
@@ -118,7 +121,7 @@ struct Tally {
   std::size_t lost = 0;
   std::size_t early = 0;
   std::size_t duplicates = 0;
-  std::size_t unexpected = 0;  // ready records whose job-id the case did not send
+  std::size_t unexpected = 0;          // ready records whose job-id the case did not send
   std::vector<std::string> lost_ids;   // the first few
   std::vector<std::string> early_ids;  // the first few, with their figures
   std::int64_t max_late_ms = 0;        // over delivered jobs: first receipt's Kafka time - deliver-at
@@ -169,8 +172,7 @@ struct ScriptResult {
 // Runs scripts/stack.sh with these arguments (stdout and stderr together), with no descriptor
 // of this process inherited beyond the standard three.
 // `env` adds to (or overrides in) this process's environment for the script.
-ScriptResult run_stack_script(const std::vector<std::string>& args,
-                              const std::map<std::string, std::string>& env = {});
+ScriptResult run_stack_script(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
 // Fails the test unless scripts/stack.sh speaks of the same servers as KAFKA_BOOTSTRAP and
 // REDIS_URL (checked once per process).
 void require_stack_is_ours();

@@ -1,24 +1,26 @@
 #include "harness.hpp"
 
-#include "support/redis_connect.hpp"
-#include "support/test_env.hpp"
-
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
-#include <catch2/catch.hpp>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
-#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "config/ingest_topics.hpp"
+#include "support/redis_connect.hpp"
+#include "support/test_env.hpp"
 
 #ifndef DELAYD_BIN
 #error "DELAYD_BIN must name the delayd executable"
@@ -49,7 +51,25 @@ World::World(const std::string& name) {
   log_path = "delayd-" + id + ".log";  // in the test's working directory (the build tree)
 }
 
+void World::create_ingest_topic(const std::string& topic, int partitions) {
+  connectors::KafkaAdmin admin(testing::kafka_client_properties(bootstrap));
+  admin.ensure_topics({topic}, partitions, 1);
+  const int n = admin.partition_count(topic).value_or(partitions);
+  admin.ensure_topics({config::delivery_log_topic(topic)}, n, 1);
+  const testing::KafkaSecurity security = testing::kafka_security();
+  if (grant_acls && !security.protocol.empty() && topic != ingest_topic) {  // ingest_topic's: delayd_acls()
+    const std::string log = config::delivery_log_topic(topic);
+    testing::set_acls(testing::kafka_client_properties(bootstrap), security.delayd_user,
+                      {{testing::AclResource::topic, topic, "Read"},
+                       {testing::AclResource::topic, topic, "Describe"},
+                       {testing::AclResource::topic, log, "Read"},
+                       {testing::AclResource::topic, log, "Write"},
+                       {testing::AclResource::topic, log, "Describe"}});
+  }
+}
+
 void World::create_topics(const std::vector<std::string>& businesses, int partitions) {
+  create_ingest_topic(ingest_topic, partitions);
   connectors::KafkaAdmin admin(testing::kafka_client_properties(bootstrap));
   std::vector<std::string> topics{ingest_topic, dlq_topic, status_topic};
   for (const auto& b : businesses) topics.push_back(ready_topic(b));
@@ -63,9 +83,20 @@ void World::create_topics(const std::vector<std::string>& businesses, int partit
 std::vector<testing::Acl> World::delayd_acls(const std::vector<std::string>& businesses) const {
   using testing::AclResource;
   std::vector<testing::Acl> acls{
-      {AclResource::topic, ingest_topic, "Read"}, {AclResource::topic, ingest_topic, "Describe"},
-      {AclResource::topic, status_topic, "Read"}, {AclResource::topic, status_topic, "Describe"},
-      {AclResource::topic, dlq_topic, "Write"},   {AclResource::group, group, "Read"},
+      {AclResource::topic, ingest_topic, "Read"},
+      {AclResource::topic, ingest_topic, "Describe"},
+      {AclResource::topic, status_topic, "Read"},
+      {AclResource::topic, status_topic, "Describe"},
+      {AclResource::topic, dlq_topic, "Write"},
+      {AclResource::group, group, "Read"},
+      // The status topic is read in a group of its own (config/ingest_topics.hpp).
+      {AclResource::group, group + "." + status_topic, "Read"},
+      // exactly_once: the ingest topic's delivery log, and the shards' transactional ids.
+      {AclResource::topic, config::delivery_log_topic(ingest_topic), "Read"},
+      {AclResource::topic, config::delivery_log_topic(ingest_topic), "Write"},
+      {AclResource::topic, config::delivery_log_topic(ingest_topic), "Describe"},
+      {AclResource::transactional_id, group + ".", "Write"},
+      {AclResource::transactional_id, group + ".", "Describe"},
   };
   for (const auto& b : businesses) acls.push_back({AclResource::topic, ready_topic(b), "Write"});
   return acls;
@@ -87,6 +118,11 @@ std::vector<std::pair<std::string, std::string>> World::environment() const {
       {"DELAYD_LOG_LEVEL", "info"},
   };
   for (const auto& [k, v] : testing::delayd_kafka_security_env()) env[k] = v;
+  // A whole run in the other delivery mode: DELAYD_TEST_KAFKA_DELIVERY=at_least_once (the
+  // scale and partition cases run in both; a case's own setting still wins).
+  if (const char* mode = std::getenv("DELAYD_TEST_KAFKA_DELIVERY"); mode != nullptr && *mode != '\0') {
+    env["DELAYD_KAFKA_DELIVERY"] = mode;
+  }
   for (const auto& [k, v] : settings) env[k] = v;
   return {env.begin(), env.end()};
 }
@@ -100,35 +136,84 @@ DelaydProcess::~DelaydProcess() {
   }
 }
 
-void DelaydProcess::start(std::chrono::milliseconds timeout) { start_until("assigned", timeout); }
+// The ingest topic's group, not the status topic's (each topic has a group of its own).
+void DelaydProcess::start(std::chrono::milliseconds timeout) {
+  start_until(": assigned " + world_.ingest_topic + "[", timeout);
+}
 
-void DelaydProcess::start_until(const std::string& line_text, std::chrono::milliseconds timeout) {
+namespace {
+
+// Over TLS the stack's client key is root's and private (0600): a child run as another user
+// (run_as()) could not read it and would exit at start-up. Each TLS file the environment names is
+// copied beside `log_file`, owned by that user, and the child's environment pointed at the copy.
+void readable_copies_of_tls_files(std::vector<std::pair<std::string, std::string>>& env, const std::string& log_file,
+                                  uid_t uid, gid_t gid) {
+  for (const char* name : {"DELAYD_REDIS_TLS_CA_FILE", "DELAYD_REDIS_TLS_CERT_FILE", "DELAYD_REDIS_TLS_KEY_FILE"}) {
+    auto set = std::find_if(env.begin(), env.end(), [&](const auto& kv) { return kv.first == name; });
+    const char* inherited = std::getenv(name);
+    std::string value = set != env.end() ? set->second : inherited != nullptr ? inherited : "";
+    if (value.empty()) continue;
+    const std::string copy = log_file + "." + name;
+    std::ifstream in(value, std::ios::binary);
+    REQUIRE(in.good());
+    {
+      std::ofstream out(copy, std::ios::binary | std::ios::trunc);
+      out << in.rdbuf();
+      REQUIRE(out.good());
+    }
+    REQUIRE(::chmod(copy.c_str(), 0600) == 0);
+    REQUIRE(::chown(copy.c_str(), uid, gid) == 0);
+    if (set != env.end()) {
+      set->second = copy;
+    } else {
+      env.emplace_back(name, copy);
+    }
+  }
+}
+
+}  // namespace
+
+std::string DelaydProcess::launch() {
   REQUIRE(pid_ < 0);
   struct stat st {};
-  log_offset_ = ::stat(world_.log_path.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
-  const auto env = world_.environment();
+  const std::string log_file = log_path();
+  log_offset_ = ::stat(log_file.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
+  auto env = world_.environment();
+  for (const auto& [k, v] : env_) env.emplace_back(k, v);  // set after the world's: they win
+  if (uid_) readable_copies_of_tls_files(env, log_file, *uid_, gid_);
   exit_status_.reset();
   const pid_t parent = ::getpid();
   pid_ = ::fork();
   REQUIRE(pid_ >= 0);
+  const char* binary = binary_.empty() ? DELAYD_BIN : binary_.c_str();
+  const std::optional<uid_t> uid = uid_;
+  const gid_t gid = gid_;
   if (pid_ == 0) {
-    // Child: only async-signal-safe calls until exec.
-    if (die_with_test_) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);  // the test died before prctl took effect
-    }
-    const int fd = ::open(world_.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    // Child: only async-signal-safe calls until exec. The log is opened before a change of user
+    // (the descriptor stays writable), the parent-death signal set after it (a change of user
+    // clears it).
+    const int fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
     }
+    if (uid && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(*uid) != 0)) ::_exit(126);
+    if (die_with_test_) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // the test died before prctl took effect
+    }
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    ::execl(DELAYD_BIN, DELAYD_BIN, static_cast<char*>(nullptr));
+    ::execl(binary, binary, static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  return log_file;
+}
+
+void DelaydProcess::start_until(const std::string& line_text, std::chrono::milliseconds timeout) {
+  const std::string log_file = launch();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    std::ifstream log(world_.log_path);
+    std::ifstream log(log_file);
     log.seekg(static_cast<std::streamoff>(log_offset_));
     std::stringstream text;
     text << log.rdbuf();
@@ -143,6 +228,44 @@ void DelaydProcess::start_until(const std::string& line_text, std::chrono::milli
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+std::optional<int> DelaydProcess::run_to_exit(std::chrono::milliseconds timeout) {
+  launch();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) != pid_) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+std::string DelaydProcess::log_since_start() const {
+  std::ifstream log(log_path());
+  log.seekg(static_cast<std::streamoff>(log_offset_));
+  std::stringstream text;
+  text << log.rdbuf();
+  return text.str();
+}
+
+std::size_t groups_left(const World& w) { return groups_left(w.log_path); }
+
+std::size_t groups_left(const std::string& log_path) {
+  std::ifstream log(log_path);
+  std::stringstream read;
+  read << log.rdbuf();
+  const std::string text = read.str();
+  const std::string_view line = "leaving consumer group";
+  std::size_t n = 0;
+  for (auto at = text.find(line); at != std::string::npos; at = text.find(line, at + line.size())) ++n;
+  return n;
 }
 
 int DelaydProcess::stop(std::chrono::milliseconds timeout) {
@@ -365,6 +488,11 @@ std::optional<std::string> JobReader::field(const std::string& job_id, const std
   const std::string got = fields({job_id}, name).front();
   if (got == "<none>") return std::nullopt;
   return got;
+}
+
+std::string JobReader::raw_get(const std::string& key) {
+  const auto reply = redis_->command({"GET", key});
+  return reply.view().is_string() ? std::string(reply.view().str()) : std::string();
 }
 
 std::vector<std::string> JobReader::history(const std::string& job_id) {

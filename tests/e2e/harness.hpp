@@ -64,6 +64,10 @@ struct World {
   // Creates the ingest, status and DLQ topics and the ready topics of these businesses; on a
   // secured stack, grants delayd's user the ACLs it needs for them (grant_acls).
   void create_topics(const std::vector<std::string>& businesses, int partitions = 4);
+  // Creates an ingest topic (one that exists is left as it is) and its delivery log
+  // (config::delivery_log_topic(): exactly_once needs it, with as many partitions); on a secured
+  // stack, grants delayd's user the log's ACLs too. create_topics() does this for ingest_topic.
+  void create_ingest_topic(const std::string& topic, int partitions = 4);
   // The ACLs delayd needs in this world with ready topics for these businesses: exactly those
   // docs/operating/configuration.md's "Kafka security" lists (kafka.create_topics off: the tests create the topics).
   std::vector<testing::Acl> delayd_acls(const std::vector<std::string>& businesses) const;
@@ -78,10 +82,16 @@ class DelaydProcess {
   DelaydProcess(const DelaydProcess&) = delete;
   DelaydProcess& operator=(const DelaydProcess&) = delete;
 
-  // Starts it and waits until its consumer has partitions (its log says "assigned").
+  // Starts it and waits until its ingest topic's consumer has partitions (its log says
+  // "assigned <ingest topic>[...").
   void start(std::chrono::milliseconds timeout = std::chrono::seconds(60));
   // Starts it and waits until its log (from this start on) contains line_text.
   void start_until(const std::string& line_text, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // Starts it and waits until it exits by itself: its exit status (or -signal); nullopt if it
+  // still ran after the timeout (then killed). For a start that must be refused.
+  std::optional<int> run_to_exit(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // What it wrote to its log since its last start.
+  std::string log_since_start() const;
   // SIGTERM, then waits; returns the exit status (or -signal).
   int stop(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // SIGKILL: a crash at whatever point it had reached.
@@ -96,13 +106,35 @@ class DelaydProcess {
   // When set before start(), the child gets SIGKILL if the test process dies (PR_SET_PDEATHSIG),
   // so that a test killed by ctest's timeout leaves no delayd behind.
   void set_die_with_test(bool on) { die_with_test_ = on; }
+  // Runs the child as this user and group (the test runs as root): a fault test cuts one user's
+  // packets off with an iptables owner match (tests/chaos/network_cut.hpp). From the next start().
+  void run_as(uid_t uid, gid_t gid) {
+    uid_ = uid;
+    gid_ = gid;
+  }
+  // Runs this executable instead of the build's delayd (an earlier release: tests/upgrade).
+  void set_binary(std::string path) { binary_ = std::move(path); }
+  // Its output goes to this file instead of the world's log (from the next start()).
+  void set_log_path(std::string path) { log_path_ = std::move(path); }
+  const std::string& log_path() const { return log_path_.empty() ? world_.log_path : log_path_; }
+  // A DELAYD_* variable of this process's own, over the world's (e.g. its admin port when
+  // several instances share a world); applies from the next start().
+  void set_env(const std::string& name, const std::string& value) { env_[name] = value; }
 
  private:
+  // Forks and execs the child (the world's environment, then set_env()'s); returns its log file.
+  std::string launch();
+
   const World& world_;
   pid_t pid_ = -1;
   std::size_t log_offset_ = 0;
   std::optional<int> exit_status_;
   bool die_with_test_ = false;
+  std::map<std::string, std::string> env_;  // set_env()'s
+  std::optional<uid_t> uid_;                // run_as()'s
+  std::string log_path_;                    // set_log_path()'s; empty: the world's
+  std::string binary_;                      // set_binary()'s; empty: the build's delayd
+  gid_t gid_ = 0;
 };
 
 struct Job {
@@ -203,6 +235,10 @@ int events(const std::vector<std::string>& history, const std::string& event,
 std::string joined(const std::vector<std::string>& lines);
 // Everything delayd has logged in this world so far (every run of it).
 std::string log_text(const World& w);
+// How many times delayd left a consumer group because Redis was unreachable, by a log (one line
+// per leave and group, broker/ingest_stage.cpp): the world's, or the file given.
+std::size_t groups_left(const World& w);
+std::size_t groups_left(const std::string& log_path);
 
 // Redis, for reading job state.
 class JobReader {
@@ -216,11 +252,15 @@ class JobReader {
   // The job's history list (<prefix>:{<shard>}:history:<job-id>), oldest first, each entry
   // "<ms> <event> <attempt> <detail>"; empty for an unknown job.
   std::vector<std::string> history(const std::string& job_id);
+  // A string key's value as it is ("" when there is none): for keys that are no job's.
+  std::string raw_get(const std::string& key);
+  // The shards listed under the prefix (<prefix>:shards: JobStore::shards()).
+  std::vector<std::string> shards() { return store_.shards(); }
 
  private:
   const World& world_;
   std::unique_ptr<redis::RedisClient> redis_;  // the slot router for a redis-cluster:// url
-  storage::JobStore store_;  // get_many(): the documented look-up, as delayctl get does it
+  storage::JobStore store_;                    // get_many(): the documented look-up, as delayctl get does it
 };
 
 // A loopback port nobody listens on right now (for the admin endpoint of a test's delayd).

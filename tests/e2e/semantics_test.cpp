@@ -35,12 +35,14 @@ TEST_CASE("the same job-id twice is delivered once, and cancel wins before due a
   pub.send_cancel("ghost");
   pub.flush();
 
-  REQUIRE(ready.collect_until([](const auto& recs) { return values_of(recs, "done").size() == 1; }, std::chrono::seconds(30)));
+  REQUIRE(ready.collect_until([](const auto& recs) { return values_of(recs, "done").size() == 1; },
+                              std::chrono::seconds(30)));
   pub.send_cancel("done");
   // Same key as the cancel: its delivery proves the cancel was processed.
   pub.send(job_at("marker", now_ms(), "m", "done"));
   pub.flush();
-  REQUIRE(ready.collect_until([](const auto& recs) { return values_of(recs, "marker").size() == 1; }, std::chrono::seconds(30)));
+  REQUIRE(ready.collect_until([](const auto& recs) { return values_of(recs, "marker").size() == 1; },
+                              std::chrono::seconds(30)));
 
   // Wait past the doomed job's time plus a margin, and past the second "dup"'s time.
   const std::int64_t settle_until = t0 + 3000 + 2000;
@@ -81,6 +83,9 @@ TEST_CASE("a cancel that arrives before its job, on another partition, prevents 
   Publisher pub(w);
   JobReader redis(w);
   Collector ready(w, {w.ready_topic("orders")});
+  // Every shard is listed before the first record is read, also those whose producer is still
+  // being set up: the cancel is remembered in each (with a shard missing it the job was delivered).
+  CHECK(redis.shards().size() == 4);
 
   delayd::connectors::OutRecord cancel;
   cancel.partition = 1;
@@ -95,7 +100,8 @@ TEST_CASE("a cancel that arrives before its job, on another partition, prevents 
   pub.send_raw(on_partition(0, "first-the-cancel", at));
   pub.send_raw(on_partition(0, "after-it", at));  // same partition, later: its delivery shows the job was read
   pub.flush();
-  REQUIRE(ready.collect_until([](const auto& recs) { return values_of(recs, "after-it").size() == 1; }, std::chrono::seconds(30)));
+  REQUIRE(ready.collect_until([](const auto& recs) { return values_of(recs, "after-it").size() == 1; },
+                              std::chrono::seconds(30)));
   ready.collect_until([&](const auto&) { return now_ms() >= at + 1000; }, std::chrono::seconds(10));
   CHECK(delayd.stop() == 0);
   CHECK(values_of(ready.records(), "first-the-cancel").size() == 0);
@@ -234,9 +240,9 @@ TEST_CASE("a deliver-at with a fraction finer than a millisecond is never delive
   const std::int64_t t0 = now_ms() + 1000;
   for (int i = 0; i < kJobs; ++i) {
     const std::string id = "sub-ms-" + std::to_string(i);
-    const std::int64_t t = t0 + 7 * i;  // spread over 420 ms, one job per instant
+    const std::int64_t t = t0 + 7 * i;                          // spread over 420 ms, one job per instant
     std::string text = delayd::contract::format_rfc3339_ms(t);  // "...T10:00:00.123Z"
-    text.insert(text.size() - 1, "9");                         // "...T10:00:00.1239Z": T + 0.9 ms
+    text.insert(text.size() - 1, "9");                          // "...T10:00:00.1239Z": T + 0.9 ms
     Job j;
     j.job_id = id;
     j.key = id;
@@ -254,7 +260,7 @@ TEST_CASE("a deliver-at with a fraction finer than a millisecond is never delive
     // A ready record stamped T was produced within [T, T + 1): possibly before T + 0.9 ms.
     if (r.timestamp_ms <= t) ++early;
   }
-  std::printf("sub-ms: %d of %zu ready records stamped at or before the whole millisecond of their deliver-at\n",
-              early, ready.records().size());
+  std::printf("sub-ms: %d of %zu ready records stamped at or before the whole millisecond of their deliver-at\n", early,
+              ready.records().size());
   CHECK(early == 0);
 }

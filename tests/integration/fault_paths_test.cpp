@@ -66,13 +66,15 @@ struct Fixture {
 struct FireRig {
   Scheduler scheduler;
   FirePath* fire = nullptr;
-  connectors::KafkaProducer producer;
+  broker::IdempotentSink sink;
+  connectors::KafkaProducer& producer;
   FirePath path;
 
   FireRig(Fixture& f, connectors::Properties producer_props, FireOptions options)
       : scheduler(Fixture::options(), wall_now(), f.store),
-        producer(std::move(producer_props), [this](const connectors::DeliveryReport& r) { fire->on_report(r); }),
-        path(scheduler, f.store, producer, std::move(options)) {
+        sink(std::move(producer_props), [this](const connectors::DeliveryReport& r) { fire->on_report(r); }),
+        producer(sink.producer()),
+        path(scheduler, f.store, sink, std::move(options)) {
     fire = &path;
     scheduler.assign(f.shard);
   }
@@ -135,7 +137,9 @@ TEST_CASE("what a failed delivery costs depends on what Kafka said", "[unit][fir
   CHECK(broker::decide(DeliveryError::permanent, 3, o).kind == broker::FailureAction::Kind::dead_letter);
 }
 
-TEST_CASE_METHOD(Fixture, "2: a job whose ready record is too large fails after one attempt, dead-lettered without its value", "[fire][faults]") {
+TEST_CASE_METHOD(Fixture,
+                 "2: a job whose ready record is too large fails after one attempt, dead-lettered without its value",
+                 "[fire][faults]") {
   const std::string ready = kt::create_topic("ready", 1);
   const std::string dlq = kt::create_topic("dlq", 1);
   put({job("big", wall_now(), ready, std::string(3000, 'x')), job("small", wall_now(), ready)});
@@ -158,7 +162,8 @@ TEST_CASE_METHOD(Fixture, "2: a job whose ready record is too large fails after 
   consumer.close();
 }
 
-TEST_CASE_METHOD(Fixture, "3: a failed retry after a revoke and re-assign of the same shard does not strand the job", "[fire][faults]") {
+TEST_CASE_METHOD(Fixture, "3: a failed retry after a revoke and re-assign of the same shard does not strand the job",
+                 "[fire][faults]") {
   Scheduler s(options(), wall_now(), store);
   s.assign(shard);
   const std::int64_t t0 = wall_now();
@@ -176,7 +181,8 @@ TEST_CASE_METHOD(Fixture, "3: a failed retry after a revoke and re-assign of the
   CHECK(s.take_due(t0 + 5).size() == 1);
 }
 
-TEST_CASE_METHOD(Fixture, "4: a Redis failure while setting jobs aside leaves no claimed job stuck in flight", "[fire][faults]") {
+TEST_CASE_METHOD(Fixture, "4: a Redis failure while setting jobs aside leaves no claimed job stuck in flight",
+                 "[fire][faults]") {
   const std::string ready = kt::create_topic("ready", 1);
   const std::string dlq = kt::create_topic("dlq", 1);
   const std::int64_t t0 = wall_now();
@@ -195,7 +201,8 @@ TEST_CASE_METHOD(Fixture, "4: a Redis failure while setting jobs aside leaves no
   CHECK(redis.command({"HEXISTS", keys.quarantine(shard), "b-ghost"}).view().integer() == 1);
 }
 
-TEST_CASE_METHOD(Fixture, "5: a Kafka outage delays jobs without burning attempts or dead-lettering them", "[fire][faults]") {
+TEST_CASE_METHOD(Fixture, "5: a Kafka outage delays jobs without burning attempts or dead-lettering them",
+                 "[fire][faults]") {
   put({job("o", wall_now(), "ready.nowhere")});
   // Nothing listens on port 1: every record times out unsent (not persisted).
   connectors::Properties dead{{"bootstrap.servers", "127.0.0.1:1"}, {"message.timeout.ms", "200"}, {"linger.ms", "1"}};
@@ -208,7 +215,8 @@ TEST_CASE_METHOD(Fixture, "5: a Kafka outage delays jobs without burning attempt
   CHECK(rig.path.counters().retried == 0);
 }
 
-TEST_CASE_METHOD(Fixture, "7: a full producer queue does not block the fire path, and every job still goes out", "[fire][faults]") {
+TEST_CASE_METHOD(Fixture, "7: a full producer queue does not block the fire path, and every job still goes out",
+                 "[fire][faults]") {
   const std::string ready = kt::create_topic("ready", 1);
   const std::int64_t t0 = wall_now();
   std::vector<storage::NewJob> jobs;
@@ -224,7 +232,8 @@ TEST_CASE_METHOD(Fixture, "7: a full producer queue does not block the fire path
   CHECK(field("q199", "attempt") == "1");
 }
 
-TEST_CASE_METHOD(Fixture, "8: after a producer fatal error a new producer delivers, and no attempt is burned", "[fire][faults]") {
+TEST_CASE_METHOD(Fixture, "8: after a producer fatal error a new producer delivers, and no attempt is burned",
+                 "[fire][faults]") {
   const std::string ready = kt::create_topic("ready", 1);
   FireRig rig(*this, producer_props(), fire_options("dlq.unused", 1));
   rig.producer.inject_fatal_error_for_testing("injected by the test");
@@ -244,7 +253,8 @@ TEST_CASE_METHOD(Fixture, "8: after a producer fatal error a new producer delive
   CHECK(field("x", "attempt") == "1");  // max_attempts is 1: the fatal error did not count
 }
 
-TEST_CASE_METHOD(Fixture, "9: a forward clock step that is corrected leaves nothing firing early afterwards", "[scheduler][faults]") {
+TEST_CASE_METHOD(Fixture, "9: a forward clock step that is corrected leaves nothing firing early afterwards",
+                 "[scheduler][faults]") {
   std::int64_t wall = 1'795'000'000'000;
   broker::WallClock clock([&] { return wall; });
   Scheduler s(options(), clock.now_ms(), store);
@@ -267,7 +277,8 @@ TEST_CASE_METHOD(Fixture, "9: a forward clock step that is corrected leaves noth
   CHECK(s.next_due() == std::nullopt);
 }
 
-TEST_CASE_METHOD(Fixture, "9: a timer set before a backward step is re-timed by the claim, never produced early", "[scheduler][faults]") {
+TEST_CASE_METHOD(Fixture, "9: a timer set before a backward step is re-timed by the claim, never produced early",
+                 "[scheduler][faults]") {
   std::int64_t wall = 1'795'000'000'000;
   Scheduler s(options(), wall, store);
   s.assign(shard);
@@ -276,7 +287,7 @@ TEST_CASE_METHOD(Fixture, "9: a timer set before a backward step is re-timed by 
   s.offer(shard, "before", wall + 500);
   wall -= 10'000;  // the clock steps back 10 s
   s.refill(wall);
-  wall += 500;     // the wheel reaches the old deadline while the wall clock is 9.5 s before it
+  wall += 500;  // the wheel reaches the old deadline while the wall clock is 9.5 s before it
   auto due = s.take_due(wall);
   REQUIRE(due.size() == 1);
   auto claim = store.claim(shard, std::vector<std::string>{"before"}, wall);
@@ -287,7 +298,8 @@ TEST_CASE_METHOD(Fixture, "9: a timer set before a backward step is re-timed by 
   CHECK(s.take_due(wall + 10'000).size() == 1);
 }
 
-TEST_CASE_METHOD(Fixture, "11: a run of equal deliver-at longer than every page still moves the horizon", "[scheduler][faults]") {
+TEST_CASE_METHOD(Fixture, "11: a run of equal deliver-at longer than every page still moves the horizon",
+                 "[scheduler][faults]") {
   const std::int64_t t0 = wall_now();
   std::vector<storage::NewJob> jobs;
   for (int i = 0; i < 2500; ++i) jobs.push_back(job("same" + std::to_string(i), t0 + 100, "ready.b"));
@@ -302,7 +314,8 @@ TEST_CASE_METHOD(Fixture, "11: a run of equal deliver-at longer than every page 
   CHECK(s.take_due(t0 + 100).size() == 2500);
 }
 
-TEST_CASE("12: the topic creator refuses new topics beyond its cap and never makes the caller wait", "[faults][topics]") {
+TEST_CASE("12: the topic creator refuses new topics beyond its cap and never makes the caller wait",
+          "[faults][topics]") {
   broker::TopicCreator creator(kt::base_props(), {1, 1, 2});
   const std::string a = kt::unique_name("cap-a"), b = kt::unique_name("cap-b"), c = kt::unique_name("cap-c");
   CHECK(creator.request(a));
@@ -331,7 +344,8 @@ connectors::Record ingest_record(const std::string& topic, std::int64_t offset, 
   r.timestamp_ms = wall_now();
   r.value = "v";
   if (valid) {
-    r.headers = {{"deliver-at", std::to_string(wall_now() + 60'000)}, {"business", "b"},
+    r.headers = {{"deliver-at", std::to_string(wall_now() + 60'000)},
+                 {"business", "b"},
                  {"job-id", "in-" + std::to_string(offset)}};
   } else {
     r.headers = {{"business", "b"}};  // no deliver-at: dead-lettered
@@ -362,11 +376,14 @@ struct IngestRig {
 
 }  // namespace
 
-TEST_CASE_METHOD(Fixture, "7: ingest never waits for dead-letter acknowledgements, and commits in batch order once they are in", "[ingest][faults]") {
+TEST_CASE_METHOD(Fixture,
+                 "7: ingest never waits for dead-letter acknowledgements, and commits in batch order once they are in",
+                 "[ingest][faults]") {
   const std::string dlq = kt::create_topic("dlq", 1);
   IngestRig rig(*this, producer_props(), dlq);
   // Batch 1 has a dead letter, batch 2 only good jobs: 2 may not be committed before 1.
-  rig.path.process(std::vector<connectors::Record>{ingest_record("in", 0, true), ingest_record("in", 1, false)}, wall_now());
+  rig.path.process(std::vector<connectors::Record>{ingest_record("in", 0, true), ingest_record("in", 1, false)},
+                   wall_now());
   rig.path.process(std::vector<connectors::Record>{ingest_record("in", 2, true)}, wall_now());
   rig.path.settle();                         // batch 2 was posted (send-ahead): its replies read now
   CHECK(field("in-0", "state") == "delay");  // the jobs are durable at once
@@ -383,12 +400,16 @@ TEST_CASE_METHOD(Fixture, "7: ingest never waits for dead-letter acknowledgement
   CHECK(offsets[0].second == 3);  // both batches at once, in order
 }
 
-TEST_CASE_METHOD(Fixture, "7: with Kafka down, dead letters back up until ingest reports a backlog, and nothing is committed", "[ingest][faults]") {
+TEST_CASE_METHOD(Fixture,
+                 "7: with Kafka down, dead letters back up until ingest reports a backlog, and nothing is committed",
+                 "[ingest][faults]") {
   connectors::Properties dead{{"bootstrap.servers", "127.0.0.1:1"}, {"message.timeout.ms", "200"}, {"linger.ms", "1"}};
   IngestRig rig(*this, dead, "dlq.nowhere", 3);
   for (std::int64_t b = 0; b < 3; ++b) {
     CHECK_FALSE(rig.path.backlogged());
-    rig.path.process(std::vector<connectors::Record>{ingest_record("in", 2 * b, true), ingest_record("in", 2 * b + 1, false)}, wall_now());
+    rig.path.process(
+        std::vector<connectors::Record>{ingest_record("in", 2 * b, true), ingest_record("in", 2 * b + 1, false)},
+        wall_now());
   }
   rig.path.settle();
   CHECK(rig.path.backlogged());  // the service pauses reading now
@@ -477,7 +498,8 @@ TEST_CASE_METHOD(Fixture,
 // Throughput: jobs are claimed claim_ahead_ms before they are due, so that at the due instant
 // only the producer call is left. Never early still holds by the wall clock, and a cancel in
 // that window is late (truthfully: the record will go).
-TEST_CASE_METHOD(Fixture, "a job claimed ahead is held until its deliver-at, and a cancel meanwhile is late", "[fire][ahead]") {
+TEST_CASE_METHOD(Fixture, "a job claimed ahead is held until its deliver-at, and a cancel meanwhile is late",
+                 "[fire][ahead]") {
   const std::string ready = kt::create_topic("ready", 1);
   const std::string dlq = kt::create_topic("dlq", 1);
   FireOptions o = fire_options(dlq);
@@ -563,7 +585,8 @@ struct Fenced : Fixture {
 
 }  // namespace
 
-TEST_CASE_METHOD(Fenced, "a broker whose shard moved on produces nothing from its wheel and gives the shard up", "[fire][fence]") {
+TEST_CASE_METHOD(Fenced, "a broker whose shard moved on produces nothing from its wheel and gives the shard up",
+                 "[fire][fence]") {
   const std::string ready = kt::create_topic("ready", 1);
   FireRig rig(*this, producer_props(), fire_options(kt::create_topic("dlq", 1)));
   const std::int64_t t0 = wall_now();
@@ -601,7 +624,7 @@ TEST_CASE_METHOD(Fenced, "a record held across a stall is sent only after the fe
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
   const std::int64_t due = t0 + 200;
   CHECK(rig.path.send_prepared(std::max(due, wall_now())) == 0);  // not trusted without a check
-  rig.path.fire_due(std::max(due, wall_now()));                    // checks, then sends or drops
+  rig.path.fire_due(std::max(due, wall_now()));                   // checks, then sends or drops
   CHECK(rig.path.prepared() == 0);
   if (moved) {
     CHECK(rig.path.unsettled() == 0);

@@ -209,7 +209,7 @@ TEST_CASE(
     std::map<std::string, std::vector<Scheduler::Slot>> by_shard;
     for (auto slot : scheduler.take_due(now)) by_shard[scheduler.shard_name(scheduler.job(slot).shard)].push_back(slot);
     for (auto& [shard, group] : by_shard) {
-      broker::ClaimRequest r{++next_id, shard, {}, now, 0, std::nullopt, {}};
+      broker::ClaimRequest r{++next_id, shard, {}, now, 0, std::nullopt, {}, {}};
       for (auto slot : group) {
         r.job_ids.push_back(scheduler.job(slot).job_id);
         r.due_at.push_back(scheduler.job(slot).due_at);

@@ -5,7 +5,9 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <set>
 #include <thread>
 
 namespace delayd::testing {
@@ -99,8 +101,31 @@ std::size_t held(rd_kafka_t* rk, rd_kafka_queue_t* queue, const std::string& pri
 
 }  // namespace
 
+// Transactional-id ACLs (prefixed) through Kafka's ACL tool, one call for all of them.
+void set_transactional_acls(const std::string& user, const std::vector<Acl>& acls, bool grant) {
+  if (acls.empty()) return;
+  std::string cmd = std::string("'") + DELAYD_SOURCE_DIR + "/scripts/stack.sh' acl " +
+                    (grant ? "--add" : "--remove --force") + " --allow-principal 'User:" + user +
+                    "' --resource-pattern-type prefixed";
+  std::set<std::string> names;
+  std::set<std::string> operations;
+  for (const auto& a : acls) {
+    names.insert(a.name);
+    operations.insert(a.operation);
+  }
+  for (const auto& n : names) cmd += " --transactional-id '" + n + "'";
+  for (const auto& o : operations) cmd += " --operation " + o;
+  cmd += " >/dev/null 2>&1";
+  INFO(cmd);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+}
+
 void set_acls(const std::vector<std::pair<std::string, std::string>>& admin, const std::string& user,
-              const std::vector<Acl>& acls, bool grant) {
+              const std::vector<Acl>& all, bool grant) {
+  std::vector<Acl> acls;
+  std::vector<Acl> transactional;
+  for (const auto& a : all) (a.resource == AclResource::transactional_id ? transactional : acls).push_back(a);
+  set_transactional_acls(user, transactional, grant);
   if (acls.empty()) return;
   auto rk = admin_client(admin);
   std::unique_ptr<rd_kafka_queue_t, QueueDeleter> queue(rd_kafka_queue_new(rk.get()));

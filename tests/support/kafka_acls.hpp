@@ -1,6 +1,8 @@
 // ACLs on the test stack (scripts/stack.sh with DELAYD_KAFKA_SASL=1), granted and revoked by a
 // test's own admin client (the stack's super user, test_env.hpp: kafka_client_properties()) with
-// librdkafka's CreateAcls and DeleteAcls. Literal resource names, allow, any host.
+// librdkafka's CreateAcls and DeleteAcls. Literal resource names, allow, any host. Transactional
+// ids, which librdkafka 2.0's admin API cannot name, are granted by prefix through Kafka's own ACL
+// tool (scripts/stack.sh acl).
 // Threading: single-threaded tests. (kafka_acls.cpp: librdkafka stays out of the tests' headers.)
 #pragma once
 
@@ -10,7 +12,11 @@
 
 namespace delayd::testing {
 
-enum class AclResource { topic, group };
+enum class AclResource {
+  topic,
+  group,
+  transactional_id,  // a prefix: every transactional id that starts with the name
+};
 
 struct Acl {
   AclResource resource;

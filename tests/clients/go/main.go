@@ -182,9 +182,8 @@ func (rt *roundtrip) run(run string) {
 	// The ready topics are created by delayd with its first ready record: the consumer's
 	// metadata is refreshed often, so that it finds them soon.
 	readyTopics := []string{run + ".ready.rt", run + ".ready.slow"}
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(rt.bootstrap...), kgo.ConsumerGroup(run+".worker"),
-		kgo.ConsumeTopics(readyTopics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.DisableAutoCommit(), kgo.MetadataMinAge(250*time.Millisecond), kgo.MetadataMaxAge(time.Second))
+	consumer, err := delayd.NewConsumer(strings.Join(rt.bootstrap, ","), run+".worker", readyTopics,
+		kgo.MetadataMinAge(250*time.Millisecond), kgo.MetadataMaxAge(time.Second))
 	if err != nil {
 		panic(fatal(err.Error()))
 	}

@@ -1,0 +1,152 @@
+// Network partitions, real ones (network_cut.hpp: iptables drops every packet one user's
+// processes send, without a reset): one of three instances, run as another user, is cut off
+//   partition_kafka   from Kafka
+//   partition_redis   from Redis
+//   partition_both    from both
+// first for 3 s (less than the consumers' session timeout, 6 s here, and the message timeout, 8 s
+// here), then for 14 s (more than both), while its jobs fall due; each cut then heals. Six ingest
+// partitions, two per instance; 1 800 jobs over 30 s, every 20th cancelled 3 s before it is due.
+// Counted by a read_committed consumer and by a read_uncommitted one, and each job's final state
+// in Redis against what the read_committed one saw. The delivery mode is the world's:
+// exactly_once by default, at_least_once with DELAYD_TEST_KAFKA_DELIVERY (ctest runs each case in
+// both: chaos.partition_*.at_least_once). Each case prints one line:
+//   chaos: partition_kafka[.at_least_once]: sent, delivered, lost, early, duplicates (read
+//   committed), ..., duplicates read uncommitted, bound, wrong states, late ms of the jobs due
+//   during the long cut (p99, max), groups left
+// Expected, both modes: lost 0, early 0 (for either consumer), wrong states 0; exactly_once: no
+// duplicate for the read_committed consumer; at_least_once: duplicates within the bound (the jobs
+// in flight when each cut began). Cut off from Redis (partition_redis, partition_both), the
+// instance leaves its two groups (ingest, status) once per cut longer than
+// redis.leave_group_after_ms (3 s: the long cut at least) and joins again after it; cut off from
+// Kafka only, no instance leaves.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "chaos_support.hpp"
+#include "fleet.hpp"
+#include "network_cut.hpp"
+#include "scale_case.hpp"
+
+using namespace delayd::chaos;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kPartitions = 6;
+enum class Cut { kafka, redis, both };
+
+bool exactly_once() {
+  const char* mode = std::getenv("DELAYD_TEST_KAFKA_DELIVERY");
+  return mode == nullptr || std::string(mode) != "at_least_once";
+}
+
+// The p99 and the max of first-delivery lateness of the jobs due within [from, to), as seen.
+std::pair<std::int64_t, std::int64_t> late_within(const Expected& expected, const ReadyWatcher& ready,
+                                                  std::int64_t from, std::int64_t to) {
+  std::map<std::string, std::int64_t> first;
+  for (const auto& d : ready.deliveries()) {
+    const auto id = delayd::e2e::header(d.record, "job-id");
+    if (!id || first.count(*id) != 0) continue;
+    const auto it = expected.find(*id);
+    if (it == expected.end() || it->second < from || it->second >= to) continue;
+    first[*id] = d.record.timestamp_ms - it->second;
+  }
+  std::vector<std::int64_t> late;
+  for (const auto& [id, ms] : first) late.push_back(ms);
+  std::sort(late.begin(), late.end());
+  if (late.empty()) return {0, 0};
+  return {delayd::e2e::percentile(late, 99), late.back()};
+}
+
+void run_partition(const std::string& name, Cut what) {
+  require_cuts();
+  const bool eos = exactly_once();
+  ScaleCase c(name, kPartitions);
+  c.w.settings["DELAYD_KAFKA_MESSAGE_TIMEOUT_MS"] = "8000";
+  const std::vector<std::string> topics{c.w.ready_topic("orders"), c.w.ready_topic("mail")};
+  ReadyWatcher committed(c.w, topics);
+  ReadyWatcher uncommitted(c.w, topics, true);
+  Fleet fleet(c.w);
+  fleet.run_as(0, kCutUid, kCutGid);
+  CaseLine line(name, c.expected, committed, [&] { return std::to_string(fleet.running()) + "/3"; });
+  for (std::size_t i = 0; i < 3; ++i) REQUIRE(fleet.start_member(i));
+  const std::map<std::string, int> partitions{{c.w.ingest_topic, kPartitions}};
+  REQUIRE(fleet.wait_even(partitions, 60s).even(partitions));
+
+  std::vector<int> ports;
+  if (what != Cut::redis) ports.push_back(port_of(c.w.bootstrap));
+  if (what != Cut::kafka) ports.push_back(port_of(c.w.redis_url));
+  const std::vector<ReadyWatcher*> watchers{&committed, &uncommitted};
+  Sender pub(c.w);
+  const std::int64_t t0 = now_ms() + 4000;
+  c.publish(pub, "job-", 1800, t0, 30000);
+  c.run_for(pub, watchers, std::chrono::milliseconds(std::max<std::int64_t>(t0 + 2000 - now_ms(), 0)));
+  {  // shorter than the session timeout and the message timeout
+    NetworkCut cut(kCutUid, ports);
+    c.count_fault();
+    c.run_for(pub, watchers, 3s);
+    cut.heal();
+  }
+  c.run_for(pub, watchers, std::chrono::milliseconds(std::max<std::int64_t>(t0 + 10000 - now_ms(), 0)));
+  const std::int64_t long_from = now_ms();
+  {  // longer than both
+    NetworkCut cut(kCutUid, ports);
+    c.count_fault();
+    c.run_for(pub, watchers, 14s);
+    cut.heal();
+  }
+  const std::int64_t long_to = now_ms();
+  c.run_for(pub, watchers, 3s);
+
+  const Verdict v = judge(c, committed, fleet, 90s);
+  uncommitted.poll_for(2s);
+  for (const auto& id : v.cancelled) c.expected.erase(id);
+  const Tally seen_uncommitted = tally(c.expected, uncommitted);
+  const auto [p99, max_late] = late_within(c.expected, committed, long_from, long_to);
+  std::vector<std::string> died;
+  const std::size_t up = fleet.running(&died);
+  line.note("cancelled",
+            std::to_string(v.cancelled.size()) + " of " + std::to_string(c.cancelled_asked.size()) + " asked");
+  line.note("duplicates read uncommitted", std::to_string(seen_uncommitted.duplicates));
+  line.note("early read uncommitted", std::to_string(seen_uncommitted.early));
+  line.note("bound", std::to_string(c.bound));
+  line.note("wrong states", std::to_string(v.wrong));
+  line.note("due during the long cut: p99 late ms", std::to_string(p99));
+  line.note("max late ms", std::to_string(max_late));
+  line.note("instances up", std::to_string(up));
+  // The cut instance logs apart (Fleet::run_as()).
+  const std::size_t left = delayd::e2e::groups_left(c.w) + delayd::e2e::groups_left(c.w.log_path + ".cut");
+  line.note("groups left", std::to_string(left));
+  const Tally t = line.print();
+  INFO("wrong states, the first: " << (v.wrong_examples.empty() ? "-" : v.wrong_examples.front()));
+  INFO("lost, the first: " << (t.lost_ids.empty() ? "-" : t.lost_ids.front()));
+  INFO("delayd log:\n" << log_tail(c.w, 60));
+  CHECK(v.lost == 0);
+  CHECK(t.lost == 0);
+  CHECK(t.early == 0);
+  CHECK(seen_uncommitted.early == 0);
+  CHECK(t.unexpected == 0);
+  CHECK(v.wrong == 0);
+  CHECK(died.empty());
+  if (what == Cut::kafka) {
+    CHECK(left == 0);
+  } else {
+    CHECK(left >= 1);  // the long cut
+    // Once per cut and group (the ingest topic's, the status topic's): a join is not undone by an
+    // outage that began before it.
+    CHECK(left <= 2 * 2);
+  }
+  if (eos) {
+    CHECK(t.duplicates == 0);
+  } else {
+    CHECK(static_cast<std::int64_t>(t.duplicates) <= c.bound);
+  }
+  fleet.stop_all();
+}
+
+}  // namespace
+
+TEST_CASE("partition_kafka", "[chaos][scale][partition]") { run_partition("partition_kafka", Cut::kafka); }
+TEST_CASE("partition_redis", "[chaos][scale][partition]") { run_partition("partition_redis", Cut::redis); }
+TEST_CASE("partition_both", "[chaos][scale][partition]") { run_partition("partition_both", Cut::both); }

@@ -1,0 +1,93 @@
+// ShardTransactions against the real Kafka (scripts/stack.sh up): a shard lost and opened again
+// by the same instance. The old stream's records come back `fenced` (its stop, or the new
+// stream's init fencing it); that must not read as the shard's new stream being fenced (the fire
+// path would give the shard up, and once did, leaving it owned by nobody), so they are reported
+// possibly_persisted, while the new stream opens and commits.
+#include "broker/shard_transactions.hpp"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "broker/delivery_tags.hpp"
+#include "connectors/kafka_test_support.hpp"
+#include "contract/ingest_parse.hpp"
+
+using namespace delayd;
+using connectors::DeliveryError;
+using connectors::DeliveryReport;
+using connectors::OutRecord;
+
+namespace {
+
+OutRecord ready_record(const std::string& topic, const std::string& job_id, std::uint64_t seq) {
+  OutRecord r;
+  r.topic = topic;
+  r.partition = 0;
+  r.value = "v-" + job_id;
+  r.headers.push_back({std::string(contract::kHeaderJobId), job_id});
+  r.headers.push_back({std::string(contract::kHeaderAttempt), std::string("1")});
+  r.tag = broker::make_tag(broker::TagKind::ready, seq);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a shard closed as lost and opened again: the old stream's records are not the new one's fence",
+          "[kafka][transactions]") {
+  using namespace std::chrono_literals;
+  const std::string ready = connectors::test::create_topic("st-ready", 1);
+  const std::string log = connectors::test::create_topic("st-log", 1);
+  const std::string shard = "st-ingest:0";
+  const std::string txn_id = connectors::test::unique_name("st-txn");
+
+  std::map<std::uint64_t, DeliveryReport> reports;
+  broker::ShardTransactions::Options o;
+  o.producer = [&](const std::string&) {
+    auto p = connectors::test::base_props();
+    p.emplace_back("transactional.id", txn_id);
+    p.emplace_back("transaction.timeout.ms", "10000");
+    return p;
+  };
+  o.reader = connectors::test::base_props();
+  o.log_of = [&](const std::string&) { return std::pair<std::string, std::int32_t>{log, 0}; };
+  broker::ShardTransactions sink(std::move(o), [&](const DeliveryReport& r) { reports[r.tag] = r; });
+
+  // The first stream: records queued while it opens, then the shard is lost (closed at once)
+  // and opened again before any of its reports is served.
+  constexpr std::uint64_t kOld = 20;
+  sink.open(shard, {});
+  for (std::uint64_t i = 1; i <= kOld; ++i) sink.produce(ready_record(ready, "old-" + std::to_string(i), i), shard);
+  sink.close(shard, true);
+  sink.open(shard, {});
+
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline && (reports.size() < kOld || !sink.opened(shard).ready)) {
+    sink.poll(50);
+  }
+  REQUIRE(reports.size() == kOld);
+  std::size_t fenced = 0, committed = 0, unknown = 0;
+  for (const auto& [tag, r] : reports) {
+    if (r.ok) ++committed;
+    if (r.error_class == DeliveryError::fenced) ++fenced;
+    if (r.error_class == DeliveryError::possibly_persisted) ++unknown;
+  }
+  INFO("old stream's reports: " << committed << " ok, " << unknown << " possibly persisted, " << fenced << " fenced");
+  CHECK(fenced == 0);
+  CHECK(committed + unknown == kOld);
+  REQUIRE(sink.opened(shard).ready);
+
+  // The new stream is the shard's and commits.
+  const std::uint64_t tag = broker::make_tag(broker::TagKind::ready, kOld + 1);
+  sink.produce(ready_record(ready, "new-1", kOld + 1), shard);
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < until && reports.count(tag) == 0) sink.poll(50);
+  INFO("the new stream: " << (sink.opened(shard).ready ? "open" : sink.opened(shard).problem) << ", "
+                          << sink.unconfirmed().size() << " unconfirmed");
+  REQUIRE(reports.count(tag) == 1);
+  CHECK(reports[tag].ok);
+  sink.close(shard, false);
+}
