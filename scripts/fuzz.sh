@@ -6,6 +6,7 @@
 # directory that is deleted at exit, so the committed corpus never grows by itself.
 #
 #   scripts/fuzz.sh [seconds-per-target] [target...]   default 60 s ($FUZZ_SECONDS), all targets
+#   FUZZ_BUILD_ONLY=1 scripts/fuzz.sh                  builds the targets and exits
 #
 # Prints one line per target, "fuzz: <target>: <N> executions in <S> s, <C> crashes", and exits
 # non-zero if any target crashed, hung or broke a sanitizer. The input that did it is kept in
@@ -47,6 +48,8 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TY
   -DDELAYD_FUZZ=ON -DDELAYD_BUILD_TESTS=OFF -DDELAYD_BUILD_BENCH=OFF -DDELAYD_WERROR="$werror" >/dev/null
 cmake --build "$BUILD" -j "$jobs" --target "${targets[@]/#/fuzz_}"
 echo "fuzz: build took $((SECONDS - build_start)) s"
+# FUZZ_BUILD_ONLY=1: the build alone (scripts/test.sh --build-only).
+[[ -n "${FUZZ_BUILD_ONLY:-}" ]] && exit 0
 
 symbolizer=/usr/lib/llvm-14/bin/llvm-symbolizer
 [[ -x "$symbolizer" ]] && export ASAN_SYMBOLIZER_PATH="$symbolizer"

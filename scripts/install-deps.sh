@@ -71,6 +71,7 @@ TEST_PACKAGES=(
   iptables  # the partition tests cut an instance off with an owner match (tests/chaos/network_cut.hpp)
   openjdk-17-jdk-headless  # javac: clients/java, its round trip and examples/java-spring (scripts/maven.sh)
   systemd  # systemd-analyze verify of the package's unit (tests/deploy/package_test.sh); nothing starts it
+  ccache  # scripts/test.sh's builds: clones of the same tree on one machine share their compiles
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.

@@ -35,6 +35,10 @@
 #                                    DELAYD_SASL_REDIS_PORT override), started and stopped here.
 #                                    The default run runs them last (about a minute); the other
 #                                    runs leave the label out.
+#   scripts/test.sh --build-only     the builds alone (build/, and with --sanitize or CI=true
+#                                    build-asan/ and build-tsan/, the earlier release of the
+#                                    upgrade test and the fuzz targets), then exit: a compile
+#                                    check, or the compiler cache (below) filled ahead of a run
 #   scripts/test.sh -- -L unit       arguments after -- go to ctest (here: only unit tests)
 #
 # DELAYD_BUILD_DIR (build) names the build directory. A cluster stack and a single-Redis stack
@@ -48,6 +52,7 @@ sanitize=0
 fuzz=0
 cluster=0
 sasl=0
+build_only=0
 [[ "${CI:-}" == "true" ]] && sanitize=1 && fuzz=1
 ctest_args=()
 while (($#)); do
@@ -58,8 +63,9 @@ while (($#)); do
     --no-fuzz) fuzz=0 ;;
     --cluster) cluster=1 ;;
     --sasl) sasl=1 ;;
+    --build-only) build_only=1 ;;
     --) shift; ctest_args=("$@"); break ;;
-    *) echo "usage: scripts/test.sh [--sanitize|--no-sanitize] [--fuzz|--no-fuzz] [--cluster] [--sasl] [-- ctest args]" >&2; exit 2 ;;
+    *) echo "usage: scripts/test.sh [--sanitize|--no-sanitize] [--fuzz|--no-fuzz] [--cluster] [--sasl] [--build-only] [-- ctest args]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -97,6 +103,17 @@ scripts/install-deps.sh
 # (config.cpp 30.6 s -> 18.3 s, job_store_test.cpp 23.1 -> 16.4 s). The code is the same.
 ci_flags=()
 [[ "${CI:-}" == "true" ]] && ci_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
+# The compiler cache (ccache, from install-deps.sh), for every build below and those that
+# fuzz.sh and old-release.sh configure: CMake takes CMAKE_<LANG>_COMPILER_LAUNCHER from the
+# environment when it configures a build directory for the first time. Paths are hashed relative
+# to this tree (CCACHE_BASEDIR, and not the build directory: CCACHE_NOHASHDIR), so a fresh clone
+# of the same commits in another folder compiles only what differs; on a fresh machine the first
+# run fills it (about the same time as without it). The build types and flags are part of every
+# hash: the plain, sanitizer and fuzz builds never share an object.
+if command -v ccache >/dev/null 2>&1 && [[ -z "${DELAYD_NO_CCACHE:-}" ]]; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-12G}"
+fi
 build() { # dir, extra cmake args...
   local dir="$1"; shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYD_WERROR="$werror" \
@@ -162,6 +179,13 @@ if ((sanitize)); then
   cmake -S . -B "$build_dir-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYD_WERROR="$werror" \
     -DDELAYD_BUILD_BENCH=OFF -DDELAYD_TSAN=ON >/dev/null
   cmake --build "$build_dir-tsan" -j "$jobs" --target "${tsan_targets[@]}"
+fi
+
+if ((build_only)); then
+  scripts/old-release.sh >/dev/null
+  if ((fuzz)); then FUZZ_BUILD_ONLY=1 scripts/fuzz.sh; fi
+  echo "test: built (--build-only)"
+  exit 0
 fi
 
 if ((sasl)); then
