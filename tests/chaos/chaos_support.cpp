@@ -102,7 +102,16 @@ ReadyWatcher::ReadyWatcher(const World& world, std::vector<std::string> topics, 
                  {"auto.offset.reset", "earliest"},
                  {"isolation.level", uncommitted ? "read_uncommitted" : "read_committed"},
                  // Ready topics that delayd creates while the case runs are found quickly.
-                 {"topic.metadata.refresh.interval.ms", "1000"}},
+                 {"topic.metadata.refresh.interval.ms", "1000"},
+                 // The session of delayd's own consumers in these cases (harness.cpp), not the
+                 // default 45 s: after a broker restart the group coordinator waits out the
+                 // session of the member that lost contact before it assigns again, so with 45 s
+                 // the watcher got its partitions back a minute after delayd had delivered
+                 // everything, and chaos.kafka_restart counted the jobs it had not read as lost
+                 // (a restart of 74 s under the sanitizer build, on a broker with ~2 900
+                 // partitions by then).
+                 {"session.timeout.ms", "6000"},
+                 {"heartbeat.interval.ms", "1000"}},
                 {}) {
   consumer_.subscribe(topics);
 }

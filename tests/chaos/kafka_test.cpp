@@ -54,7 +54,11 @@ TEST_CASE("kafka_restart", "[chaos]") {
   }
   pub.flush();
 
-  settle(ready, expected, delayd, 60s);
+  // Back from a restart, the broker loads every partition it holds (thousands by the end of a CI
+  // run: 22 s for 2 887) and its group coordinator waits out the sessions of the members that
+  // lost contact before delayd's consumers and the watcher are assigned again: most of a minute
+  // on a slow day. The wait ends as soon as every job is seen.
+  settle(ready, expected, delayd, 120s);
   const std::string up = up_word(delayd);
   const Tally t = line.print();
   check_outcome(t, w, true, up);
