@@ -70,6 +70,11 @@ bool ShardStream::idle() const {
   return outbox_.empty() && in_transaction_ == 0;
 }
 
+std::size_t ShardStream::queued() const {
+  std::lock_guard lock(mutex_);
+  return outbox_.size();
+}
+
 void ShardStream::confirm() {
   std::lock_guard lock(mutex_);
   confirmed_ = true;
@@ -326,23 +331,8 @@ void ShardStream::on_report(const DeliveryReport& report) {
   reports_[report.tag] = report;
 }
 
-void ShardStream::transact(std::vector<connectors::OutRecord> batch) {
-  reports_.clear();
-  outside_.clear();
-  log_failure_.reset();
-  const std::int64_t began_ms = system_now_ms();
-  batch = without_missing_topics(std::move(batch));
-  if (batch.empty()) return;
-  const auto begun = producer_->begin_transaction();
-  if (begun.kind == Txn::fenced) {
-    end("beginning a transaction: " + begun.error, std::move(batch));
-    return;
-  }
-  if (begun.kind != Txn::ok) {
-    rebuild(std::move(batch), "beginning a transaction: " + begun.error, began_ms);
-    return;
-  }
-  for (const auto& rec : batch) {
+void ShardStream::produce_all(const std::vector<connectors::OutRecord>& records) {
+  for (const auto& rec : records) {
     try {
       producer_->produce(rec, options_.timeout_ms);
     } catch (const connectors::KafkaError& e) {
@@ -365,6 +355,47 @@ void ShardStream::transact(std::vector<connectors::OutRecord> batch) {
       producer_->produce(*log, options_.timeout_ms);
     }
   }
+}
+
+void ShardStream::linger(std::vector<connectors::OutRecord>& batch) {
+  if (options_.linger_ms <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.linger_ms);
+  while (batch.size() < kMaxPerTransaction) {
+    std::vector<connectors::OutRecord> more;
+    {
+      std::unique_lock lock(mutex_);
+      queued_.wait_until(lock, until, [this] { return stop_ || !outbox_.empty(); });
+      if (stop_ || outbox_.empty()) return;  // a stop commits what the transaction holds at once
+      const std::size_t n = std::min(outbox_.size(), kMaxPerTransaction - batch.size());
+      more.assign(std::make_move_iterator(outbox_.begin()),
+                  std::make_move_iterator(outbox_.begin() + static_cast<std::ptrdiff_t>(n)));
+      outbox_.erase(outbox_.begin(), outbox_.begin() + static_cast<std::ptrdiff_t>(n));
+      in_transaction_ += n;
+    }
+    more = without_missing_topics(std::move(more));
+    produce_all(more);
+    batch.insert(batch.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+}
+
+void ShardStream::transact(std::vector<connectors::OutRecord> batch) {
+  reports_.clear();
+  outside_.clear();
+  log_failure_.reset();
+  const std::int64_t began_ms = system_now_ms();
+  batch = without_missing_topics(std::move(batch));
+  if (batch.empty()) return;
+  const auto begun = producer_->begin_transaction();
+  if (begun.kind == Txn::fenced) {
+    end("beginning a transaction: " + begun.error, std::move(batch));
+    return;
+  }
+  if (begun.kind != Txn::ok) {
+    rebuild(std::move(batch), "beginning a transaction: " + begun.error, began_ms);
+    return;
+  }
+  produce_all(batch);
+  linger(batch);
   auto outcome = producer_->commit_transaction(options_.timeout_ms);
   while (outcome.kind == Txn::retry) {
     {

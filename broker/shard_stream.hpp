@@ -13,7 +13,8 @@
 //   open      each turn takes what produce() queued (up to kMaxPerTransaction records); those
 //             to a topic Kafka says does not exist are reported unknown_topic at once (a record
 //             of a missing topic would time out inside the transaction, which only a new epoch
-//             can end); the rest go into a transaction, each with its log record, and commit:
+//             can end); the rest go into a transaction, each with its log record, which for
+//             linger_ms more takes what is queued meanwhile the same way, and commits:
 //               committed                 every record reported ok
 //               a record failed           aborted; that record reported with its error, the
 //                                         others queued again at the front for the next turn
@@ -73,6 +74,12 @@ class ShardStream {
     std::int32_t log_partition = 0;
     std::optional<std::int64_t> takeover_since;  // read the log from here (epoch ms); none: no read
     int timeout_ms = 5000;                       // for each call to Kafka (init, commit, abort, a read)
+    // How long a transaction stays open for the records produce() queues after it began, in ms
+    // (kafka.transaction_linger_ms; 0: it commits what it took at once). Each record still goes
+    // to Kafka when it is taken (its timestamp is then); the commit, which makes the records
+    // visible to read_committed consumers, waits. Fewer, larger transactions: each commit costs
+    // the broker a few requests and log writes whatever it holds.
+    std::int64_t linger_ms = 0;
   };
   enum class State : unsigned char { opening, open, rebuilding, unconfirmed, ended };
   // Reports of finished records (ok or not), from the stream's thread; must not block for long.
@@ -94,6 +101,8 @@ class ShardStream {
   std::vector<LoggedDelivery> takeover() const;
   // Nothing queued, and no transaction under way.
   bool idle() const;
+  // Records queued and not taken into a transaction yet.
+  std::size_t queued() const;
   // The owner has checked, after a rebuild, that the shard's fence is still its own: sending goes
   // on (State::unconfirmed -> open).
   void confirm();
@@ -124,6 +133,12 @@ class ShardStream {
   // The next transaction's records (waiting for some); empty when the thread should end.
   std::vector<connectors::OutRecord> next_batch();
   void transact(std::vector<connectors::OutRecord> batch);
+  // Produces `records` into the open transaction, each with its log record; one refused at
+  // enqueue time is recorded in reports_ (and outside_) instead.
+  void produce_all(const std::vector<connectors::OutRecord>& records);
+  // Keeps the open transaction taking what produce() queues until linger_ms after now, a stop, or
+  // kMaxPerTransaction records in `batch` (which gains what it took).
+  void linger(std::vector<connectors::OutRecord>& batch);
   // Ends the stream (fenced or fatal), reporting `batch` and everything queued `fenced`.
   void end(const std::string& why, std::vector<connectors::OutRecord> batch);
   void report_all(const std::vector<connectors::OutRecord>& records, connectors::DeliveryError error,

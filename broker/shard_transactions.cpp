@@ -180,6 +180,7 @@ void ShardTransactions::open(const std::string& shard, std::vector<storage::InFl
   o.reader = options_.reader;
   std::tie(o.log_topic, o.log_partition) = options_.log_of(shard);
   o.timeout_ms = options_.timeout_ms;
+  o.linger_ms = options_.linger_ms;
   if (!earlier.empty()) {
     std::int64_t oldest = earlier.front().firing_at;
     for (const auto& e : earlier) oldest = std::min(oldest, e.firing_at);

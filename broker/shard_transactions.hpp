@@ -21,9 +21,12 @@
 //
 // What a transaction holds. The records of one shard produced since the last commit began (at
 // most ShardStream::kMaxPerTransaction), each job record with its log record (delivery_log.hpp),
-// and etf1 follow-ups right after their ready record. No offsets: the ingest offsets are the
-// ingest stages' (their commits follow the job's write to Redis, as in at_least_once). A record
-// is reported ok only after its transaction committed; only then is the job marked ready in Redis.
+// and etf1 follow-ups right after their ready record; with kafka.transaction_linger_ms, also those
+// produced while it stays open that long after it began (each sent when it is taken, all
+// committed together: fewer commits, each of which costs the broker the same whatever it
+// holds). No offsets: the ingest offsets are the ingest stages' (their commits follow the job's
+// write to Redis, as in at_least_once). A record is reported ok only after its transaction
+// committed; only then is the job marked ready in Redis.
 //
 // The takeover: what was delivered. A shard's in-flight entries in Redis ("<attempt> <firing_at>
 // <epoch>") are jobs claimed whose outcome was not written. When an owner opens a shard
@@ -72,8 +75,9 @@
 // one (seen under the sanitizer build); meanwhile opened() says it waits.
 //
 // What a rebalance does to an open transaction. A revoke first drains (Ownership): flush() waits
-// for every stream to commit what it holds, the marks are written, and only then is the stream
-// closed. A lost shard (session timeout) is closed at once, its open transaction abandoned: the
+// for every stream to commit what it holds (after its linger, if it lingers: at most
+// kafka.transaction_linger_ms more), the marks are written, and only then is the stream closed.
+// A lost shard (session timeout) is closed at once, its open transaction abandoned: the
 // new owner's init aborts it, or the coordinator after transaction.timeout.ms (10 s by default
 // here). An instance cut off from Kafka can commit nothing meanwhile; when the cut heals its
 // stream is fenced if another member took the shard, or commits if none did (then nobody else
@@ -107,6 +111,7 @@ class ShardTransactions final : public RecordSink {
     // `shard`'s delivery log: its topic and partition (config::delivery_log_topic()).
     std::function<std::pair<std::string, std::int32_t>(const std::string& shard)> log_of;
     int timeout_ms = 5000;
+    std::int64_t linger_ms = 0;  // ShardStream::Options::linger_ms (kafka.transaction_linger_ms)
   };
   ShardTransactions(Options options, connectors::KafkaProducer::ReportHandler on_report);
   ~ShardTransactions() override;

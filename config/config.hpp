@@ -98,6 +98,11 @@ struct KafkaConfig {
   // delayd creates it: a shard left without an owner for longer loses the record of what its last
   // owner delivered, and jobs in flight then are delivered again.
   std::int64_t delivery_log_retention_ms = 86'400'000;
+  // exactly_once only: how long, in ms, a shard's transaction stays open for more records after
+  // it began before it commits (broker/shard_stream.hpp). Records go to Kafka as they come; the
+  // commit, which read_committed consumers wait for, is what lingers. Each commit costs the broker
+  // a few requests and log writes whatever it holds, so fewer of them is less of Kafka's CPU.
+  std::int64_t transaction_linger_ms = 0;
   PropertyMap properties;           // every client: consumer, producer, admin
   PropertyMap consumer_properties;  // the ingest consumer only
   PropertyMap producer_properties;  // the ready/DLQ producer only

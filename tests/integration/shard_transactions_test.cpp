@@ -8,12 +8,14 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "broker/delivery_tags.hpp"
 #include "connectors/kafka_test_support.hpp"
+#include "connectors/topic_reader.hpp"
 #include "contract/ingest_parse.hpp"
 
 using namespace delayd;
@@ -34,6 +36,21 @@ OutRecord ready_record(const std::string& topic, const std::string& job_id, std:
   return r;
 }
 
+// A sink's options: every shard's producer with the transactional id `txn_id`, its log on
+// partition 0 of `log`.
+broker::ShardTransactions::Options options(const std::string& txn_id, const std::string& log) {
+  broker::ShardTransactions::Options o;
+  o.producer = [txn_id](const std::string&) {
+    auto p = connectors::test::base_props();
+    p.emplace_back("transactional.id", txn_id);
+    p.emplace_back("transaction.timeout.ms", "10000");
+    return p;
+  };
+  o.reader = connectors::test::base_props();
+  o.log_of = [log](const std::string&) { return std::pair<std::string, std::int32_t>{log, 0}; };
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("a shard closed as lost and opened again: the old stream's records are not the new one's fence",
@@ -45,15 +62,7 @@ TEST_CASE("a shard closed as lost and opened again: the old stream's records are
   const std::string txn_id = connectors::test::unique_name("st-txn");
 
   std::map<std::uint64_t, DeliveryReport> reports;
-  broker::ShardTransactions::Options o;
-  o.producer = [&](const std::string&) {
-    auto p = connectors::test::base_props();
-    p.emplace_back("transactional.id", txn_id);
-    p.emplace_back("transaction.timeout.ms", "10000");
-    return p;
-  };
-  o.reader = connectors::test::base_props();
-  o.log_of = [&](const std::string&) { return std::pair<std::string, std::int32_t>{log, 0}; };
+  broker::ShardTransactions::Options o = options(txn_id, log);
   broker::ShardTransactions sink(std::move(o), [&](const DeliveryReport& r) { reports[r.tag] = r; });
 
   // The first stream: records queued while it opens, then the shard is lost (closed at once)
@@ -90,4 +99,53 @@ TEST_CASE("a shard closed as lost and opened again: the old stream's records are
   REQUIRE(reports.count(tag) == 1);
   CHECK(reports[tag].ok);
   sink.close(shard, false);
+}
+
+TEST_CASE("with a transaction linger, records queued while a transaction is open commit with it",
+          "[kafka][transactions]") {
+  using namespace std::chrono_literals;
+  const std::string ready = connectors::test::create_topic("stl-ready", 1);
+  const std::string log = connectors::test::create_topic("stl-log", 1);
+
+  std::mutex mutex;
+  std::vector<DeliveryReport> reports;
+  broker::ShardStream::Options o;
+  o.shard = "stl-ingest:0";
+  o.producer = connectors::test::base_props();
+  o.producer.emplace_back("transactional.id", connectors::test::unique_name("stl-txn"));
+  o.producer.emplace_back("transaction.timeout.ms", "10000");
+  o.reader = connectors::test::base_props();
+  o.log_topic = log;
+  // Far longer than the test takes to queue its records (under the sanitizers too): they all go
+  // into the first transaction; without the linger the first record would commit alone.
+  o.linger_ms = 5000;
+  broker::ShardStream stream(
+      std::move(o),
+      [&](std::vector<DeliveryReport> r) {
+        std::lock_guard lock(mutex);
+        reports.insert(reports.end(), r.begin(), r.end());
+      },
+      [] {});
+  auto wait_for = [](auto done) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline && !done()) std::this_thread::sleep_for(5ms);
+    return done();
+  };
+  auto reported = [&] {
+    std::lock_guard lock(mutex);
+    return reports.size();
+  };
+  REQUIRE(wait_for([&] { return stream.state() == broker::ShardStream::State::open; }));
+
+  // One record begins a transaction; the rest are queued once it was taken into it.
+  constexpr std::uint64_t kRecords = 10;
+  stream.produce(ready_record(ready, "l-1", 1));
+  REQUIRE(wait_for([&] { return stream.queued() == 0; }));
+  CHECK(reported() == 0);  // its transaction is open: nothing is reported before the commit
+  for (std::uint64_t i = 2; i <= kRecords; ++i) stream.produce(ready_record(ready, "l-" + std::to_string(i), i));
+  REQUIRE(wait_for([&] { return reported() == kRecords; }));
+  for (const auto& r : reports) CHECK(r.ok);
+  CHECK(stream.committed() == 1);
+  stream.stop(false);
+  REQUIRE(wait_for([&] { return stream.done(); }));
 }
