@@ -9,6 +9,9 @@
 #                           NAME.ready.{business}, group NAME and Redis prefix NAME (topics created
 #                           by delayd; the status topic is the default's, unused), its admin
 #                           endpoint on a free port, its output into LOG; sets launched_pid
+#   wait_assigned NAME LOG PID
+#                           waits (up to 60 s) until LOG says delayd got partitions of
+#                           NAME.ingest; dies (die()) if PID exits first or the time runs out
 #   admin_port_of LOG       the admin port LOG says delayd listens on (nothing yet: empty)
 #   admin_get PORT PATH     GET PATH from 127.0.0.1:PORT over bash's /dev/tcp (no HTTP client
 #                           needed); the whole response, nothing when it cannot be read within 5 s
@@ -20,6 +23,15 @@ launch_delayd() {
     DELAYD_REDIS_PREFIX="$name" DELAYD_KAFKA_CREATE_TOPICS=true DELAYD_LOG_LEVEL=info \
     DELAYD_ADMIN_LISTEN=127.0.0.1:0 "$delayd_bin" >"$log" 2>&1 &
   launched_pid=$!
+}
+wait_assigned() {
+  local name="$1" log="$2" pid="$3"
+  for _ in $(seq 1 1200); do
+    grep -q ": assigned $name.ingest\[" "$log" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$log" >&2; die "delayd ($name) exited during start-up"; }
+    sleep 0.05
+  done
+  die "delayd ($name) got no partitions within 60 s (log: $log)"
 }
 admin_port_of() {
   sed -n 's/.* admin endpoint on 127\.0\.0\.1:\([0-9][0-9]*\) .*/\1/p' "$1" | head -n 1

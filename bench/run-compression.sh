@@ -70,12 +70,7 @@ start_delayd() {
   DELAYD_REDIS_COMPRESS_PAYLOADS_ABOVE_BYTES="$threshold" launch_delayd "$name" "$log"
   pid=$launched_pid
   names+=("$name")
-  for _ in $(seq 1 600); do
-    grep -q ": assigned $name.ingest\[" "$log" && return 0
-    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$log" >&2; pid=""; die "delayd ($name) exited during start-up"; }
-    sleep 0.1
-  done
-  die "delayd ($name) got no partitions within 60 s (log: $log)"
+  wait_assigned "$name" "$log" "$pid"
 }
 
 failed=0

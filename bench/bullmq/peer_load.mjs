@@ -16,6 +16,9 @@
 //   rates    for each R:S, jobs added at R a second for S seconds, each due delay-ms after its
 //            add, with the Worker running: lateness_<R>_per_s and lateness_<R>_check
 //   short    the same at the short rate with the short delay: lateness_short_<delay>ms
+// (--phases picks some of them; all four by default). Each rate and the short delays also print
+// "<stem>_cpu": CPU per job of this node process (BullMQ's client and Worker) and of Redis (its
+// INFO cpu), from the first add until the last job was started: the cost of a whole life.
 // A job's lateness is when the Worker's processor starts it minus BullMQ's own due time
 // (job.timestamp + opts.delay, the client's clock as BullMQ takes it). A check is ok when every
 // job was processed once and none early; an early job is the peer's behaviour, reported, not an
@@ -30,8 +33,9 @@ const defaults = {
   'redis-url': '', tag: '', 'n-ingest': '200000', 'n-burst': '100000', 'spread-ms': '2000',
   rates: '1000:20 5000:20 10000:30 20000:30', 'rate-delay-ms': '2000', short: '100:20',
   'short-delay-ms': '20', concurrency: '200', 'value-bytes': '200', 'jobs-per-call': '500',
-  'calls-in-flight': '4', 'give-up-p50-ms': '2000',
+  'calls-in-flight': '4', 'give-up-p50-ms': '2000', phases: 'ingest burst rates short',
 };
+const kPhases = ['ingest', 'burst', 'rates', 'short'];
 function parseArgs(argv) {
   const o = { ...defaults };
   for (let i = 0; i < argv.length; i += 2) {
@@ -45,7 +49,7 @@ function parseArgs(argv) {
 function usage(why) {
   process.stderr.write(`peer_load: ${why}\nusage: node peer_load.mjs --redis-url URL --tag T ` +
     `[--n-ingest N] [--n-burst N] [--spread-ms MS] [--rates "R:S ..."] [--rate-delay-ms MS] ` +
-    `[--short R:S] [--short-delay-ms MS] [--concurrency C]\n`);
+    `[--short R:S] [--short-delay-ms MS] [--concurrency C] [--phases "ingest burst rates short"]\n`);
   process.exit(2);
 }
 // A whole number of at least `min` from option `k`.
@@ -70,7 +74,9 @@ const opts = {
   shortDelayMs: num(o, 'short-delay-ms'), concurrency: num(o, 'concurrency', 1),
   valueBytes: num(o, 'value-bytes'), perCall: num(o, 'jobs-per-call', 1),
   inFlight: num(o, 'calls-in-flight', 1), giveUpP50Ms: num(o, 'give-up-p50-ms', 1),
+  phases: new Set(o.phases.trim().split(/\s+/).filter(Boolean)),
 };
+for (const ph of opts.phases) if (!kPhases.includes(ph)) usage(`--phases: "${ph}" is not one of ${kPhases.join(', ')}`);
 const url = new URL(o['redis-url']);
 if (url.protocol !== 'redis:') usage(`--redis-url: only redis:// URLs, not ${url.protocol}`);
 const connection = {
@@ -111,6 +117,33 @@ function latenessJson(late) {
 // connections would retry for ever.
 const redis = new Redis({ ...connection, lazyConnect: true, retryStrategy: () => null });
 redis.on('error', (e) => noteOnce(`redis: ${e.message}`));
+
+// Redis's own CPU time so far (user + system), in ms: INFO cpu, so that a phase's CPU per job
+// counts the server without reading /proc of a process this script may not own.
+async function redisCpuMs() {
+  const info = await redis.info('cpu');
+  const field = (k) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)[1]);
+  return 1000 * (field('used_cpu_user') + field('used_cpu_sys'));
+}
+// This process's CPU time so far (BullMQ's client and Worker run in it), in ms.
+function nodeCpuMs() {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+// The figure "<stem>_cpu", shaped as e2e_load's: CPU per job of the node process (BullMQ) and of
+// Redis over a phase of n jobs that started at cpu0 (from cpuNow()).
+async function cpuNow() {
+  return { node: nodeCpuMs(), redis: await redisCpuMs(), t: performance.now() };
+}
+async function cpuFigure(stem, n, cpu0) {
+  const cpu1 = await cpuNow();
+  const nodeMs = cpu1.node - cpu0.node;
+  const redisMs = cpu1.redis - cpu0.redis;
+  const perJob = (ms) => (n > 0 ? (1000 * ms) / n : 0);
+  return { figure: `${stem}_cpu`, unit: 'us/job', n, seconds: (cpu1.t - cpu0.t) / 1000, node_ms: Math.round(nodeMs),
+    redis_ms: Math.round(redisMs), node_us_per_job: perJob(nodeMs), redis_us_per_job: perJob(redisMs),
+    value: perJob(nodeMs + redisMs) };
+}
 
 async function usedMemory() {
   const info = await redis.info('memory');
@@ -229,6 +262,7 @@ async function steady(name, figure, rate, seconds, delayMs) {
   const collector = new Collector(name, n);
   await collector.worker.waitUntilReady();
   const pending = new Set();
+  const cpu0 = await cpuNow();
   const t0 = performance.now();
   let sent = 0;
   let lastSend = t0;
@@ -247,9 +281,12 @@ async function steady(name, figure, rate, seconds, delayMs) {
   const spanS = (lastSend - t0) / 1000;
   const achieved = spanS > 0 ? (n - 1) / spanS : n;
   await collector.done(Date.now() + delayMs + 60_000 + Math.floor(n / 5));
+  // Every job's whole life (add, wait, process, complete) falls in the window, as in e2e_load rate.
+  const cpu = await cpuFigure(figure.replace(/_per_s$/, ''), n, cpu0);
   const lateness = { figure, ...latenessJson(collector.late), target_rate: rate, achieved_rate: achieved, seconds,
     delay_ms: delayMs, cdf_file: '' };
   emit(lateness);
+  emit(cpu);
   checked(figure.replace(/_per_s$/, '') + '_check', collector);
   await queue.obliterate({ force: true });
   await queue.close();
@@ -277,11 +314,15 @@ emit({ figure: 'run', label: `BullMQ ${version}`, peer: 'bullmq', version, concu
   n_ingest: opts.nIngest, n_burst: opts.nBurst, rates: o.rates, short: o.short, rate_delay_ms: opts.rateDelayMs,
   short_delay_ms: opts.shortDelayMs, started_at_ms: Date.now() });
 try {
-  note(`ingest: ${opts.nIngest} jobs`);
-  await ingest(`${o.tag}-ingest`);
-  note(`burst: ${opts.nBurst} jobs due over ${opts.spreadMs} ms`);
-  await burst(`${o.tag}-burst`);
-  for (const { rate, seconds } of opts.rates) {
+  if (opts.phases.has('ingest')) {
+    note(`ingest: ${opts.nIngest} jobs`);
+    await ingest(`${o.tag}-ingest`);
+  }
+  if (opts.phases.has('burst')) {
+    note(`burst: ${opts.nBurst} jobs due over ${opts.spreadMs} ms`);
+    await burst(`${o.tag}-burst`);
+  }
+  for (const { rate, seconds } of opts.phases.has('rates') ? opts.rates : []) {
     note(`whole lives: ${rate}/s for ${seconds} s, due ${opts.rateDelayMs} ms after the add`);
     const l = await steady(`${o.tag}-rate-${rate}`, `lateness_${rate}_per_s`, rate, seconds, opts.rateDelayMs);
     if (l.p50 > opts.giveUpP50Ms) {
@@ -289,9 +330,11 @@ try {
       break;
     }
   }
-  note(`short delays: ${opts.short.rate}/s for ${opts.short.seconds} s, due ${opts.shortDelayMs} ms after the add`);
-  await steady(`${o.tag}-short`, `lateness_short_${opts.shortDelayMs}ms`, opts.short.rate, opts.short.seconds,
-    opts.shortDelayMs);
+  if (opts.phases.has('short')) {
+    note(`short delays: ${opts.short.rate}/s for ${opts.short.seconds} s, due ${opts.shortDelayMs} ms after the add`);
+    await steady(`${o.tag}-short`, `lateness_short_${opts.shortDelayMs}ms`, opts.short.rate, opts.short.seconds,
+      opts.shortDelayMs);
+  }
 } finally {
   await removeLeftovers();
 }
