@@ -72,7 +72,7 @@ inline constexpr std::string_view kFields[] = {"last_error",
                                                "z"};
 
 // A free-text value made fit for a field, as prelude.lua's enc() does it: white space and '%'
-// percent-encoded ("%20", "%25"). job_store.cpp's percent_decode() reads it back.
+// percent-encoded ("%20", "%25"). job_store_replies.hpp's percent_decode() reads it back.
 std::string encode_field_value(std::string_view text);
 
 // Lua's numbers are doubles: every integer of 15 digits is exact in one, not every one of 16.
