@@ -23,6 +23,7 @@
 #include "base/thread_name.hpp"
 #include "broker/service.hpp"
 #include "config/config.hpp"
+#include "connectors/librdkafka_version.hpp"
 #include "connectors/log.hpp"
 #include "delayd/build_info.hpp"
 #include "telemetry/tracer.hpp"
@@ -36,14 +37,16 @@ int main(int argc, char** argv) {
                  "print a reference page of the documentation as Markdown and exit: config "
                  "(docs/reference/configuration.md) or metrics (docs/reference/metrics.md)")
       ->check(CLI::IsMember({"config", "metrics"}));
-  // What runs: the version, the commit, the build type, and the malloc the process found
-  // (base/allocator.hpp).
+  // What runs: the version, the commit, the build type, the malloc the process found
+  // (base/allocator.hpp) and the librdkafka it loaded (connectors/librdkafka_version.hpp).
   const auto identity = [] {
     return "delayd " + std::string(delayd::build::kVersion) + " (" + std::string(delayd::build::kRevision) + ", " +
-           std::string(delayd::build::kBuildType) + "), " + delayd::base::allocator_name();
+           std::string(delayd::build::kBuildType) + "), " + delayd::base::allocator_name() + ", librdkafka " +
+           delayd::connectors::running_librdkafka().text;
   };
   app.set_version_flag("--version", identity,
-                       "print the version, the commit, the build type and the memory allocator, and exit");
+                       "print the version, the commit, the build type, the memory allocator and librdkafka's "
+                       "version, and exit");
   CLI11_PARSE(app, argc, argv);
   // From the code's own tables and built-in defaults, whatever the environment says.
   if (!reference.empty()) {
@@ -69,6 +72,15 @@ int main(int argc, char** argv) {
   }
   spdlog::info("{}", identity());
   for (const auto& w : config.warnings) spdlog::warn("{}", w);
+  if (const auto rdkafka = delayd::connectors::running_librdkafka();
+      delayd::config::delivery_mode(config) == delayd::config::DeliveryMode::exactly_once &&
+      delayd::connectors::transactions_spin(rdkafka)) {
+    spdlog::warn(
+        "kafka.delivery = exactly_once on librdkafka {}: before 2.4.0 each transaction keeps a producer thread "
+        "spinning for one to two milliseconds, so delayd uses more CPU a job and its lateness tail is longer "
+        "than on librdkafka 2.4.0 or later (docs/performance.md, \"The cost of a job\")",
+        rdkafka.text);
+  }
   delayd::connectors::set_log_hook([](delayd::connectors::LogLevel level, std::string_view msg) {
     using L = delayd::connectors::LogLevel;
     switch (level) {

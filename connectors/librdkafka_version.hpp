@@ -1,0 +1,35 @@
+// Which librdkafka the process runs on, and what delayd knows about that version.
+//
+// The version is read at run time (rd_kafka_version()), not from the headers delayd was built
+// with: a package or an LD_LIBRARY_PATH may load another shared library than the one it was
+// compiled against, and the costs below belong to the library that runs.
+#pragma once
+
+#include <string>
+
+namespace delayd::connectors {
+
+// librdkafka's version as major.minor.patch; `text` is its own rd_kafka_version_str().
+struct LibrdkafkaVersion {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  std::string text;
+
+  friend bool operator==(const LibrdkafkaVersion&, const LibrdkafkaVersion&) = default;
+};
+
+// Splits librdkafka's hex version (0xMMmmrrxx: major, minor, revision, pre-release) into its parts;
+// `text` is left empty. Any int is accepted.
+LibrdkafkaVersion librdkafka_version_from_hex(int hex) noexcept;
+
+// The librdkafka loaded in this process: rd_kafka_version() and rd_kafka_version_str().
+LibrdkafkaVersion running_librdkafka() noexcept;
+
+// True when this librdkafka's transactional producer spins: before 2.4.0 its main thread serves
+// the 1 ms timer that registers a transaction's partitions (AddPartitionsToTxn) by polling without
+// sleeping through that millisecond (confluentinc/librdkafka#4671), so each transaction costs one
+// to two milliseconds of a busy thread. docs/performance.md has the measurement.
+bool transactions_spin(const LibrdkafkaVersion& v) noexcept;
+
+}  // namespace delayd::connectors
