@@ -512,7 +512,8 @@ func RepeatUntilText(text string) Option { return optionFunc(func(o *options) { 
 // or CatchupNone.
 func RepeatCatchup(mode string) Option { return optionFunc(func(o *options) { o.catchup = str(mode) }) }
 
-// MaxLateness drops an occurrence delivered later than this after its time (max-lateness-ms).
+// MaxLateness drops a job (or an occurrence) delayd reaches later than this after its time
+// (max-lateness-ms).
 func MaxLateness(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.lateness = str(strconv.FormatInt(ceilMs(d), 10)) })
 }

@@ -3,6 +3,7 @@
 // topic reader (read committed) sees committed records only and steps past the markers.
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "connectors/topic_reader.hpp"
@@ -55,7 +56,13 @@ TEST_CASE("a transaction's records are read only once committed, and a reader st
   std::int64_t from = 0, end = 0;
   {
     TopicReader reader(base_props());
-    end = reader.watermarks(topic, 0).high;
+    // A commit returns once the coordinator has logged it; it writes the partition's marker
+    // after that, so the last marker may come a moment later (two test suites beside it once
+    // saw 5). Asked until it is there, for at most 10 s.
+    const auto marker_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((end = reader.watermarks(topic, 0).high) < 7 && std::chrono::steady_clock::now() < marker_deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     CHECK(end == 7);
     int steps = 0;
     const auto started = std::chrono::steady_clock::now();

@@ -129,7 +129,10 @@ public final class ScheduleOptions {
         return this;
     }
 
-    /** Never delivered later than its time + d (max-lateness-ms); a part of a millisecond rounds up. */
+    /**
+     * Not delivered when delayd reaches it later than its time + d (max-lateness-ms); a part of a
+     * millisecond rounds up.
+     */
     public ScheduleOptions maxLateness(Duration d) {
         lateness = TimeFormat.millisText(d);
         return this;
