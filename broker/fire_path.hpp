@@ -324,9 +324,10 @@ class FirePath {
   void handle_dead_letter_report(std::uint64_t tag, const connectors::DeliveryReport& report, std::int64_t now_ms);
   void dead_letter(InFlight entry, std::string reason, bool strip_value, DeadLetterReason why);
   void retry(InFlight& f, const std::string& error, const FailureAction& action, std::int64_t now_ms);
-  // A delivery to `topic` failed as unknown: counts it in missing_topics_ (logging and asking for
-  // the topic on the first failure); returns how long the topic has been missing.
-  std::chrono::milliseconds note_missing_topic(const std::string& topic, std::int64_t now_ms);
+  // A delivery to `topic`, handed to the producer at `sent_ms` (wall), failed as unknown: counts
+  // it in missing_topics_ (logging and asking for the topic on the first failure); returns how
+  // long the topic has been missing (0 for a straggler of an outage that ended: not counted).
+  std::chrono::milliseconds note_missing_topic(const std::string& topic, std::int64_t now_ms, std::int64_t sent_ms);
   // now_ms: when Kafka acknowledged it; a repeat's next occurrence is chosen for that instant.
   storage::JobStore::Delivered delivered(const InFlight& f, std::int64_t now_ms) const;
   // A repeat's occurrence that `now_ms` has overtaken (repeat_plan.hpp's skip()), or that

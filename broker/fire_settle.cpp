@@ -202,7 +202,7 @@ void FirePath::settle(std::int64_t now_ms) {
   }
   for (std::size_t i = 0; i < budget && !missing_topics_.empty(); ++i) {
     if (!reports_[i].ok) continue;
-    if (const auto was = missing_topics_.delivered(reports_[i].topic)) {
+    if (const auto was = missing_topics_.delivered(reports_[i].topic, now_ms)) {
       spdlog::info("ready topic {} exists again after {} ms; {} deliveries had failed meanwhile and go out now",
                    reports_[i].topic, std::max<std::int64_t>(now_ms - was->since_ms, 0), was->failures);
     }
@@ -258,7 +258,10 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
   const telemetry::LogScope scope(traced(f.trace));
   std::chrono::milliseconds missing_for{0};
   if (report.error_class == DeliveryError::unknown_topic) {
-    missing_for = note_missing_topic(f.record.topic, now_ms);
+    // The wall time it was handed to the producer, from the steady clock's age of that moment.
+    const auto age =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - f.produced_at);
+    missing_for = note_missing_topic(f.record.topic, now_ms, now_ms - age.count());
   }
   if (report.error_class == DeliveryError::fenced) {
     // Its transaction can never commit: another owner's producer took the shard's id over. The
@@ -308,8 +311,11 @@ void FirePath::handle_failure(std::uint64_t tag, const connectors::DeliveryRepor
   dead_letter(std::move(dead), std::move(reason), action.strip_value, why);
 }
 
-std::chrono::milliseconds FirePath::note_missing_topic(const std::string& topic, std::int64_t now_ms) {
-  MissingTopics::Entry& e = missing_topics_.failed(topic, now_ms);
+std::chrono::milliseconds FirePath::note_missing_topic(const std::string& topic, std::int64_t now_ms,
+                                                       std::int64_t sent_ms) {
+  MissingTopics::Entry* found = missing_topics_.failed(topic, now_ms, sent_ms);
+  if (found == nullptr) return std::chrono::milliseconds(0);  // a straggler of an outage that ended
+  MissingTopics::Entry& e = *found;
   if (e.failures == 1) {
     spdlog::warn(
         "ready topic {} does not exist: its jobs wait for it without spending attempts{}, and are "

@@ -8,9 +8,15 @@
 // topics, and the age that decides when its jobs are dead-lettered (FireOptions::
 // missing_topic_timeout). Until then the jobs wait without spending attempts.
 //
-// Invariants: a topic is in the table from its first failed delivery to its first successful
-// one; `since_ms` is the wall time of the first failure and never moves while it is missing.
-// No I/O, no clock: the caller passes the time.
+// A failure that arrives after the topic was seen back, for a record handed to the producer
+// before that (a straggler: its send met the producer's old metadata, or it waited behind the
+// records that went through), belongs to the outage that ended: it opens no new one, so an
+// outage is one line however its reports interleave (two were logged for one once, under load).
+// Its job is retried as any failed delivery to a missing topic is.
+//
+// Invariants: a topic is in the table from its first failed delivery sent after it was last
+// seen back to its first successful one; `since_ms` is the wall time of the first failure and
+// never moves while it is missing. No I/O, no clock: the caller passes the times.
 // Threading: one owner thread (the fire path's).
 #pragma once
 
@@ -25,25 +31,33 @@ namespace delayd::broker {
 class MissingTopics {
  public:
   struct Entry {
-    std::int64_t since_ms = 0;    // wall ms of the first failed delivery since it went missing
-    std::uint64_t failures = 0;   // failed deliveries to it since then
-    std::int64_t asked_ms = 0;    // wall ms when it was last asked to be created again (0: never)
+    std::int64_t since_ms = 0;   // wall ms of the first failed delivery since it went missing
+    std::uint64_t failures = 0;  // failed deliveries to it since then
+    std::int64_t asked_ms = 0;   // wall ms when it was last asked to be created again (0: never)
   };
 
-  // A delivery to `topic` failed as unknown at `now_ms`: records it, and returns its entry
-  // (failures >= 1; failures == 1 on the first sighting). The caller may set asked_ms.
-  Entry& failed(const std::string& topic, std::int64_t now_ms) {
-    auto [it, inserted] = missing_.try_emplace(topic, Entry{now_ms, 0});
+  // A delivery to `topic`, handed to the producer at `sent_ms`, failed as unknown at `now_ms`:
+  // records it and returns its entry (failures >= 1; failures == 1 on the first sighting), or
+  // nullptr for a straggler (sent before the topic was last seen back, and the topic not missing
+  // since): nothing recorded. The caller may set asked_ms.
+  Entry* failed(const std::string& topic, std::int64_t now_ms, std::int64_t sent_ms) {
+    auto it = missing_.find(topic);
+    if (it == missing_.end()) {
+      const auto back = back_ms_.find(topic);
+      if (back != back_ms_.end() && sent_ms < back->second) return nullptr;
+      it = missing_.emplace(topic, Entry{now_ms, 0}).first;
+    }
     ++it->second.failures;
-    return it->second;
+    return &it->second;
   }
-  // A delivery to `topic` went through: the entry it had while missing, if it was.
-  // Postcondition: !missing(topic).
-  std::optional<Entry> delivered(const std::string& topic) {
+  // A delivery to `topic` went through at `now_ms`: the entry it had while missing, if it was.
+  // Postcondition: !missing(topic); a failure of a record sent before `now_ms` is a straggler.
+  std::optional<Entry> delivered(const std::string& topic, std::int64_t now_ms) {
     auto it = missing_.find(topic);
     if (it == missing_.end()) return std::nullopt;
     Entry e = it->second;
     missing_.erase(it);
+    back_ms_[topic] = now_ms;
     return e;
   }
   // How long `topic` has been missing at `now_ms` (0 if it is not missing, or the clock stepped
@@ -71,6 +85,8 @@ class MissingTopics {
 
  private:
   std::map<std::string, Entry> missing_;
+  std::map<std::string, std::int64_t>
+      back_ms_;  // topic -> wall ms it was last seen back (one per topic that went missing)
 };
 
 }  // namespace delayd::broker

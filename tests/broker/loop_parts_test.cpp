@@ -1,6 +1,6 @@
 // The scheduling loop's small parts that need no servers: the periodic helper, the longest-turn
 // window, the outage tracker's problem text and backoff, the counters' names, and when the
-// loop kicks its producer (and the linger it reads).
+// loop kicks its producer (and the linger it reads), and the table of missing ready topics.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -11,6 +11,7 @@
 #include "broker/linger_kick.hpp"
 #include "broker/loop_counters.hpp"
 #include "broker/loop_settings.hpp"
+#include "broker/missing_topics.hpp"
 #include "broker/outage_tracker.hpp"
 #include "broker/periodic.hpp"
 #include "connectors/rdkafka_config.hpp"
@@ -151,4 +152,36 @@ TEST_CASE("a linger set under librdkafka's alias replaces delayd's default", "[b
   const auto named_linger = [](const auto& kv) { return kv.first == "linger.ms"; };
   CHECK(std::none_of(props.begin(), props.end(), named_linger));  // not left beside it for librdkafka to order
   CHECK(delayd::connectors::find_property(props, "batch.num.messages") == "10000");  // the other defaults stay
+}
+
+TEST_CASE("a missing topic is one outage however its reports interleave: a straggler opens none", "[missing_topics]") {
+  MissingTopics t;
+  // Missing from 1 000: two failures, one outage.
+  REQUIRE(t.failed("ready.orders", 1'000, 900) != nullptr);
+  MissingTopics::Entry* e = t.failed("ready.orders", 1'100, 1'050);
+  REQUIRE(e != nullptr);
+  CHECK(e->since_ms == 1'000);
+  CHECK(e->failures == 2);
+  // Seen back at 2 000.
+  const auto was = t.delivered("ready.orders", 2'000);
+  REQUIRE(was.has_value());
+  CHECK(was->failures == 2);
+  CHECK(t.empty());
+  // A record sent at 1 500, before the topic was back, fails after: a straggler, no new outage.
+  CHECK(t.failed("ready.orders", 2'010, 1'500) == nullptr);
+  CHECK(t.empty());
+  CHECK(t.missing_for("ready.orders", 2'010) == 0ms);
+  // Another topic's first failure is its own outage.
+  CHECK(t.failed("ready.mail", 2'020, 1'500) != nullptr);
+  // A record sent after the topic was back fails: it is gone again, a new outage.
+  e = t.failed("ready.orders", 3'000, 2'500);
+  REQUIRE(e != nullptr);
+  CHECK(e->since_ms == 3'000);
+  CHECK(e->failures == 1);
+  // While it is missing, an older record's failure counts towards the same outage.
+  e = t.failed("ready.orders", 3'100, 1'900);
+  REQUIRE(e != nullptr);
+  CHECK(e->failures == 2);
+  CHECK(t.problem() ==
+        "ready topics ready.mail, ready.orders do not exist (3 failed deliveries so far; their jobs wait)");
 }
