@@ -1,6 +1,8 @@
 #include "broker/delivery_log.hpp"
 
 #include <charconv>
+#include <tuple>
+#include <utility>
 
 #include "contract/ingest_parse.hpp"
 
@@ -23,6 +25,17 @@ std::optional<int> positive_int(std::string_view text) {
   return n;
 }
 
+// "<a>" or "<a>/<r>": an attempt, and a repeat's occurrence if it names one.
+std::optional<std::pair<int, int>> attempt_token(std::string_view text) {
+  const auto slash = text.find('/');
+  const auto attempt = positive_int(text.substr(0, slash));
+  if (!attempt) return std::nullopt;
+  if (slash == std::string_view::npos) return std::pair{*attempt, 0};
+  const auto repeat = positive_int(text.substr(slash + 1));
+  if (!repeat) return std::nullopt;
+  return std::pair{*attempt, *repeat};
+}
+
 constexpr std::string_view kReady = "ready ";
 constexpr std::string_view kDead = "dead ";
 constexpr std::size_t kReadChunk = 5000;
@@ -37,15 +50,22 @@ std::optional<connectors::OutRecord> log_record(const connectors::OutRecord& rec
   if (id == nullptr || attempt == nullptr || !id->has_value() || !attempt->has_value()) return std::nullopt;
   const auto n = positive_int(**attempt);
   if (!n) return std::nullopt;
+  std::string token = std::to_string(*n);
+  const auto* repeat = last_header(rec.headers, contract::kHeaderRepeat);
+  if (repeat != nullptr && repeat->has_value()) {
+    const auto r = positive_int(**repeat);
+    if (!r) return std::nullopt;
+    token += "/" + std::to_string(*r);
+  }
   connectors::OutRecord out;
   out.topic = topic;
   out.partition = partition;
   out.key = **id;
   if (kind == TagKind::ready) {
-    out.value = std::string(kReady) + std::to_string(*n);
+    out.value = std::string(kReady) + token;
   } else {
     const auto* error = last_header(rec.headers, contract::kHeaderError);
-    out.value = std::string(kDead) + std::to_string(*n) + " " + (error && error->has_value() ? **error : std::string());
+    out.value = std::string(kDead) + token + " " + (error && error->has_value() ? **error : std::string());
   }
   return out;
 }
@@ -57,18 +77,18 @@ std::optional<LoggedDelivery> parse_log_record(const connectors::Record& rec) {
   d.job_id = *rec.key;
   if (v.starts_with(kReady)) {
     v.remove_prefix(kReady.size());
-    const auto n = positive_int(v);
+    const auto n = attempt_token(v);
     if (!n) return std::nullopt;
-    d.attempt = *n;
+    std::tie(d.attempt, d.repeat) = *n;
     return d;
   }
   if (v.starts_with(kDead)) {
     v.remove_prefix(kDead.size());
     const auto space = v.find(' ');
-    const auto n = positive_int(v.substr(0, space));
+    const auto n = attempt_token(v.substr(0, space));
     if (!n) return std::nullopt;
     d.kind = LoggedDelivery::Kind::dead;
-    d.attempt = *n;
+    std::tie(d.attempt, d.repeat) = *n;
     if (space != std::string_view::npos) d.reason = std::string(v.substr(space + 1));
     return d;
   }

@@ -8,8 +8,16 @@
 //   record of the transaction        log record (key: the job-id)     the takeover then
 //   ready record, attempt a          "ready <a>"                      settles the job as
 //                                                                     delivered, attempt a
-//   dead-letter copy of a job, a     "dead <a> <reason>"              settles it as failed
+//   ready record of a repeat's       "ready <a>/<r>"                  the same, if occurrence r
+//   occurrence r, attempt a                                           is the one in flight
+//   dead-letter copy of a job, a     "dead <a>[/<r>] <reason>"        settles it as failed
 //   etf1 tombstone, history copy     none (they ride with the ready record of their job)
+//
+// Every occurrence of a repeat is attempt 1, so the attempt alone cannot tell the occurrence in
+// flight from one delivered before it: a takeover that did so settled an occurrence whose
+// transaction a kill -9 had aborted, and it was never delivered (found by bench/run-scale.sh's
+// soak). A log record written before the occurrence was logged ("ready <a>" for a repeat) names
+// no occurrence and matches none: that job is produced again (a duplicate, never a loss).
 //
 // A log record is visible to a read_committed reader exactly when the transaction that carried
 // it committed, so reading a shard's log partition to its end, once the shard's producer has
@@ -36,6 +44,7 @@ struct LoggedDelivery {
   enum class Kind : unsigned char { ready, dead };
   std::string job_id;
   int attempt = 0;
+  int repeat = 0;  // a repeat's occurrence (its ready record's `repeat` header); 0: none named
   Kind kind = Kind::ready;
   std::string reason;  // dead: the dead letter's reason
   bool operator==(const LoggedDelivery&) const = default;

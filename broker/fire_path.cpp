@@ -135,16 +135,17 @@ void FirePath::recover(const std::string& shard, const std::vector<LoggedDeliver
   if (known.empty()) recovered_.erase(shard);
 }
 
-std::vector<int> FirePath::known_delivered(const std::vector<Scheduler::Slot>& slots,
-                                           const std::vector<size_t>& index) const {
-  std::vector<int> out;
+std::vector<storage::KnownDelivery> FirePath::known_delivered(const std::vector<Scheduler::Slot>& slots,
+                                                              const std::vector<size_t>& index) const {
+  std::vector<storage::KnownDelivery> out;
   if (recovered_.empty() || index.empty()) return out;
   const auto shard = recovered_.find(shard_of(slots[index.front()]));
   if (shard == recovered_.end()) return out;
   out.reserve(index.size());
   for (size_t i : index) {
     const auto it = shard->second.find(scheduler_.job(slots[i]).job_id);
-    out.push_back(it == shard->second.end() ? 0 : it->second.attempt);
+    out.push_back(it == shard->second.end() ? storage::KnownDelivery{}
+                                            : storage::KnownDelivery{it->second.attempt, it->second.repeat});
   }
   return out;
 }
@@ -158,8 +159,9 @@ bool FirePath::settle_recovered(InFlight& entry, const std::string& shard) {
   known->second.erase(it);
   if (known->second.empty()) recovered_.erase(known);
   // The claim kept the attempt only if its entry still named the logged one; otherwise the job
-  // has moved on since (a later claim of its own) and goes the usual way.
-  if (d.attempt != entry.attempt) return false;
+  // has moved on since (a later claim of its own, or a repeat's next occurrence, which is attempt
+  // 1 again) and goes the usual way.
+  if (d.attempt != entry.attempt || d.repeat != entry.repeat) return false;
   const TagKind kind = d.kind == LoggedDelivery::Kind::dead ? TagKind::failed_dlq : TagKind::ready;
   if (kind == TagKind::failed_dlq) entry.reason = d.reason;
   entry.recovered = true;
@@ -237,7 +239,7 @@ std::size_t FirePath::claim_and_dispatch(const std::vector<Scheduler::Slot>& slo
       ids.push_back(scheduler_.job(slots[i]).job_id);
       due_at.push_back(scheduler_.job(slots[i]).due_at);
     }
-    const std::vector<int> delivered = known_delivered(slots, index);
+    const std::vector<storage::KnownDelivery> delivered = known_delivered(slots, index);
     try {
       auto got = store_.claim(scheduler_.shard_name(shard), ids, now_ms, ahead_ms, due_at, delivered);
       for (size_t k = 0; k < index.size(); ++k) {

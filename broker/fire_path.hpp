@@ -310,11 +310,13 @@ class FirePath {
   void produce_traced(InFlight& f, const std::string& shard);
   // The publish span of the ready record `f` ends with its delivery report.
   void end_span(InFlight& f, const connectors::DeliveryReport& report);
-  // The attempt recover() found delivered for each of `slots`' jobs at `index` (0: none), for the
-  // claim call.
-  std::vector<int> known_delivered(const std::vector<Scheduler::Slot>& slots, const std::vector<size_t>& index) const;
-  // A claim of a job recover() found delivered with this attempt: settled as that delivery (an ok
-  // report queued for its mark, or its dead letter's), nothing produced. False if `c` is not one.
+  // The delivery recover() found logged for each of `slots`' jobs at `index` (attempt 0: none),
+  // for the claim call.
+  std::vector<storage::KnownDelivery> known_delivered(const std::vector<Scheduler::Slot>& slots,
+                                                      const std::vector<size_t>& index) const;
+  // A claim of a job recover() found delivered with this attempt and occurrence: settled as that
+  // delivery (an ok report queued for its mark, or its dead letter's), nothing produced. False if
+  // `entry` is not one.
   bool settle_recovered(InFlight& entry, const std::string& shard);
   // Claims the jobs of `slots` (taken from the scheduler) and holds or sends their records.
   std::size_t claim_and_dispatch(const std::vector<Scheduler::Slot>& slots, std::int64_t now_ms, std::int64_t ahead_ms);

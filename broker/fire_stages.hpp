@@ -39,9 +39,9 @@ struct ClaimRequest {
   std::vector<std::string> job_ids;
   std::int64_t now_ms = 0;
   std::int64_t ahead_ms = 0;
-  std::optional<std::int64_t> fence;  // the loop's fence for the shard (none: refused as fenced)
-  std::vector<std::int64_t> due_at;   // job_ids[i]'s due time in the scheduler: its pending entry's score
-  std::vector<int> delivered;         // empty, or job_ids[i]'s attempt a takeover found delivered (0: none)
+  std::optional<std::int64_t> fence;              // the loop's fence for the shard (none: refused as fenced)
+  std::vector<std::int64_t> due_at;               // job_ids[i]'s due time in the scheduler: its pending entry's score
+  std::vector<storage::KnownDelivery> delivered;  // empty, or job_ids[i]'s delivery a takeover found logged
 };
 struct ClaimResult {
   std::uint64_t id = 0;

@@ -36,14 +36,17 @@
 // end as read_committed, holds exactly the deliveries that reached Kafka. From the oldest such
 // entry's firing_at (less a minute) to the end:
 //
-//   in-flight entry (job, a) of an earlier epoch    the owner's decision
-//   "ready a" in the log                            claimed keeping attempt a (claim.lua), settled
-//                                                   as delivered: marked ready, nothing produced
-//   "dead a <reason>" in the log                    claimed keeping a, settled as dead-lettered
+//   in-flight entry (job, a[, occurrence r])        the owner's decision
+//   of an earlier epoch
+//   "ready a" ("ready a/r") the job's latest in     claimed keeping attempt a (claim.lua), settled
+//   the log                                         as delivered: marked ready, nothing produced
+//   "dead a[/r] <reason>" the latest in the log     claimed keeping a, settled as dead-lettered
 //                                                   with that reason: marked failed, nothing sent
-//   not in the log                                  claimed again as usual (attempt a + 1) and
-//                                                   produced: its earlier record never committed
-// A restart of a single instance is the same takeover, of every shard.
+//   not in the log, or another attempt or           claimed again as usual (attempt a + 1) and
+//   occurrence there                                produced: its earlier record never committed
+// The occurrence matters because every occurrence of a repeat is attempt 1: the log's line for
+// occurrence r - 1 says nothing of occurrence r (delivery_log.hpp). A restart of a single
+// instance is the same takeover, of every shard.
 //
 // The crash table, beside storage/job_store.hpp's (whose other rows hold as they are):
 //

@@ -451,15 +451,19 @@ redis::Command JobStore::shard_call(Script script, std::string_view shard, std::
 
 std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms,
                                    std::int64_t ahead_ms, std::span<const std::int64_t> seen_at,
-                                   std::span<const int> delivered) {
+                                   std::span<const KnownDelivery> delivered) {
   assert(seen_at.empty() || seen_at.size() == job_ids.size());
   assert(delivered.empty() || delivered.size() == job_ids.size());
   std::vector<redis::Command> per_job;
   per_job.reserve(job_ids.size());
   for (size_t i = 0; i < job_ids.size(); ++i) {
-    const bool known = i < delivered.size() && delivered[i] > 0;
-    per_job.push_back({job_ids[i], i < seen_at.size() ? std::to_string(seen_at[i]) : std::string(),
-                       known ? std::to_string(delivered[i]) : std::string()});
+    // claim.lua's third argument of a job: "" (nothing known), "<attempt>" or "<attempt>/<occurrence>".
+    std::string known;
+    if (i < delivered.size() && delivered[i].attempt > 0) {
+      known = std::to_string(delivered[i].attempt);
+      if (delivered[i].repeat > 0) known += "/" + std::to_string(delivered[i].repeat);
+    }
+    per_job.push_back({job_ids[i], i < seen_at.size() ? std::to_string(seen_at[i]) : std::string(), std::move(known)});
   }
   const Replies replies = run(Script::claim, shard, per_job, now_ms, ahead_ms, true);
   std::vector<Claim> out;

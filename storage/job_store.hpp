@@ -205,6 +205,15 @@ struct PendingEntry {
   bool operator==(const PendingEntry&) const = default;
 };
 
+// A delivery a caller knows is in Kafka (a takeover found it in the shard's delivery log:
+// broker/delivery_log.hpp): its attempt, and for a repeating job its occurrence (0: the job does
+// not repeat). attempt 0: nothing known.
+struct KnownDelivery {
+  int attempt = 0;
+  int repeat = 0;
+  bool operator==(const KnownDelivery&) const = default;
+};
+
 struct Claim {
   enum class Kind {
     deliver,     // produce it
@@ -386,14 +395,16 @@ class JobStore {
   // job_ids[i]'s pending entry was read at (pending_between(), take_wakes()): how the claim finds
   // an entry whose record cannot say (none, unreadable, or settled: a stale entry).
   // Precondition: seen_at is empty or as long as job_ids.
-  // delivered[i], if given and not 0, is an attempt the caller knows was delivered (a takeover
-  // found its record in the shard's delivery log: broker/delivery_log.hpp): if job_ids[i]'s
-  // in-flight entry names that attempt, the claim keeps it instead of counting a new one, and the
-  // caller settles the job without producing it again.
+  // delivered[i], if given and its attempt not 0, is a delivery the caller knows is in Kafka (a
+  // takeover found its record in the shard's delivery log: broker/delivery_log.hpp): if job_ids[i]'s
+  // in-flight entry names that attempt and, for a repeating job, that occurrence, the claim keeps
+  // the attempt instead of counting a new one, and the caller settles the job without producing
+  // it again. (The occurrence matters: every occurrence of a repeat is attempt 1, and an earlier
+  // occurrence's delivery says nothing of the one in flight.)
   // Precondition: seen_at and delivered are empty or as long as job_ids.
   std::vector<Claim> claim(std::string_view shard, std::span<const std::string> job_ids, std::int64_t now_ms,
                            std::int64_t ahead_ms = 0, std::span<const std::int64_t> seen_at = {},
-                           std::span<const int> delivered = {});
+                           std::span<const KnownDelivery> delivered = {});
   // Every in-flight entry of the shard (HGETALL of its in-flight hash: at most the records a
   // broker had claimed and not settled). One round trip; an entry that does not parse is left out.
   std::vector<InFlightEntry> in_flight_entries(std::string_view shard);

@@ -1,6 +1,7 @@
 -- claim: a batch of one shard's jobs, run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp).
--- Stride 3: job-id, the score the loader read its pending entry at ('' unknown), an attempt the
--- caller knows was delivered ('' none: a takeover found it in the shard's delivery log). ARGV[3]
+-- Stride 3: job-id, the score the loader read its pending entry at ('' unknown), a delivery the
+-- caller knows is in Kafka ('' none; '<attempt>', or '<attempt>/<occurrence>' for a repeat: a
+-- takeover found it in the shard's delivery log). ARGV[3]
 -- ahead_ms. Fenced. Takes jobs due by now + ahead_ms for delivery: counts the
 -- attempt and stamps firing_at in the in-flight hash, which from here on makes a cancel answer
 -- "in_flight" (the record may already be on its way, or held by the broker until its
@@ -72,7 +73,9 @@ local function fly(id, v)
 end
 for i = FIRST, #KEYS do
   local a = 5 + (i - FIRST) * 3
-  local id, seen_at, known = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local id, seen_at = ARGV[a], tonumber(ARGV[a + 1])
+  local known_att, known_rep = string.match(ARGV[a + 2], '^(%d+)/?(%d*)$')
+  local known, known_occ = tonumber(known_att), tonumber(known_rep) or 0
   local v, err = records[i - FIRST + 1], nil
   if v and v ~= '' then where[id] = 'hash' else v, err = read_head(KEYS[i]) end
   local j = parse(v)
@@ -143,9 +146,11 @@ for i = FIRST, #KEYS do
     else
       -- A job marked dead goes to the dead-letter topic, not to a consumer: no attempt is added.
       -- Nor is one for the attempt in flight that the caller knows was delivered (its record is
-      -- in Kafka; the caller settles it without producing it again).
+      -- in Kafka; the caller settles it without producing it again): the same attempt and, for a
+      -- repeat, the same occurrence (each occurrence is attempt 1).
       local flying_att = attempt_in_flight(i - FIRST + 1, id)
-      local att = (flying_att or j.att) + ((j.f.dead or (known and flying_att == known)) and 0 or 1)
+      local logged = known and flying_att == known and (tonumber(j.f.rep) or 0) == known_occ
+      local att = (flying_att or j.att) + ((j.f.dead or logged) and 0 or 1)
       fly(id, att .. flown)
       -- The caller reads the claimed records from the hash (job_store.cpp): one of 0.3 moves there.
       if where[id] == 'key' then to_hash(KEYS[i], id) end

@@ -1620,3 +1620,42 @@ TEST_CASE_METHOD(Fixture, "a store that does not compress reads the records of o
   REQUIRE(c[0].kind == Claim::Kind::deliver);
   CHECK(c[0].value == big.value);
 }
+
+TEST_CASE_METHOD(Lifecycle, "a takeover's logged delivery keeps the attempt only for the occurrence in flight",
+                 "[store][lifecycle][takeover]") {
+  NewJob j = job("t", 1000);
+  j.repeat.every = std::chrono::milliseconds(1000);
+  j.repeat.count = 3;
+  store.accept(std::vector<NewJob>{j}, 0);
+  // Occurrence 1 claimed, delivered and marked: occurrence 2 is next, at 2 000.
+  auto c = store.claim(shard, Ids{"t"}, 1000);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].repeat == 1);
+  CHECK(c[0].attempt == 1);
+  JobStore::Delivered d{"t", 1000, c[0].attempt, "orders", Mode::drop, {}};
+  d.next_known = true;
+  d.next = Occurrence{2000, 2};
+  store.mark_ready(shard, std::span<const JobStore::Delivered>(&d, 1), 1000);
+  // Occurrence 2 claimed by an owner that dies before its transaction commits: in flight, and
+  // attempt 1 again, as every occurrence is.
+  c = store.claim(shard, Ids{"t"}, 2000);
+  CHECK(c[0].repeat == 2);
+  CHECK(c[0].attempt == 1);
+  // The new owner's delivery log holds occurrence 1's record: not the one in flight, so a new
+  // attempt is counted and the occurrence goes out (before, the attempt alone matched, and the
+  // occurrence was settled unsent).
+  const std::vector<KnownDelivery> earlier{{1, 1}};
+  c = store.claim(shard, Ids{"t"}, 2100, 0, {}, earlier);
+  CHECK(c[0].repeat == 2);
+  CHECK(c[0].attempt == 2);
+  // A log holding the occurrence in flight, with its attempt: kept, for the caller to settle.
+  const std::vector<KnownDelivery> this_one{{2, 2}};
+  c = store.claim(shard, Ids{"t"}, 2200, 0, {}, this_one);
+  CHECK(c[0].repeat == 2);
+  CHECK(c[0].attempt == 2);
+  // And a job that does not repeat names no occurrence: its attempt alone decides.
+  store.accept(std::vector<NewJob>{job("p", 3000)}, 0);
+  CHECK(store.claim(shard, Ids{"p"}, 3000)[0].attempt == 1);
+  const std::vector<KnownDelivery> plain{{1, 0}};
+  CHECK(store.claim(shard, Ids{"p"}, 3100, 0, {}, plain)[0].attempt == 1);
+}
