@@ -28,13 +28,16 @@
 #            early; meanwhile OTHER_RATE (1 000) other jobs a second published, each due 2 s
 #            later (e2e_load rate, tag "other"): their lateness while the burst drains.
 #   soak     SOAK_SECONDS (3 600) of whole lives at SOAK_RATE (1 000) a second, each due
-#            SOAK_DELAY_MS (5 000) after its publish, with finished jobs kept SOAK_RETENTION_S
-#            (300): delayd killed with SIGKILL and started again every KILL_EVERY_S (600), Redis
+#            SOAK_DELAY_MS (5 000) after its publish, of every kind (e2e_load lives: one job in
+#            20 cancelled halfway to its time, one rescheduled later, one reported failed and
+#            delivered again, one repeating three times, the rest reported finished on the status
+#            topic; payloads kept until a job is finished, so that a failed one can be delivered
+#            again: scheduler.keep_payload), with finished jobs kept SOAK_RETENTION_S (300): delayd killed with SIGKILL and started again every KILL_EVERY_S (600), Redis
 #            restarted once at REDIS_RESTART_AT_S (1 500, between two kills; when it is the local
 #            stack's, with scripts/stack.sh restart redis); delayd's RSS and Redis's used_memory
 #            every SAMPLE_S (60) into data/soak-series.txt, p99 per minute into
-#            data/lateness-soak-per-minute.txt; every job once or more (duplicates counted), none
-#            lost, none early.
+#            data/lateness-soak-per-minute.txt; every expected delivery once or more (duplicates
+#            counted), none lost, none early; cancels and reschedules that came too late counted.
 #   cost     whole lives at each of COST_RATES ("2000:30 5000:30": RATE:SECONDS): CPU per job of
 #            delayd, Redis and Kafka (e2e_load rate, from /proc), then BullMQ's node process and
 #            Redis at the same rates (bench/bullmq/peer_load.mjs --phases rates; skipped under
@@ -101,7 +104,7 @@ cleanup() {
   local status=$? name p
   for p in "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
   stop_delayd
-  for name in "${names[@]}"; do remove_run "$name" "$name*" "$name" "$name.delay-status"; done
+  for name in "${names[@]}"; do remove_run "$name" "$name*" "$name" "$name.delay-status" "$name.$name.delay-status"; done
   leave_stack
   exit "$status"
 }
@@ -214,11 +217,12 @@ fi
 if has_phase soak; then
   name="$run-soak"
   soak_s=$SOAK_SECONDS
-  soak_env=(DELAYD_REDIS_JOB_RETENTION_S="$SOAK_RETENTION_S")
-  say "soak: $soak_s s of whole lives at $SOAK_RATE/s; SIGKILL every $KILL_EVERY_S s; Redis restarted at $REDIS_RESTART_AT_S s"
+  soak_env=(DELAYD_REDIS_JOB_RETENTION_S="$SOAK_RETENTION_S" DELAYD_KAFKA_STATUS_TOPIC="$name.delay-status"
+            DELAYD_SCHEDULER_KEEP_PAYLOAD=true)
+  say "soak: $soak_s s of whole lives of every kind at $SOAK_RATE/s; SIGKILL every $KILL_EVERY_S s; Redis restarted at $REDIS_RESTART_AT_S s"
   start_delayd "$name" "${soak_env[@]}"
-  "$load_bin" rate --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --tag s --rate "$SOAK_RATE" \
-    --seconds "$soak_s" --delay-ms "$SOAK_DELAY_MS" --figure lateness_soak_per_s \
+  "$load_bin" lives --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --status-topic "$name.delay-status" \
+    --tag s --rate "$SOAK_RATE" --seconds "$soak_s" --delay-ms "$SOAK_DELAY_MS" --figure lateness_soak_per_s \
     --bootstrap "$KAFKA_BOOTSTRAP" --redis-url "$REDIS_URL" --data-dir "$data" >"$data/last-soak.jsonl" &
   soak=$!
   bg+=("$soak")
@@ -242,7 +246,7 @@ if has_phase soak; then
     fi
     sleep 1
   done
-  wait "$soak" || { say "soak: e2e_load rate failed or found a job lost or early"; failed=1; }
+  wait "$soak" || { say "soak: e2e_load lives failed or found a job lost or early"; failed=1; }
   record soak <"$data/last-soak.jsonl"
   figure soak_faults "$kills" "kill -9" "\"redis_restarts\":$redis_restarted,\"seconds\":$soak_s" | record soak
   # Growth after the first ten minutes (or the first sixth of a shorter run), per ten minutes.
@@ -254,7 +258,7 @@ if has_phase soak; then
         ((m1 - m0) / m0) / span, ((r1 - r0) / r0) / span, ((m1 - m0) / m0) / span, r0, r1, m0, m1, t0, t1
     }' "$data/soak-series.txt" | record soak
   stop_delayd TERM
-  remove_run "$name" "$name*" "$name" "$name.delay-status"
+  remove_run "$name" "$name*" "$name" "$name.$name.delay-status"
   compact_aof
 fi
 

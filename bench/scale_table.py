@@ -93,6 +93,13 @@ def main():
             f"{fmt(faults.get('redis_restarts'))} Redis restart: lost / early / duplicates",
             f"{fmt(check.get('lost'))} / {fmt(check.get('early'))} / {fmt(check.get('duplicates'))}", "0 / 0 / counted")
         row("soak: lateness p50 / p99 / max, ms", f"{fmt(soak.get('p50'))} / {fmt(soak.get('p99'))} / {fmt(soak.get('max'))}")
+        if "cancels" in check:
+            c, r = check.get("cancels", {}), check.get("reschedules", {})
+            row("soak: cancels sent / too late, reschedules sent / too late",
+                f"{fmt(c.get('sent'))} / {fmt(c.get('missed'))}, {fmt(r.get('sent'))} / {fmt(r.get('missed'))}")
+            row("soak: retries after a failed report, repeat occurrences, reports sent",
+                f"{fmt(check.get('retries', {}).get('delivered'))} of {fmt(check.get('retries', {}).get('expected'))}, "
+                f"{fmt(check.get('repeat_occurrences', {}).get('delivered'))}, {fmt(check.get('reports'))}")
         growth = fig.get(("soak", "delayd", "soak_growth"), {})
         row("soak: growth per 10 min after the first 10, RSS / Redis",
             f"{fmt((growth.get('rss_per_10_min') or 0) * 100, 2)} % / {fmt((growth.get('redis_per_10_min') or 0) * 100, 2)} %", "<= 1 %")

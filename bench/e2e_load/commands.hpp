@@ -15,6 +15,9 @@ int cmd_rate(const Options& o);
 int cmd_restart_publish(const Options& o);
 int cmd_restart_measure(const Options& o);
 
+// lives.cpp: whole lives of every kind (cancels, reschedules, failing reports, repeats), the soak's.
+int cmd_lives(const Options& o);
+
 // scale.cpp: the scale benchmark's fill and its watch across a restart.
 int cmd_fill(const Options& o);
 int cmd_watch(const Options& o);

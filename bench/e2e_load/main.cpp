@@ -21,6 +21,9 @@
 //                            [--lead-ms L] [--cpu-pids name:pid,...]
 //   e2e_load rate            --ingest-topic T --ready-topic R --rate R --seconds D --delay-ms MS
 //                            [--figure lateness_<R>_per_s] [--cpu-pids name:pid,...]
+//   e2e_load lives           --ingest-topic T --ready-topic R --status-topic S --rate R --seconds D
+//                            --delay-ms MS [--figure lateness_lives_per_s] [--cpu-pids name:pid,...]
+//                            (whole lives of every kind, reported on S: lives.cpp)
 //   e2e_load restart-publish --ingest-topic T --ready-topic R --group G --far N --overdue M
 //                            [--far-ms 3600000] [--margin-ms 10000]
 //   e2e_load restart-measure --ready-topic R --overdue M --start-ms S --log FILE
@@ -132,6 +135,7 @@ int dispatch(const std::string& name, const Options& o) {
   if (name == "ingest") return cmd_ingest(o);
   if (name == "burst") return cmd_burst(o);
   if (name == "rate") return cmd_rate(o);
+  if (name == "lives") return cmd_lives(o);
   if (name == "restart-publish") return cmd_restart_publish(o);
   if (name == "restart-measure") return cmd_restart_measure(o);
   if (name == "fill") return cmd_fill(o);

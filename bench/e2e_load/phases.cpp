@@ -26,19 +26,6 @@ void write_buckets(const std::filesystem::path& file, const std::vector<Delivery
   }
 }
 
-// Sends one job "<tag>.warmup-0", due at once, and waits until it is on the ready topic; returns
-// how long that took (ms). Afterwards the measured jobs meet a warm producer here and a delayd past
-// its first fire (a fresh delayd sets up its ready topic then; the first job took about 2 s here).
-std::int64_t warm_up(const Phase& ph, Producer& producer, const std::string& ingest, const std::string& ready) {
-  const std::string tag = ph.tag + ".warmup";
-  ReadyCollector collector(ph.bootstrap, ready, tag, 1);
-  const auto t0 = Clock::now();
-  producer.send(ingest, job_id(tag, 0), epoch_ms(), job_value());
-  producer.flush(milliseconds(60000));
-  if (!collector.finish(t0 + seconds(60))) throw std::runtime_error("the warm-up job was not ready within 60 s");
-  return std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count();
-}
-
 // The moment (epoch ms) of the first log line of `log` that says "assigned", waiting for it
 // until `deadline`; delayd's lines start with an ISO 8601 time with milliseconds and offset.
 std::optional<std::int64_t> assignment_time(const std::string& log, Clock::time_point deadline) {
@@ -68,23 +55,6 @@ std::optional<std::int64_t> assignment_time(const std::string& log, Clock::time_
     }
     if (Clock::now() > deadline) return std::nullopt;
     std::this_thread::sleep_for(milliseconds(100));
-  }
-}
-
-// The lateness of the jobs due in each minute of a long run, by the ready record's timestamp:
-// "minute jobs p50 p99 max" per line (the soak's p99 per minute).
-void write_per_minute(const std::filesystem::path& file, const std::vector<Delivery>& deliveries) {
-  if (deliveries.empty()) return;
-  std::int64_t origin = deliveries.front().deliver_at;
-  for (const auto& d : deliveries) origin = std::min(origin, d.deliver_at);
-  std::map<std::int64_t, std::vector<std::int64_t>> minutes;
-  for (const auto& d : deliveries) minutes[(d.deliver_at - origin) / 60'000].push_back(d.timestamp - d.deliver_at);
-  std::ofstream out(file);
-  out << "# minute jobs p50_ms p99_ms max_ms (lateness by the record's timestamp, jobs by their due minute)\n";
-  for (auto& [minute, late] : minutes) {
-    std::sort(late.begin(), late.end());
-    out << minute << ' ' << late.size() << ' ' << percentile(late, 50) << ' ' << percentile(late, 99) << ' '
-        << late.back() << '\n';
   }
 }
 
@@ -266,7 +236,7 @@ int cmd_rate(const Options& o) {
   const std::int64_t n = rate * secs;
   Producer producer(ph.bootstrap);
   create_topic(producer.handle(), ready);
-  const std::int64_t warmup_ms = warm_up(ph, producer, ingest, ready);
+  const std::int64_t warmup_ms = warm_up(ph.bootstrap, ph.tag, producer, ingest, ready);
   ReadyCollector collector(ph.bootstrap, ready, ph.tag, n);
 
   const CpuWindow cpu(o);
@@ -290,28 +260,7 @@ int cmd_rate(const Options& o) {
   // last record read: "<stem>_cpu".
   const Json rate_cpu = cpu.figure(stem, n);
 
-  const auto late = lateness_of(collector.deliveries());
-  std::string cdf_file = stem + ".txt";
-  std::replace(cdf_file.begin(), cdf_file.end(), '_', '-');
-  Json lateness = lateness_json(late);
-  lateness["figure"] = figure;
-  lateness["cdf_file"] = cdf_file;
-  lateness["target_rate"] = rate;
-  lateness["achieved_rate"] = achieved;
-  lateness["seconds"] = secs;
-  lateness["delay_ms"] = delay_ms;
-  lateness["warmup_ms"] = warmup_ms;
-  lateness["at_consumer"] = at_consumer_json(collector.deliveries());
-  emit(lateness);
-  if (achieved < kRateKept * static_cast<double>(rate)) {
-    note("rate " + std::to_string(rate) + ": the generator kept only " + std::to_string(static_cast<long>(achieved)) +
-         "/s");
-  }
-  emit(rate_cpu);
-  write_cdf(ph.data_dir / cdf_file, late);
-  if (secs >= 120)
-    write_per_minute(ph.data_dir / (cdf_file.substr(0, cdf_file.size() - 4) + "-per-minute.txt"),
-                     collector.deliveries());
+  emit_whole_life(ph, {figure, rate, secs, delay_ms, warmup_ms, achieved}, collector.deliveries(), rate_cpu);
   return check(stem, collector);
 }
 

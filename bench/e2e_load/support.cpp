@@ -284,6 +284,83 @@ void write_cdf(const std::filesystem::path& file, const std::vector<std::int64_t
   }
 }
 
+std::int64_t warm_up(const std::string& bootstrap, const std::string& tag, Producer& producer,
+                     const std::string& ingest, const std::string& ready) {
+  const std::string warm_tag = tag + ".warmup";
+  ReadyCollector collector(bootstrap, ready, warm_tag, 1);
+  const auto t0 = Clock::now();
+  producer.send(ingest, job_id(warm_tag, 0), epoch_ms(), job_value());
+  producer.flush(milliseconds(60000));
+  if (!collector.finish(t0 + seconds(60))) throw std::runtime_error("the warm-up job was not ready within 60 s");
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count();
+}
+
+void read_until(rd_kafka_t* rk, const std::atomic<bool>& stop, std::string_view who,
+                const std::function<void(const rd_kafka_message_t*)>& take, const std::function<void()>& between) {
+  while (!stop.load()) {
+    MessagePtr m(rd_kafka_consumer_poll(rk, 100));
+    if (between) between();
+    if (!m) continue;
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) note(std::string(who) + ": " + rd_kafka_message_errstr(m.get()));
+      continue;
+    }
+    take(m.get());
+  }
+}
+
+ReadyRecord read_ready(const rd_kafka_message_t* m, std::string_view tag) {
+  const auto due_text = header(m, "deliver-at");
+  const auto due = due_text ? parse_int(*due_text) : std::nullopt;
+  if (!due) throw std::runtime_error("a ready record without a numeric deliver-at header");
+  ReadyRecord r{*due, std::nullopt};
+  const auto id = header(m, "job-id");
+  if (id && id->size() > tag.size() + 1 && id->starts_with(tag) && (*id)[tag.size()] == '-') {
+    r.index = parse_int(id->substr(tag.size() + 1));
+  }
+  return r;
+}
+
+void write_per_minute(const std::filesystem::path& file, const std::vector<Delivery>& deliveries) {
+  if (deliveries.empty()) return;
+  std::int64_t origin = deliveries.front().deliver_at;
+  for (const auto& d : deliveries) origin = std::min(origin, d.deliver_at);
+  std::map<std::int64_t, std::vector<std::int64_t>> minutes;
+  for (const auto& d : deliveries) minutes[(d.deliver_at - origin) / 60'000].push_back(d.timestamp - d.deliver_at);
+  std::ofstream out(file);
+  out << "# minute jobs p50_ms p99_ms max_ms (lateness by the record's timestamp, jobs by their due minute)\n";
+  for (auto& [minute, late] : minutes) {
+    std::sort(late.begin(), late.end());
+    out << minute << ' ' << late.size() << ' ' << percentile(late, 50) << ' ' << percentile(late, 99) << ' '
+        << late.back() << '\n';
+  }
+}
+
+void emit_whole_life(const Phase& ph, const WholeLifeRun& run, const std::vector<Delivery>& deliveries,
+                     const Json& cpu) {
+  const auto late = lateness_of(deliveries);
+  std::string cdf_file = lateness_stem(run.figure) + ".txt";
+  std::replace(cdf_file.begin(), cdf_file.end(), '_', '-');
+  Json lateness = lateness_json(late);
+  lateness["figure"] = run.figure;
+  lateness["cdf_file"] = cdf_file;
+  lateness["target_rate"] = run.rate;
+  lateness["achieved_rate"] = run.achieved;
+  lateness["seconds"] = run.seconds;
+  lateness["delay_ms"] = run.delay_ms;
+  lateness["warmup_ms"] = run.warmup_ms;
+  lateness["at_consumer"] = at_consumer_json(deliveries);
+  emit(lateness);
+  if (run.achieved < kRateKept * static_cast<double>(run.rate)) {
+    note("rate " + std::to_string(run.rate) + ": the generator kept only " +
+         std::to_string(static_cast<long>(run.achieved)) + "/s");
+  }
+  emit(cpu);
+  write_cdf(ph.data_dir / cdf_file, late);
+  if (run.seconds >= 120)
+    write_per_minute(ph.data_dir / (cdf_file.substr(0, cdf_file.size() - 4) + "-per-minute.txt"), deliveries);
+}
+
 // Prints "<phase>_check" (jobs lost, duplicated, foreign, early) and returns the exit status
 // it implies: the pipeline is broken when a job is missing or a record came early.
 int check(const std::string& phase, const ReadyCollector& c) {

@@ -20,6 +20,8 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -201,12 +203,20 @@ class Producer {
   // Enqueues one job record (copied), serving delivery reports while librdkafka's queue is full.
   void send(const std::string& topic, const std::string& job_id, std::int64_t deliver_at, const std::string& value) {
     const std::string due = std::to_string(deliver_at);
-    const std::string key = "k:" + job_id;
+    send_record(topic, "k:" + job_id, value, {{"deliver-at", due}, {"business", kBusiness}, {"job-id", job_id}});
+  }
+
+  // Enqueues one record (copied) with these headers, in this order: the other kinds of record
+  // (a cancel, a reschedule, a repeat, a status report). Serves delivery reports while
+  // librdkafka's queue is full.
+  void send_record(const std::string& topic, std::string_view key, std::string_view value,
+                   std::initializer_list<std::pair<std::string_view, std::string_view>> header_list) {
     for (;;) {
-      HeadersPtr headers(rd_kafka_headers_new(3));
-      rd_kafka_header_add(headers.get(), "deliver-at", -1, due.data(), static_cast<ssize_t>(due.size()));
-      rd_kafka_header_add(headers.get(), "business", -1, kBusiness.data(), static_cast<ssize_t>(kBusiness.size()));
-      rd_kafka_header_add(headers.get(), "job-id", -1, job_id.data(), static_cast<ssize_t>(job_id.size()));
+      HeadersPtr headers(rd_kafka_headers_new(header_list.size()));
+      for (const auto& [name, text] : header_list) {
+        rd_kafka_header_add(headers.get(), name.data(), static_cast<ssize_t>(name.size()), text.data(),
+                            static_cast<ssize_t>(text.size()));
+      }
       const auto err = rd_kafka_producev(
           rk_.get(), RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key.data(), key.size()),
           RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
@@ -269,6 +279,12 @@ const std::string& value_of(std::int64_t index);
 // The job-id of job `index` of `tag`.
 std::string job_id(const std::string& tag, std::int64_t index);
 
+// Sends one job "<tag>.warmup-0", due at once, and waits until it is on the ready topic; returns
+// how long that took (ms). Afterwards the measured jobs meet a warm producer here and a delayd past
+// its first fire (a fresh delayd sets up its ready topic then; the first job took about 2 s here).
+std::int64_t warm_up(const std::string& bootstrap, const std::string& tag, Producer& producer,
+                     const std::string& ingest, const std::string& ready);
+
 // Publishes jobs [first, last) of `tag` as fast as the producer takes them, job i due at due(i).
 template <class DueFn>
 void publish_all(Producer& producer, const std::string& topic, const std::string& tag, std::int64_t first,
@@ -306,6 +322,20 @@ std::optional<std::int64_t> parse_int(std::string_view text);
 
 // The last header `name` of `m`, if any.
 std::optional<std::string_view> header(const rd_kafka_message_t* m, const char* name);
+
+// What the readers need of a ready record: its deliver-at header, and its job's index when its
+// job-id is "<tag>-<index>" (nullopt for another id: a foreign record). Throws for a record
+// without a numeric deliver-at: delayd's contract is broken.
+struct ReadyRecord {
+  std::int64_t deliver_at = 0;
+  std::optional<std::int64_t> index;
+};
+ReadyRecord read_ready(const rd_kafka_message_t* m, std::string_view tag);
+
+// Polls `rk` until `stop` is set, handing each record to `take` and calling `between` (if any)
+// after each poll; an error other than a partition's end is noted as "<who>: <error>".
+void read_until(rd_kafka_t* rk, const std::atomic<bool>& stop, std::string_view who,
+                const std::function<void(const rd_kafka_message_t*)>& take, const std::function<void()>& between = {});
 
 // Reads a ready topic from its start on a thread of its own and keeps the first delivery of
 // each job "<tag>-<index>" with index < expected. Other ids count as foreign, repeats as
@@ -354,16 +384,7 @@ class ReadyCollector {
 
   void run() {
     try {
-      while (!stop_.load()) {
-        MessagePtr m(rd_kafka_consumer_poll(rk_.get(), 100));
-        if (!m) continue;
-        if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-          if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
-          note(std::string("ready reader: ") + rd_kafka_message_errstr(m.get()));
-          continue;
-        }
-        take(m.get());
-      }
+      read_until(rk_.get(), stop_, "ready reader", [this](const rd_kafka_message_t* m) { take(m); });
     } catch (...) {
       error_ = std::current_exception();
       failed_ = true;
@@ -373,18 +394,11 @@ class ReadyCollector {
   void take(const rd_kafka_message_t* m) {
     const std::int64_t received = epoch_ms();
     const std::int64_t timestamp = rd_kafka_message_timestamp(m, nullptr);
-    const auto due_text = header(m, "deliver-at");
-    const auto due = due_text ? parse_int(*due_text) : std::nullopt;
-    if (!due) throw std::runtime_error("a ready record without a numeric deliver-at header");
-    if (timestamp < *due) ++early_;
-    auto [last_due, first_in_partition] = last_due_.try_emplace(m->partition, *due);
-    if (!first_in_partition && *due < last_due->second) ++out_of_order_;
-    last_due->second = std::max(last_due->second, *due);
-    const auto id = header(m, "job-id");
-    std::optional<std::int64_t> index;
-    if (id && id->size() > tag_.size() + 1 && id->starts_with(tag_) && (*id)[tag_.size()] == '-') {
-      index = parse_int(id->substr(tag_.size() + 1));
-    }
+    const auto [due, index] = read_ready(m, tag_);
+    if (timestamp < due) ++early_;
+    auto [last_due, first_in_partition] = last_due_.try_emplace(m->partition, due);
+    if (!first_in_partition && due < last_due->second) ++out_of_order_;
+    last_due->second = std::max(last_due->second, due);
     if (!index || *index < 0 || *index >= expected()) {
       ++foreign_;
       return;
@@ -397,7 +411,7 @@ class ReadyCollector {
     seen_flags_[slot] = true;
     const std::string& sent = value_of(*index);
     if (m->len != sent.size() || (m->len > 0 && std::memcmp(m->payload, sent.data(), m->len) != 0)) ++altered_;
-    deliveries_.push_back({*index, *due, timestamp, received});
+    deliveries_.push_back({*index, due, timestamp, received});
     seen_.fetch_add(1);
   }
 
@@ -439,6 +453,10 @@ Json lateness_json(const std::vector<std::int64_t>& sorted);
 
 // Writes the empirical CDF of sorted samples: "lateness_ms fraction_at_or_below" per distinct value.
 void write_cdf(const std::filesystem::path& file, const std::vector<std::int64_t>& sorted);
+
+// The lateness of the jobs due in each minute of a long run, by the ready record's timestamp:
+// "minute jobs p50 p99 max" per line (the soak's p99 per minute).
+void write_per_minute(const std::filesystem::path& file, const std::vector<Delivery>& deliveries);
 
 // Prints "<phase>_check" (jobs lost, duplicated, foreign, early) and returns the exit status
 // it implies: the pipeline is broken when a job is missing or a record came early.
@@ -574,9 +592,6 @@ class CpuWindow {
   Clock::time_point t0_;
 };
 
-// The generator kept a rate when it sent at least this share of it.
-constexpr double kRateKept = 0.95;
-
 // The figure of a whole-life rate of the sweep: "lateness_<rate>_per_s".
 std::string rate_figure(std::int64_t rate);
 
@@ -584,5 +599,22 @@ std::string rate_figure(std::int64_t rate);
 // ("lateness_1000" of "lateness_1000_per_s", "lateness_short_20ms" of itself). Its check is
 // "<stem>_check" and its CDF "<stem, '_' as '-'>.txt" in the data directory (the figure's cdf_file).
 std::string lateness_stem(std::string_view figure);
+
+// The generator kept a rate when it sent at least this share of it.
+constexpr double kRateKept = 0.95;
+
+// The shape of a whole-life run (cmd_rate, cmd_lives): jobs published at `rate` a second for
+// `seconds` (`achieved` the rate the generator kept), each due `delay_ms` after its publish.
+struct WholeLifeRun {
+  std::string figure;  // "lateness_<...>_per_s": lateness_stem() names the rest
+  std::int64_t rate = 0, seconds = 0, delay_ms = 0, warmup_ms = 0;
+  double achieved = 0;
+};
+
+// Emits the run's lateness figure (by the records' timestamps, and at the consumer) and `cpu`
+// (its "<stem>_cpu"), notes a rate the generator did not keep, and writes the lateness CDF into
+// the data directory, with the p99 per minute beside it for a run of two minutes or more.
+void emit_whole_life(const Phase& ph, const WholeLifeRun& run, const std::vector<Delivery>& deliveries,
+                     const Json& cpu);
 
 }  // namespace e2e
