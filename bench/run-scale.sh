@@ -32,7 +32,8 @@
 #            20 cancelled halfway to its time, one rescheduled later, one reported failed and
 #            delivered again, one repeating three times, the rest reported finished on the status
 #            topic; payloads kept until a job is finished, so that a failed one can be delivered
-#            again: scheduler.keep_payload), with finished jobs kept SOAK_RETENTION_S (300): delayd killed with SIGKILL and started again every KILL_EVERY_S (600), Redis
+#            again: scheduler.keep_payload; SOAK_WORKLOAD=rate: whole lives of one kind, published,
+#            fired and read, e2e_load rate), with finished jobs kept SOAK_RETENTION_S (300): delayd killed with SIGKILL and started again every KILL_EVERY_S (600), Redis
 #            restarted once at REDIS_RESTART_AT_S (1 500, between two kills; when it is the local
 #            stack's, with scripts/stack.sh restart redis); delayd's RSS and Redis's used_memory
 #            every SAMPLE_S (60) into data/soak-series.txt, p99 per minute into
@@ -64,6 +65,8 @@ fi
 : "${BURST_SPREAD_MS:=1000}" "${BURST_LEAD_MS:=}" "${OTHER_RATE:=1000}" "${SOAK_SECONDS:=3600}" "${SOAK_RATE:=1000}"
 : "${SOAK_DELAY_MS:=5000}" "${SOAK_RETENTION_S:=300}" "${KILL_EVERY_S:=600}" "${REDIS_RESTART_AT_S:=1500}"
 : "${SAMPLE_S:=60}" "${COST_RATES:=2000:30 5000:30}"
+: "${SOAK_WORKLOAD:=lives}"
+[[ "$SOAK_WORKLOAD" =~ ^(lives|rate)$ ]] || die "SOAK_WORKLOAD must be lives or rate, not '$SOAK_WORKLOAD'"
 phases=("$@")
 ((${#phases[@]})) || phases=(fill restart burst soak cost)
 for p in "${phases[@]}"; do
@@ -219,9 +222,11 @@ if has_phase soak; then
   soak_s=$SOAK_SECONDS
   soak_env=(DELAYD_REDIS_JOB_RETENTION_S="$SOAK_RETENTION_S" DELAYD_KAFKA_STATUS_TOPIC="$name.delay-status"
             DELAYD_SCHEDULER_KEEP_PAYLOAD=true)
-  say "soak: $soak_s s of whole lives of every kind at $SOAK_RATE/s; SIGKILL every $KILL_EVERY_S s; Redis restarted at $REDIS_RESTART_AT_S s"
+  say "soak: $soak_s s of whole lives ($SOAK_WORKLOAD) at $SOAK_RATE/s; SIGKILL every $KILL_EVERY_S s; Redis restarted at $REDIS_RESTART_AT_S s"
   start_delayd "$name" "${soak_env[@]}"
-  "$load_bin" lives --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --status-topic "$name.delay-status" \
+  workload=(lives --status-topic "$name.delay-status")
+  [[ "$SOAK_WORKLOAD" == rate ]] && workload=(rate)
+  "$load_bin" "${workload[@]}" --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" \
     --tag s --rate "$SOAK_RATE" --seconds "$soak_s" --delay-ms "$SOAK_DELAY_MS" --figure lateness_soak_per_s \
     --bootstrap "$KAFKA_BOOTSTRAP" --redis-url "$REDIS_URL" --data-dir "$data" >"$data/last-soak.jsonl" &
   soak=$!
@@ -246,7 +251,7 @@ if has_phase soak; then
     fi
     sleep 1
   done
-  wait "$soak" || { say "soak: e2e_load lives failed or found a job lost or early"; failed=1; }
+  wait "$soak" || { say "soak: e2e_load $SOAK_WORKLOAD failed or found a job lost or early"; failed=1; }
   record soak <"$data/last-soak.jsonl"
   figure soak_faults "$kills" "kill -9" "\"redis_restarts\":$redis_restarted,\"seconds\":$soak_s" | record soak
   # Growth after the first ten minutes (or the first sixth of a shorter run), per ten minutes.
