@@ -8,7 +8,8 @@
 #   launch_delayd NAME LOG  starts delayd in the background on topics NAME.ingest, NAME.dlq,
 #                           NAME.ready.{business}, group NAME and Redis prefix NAME (topics created
 #                           by delayd; the status topic is the default's, unused), its admin
-#                           endpoint on a free port, its output into LOG; sets launched_pid
+#                           endpoint on a free port, its output into LOG at DELAYD_LOG_LEVEL
+#                           (info); sets launched_pid
 #   wait_assigned NAME LOG PID
 #                           waits (up to 60 s) until LOG says delayd got partitions of
 #                           NAME.ingest; dies (die()) if PID exits first or the time runs out
@@ -20,7 +21,7 @@ launch_delayd() {
   env DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" \
     DELAYD_KAFKA_INGEST_TOPIC="$name.ingest" DELAYD_KAFKA_DLQ_TOPIC="$name.dlq" \
     DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$name.ready.{business}" DELAYD_KAFKA_GROUP_ID="$name" \
-    DELAYD_REDIS_PREFIX="$name" DELAYD_KAFKA_CREATE_TOPICS=true DELAYD_LOG_LEVEL=info \
+    DELAYD_REDIS_PREFIX="$name" DELAYD_KAFKA_CREATE_TOPICS=true DELAYD_LOG_LEVEL="${DELAYD_LOG_LEVEL:-info}" \
     DELAYD_ADMIN_LISTEN=127.0.0.1:0 "$delayd_bin" >"$log" 2>&1 &
   launched_pid=$!
 }

@@ -8,7 +8,9 @@
 #   remove_run RUN MATCH GROUP...
 #                      deletes the run's topics (named RUN...), these consumer groups and the Redis
 #                      keys of MATCH (globs, comma-separated) with e2e_load cleanup ($load_bin);
-#                      its errors go to $data/logs/cleanup-RUN.log and one line through say()
+#                      its errors go to $data/logs/cleanup-RUN.log and one line through say();
+#                      with KEEP_DATA=1 it removes nothing and says what it kept (to read a
+#                      failing run's jobs and topics afterwards: delayctl with DELAYD_REDIS_PREFIX=RUN)
 #   leave_stack        stops the stack if use_stack started it
 stack_started=0
 use_stack() {
@@ -30,6 +32,10 @@ server_cpu_pids() {
 remove_run() {
   local run="$1" match="$2" joined
   shift 2
+  if [[ "${KEEP_DATA:-0}" == 1 ]]; then
+    say "KEEP_DATA=1: kept the topics $run*, the consumer groups $*, the Redis keys $match"
+    return 0
+  fi
   joined="$(IFS=,; echo "$*")"
   "$load_bin" cleanup --bootstrap "$KAFKA_BOOTSTRAP" --redis-url "$REDIS_URL" --topic-prefix "$run" \
     --groups "$joined" --redis-match "$match" >/dev/null 2>"$data/logs/cleanup-$run.log" ||

@@ -44,7 +44,10 @@
 #            Redis at the same rates (bench/bullmq/peer_load.mjs --phases rates; skipped under
 #            SMOKE=1, where bench.bullmq_smoke runs it).
 # Settings: the sizes above, BUILD_DIR (default build-release/, built here), RESULTS_DIR
-# (bench/results/scale [BUILD_DIR/scale-smoke]), DELAYD_* for every delayd it starts.
+# (bench/results/scale [BUILD_DIR/scale-smoke]), DELAYD_* for every delayd it starts
+# (DELAYD_LOG_LEVEL=debug logs what became of each report), KEEP_DATA=1 to keep each phase's
+# topics, groups and Redis keys for reading afterwards (delayctl with DELAYD_REDIS_PREFIX=<run>,
+# the run names in the output; scripts/stack.sh reset removes them).
 # Writes RESULTS_DIR/scale.jsonl (every figure, with "phase") and RESULTS_DIR/table.txt; draws
 # RESULTS_DIR/scale-*.png with gnuplot when it is there (not under SMOKE=1).
 # Exit status: 0 when no job was lost or early in any phase; 1 otherwise or on an error.
@@ -116,9 +119,15 @@ trap 'exit 130' INT TERM
 
 # start_delayd NAME [VAR=value...]: one delayd on the run NAME (its own topics, group, prefix),
 # with these settings; returns once its ingest consumer has partitions. Sets pid, started_ms.
+# Its log is logs/NAME.log; the logs of the delayds of NAME before it (the soak kills and
+# starts again) are kept as NAME.log.1, NAME.log.2, ... in the order they ran.
 start_delayd() {
-  local name="$1" log="$data/logs/$1.log" kv
+  local name="$1" log="$data/logs/$1.log" kv n=1
   shift
+  if [[ -f "$log" ]]; then
+    while [[ -f "$log.$n" ]]; do n=$((n + 1)); done
+    mv "$log" "$log.$n"
+  fi
   [[ " ${names[*]} " == *" $name "* ]] || names+=("$name")
   started_ms=$(date +%s%3N)
   for kv in "$@"; do export "${kv?}"; done
