@@ -484,9 +484,9 @@ void FirePath::skip_missed(const std::vector<Scheduler::Slot>& slots,
       const auto result = store_.mark_ready(name, std::span<const storage::JobStore::Delivered>(list), now_ms);
       for (size_t k = 0; k < index.size(); ++k) {
         scheduler_.release(slots[index[k]]);
-        if (!result[k].changed) continue;
-        ++counters_.skipped;
-        // Where the series goes on (at once for catch-up latest), or nowhere: failed.
+        if (result[k].changed) ++counters_.skipped;
+        // Where the series goes on (at once for catch-up latest), or nowhere: failed. Unchanged
+        // and delay: where it waits (follow_up() says why).
         if (result[k].state == storage::JobState::delay && result[k].at > 0) {
           scheduler_.offer(name, list[k].job_id, result[k].at);
         }

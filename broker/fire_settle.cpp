@@ -102,7 +102,8 @@ void FirePath::apply_marks() {
     PendingMark pm = std::move(it->second);
     marks_.erase(it);
     if (r.error) {
-      // Nothing known written: the reports go round again (a mark is safe to repeat).
+      // What was written is not known: the reports go round again (a mark is safe to repeat: it settles
+      // only the claim of its attempt still in flight, mark_ready.lua).
       for (std::size_t k = 0; k < pm.tags.size(); ++k) {
         if (auto f = in_flight_.find(pm.tags[k]); f != in_flight_.end()) f->second.marking = false;
         reports_.push_front(std::move(pm.reports[k]));
@@ -119,9 +120,15 @@ void FirePath::marked(const std::vector<std::uint64_t>& tags, const std::vector<
   for (std::size_t k = 0; k < tags.size(); ++k) {
     auto it = in_flight_.find(tags[k]);
     if (it == in_flight_.end()) continue;
-    if (!marked[k].changed && marked[k].state != storage::JobState::ready) {
-      spdlog::warn("job {} delivered but found in state {} (not marked ready)", it->second.job_id,
+    if (!marked[k].changed &&
+        (marked[k].state == storage::JobState::missing || marked[k].state == storage::JobState::corrupt)) {
+      spdlog::warn("job {} delivered but its record is {} (not marked ready)", it->second.job_id,
                    storage::to_string(marked[k].state));
+    } else if (!marked[k].changed) {
+      // Settled already: this mark was sent again after its answer was lost (the job may have
+      // moved on since, and the mark leaves it be), or another owner settled it.
+      spdlog::debug("job {} delivered; already settled (now {})", it->second.job_id,
+                    storage::to_string(marked[k].state));
     }
     // The shard is read before follow_up() releases the slot, and only when etf1 needs it.
     const bool etf1 = marked[k].changed && marked[k].state == storage::JobState::ready &&
@@ -408,8 +415,11 @@ storage::JobStore::Delivered FirePath::delivered(const InFlight& f, std::int64_t
 void FirePath::follow_up(const InFlight& f, const storage::Transition& marked) {
   const std::string shard = shard_of(f.slot);
   scheduler_.release(f.slot);
-  if (!marked.changed || marked.at <= 0) return;
-  if (marked.state == storage::JobState::delay) ++counters_.repeated;
+  // Not changed and delay: settled already, by this mark whose answer was lost (the news of a
+  // repeat's next occurrence with it) or moved on since (a failed report's retry); held again
+  // where Redis says it waits, as the first answer would have.
+  if (marked.at <= 0 || (!marked.changed && marked.state != storage::JobState::delay)) return;
+  if (marked.changed && marked.state == storage::JobState::delay) ++counters_.repeated;
   // Redis holds the job's next time now: held at once if within the horizon (the loader brings
   // it otherwise), as ingest does for a new job.
   scheduler_.offer(shard, f.job_id, marked.at);

@@ -24,7 +24,9 @@
 //                                                           same job-id (at-least-once)
 //   mark      ready (attempt from the in-flight entry,      done: nothing left to repeat
 //             which goes), payload dropped, SET EX
-//             retention + HDEL from the hash, ZREM
+//             retention + HDEL from the hash, ZREM; only
+//             while the in-flight entry names the mark's
+//             attempt (else: no change, see below)
 //   retry     release: in-flight entry removed (kept when   the entry waits for the retry time;
 //             the record may be in Kafka), last_error and   a restart meets it then
 //             the attempt (refunded unless Kafka refused it
@@ -84,6 +86,15 @@
 // missing when claimed, which a walk checks against the record and leaves out.
 // A wake list entry lost with a crash costs nothing: every owner loads its shards from the
 // pending sets, which the same calls wrote.
+//
+// A call whose answer is lost (Redis closes the connection after running it: a restart) is sent
+// again, and by then the job may have moved on. Every call above is safe to repeat at any later
+// time, and a mark is the one that needed a rule for it: it settles only the claim of its
+// attempt still in flight (the in-flight entry names it). Without that, a mark repeated after a
+// consumer's failed report had put the job back to wait for its retry made it ready again, and
+// the retry never came; it could also skip a repeat's next occurrence, or settle a later claim
+// whose record was not written yet. A claim lost with Redis's last unsynced second leaves the
+// job delay and pending: it is claimed and delivered again (a duplicate, never a loss).
 //
 // Redis itself acknowledges a script's writes together and, with AOF, logs them together
 // (MULTI/EXEC-style), so a Redis crash also leaves each call whole or absent.
@@ -251,7 +262,9 @@ struct Transition {
   bool changed = false;
   JobState state = JobState::missing;  // after the call; in_flight: a cancel met a record on its way
   std::string shard;                   // where the job is (cancel_anywhere: where it was found)
-  std::int64_t at = 0;                 // mark_ready: the next occurrence (delay) or the ack deadline (ready), else 0
+  // mark_ready: the next occurrence (delay) or the ack deadline (ready); a mark that changed
+  // nothing (the job was settled already): where the job waits if it is delay; else 0.
+  std::int64_t at = 0;
 };
 
 // A consumer's report on a delivered job, read from the status topic (ReportStatus: job_state.hpp).

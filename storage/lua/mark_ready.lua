@@ -2,11 +2,13 @@
 -- Stride 4: job-id, deliver_at, attempt, business (as the claim handed them out; business ''
 -- when the caller does not know them). ARGV[3] unused. Not fenced (see FENCING in lua_scripts.hpp). After
 -- Kafka acknowledged each job's ready record, for plain jobs (Claim::plain: no repeat, no
--- history) of businesses that keep no payload: the common case, kept cheap. The job's in-flight
--- entry is removed (it was there, so the job was claimed and is still delay: nothing
--- else removes the entry without settling the job) and the finished record is written from the
--- arguments, without reading the old one. Otherwise (a caller that does not know the fields,
--- or an entry lost with a Redis restart) the record is read and settled (settle_read()).
+-- history) of businesses that keep no payload: the common case, kept cheap. A job whose
+-- in-flight entry names the attempt (so it was claimed for this delivery and is still delay:
+-- nothing else removes the entry without settling the job) loses the entry and gets the
+-- finished record written from the arguments, without reading the old one. Otherwise (a caller
+-- that does not know the fields, or no such entry) the record is read and settled, and only if
+-- it is still the claim of this attempt in flight (settle_read(), prelude's settles(): a mark
+-- sent again after its answer was lost changes nothing).
 -- Per job: {changed, state, at}: at is the next occurrence (state delay), the ack deadline
 -- (ready), or 0. A job already final only loses its (stale) pending entry; a ready or running
 -- one keeps its ack deadline.
@@ -28,7 +30,7 @@ if #probe > 0 then
   local flying = redis.call('HMGET', KEYS[4], unpack(ids))
   local gone, at = {}, {}
   for k, i in ipairs(probe) do
-    if flying[k] then
+    if settles(flight_of(flying[k]), tonumber(ARGV[5 + (i - FIRST) * 4 + 2]) or 0) then
       fast[i] = true
       gone[#gone + 1] = ids[k]
       at[#at + 1] = tonumber(ARGV[5 + (i - FIRST) * 4 + 1])  -- a plain job's entry: its deliver_at
@@ -55,13 +57,15 @@ for i = FIRST, #KEYS do
     bump(biz, 'ready', 1)
     out[#out + 1] = READY
   else
-    -- The header line first: a plain job still delay is finished from it, as above.
+    -- The header line first: a plain job still delay, claimed for this attempt, is finished
+    -- from it, as above.
+    local attempt = tonumber(ARGV[a + 2]) or 0
     local j = parse((read_head(KEYS[i])))
-    if j and j.st == 'delay' and not (repeats(j) or j.f.h) then
+    if j and j.st == 'delay' and not (repeats(j) or j.f.h) and settles(in_flight(id), attempt) then
       finish(KEYS[i], id, j, 'ready', 'ready_at')
       out[#out + 1] = {1, 'ready', '0'}
     else
-      out[#out + 1] = settle_read(KEYS[i], id, false, 0, 0, nil, nil, nil, tonumber(ARGV[a + 1]))
+      out[#out + 1] = settle_read(KEYS[i], id, attempt, false, 0, 0, nil, nil, nil, tonumber(ARGV[a + 1]))
     end
   end
 end

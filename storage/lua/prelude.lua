@@ -744,13 +744,32 @@ local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
   write(key, j, retention)
   return {1, 'ready', '0'}
 end
--- The slow way of settling a delivered job: its whole record read; a job no longer delay only
--- loses a stale pending entry (not an ack deadline of a ready or running one), looked for at
--- `hint` (the deliver_at the claim handed out).
-local function settle_read(key, id, keep, ack, max_att, nxt, nrep, skip, hint)
+-- settles(att, attempt) -> whether a mark of `attempt` (the claim's; 0: not known) settles a job
+-- whose in-flight entry names attempt `att` (nil: none). A mark settles the claim it is about
+-- and nothing else. Sent again because its answer was lost (Redis closed the connection after
+-- running it), it meets a job that has moved on: reported failed and waiting for its retry, a
+-- repeat at its next occurrence, claimed again with the next attempt. Settling that would end
+-- the job without the delivery it waits for (it once did: the retry was lost). An entry lost
+-- with Redis's last second (appendfsync everysec) leaves the job delay, to be claimed and
+-- delivered again: a duplicate, never a loss.
+local function settles(att, attempt)
+  return att ~= nil and (attempt == 0 or att == attempt)
+end
+-- The slow way of settling a delivered job: its whole record read; a job still delay is settled
+-- only if its in-flight entry names `attempt` (settles()), and otherwise answers where its
+-- pending entry waits (the caller holds it there: the call that moved it on may have been this
+-- mark, whose answer was lost with the news of the next occurrence); a job neither delay, ready
+-- nor running only loses a stale pending entry, looked for at `hint` (the deliver_at the claim
+-- handed out).
+local function settle_read(key, id, attempt, keep, ack, max_att, nxt, nrep, skip, hint)
   local v = read(key)
   local j = parse(v, true)
-  if j and j.st == 'delay' then return delivered(key, id, j, keep, ack, max_att, nxt or '', nrep, skip) end
+  if j and j.st == 'delay' then
+    if settles(in_flight(id), attempt) then
+      return delivered(key, id, j, keep, ack, max_att, nxt or '', nrep, skip)
+    end
+    return {0, 'delay', string.format('%.0f', entry_at(j))}
+  end
   if j and j.st ~= 'ready' and j.st ~= 'running' then entry_drop(id, hint) end
   return {0, j and j.st or (v and 'corrupt' or 'missing'), '0'}
 end

@@ -376,6 +376,83 @@ struct IngestRig {
 
 }  // namespace
 
+namespace {
+
+// A Redis client whose one round trip matching `lose` runs on the server and then fails as if
+// Redis had closed the connection before answering (what a Redis restart does to the calls in
+// flight): the caller sees RedisIoError and sends the call again.
+class LosesOneAnswer final : public redis::RedisClient {
+ public:
+  LosesOneAnswer(redis::RedisClient& real, std::function<bool(const redis::Command&)> lose)
+      : real_(real), lose_(std::move(lose)) {}
+  redis::RedisReply command(const redis::Command& argv) override { return real_.command(argv); }
+  std::vector<redis::RedisReply> pipeline(const std::vector<redis::Command>& commands) override {
+    auto replies = real_.pipeline(commands);
+    if (!lost_ && std::any_of(commands.begin(), commands.end(), lose_)) {
+      lost_ = true;
+      throw redis::RedisIoError("connection lost (the test dropped the answer)");
+    }
+    return replies;
+  }
+  void post(const std::vector<redis::Command>& commands) override { real_.post(commands); }
+  std::vector<redis::RedisReply> collect() override { return real_.collect(); }
+  void abandon() noexcept override { real_.abandon(); }
+  void wait_replicas(int replicas, int timeout_ms) override { real_.wait_replicas(replicas, timeout_ms); }
+  bool lost() const { return lost_; }
+
+ private:
+  redis::RedisClient& real_;
+  std::function<bool(const redis::Command&)> lose_;
+  bool lost_ = false;
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "a mark whose answer was lost neither skips a repeat's occurrence nor strands the next one",
+                 "[fire][faults]") {
+  const std::string ready = kt::create_topic("ready", 1);
+  const std::string dlq = kt::create_topic("dlq", 1);
+  // The mark of a repeat that keeps no payload is the one script call with a "drop" argument.
+  LosesOneAnswer lossy(redis, [](const redis::Command& c) {
+    return !c.empty() && c[0] == "EVALSHA" && std::find(c.begin(), c.end(), "drop") != c.end();
+  });
+  storage::JobStore lossy_store(lossy, keys, 600);
+  storage::NewJob j = job("rep", wall_now(), ready);
+  j.repeat.every = std::chrono::milliseconds(300);
+  j.repeat.count = 3;
+  put({j});
+  Scheduler scheduler(options(), wall_now(), lossy_store);
+  FirePath* fire = nullptr;
+  broker::IdempotentSink sink(producer_props(), [&](const connectors::DeliveryReport& r) { fire->on_report(r); });
+  FirePath path(scheduler, lossy_store, sink, fire_options(dlq));
+  fire = &path;
+  scheduler.assign(shard);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (field("rep", "state") != "ready" && std::chrono::steady_clock::now() < deadline) {
+    try {
+      const std::int64_t now = wall_now();
+      path.fire_due(now);
+      sink.producer().poll(10);
+      path.settle(wall_now());
+      scheduler.refill(now);
+    } catch (const redis::RedisIoError&) {
+      // as the service's loop: the turn failed, the marks stay queued and go again
+    }
+  }
+  REQUIRE(lossy.lost());
+  CHECK(field("rep", "state") == "ready");  // the series ended with its third occurrence
+  connectors::KafkaConsumer consumer(kt::consumer_props(kt::unique_name("g")), {});
+  consumer.subscribe({ready});
+  auto got = kt::consume_n(consumer, 4, std::chrono::seconds(5));  // a fourth would be a duplicate
+  std::vector<std::string> occurrences;
+  for (const auto& r : got) {
+    const auto* rep = connectors::find_header(r.headers, "repeat");
+    occurrences.push_back(rep != nullptr && *rep ? std::string(**rep) : "-");
+  }
+  CHECK(occurrences == std::vector<std::string>{"1", "2", "3"});
+  consumer.close();
+}
+
 TEST_CASE_METHOD(Fixture,
                  "7: ingest never waits for dead-letter acknowledgements, and commits in batch order once they are in",
                  "[ingest][faults]") {
