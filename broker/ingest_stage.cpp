@@ -135,7 +135,9 @@ bool IngestStage::redis_cut_long() const {
   const std::int64_t loop = handover_.redis_down_since();
   if (since == 0 || (loop != 0 && loop < since)) since = loop;
   if (since == 0) return false;
-  since = std::max(since, joined_at_);  // an outage that began before the last join counts from it
+  // An outage that began before the last join, or before Redis last answered this thread's
+  // calls, counts from then.
+  since = std::max({since, joined_at_, answered_at_});
   return steady_now_ms() - since >= after;
 }
 
@@ -226,6 +228,7 @@ void IngestStage::turn() {
     }
     outages_.turn_done(std::nullopt);
     redis_down_since_ = 0;
+    if (todo > 0) answered_at_ = steady_now_ms();  // its batches were written: Redis answered
   } catch (const redis::RedisNotDurable& e) {
     // Redis answered; its replicas lag (a failover, a resync): no reason to hand the shards over.
     redis_down_since_ = 0;

@@ -15,8 +15,12 @@
 //      An outage is counted from no earlier than the last join: the loop's mark may still carry
 //      the outage just ended (it clears on the loop's next good turn, which may wait out a
 //      backoff), and must not make it leave again at once (a leave-join storm: every join undone
-//      within a millisecond, nothing read, seen under a Redis Cluster failover). A WAIT that too
-//      few replicas acknowledged (RedisNotDurable) is Redis answering: it is retried, not counted
+//      within a millisecond, nothing read, seen under a Redis Cluster failover), nor from
+//      earlier than the last turn whose batches this thread wrote to Redis (the loop's mark once
+//      outlived a Redis restart by half a second while reports were being written again, and the
+//      instance gave up every shard just after Redis was back). A thread with nothing to read
+//      makes no Redis call, and decides on the loop's mark alone. A WAIT that too few replicas
+//      acknowledged (RedisNotDurable) is Redis answering: it is retried, not counted
 //   1. replace its producer if librdkafka says it is fatal (ProducerRecovery)
 //   2. serve its producer's reports (dead-letter copies), send again the copies whose backoff
 //      passed and the status reports that waited for their job's delivery to settle
@@ -140,6 +144,7 @@ class IngestStage {
   std::uint64_t groups_left_ = 0;
   std::int64_t redis_down_since_ = 0;        // steady ms of this thread's first failed Redis call; 0: up
   std::int64_t joined_at_ = 0;               // steady ms of the last join after a leave; 0: never left
+  std::int64_t answered_at_ = 0;             // steady ms of the last turn that wrote batches to Redis; 0: none
   std::optional<std::string> seed_refusal_;  // Kafka refused the seed: its sentence
   Handover& handover_;
   const DurationHistogram& redis_latency_;
