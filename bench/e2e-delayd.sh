@@ -3,7 +3,13 @@
 # the working directory. Defines:
 #   find_binaries      sets build (BUILD_DIR, else build-release/ built here in Release for
 #                      e2e_load and delayd), load_bin (its e2e_load) and delayd_bin (DELAYD_BIN,
-#                      else its delayd; DELAYD_BIN is unset after, as delayd would warn of it)
+#                      else its delayd; DELAYD_BIN is unset after, as delayd would warn of it);
+#                      librdkafka_dir (DELAYD_LIBRDKAFKA_DIR, unset after likewise: a directory
+#                      holding another librdkafka.so.1, and librdkafka++.so.1 with it, that every
+#                      delayd started here loads through LD_LIBRARY_PATH: to measure exactly_once
+#                      on librdkafka 2.4.0 or later where the distribution has an older one; dies
+#                      if the directory has none) and librdkafka_version (the one delayd loads,
+#                      from `delayd --version`)
 # and, once KAFKA_BOOTSTRAP, REDIS_URL and delayd_bin are set:
 #   launch_delayd NAME LOG  starts delayd in the background on topics NAME.ingest, NAME.dlq,
 #                           NAME.ready.{business}, group NAME and Redis prefix NAME (topics created
@@ -18,7 +24,8 @@
 #                           needed); the whole response, nothing when it cannot be read within 5 s
 launch_delayd() {
   local name="$1" log="$2"
-  env DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" \
+  env ${librdkafka_dir:+LD_LIBRARY_PATH="$librdkafka_dir"} \
+    DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" \
     DELAYD_KAFKA_INGEST_TOPIC="$name.ingest" DELAYD_KAFKA_DLQ_TOPIC="$name.dlq" \
     DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$name.ready.{business}" DELAYD_KAFKA_GROUP_ID="$name" \
     DELAYD_REDIS_PREFIX="$name" DELAYD_KAFKA_CREATE_TOPICS=true DELAYD_LOG_LEVEL="${DELAYD_LOG_LEVEL:-info}" \
@@ -53,4 +60,15 @@ find_binaries() {
   delayd_bin="$(realpath -m "${DELAYD_BIN:-$build/apps/delayd}")"
   unset DELAYD_BIN
   [[ -x "$load_bin" && -x "$delayd_bin" ]] || die "no $load_bin or $delayd_bin: build the targets e2e_load and delayd"
+  librdkafka_dir=""
+  if [[ -n "${DELAYD_LIBRDKAFKA_DIR:-}" ]]; then
+    librdkafka_dir="$(realpath -m "$DELAYD_LIBRDKAFKA_DIR")"
+    [[ -f "$librdkafka_dir/librdkafka.so.1" ]] ||
+      die "DELAYD_LIBRDKAFKA_DIR=$DELAYD_LIBRDKAFKA_DIR holds no librdkafka.so.1 (build one: docs/performance.md, \"Which librdkafka\")"
+  fi
+  unset DELAYD_LIBRDKAFKA_DIR
+  # A delayd older than 0.4 (compare-e2e.sh's "before") does not name it: "unknown".
+  librdkafka_version="$(env ${librdkafka_dir:+LD_LIBRARY_PATH="$librdkafka_dir"} "$delayd_bin" --version |
+    sed -n 's/.*librdkafka \([^ ,]*\).*/\1/p')"
+  librdkafka_version="${librdkafka_version:-unknown}"
 }

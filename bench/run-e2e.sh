@@ -35,7 +35,9 @@
 #   RESTART_FAR (900000 [1800]), RESTART_OVERDUE (100000 [200]), RESTART_MARGIN_MS (10000 [3000]),
 #   REDIS_BENCH_CALLS (400 calls of 500 jobs [4]), KAFKA_LIMIT_N (= N_INGEST).
 # Other settings: BUILD_DIR (binaries built there, nothing built), DELAYD_BIN (the delayd to run;
-#   default BUILD_DIR's apps/delayd), LABEL (the run's name in the "run" figure and the plots;
+#   default BUILD_DIR's apps/delayd), DELAYD_LIBRDKAFKA_DIR (another librdkafka for it: a
+#   directory with librdkafka.so.1 and librdkafka++.so.1; bench/e2e-delayd.sh; the "run" figure
+#   names the one delayd loaded), LABEL (the run's name in the "run" figure and the plots;
 #   default this tree's short commit, "+changes" if files differ from it), RESULTS_DIR (bench/results [BUILD_DIR/e2e-smoke]), KEEP_DATA=1
 #   (leave topics and Redis keys in place), BUILD_JOBS. Relative paths are from the repository root.
 # Exit status: 0 when every job of every phase was delivered and none early; 1 otherwise.
@@ -87,7 +89,7 @@ phase_forks0=0
 cleanup() {
   local status=$?
   stop_delayd
-  [[ "${KEEP_DATA:-0}" == 1 ]] || remove_run "$run" "$run*,{bench}:$run:*" "${groups[@]}"
+  remove_run "$run" "$run*,{bench}:$run:*" "${groups[@]}"  # nothing with KEEP_DATA=1
   leave_stack
   exit "$status"
 }
@@ -219,7 +221,7 @@ fresh_redis() {
   compact_aof
 }
 
-emit "{\"figure\":\"run\",\"run\":\"$run\",\"label\":$(json_string "$LABEL"),\"delayd\":$(json_string "$delayd_bin"),\"smoke\":$([[ "$SMOKE" == 1 ]] && echo true || echo false),\"started_at_ms\":$(date +%s%3N),\"nproc\":$(nproc),\"n_ingest\":$N_INGEST,\"n_burst\":$N_BURST,\"rates\":\"$RATES\",\"rate_delay_ms\":$RATE_DELAY_MS,\"short\":\"$SHORT_RATE:$SHORT_SECONDS\",\"short_delay_ms\":$SHORT_DELAY_MS,\"restart_far\":$RESTART_FAR,\"restart_overdue\":$RESTART_OVERDUE,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"commit\":\"$commit\",\"uncommitted_changes\":$changes,\"delivery\":\"${DELAYD_KAFKA_DELIVERY:-exactly_once}\"}"
+emit "{\"figure\":\"run\",\"run\":\"$run\",\"label\":$(json_string "$LABEL"),\"delayd\":$(json_string "$delayd_bin"),\"librdkafka\":$(json_string "$librdkafka_version"),\"smoke\":$([[ "$SMOKE" == 1 ]] && echo true || echo false),\"started_at_ms\":$(date +%s%3N),\"nproc\":$(nproc),\"n_ingest\":$N_INGEST,\"n_burst\":$N_BURST,\"rates\":\"$RATES\",\"rate_delay_ms\":$RATE_DELAY_MS,\"short\":\"$SHORT_RATE:$SHORT_SECONDS\",\"short_delay_ms\":$SHORT_DELAY_MS,\"restart_far\":$RESTART_FAR,\"restart_overdue\":$RESTART_OVERDUE,\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"commit\":\"$commit\",\"uncommitted_changes\":$changes,\"delivery\":\"${DELAYD_KAFKA_DELIVERY:-exactly_once}\"}"
 run_id_at_start="$(redis_run_id)"
 
 # --- 1a. Redis: a lean job store's scripts with redis-benchmark ------------------------------
