@@ -5,7 +5,8 @@
 #   /usr/share/doc/delayd/README.md, CHANGELOG.md
 # and the maintainer scripts of deploy/debian/ (postinst adds the system user delayd). Its
 # version is project()'s; its Depends are the shared libraries' packages, found by
-# dpkg-shlibdeps (Debian's dpkg-dev), plus adduser (postinst) and tzdata (cron time zones).
+# dpkg-shlibdeps (Debian's dpkg-dev), plus adduser (postinst) and tzdata (cron time zones), and
+# librdkafka at DELAYD_LIBRDKAFKA_NO_SPIN or later when the build's librdkafka is (below).
 # tests/deploy/package_test.sh builds it, installs it, runs it as the unit would and removes it.
 install(TARGETS delayd delayctl RUNTIME DESTINATION bin)
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/delayd.toml DESTINATION /etc/delayd)
@@ -27,6 +28,15 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # delayd_<version>_<arch>.deb
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, tzdata")
+# exactly_once wants a librdkafka that does not spin (DELAYD_LIBRDKAFKA_NO_SPIN, CMakeLists.txt).
+# Built against one, the package asks for one, so that an older one cannot satisfy it; built
+# where the distribution has only older ones (Debian 12: 2.0.2) it cannot ask, and delayd warns
+# at start-up instead (docs/operating/package.md).
+if(RDKAFKA_rdkafka_VERSION VERSION_GREATER_EQUAL DELAYD_LIBRDKAFKA_NO_SPIN)
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS
+         ", librdkafka1 (>= ${DELAYD_LIBRDKAFKA_NO_SPIN}), librdkafka++1 (>= ${DELAYD_LIBRDKAFKA_NO_SPIN})")
+endif()
+message(STATUS "delayd package: librdkafka ${RDKAFKA_rdkafka_VERSION}; Depends: ${CPACK_DEBIAN_PACKAGE_DEPENDS} and what dpkg-shlibdeps finds")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${PROJECT_SOURCE_DIR}/deploy/debian/postinst ${PROJECT_SOURCE_DIR}/deploy/debian/prerm
   ${PROJECT_SOURCE_DIR}/deploy/debian/postrm ${PROJECT_SOURCE_DIR}/deploy/debian/conffiles)

@@ -23,6 +23,14 @@ LibrdkafkaVersion running_librdkafka() noexcept {
   return v;
 }
 
-bool transactions_spin(const LibrdkafkaVersion& v) noexcept { return std::tie(v.major, v.minor) < std::tuple(2, 4); }
+// DELAYD_NO_SPIN_*: set by connectors/CMakeLists.txt from DELAYD_LIBRDKAFKA_NO_SPIN.
+LibrdkafkaVersion transactions_stop_spinning() {
+  return {DELAYD_NO_SPIN_MAJOR, DELAYD_NO_SPIN_MINOR, DELAYD_NO_SPIN_PATCH, DELAYD_NO_SPIN_TEXT};
+}
+
+bool transactions_spin(const LibrdkafkaVersion& v) noexcept {
+  return std::tie(v.major, v.minor, v.patch) <
+         std::tuple(DELAYD_NO_SPIN_MAJOR, DELAYD_NO_SPIN_MINOR, DELAYD_NO_SPIN_PATCH);
+}
 
 }  // namespace delayd::connectors

@@ -26,10 +26,15 @@ LibrdkafkaVersion librdkafka_version_from_hex(int hex) noexcept;
 // The librdkafka loaded in this process: rd_kafka_version() and rd_kafka_version_str().
 LibrdkafkaVersion running_librdkafka() noexcept;
 
-// True when this librdkafka's transactional producer spins: before 2.4.0 its main thread serves
-// the 1 ms timer that registers a transaction's partitions (AddPartitionsToTxn) by polling without
-// sleeping through that millisecond (confluentinc/librdkafka#4671), so each transaction costs one
-// to two milliseconds of a busy thread. docs/performance.md has the measurement.
+// The first librdkafka whose transactional producer does not spin (2.4.0; its home is the
+// top-level CMakeLists.txt, DELAYD_LIBRDKAFKA_NO_SPIN, which the package's dependency reads too).
+LibrdkafkaVersion transactions_stop_spinning();
+
+// True when this librdkafka's transactional producer spins: before transactions_stop_spinning()
+// its main thread serves the 1 ms timer that registers a transaction's partitions
+// (AddPartitionsToTxn) by polling without sleeping through that millisecond
+// (confluentinc/librdkafka#4671), so each transaction costs one to two milliseconds of a busy
+// thread. docs/performance.md has the measurement.
 bool transactions_spin(const LibrdkafkaVersion& v) noexcept;
 
 }  // namespace delayd::connectors

@@ -75,11 +75,12 @@ int main(int argc, char** argv) {
   if (const auto rdkafka = delayd::connectors::running_librdkafka();
       delayd::config::delivery_mode(config) == delayd::config::DeliveryMode::exactly_once &&
       delayd::connectors::transactions_spin(rdkafka)) {
+    const std::string first = delayd::connectors::transactions_stop_spinning().text;
     spdlog::warn(
-        "kafka.delivery = exactly_once on librdkafka {}: before 2.4.0 each transaction keeps a producer thread "
+        "kafka.delivery = exactly_once on librdkafka {}: before {} each transaction keeps a producer thread "
         "spinning for one to two milliseconds, so delayd uses more CPU a job and its lateness tail is longer "
-        "than on librdkafka 2.4.0 or later (docs/performance.md, \"The cost of a job\")",
-        rdkafka.text);
+        "than on librdkafka {} or later (docs/performance.md, \"The cost of a job\")",
+        rdkafka.text, first, first);
   }
   delayd::connectors::set_log_hook([](delayd::connectors::LogLevel level, std::string_view msg) {
     using L = delayd::connectors::LogLevel;

@@ -27,6 +27,14 @@ TEST_CASE("librdkafka before 2.4.0 spins through a transaction's timer, 2.4.0 an
   CHECK_FALSE(transactions_spin({3, 0, 0, {}}));
 }
 
+TEST_CASE("the first librdkafka that does not spin is named as its numbers say", "[librdkafka]") {
+  const LibrdkafkaVersion first = delayd::connectors::transactions_stop_spinning();
+  CHECK(first.text ==
+        std::to_string(first.major) + "." + std::to_string(first.minor) + "." + std::to_string(first.patch));
+  CHECK_FALSE(transactions_spin(first));
+  CHECK(transactions_spin({first.major, first.minor - 1, 99, {}}));
+}
+
 TEST_CASE("the running librdkafka is the one the process loaded, its text starting with its numbers", "[librdkafka]") {
   const LibrdkafkaVersion v = running_librdkafka();
   CHECK(v == LibrdkafkaVersion{v.major, v.minor, v.patch, rd_kafka_version_str()});

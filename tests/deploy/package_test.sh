@@ -88,6 +88,19 @@ for want in adduser tzdata librdkafka++1 libhiredis0.14 libjemalloc2 libspdlog1.
   libdate-tz3 libssl3 libzstd1; do
   grep -qE -- "^${want//+/\\+}(-[a-z0-9.]+)?$" <<<"$depends_names" || fail "Depends lacks $want"
 done
+# librdkafka that does not spin (DELAYD_LIBRDKAFKA_NO_SPIN) is asked for exactly when the build's
+# librdkafka is one (cmake/Package.cmake).
+no_spin="$(sed -n 's/^set(DELAYD_LIBRDKAFKA_NO_SPIN \([0-9.]*\)).*/\1/p' "$repo/CMakeLists.txt")"
+[[ -n "$no_spin" ]] || fail "CMakeLists.txt sets no DELAYD_LIBRDKAFKA_NO_SPIN"
+built_on="$(pkg-config --modversion rdkafka)"
+asks=no
+grep -qF "librdkafka1 (>= $no_spin)" <<<"$depends" && asks=yes
+if dpkg --compare-versions "$built_on" ge "$no_spin"; then
+  [[ "$asks" == yes ]] || fail "built against librdkafka $built_on, the package does not ask for $no_spin or later"
+else
+  [[ "$asks" == no ]] || fail "built against librdkafka $built_on, the package asks for $no_spin, which it was not built with"
+fi
+say "librdkafka: built against $built_on; asks for $no_spin or later: $asks"
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles >"$work/conffiles"
 [[ "$(cat "$work/conffiles")" == "/etc/delayd/delayd.toml" ]] || fail "conffiles: $(cat "$work/conffiles")"
 for script in postinst prerm postrm; do
