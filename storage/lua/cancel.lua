@@ -31,19 +31,22 @@ for i = FIRST, #KEYS do
     out[#out + 1] = {0, j.st}
   elseif j.st ~= 'delay' then
     out[#out + 1] = {0, j.st}
-  elseif in_flight(id) and repeats(j) then
-    -- An occurrence is on its way (it cannot be recalled); the series ends once it is
-    -- delivered (delivered() in prelude.lua, through mark_delivered.lua, sees stop=1). Answered
-    -- {1, 'in_flight'}.
-    local whole = parse(read(KEYS[i]), true)
-    whole.f.stop = '1'
-    write(KEYS[i], whole, 0)
-    out[#out + 1] = {1, 'in_flight'}
-  elseif in_flight(id) then
-    out[#out + 1] = {0, 'in_flight'}
   else
-    finish(KEYS[i], id, j, 'cancelled', 'cancelled_at')
-    out[#out + 1] = {1, 'cancelled'}
+    local att = in_flight(id)
+    if att and repeats(j) then
+      -- An occurrence is on its way (it cannot be recalled); the series ends once it is
+      -- delivered (delivered() in prelude.lua, through mark_delivered.lua, sees stop=1).
+      -- Answered {1, 'in_flight'}.
+      local whole = parse(read(KEYS[i]), true)
+      whole.f.stop = '1'
+      write(KEYS[i], whole, 0)
+      out[#out + 1] = {1, 'in_flight'}
+    elseif att then
+      out[#out + 1] = {0, 'in_flight'}
+    else
+      finish(KEYS[i], id, j, 'cancelled', 'cancelled_at', nil, nil, nil, false)
+      out[#out + 1] = {1, 'cancelled'}
+    end
   end
 end
 flush()

@@ -61,8 +61,9 @@ for i = FIRST, #KEYS do
     -- from it, as above.
     local attempt = tonumber(ARGV[a + 2]) or 0
     local j = parse((read_head(KEYS[i])))
-    if j and j.st == 'delay' and not (repeats(j) or j.f.h) and settles(in_flight(id), attempt) then
-      finish(KEYS[i], id, j, 'ready', 'ready_at')
+    local att = j and j.st == 'delay' and not (repeats(j) or j.f.h) and in_flight(id)
+    if att and settles(att, attempt) then
+      finish(KEYS[i], id, j, 'ready', 'ready_at', nil, nil, nil, att)
       out[#out + 1] = {1, 'ready', '0'}
     else
       out[#out + 1] = settle_read(KEYS[i], id, attempt, false, 0, 0, nil, nil, nil, tonumber(ARGV[a + 1]))

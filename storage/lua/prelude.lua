@@ -463,12 +463,13 @@ local function enc(s)
   return (string.gsub(s, '[%%%s]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end
 -- hist(key, j, event, detail): one line "<now> <event> <attempt> <detail>" at the end of the
--- job's history (the last 100 kept); marks the record (h=1) so that its later writes go the
+-- job's history (the last HISTORY_MAX kept; trimmed only when longer); marks the record (h=1) so that its later writes go the
 -- slow way, which keeps the history. Call it before write().
+local HISTORY_MAX = 100
 local function hist(key, j, event, detail)
   local hk = hist_key(key)
-  redis.call('RPUSH', hk, ARGV[1] .. ' ' .. event .. ' ' .. tostring(j.att) .. ' ' .. enc(detail or ''))
-  redis.call('LTRIM', hk, -100, -1)
+  local n = redis.call('RPUSH', hk, ARGV[1] .. ' ' .. event .. ' ' .. tostring(j.att) .. ' ' .. enc(detail or ''))
+  if n > HISTORY_MAX then redis.call('LTRIM', hk, -HISTORY_MAX, -1) end
   j.f.h = '1'
 end
 -- The owner of the shard re-reads the pending entries of these ids (their time moved, maybe
@@ -633,9 +634,11 @@ local my_epoch = fence ~= '' and fence or '0'
 -- Finishes a job that was delay: the payload goes (it is on its topic by now) unless
 -- keep_payload, the record expires after the retention, the pending entry is removed. `detail`:
 -- a history line is written for a failure always, for the other ends when the job has a
--- history already.
-local function finish(key, id, j, st, field, extra_fields, detail, keep_payload)
-  local att = in_flight(id)
+-- history already. `att`: the attempt in the job's in-flight entry as the caller read it
+-- (in_flight()), false when it has none, nil when the caller did not read it (read here): the
+-- entry is removed and the record takes its attempt.
+local function finish(key, id, j, st, field, extra_fields, detail, keep_payload, att)
+  if att == nil then att = in_flight(id) end
   if att then
     j.att = att
     redis.call('HDEL', KEYS[4], id)
@@ -667,9 +670,9 @@ end
 -- not say: an interval then goes to the latest point of its grid that has passed (or the next
 -- one), a calendar series ends (Lua cannot compute it). skip: the occurrence was not delivered
 -- but missed (repeat-catchup): its attempt is not counted, and a series with nothing left
--- ends failed.
-local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
-  local att = in_flight(id)
+-- ends failed. att: as finish()'s.
+local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip, att)
+  if att == nil then att = in_flight(id) end
   if att then
     if not skip then j.att = att end
     redis.call('HDEL', KEYS[4], id)
@@ -688,7 +691,7 @@ local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
     end
     if j.f.stop then  -- cancelled while this occurrence was in flight: the series ends here
       j.f.stop = nil
-      finish(key, id, j, 'cancelled', 'cancelled_at')
+      finish(key, id, j, 'cancelled', 'cancelled_at', nil, nil, nil, false)
       return {1, 'cancelled', '0'}
     end
     local at_next, rep_next
@@ -720,14 +723,14 @@ local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip)
     end
     if skip then
       local why = 'expired: occurrence ' .. rep .. ' due at ' .. was .. ' was missed and none is left'
-      finish(key, id, j, 'failed', 'failed_at', {error = enc(why)}, why)
+      finish(key, id, j, 'failed', 'failed_at', {error = enc(why)}, why, nil, false)
       return {1, 'failed', '0'}
     end
   elseif keep or j.f.h then
     hist(key, j, 'delivered', '')
   end
   if not keep then
-    finish(key, id, j, 'ready', 'ready_at')
+    finish(key, id, j, 'ready', 'ready_at', nil, nil, nil, false)
     return {1, 'ready', '0'}
   end
   j.st = 'ready'
@@ -765,8 +768,9 @@ local function settle_read(key, id, attempt, keep, ack, max_att, nxt, nrep, skip
   local v = read(key)
   local j = parse(v, true)
   if j and j.st == 'delay' then
-    if settles(in_flight(id), attempt) then
-      return delivered(key, id, j, keep, ack, max_att, nxt or '', nrep, skip)
+    local att = in_flight(id)
+    if settles(att, attempt) then
+      return delivered(key, id, j, keep, ack, max_att, nxt or '', nrep, skip, att)
     end
     return {0, 'delay', string.format('%.0f', entry_at(j))}
   end

@@ -1256,6 +1256,15 @@ TEST_CASE_METHOD(Lifecycle, "silence after the last attempt dead-letters the job
   CHECK(misplaced() == Ids{});
 }
 
+TEST_CASE_METHOD(Lifecycle, "a job's history keeps its last hundred lines", "[store][lifecycle]") {
+  store.accept(std::vector<NewJob>{job("h", 5000)}, 0);
+  for (int i = 1; i <= 103; ++i) REQUIRE(store.reschedule_anywhere(shard, "h", 5000 + i, i).changed);
+  const auto history = redis.command({"LRANGE", keys.history(shard, "h"), "0", "-1"});
+  REQUIRE(history.view().size() == 100);
+  CHECK(std::string(history.view()[0].str()) == "4 rescheduled 0 from%205003%20to%205004");  // the first three left
+  CHECK(std::string(history.view()[99].str()) == "103 rescheduled 0 from%205102%20to%205103");
+}
+
 TEST_CASE_METHOD(Lifecycle, "reschedule moves a waiting job, not one in flight", "[store][lifecycle]") {
   store.accept(std::vector<NewJob>{job("r", 5000), job("q", 100)}, 0);
   auto t = store.reschedule_anywhere(shard, "r", 200, 10);
