@@ -114,7 +114,7 @@ void IngestPath::process(std::span<const connectors::Record> batch, std::int64_t
     if (!options_.status_topic.empty() && rec.topic == options_.status_topic) {
       contract::ParsedStatus status = contract::parse_status(rec);
       if (auto* r = std::get_if<contract::StatusReport>(&status)) {
-        reports_.push_back(std::move(*r));
+        reports_.push_back({std::move(*r), rec.partition});
       } else if (b.dead_lettered.insert(i).second) {
         dead_letter(b, rec, std::get<contract::Invalid>(status).reason, DeadLetterReason::invalid_status);
       }
@@ -422,7 +422,7 @@ void IngestPath::retry_waiting(std::int64_t now_ms) {
     }
   }
   if (waiting_reports_.empty()) return;
-  std::vector<contract::StatusReport> again;
+  std::vector<ReadReport> again;
   again.reserve(waiting_reports_.size());
   for (const auto& w : waiting_reports_) again.push_back(w.report);
   const std::vector<bool> wait = apply_reports(again, now_ms);  // may throw: all stay waiting
@@ -435,8 +435,8 @@ void IngestPath::retry_waiting(std::int64_t now_ms) {
     }
     if (wait[i]) {
       ++counters_.reports_ignored;
-      spdlog::warn("report '{}' for job {} dropped: the job stayed in flight for {} s", to_string(w.report.status),
-                   w.report.job_id, kReportWaitMaxMs / 1000);
+      spdlog::warn("report '{}' for job {} dropped: the job stayed in flight for {} s",
+                   to_string(w.report.report.status), w.report.report.job_id, kReportWaitMaxMs / 1000);
     }
     settle_batch(w.batch);
   }
@@ -449,17 +449,22 @@ void IngestPath::settle_batch(std::uint64_t batch) {
   }
 }
 
-std::vector<bool> IngestPath::apply_reports(const std::vector<contract::StatusReport>& statuses, std::int64_t now_ms) {
+std::vector<bool> IngestPath::apply_reports(const std::vector<ReadReport>& read, std::int64_t now_ms) {
   std::vector<std::string> ids;
-  ids.reserve(statuses.size());
-  for (const auto& r : statuses) ids.push_back(r.job_id);
-  const auto located = store().locate(ids);
+  std::vector<std::int32_t> likely;
+  ids.reserve(read.size());
+  likely.reserve(read.size());
+  for (const auto& r : read) {
+    ids.push_back(r.report.job_id);
+    likely.push_back(r.partition);
+  }
+  const auto located = store().locate(ids, likely);
   std::vector<storage::Report> reports;
   std::vector<std::string> where;
-  reports.reserve(statuses.size());
+  reports.reserve(read.size());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  for (size_t i = 0; i < statuses.size(); ++i) {
-    const contract::StatusReport& s = statuses[i];
+  for (size_t i = 0; i < read.size(); ++i) {
+    const contract::StatusReport& s = read[i].report;
     const config::BusinessPolicy& p = options_.policies.of(located[i] ? located[i]->business : std::string());
     storage::Report r;
     r.job_id = s.job_id;
@@ -485,10 +490,10 @@ std::vector<bool> IngestPath::apply_reports(const std::vector<contract::StatusRe
       wait[i] = true;
       continue;
     }
-    count(statuses[i], o);
+    count(read[i].report, o);
     // A failed job due again: if its shard is ours, its timer moves now (others read the wake list).
     if (o.verdict == storage::ReportOutcome::Verdict::applied && o.state == storage::JobState::delay) {
-      wheel_.move(o.shard, statuses[i].job_id, o.due_at);
+      wheel_.move(o.shard, read[i].report.job_id, o.due_at);
     }
   }
   return wait;

@@ -214,7 +214,16 @@ class IngestPath {
   void flush_reports(Batch& b, std::int64_t now_ms);
   // store: locate, then report; counts and moves timers. Returns, per report, whether it must
   // wait (its job is in flight).
-  std::vector<bool> apply_reports(const std::vector<contract::StatusReport>& reports, std::int64_t now_ms);
+  // A report and the partition of the status topic it was read from: the partition number whose
+  // shards store().locate() reads first. A report keyed by its job-id, as the clients and
+  // docs/consuming.md key it, lands in the partition its job's schedule did when the status topic
+  // has as many partitions as the ingest topic (delayd creates both with
+  // kafka.topic_partitions) and one partitioner wrote both: then one shard is read, not all.
+  struct ReadReport {
+    contract::StatusReport report;
+    std::int32_t partition = -1;
+  };
+  std::vector<bool> apply_reports(const std::vector<ReadReport>& reports, std::int64_t now_ms);
   // One dead letter or waiting report of the batch is done.
   void settle_batch(std::uint64_t batch);
   void count(const contract::StatusReport& report, const storage::ReportOutcome& outcome);
@@ -242,11 +251,11 @@ class IngestPath {
   connectors::KafkaProducer& producer_;
   TopicCreator* topics_;
   IngestOptions options_;
-  std::vector<storage::NewJob> accepts_;  // the batch's schedules since the last cancel
-  std::vector<AcceptTrace> accept_traces_;          // with a tracer: accepts_[i]'s span, begun at its read
-  std::vector<contract::StatusReport> reports_;     // the batch's reports since the last flush
+  std::vector<storage::NewJob> accepts_;    // the batch's schedules since the last cancel
+  std::vector<AcceptTrace> accept_traces_;  // with a tracer: accepts_[i]'s span, begun at its read
+  std::vector<ReadReport> reports_;         // the batch's reports since the last flush
   struct WaitingReport {
-    contract::StatusReport report;
+    ReadReport report;
     std::uint64_t batch = 0;
     std::int64_t since_ms = 0;  // steady clock
   };

@@ -505,8 +505,13 @@ class JobStore {
   // Every shard in <prefix>:shards, sorted. One round trip.
   std::vector<std::string> shards() { return known_shards(); }
   // Where each job is: the first known shard holding a record for it, with that record's
-  // business and attempt; nullopt if none. One round trip (plus one for the list of shards).
-  std::vector<std::optional<Located>> locate(std::span<const std::string> job_ids);
+  // business and attempt; nullopt if none. `likely[i]`, when given and not negative, is the
+  // partition number whose shards (one per ingest topic) are read first for job i, the others
+  // only if none of them holds it: a report keyed by its job-id, on a status topic with as
+  // many partitions as the ingest topic, usually names its job's (broker/ingest_path.hpp). One
+  // round trip, plus one for the list of shards and one for the jobs not in their likely shard.
+  std::vector<std::optional<Located>> locate(std::span<const std::string> job_ids,
+                                             std::span<const std::int32_t> likely = {});
   // Applies consumers' reports (report.lua). `where[i]` is reports[i]'s shard (from locate());
   // reports of no shard are unknown. One round trip per 500 reports of a shard, pipelined.
   std::vector<ReportOutcome> report(std::span<const Report> reports, std::span<const std::string> where,
@@ -663,6 +668,11 @@ class JobStore {
                  std::int64_t extra = 0);
   // Every shard in <prefix>:shards, sorted; `first` (if given, known or not) moved to the front.
   std::vector<std::string> known_shards(std::string_view first = {});
+  // locate()'s reads: job i's record in shard k for each (i, k) of `reads`; out[i] is set from the
+  // first pair of job i that finds one, unless it is set already. One round trip (two when a
+  // header line is longer than the read).
+  void locate_in(std::span<const std::string> job_ids, const std::vector<std::string>& shards,
+                 std::span<const std::pair<size_t, size_t>> reads, std::vector<std::optional<Located>>& out);
   // Those of `shards` whose record for job_id exists, in that order. One round trip.
   std::vector<std::string> holding(const std::string& job_id, const std::vector<std::string>& shards);
 

@@ -35,10 +35,40 @@ Located located_from(const std::string& shard, std::string_view line) {
 
 }  // namespace
 
-std::vector<std::optional<Located>> JobStore::locate(std::span<const std::string> job_ids) {
+std::vector<std::optional<Located>> JobStore::locate(std::span<const std::string> job_ids,
+                                                     std::span<const std::int32_t> likely) {
   std::vector<std::optional<Located>> out(job_ids.size());
   const std::vector<std::string> shards = known_shards();
   if (shards.empty() || job_ids.empty()) return out;
+  std::vector<std::optional<std::int32_t>> partition(shards.size());  // of each shard, by its name's end
+  for (size_t k = 0; k < shards.size(); ++k) {
+    const auto colon = shards[k].rfind(':');
+    if (colon != std::string::npos)
+      partition[k] = partition_of(shards[k], std::string_view(shards[k]).substr(0, colon));
+  }
+  const auto hinted = [&](size_t i) { return i < likely.size() && likely[i] >= 0; };
+  // Round one: a job with a likely partition in the shards of that partition, any other in every
+  // shard. Round two, only for jobs round one did not find: every shard not read yet.
+  std::vector<std::pair<size_t, size_t>> first;
+  for (size_t i = 0; i < job_ids.size(); ++i) {
+    for (size_t k = 0; k < shards.size(); ++k) {
+      if (!hinted(i) || partition[k] == likely[i]) first.emplace_back(i, k);
+    }
+  }
+  locate_in(job_ids, shards, first, out);
+  std::vector<std::pair<size_t, size_t>> second;
+  for (size_t i = 0; i < job_ids.size(); ++i) {
+    if (out[i] || !hinted(i)) continue;
+    for (size_t k = 0; k < shards.size(); ++k) {
+      if (partition[k] != likely[i]) second.emplace_back(i, k);
+    }
+  }
+  if (!second.empty()) locate_in(job_ids, shards, second, out);
+  return out;
+}
+
+void JobStore::locate_in(std::span<const std::string> job_ids, const std::vector<std::string>& shards,
+                         std::span<const std::pair<size_t, size_t>> reads, std::vector<std::optional<Located>>& out) {
   // The first four words of the header line only, in the common case: they fit in kLocateBytes
   // unless the business name is long (the contract allows up to 100 characters, so the words can
   // take 136 bytes). A read that fills the range before its "\n" is repeated whole in a second
@@ -47,34 +77,32 @@ std::vector<std::optional<Located>> JobStore::locate(std::span<const std::string
   // hash, read whole; any other's is a key of its own).
   constexpr std::size_t kLocateBytes = 128;
   std::vector<redis::Command> cmds;
-  cmds.reserve(2 * job_ids.size() * shards.size());
-  for (const auto& id : job_ids) {
-    for (const auto& shard : shards) {
-      cmds.push_back({"HGET", keys_.delay_records(shard), id});
-      cmds.push_back({"GETRANGE", keys_.job(shard, id), "0", std::to_string(kLocateBytes - 1)});
-    }
+  cmds.reserve(2 * reads.size());
+  for (const auto& [i, k] : reads) {
+    cmds.push_back({"HGET", keys_.delay_records(shards[k]), job_ids[i]});
+    cmds.push_back({"GETRANGE", keys_.job(shards[k], job_ids[i]), "0", std::to_string(kLocateBytes - 1)});
   }
   const auto replies = redis_.pipeline(cmds);
-  std::vector<std::pair<std::size_t, std::size_t>> cut;  // (job, shard) whose line overflowed
+  std::vector<std::pair<size_t, size_t>> cut;  // (job, shard) whose line overflowed
   std::vector<redis::Command> whole;
-  for (size_t i = 0; i < job_ids.size(); ++i) {
-    for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
-      const redis::ReplyView in_hash = replies[2 * (i * shards.size() + k)].view();
-      if (in_hash.is_string() && !in_hash.str().empty()) {
-        out[i] = located_from(shards[k], in_hash.str().substr(0, in_hash.str().find('\n')));
-        continue;
-      }
-      const redis::ReplyView r = replies[2 * (i * shards.size() + k) + 1].view();
-      if (!r.is_string() || r.str().empty()) continue;
-      const std::size_t nl = r.str().find('\n');
-      if (nl == std::string_view::npos && r.str().size() >= kLocateBytes) {
-        cut.emplace_back(i, k);
-        whole.push_back({"GET", keys_.job(shards[k], job_ids[i])});
-      }
-      out[i] = located_from(shards[k], r.str().substr(0, nl));
+  for (size_t n = 0; n < reads.size(); ++n) {
+    const auto [i, k] = reads[n];
+    if (out[i]) continue;
+    const redis::ReplyView in_hash = replies[2 * n].view();
+    if (in_hash.is_string() && !in_hash.str().empty()) {
+      out[i] = located_from(shards[k], in_hash.str().substr(0, in_hash.str().find('\n')));
+      continue;
     }
+    const redis::ReplyView r = replies[2 * n + 1].view();
+    if (!r.is_string() || r.str().empty()) continue;
+    const std::size_t nl = r.str().find('\n');
+    if (nl == std::string_view::npos && r.str().size() >= kLocateBytes) {
+      cut.emplace_back(i, k);
+      whole.push_back({"GET", keys_.job(shards[k], job_ids[i])});
+    }
+    out[i] = located_from(shards[k], r.str().substr(0, nl));
   }
-  if (whole.empty()) return out;
+  if (whole.empty()) return;
   const auto full = redis_.pipeline(whole);
   for (size_t j = 0; j < cut.size(); ++j) {
     const redis::ReplyView r = full[j].view();
@@ -82,7 +110,6 @@ std::vector<std::optional<Located>> JobStore::locate(std::span<const std::string
     const auto [i, k] = cut[j];
     out[i] = located_from(shards[k], r.str().substr(0, r.str().find('\n')));
   }
-  return out;
 }
 
 std::vector<BrowsePage> JobStore::browse(std::span<const std::pair<std::string, BrowseQuery>> walks,

@@ -164,6 +164,34 @@ TEST_CASE_METHOD(Fixture, "the same job-id in another partition is another job: 
   CHECK(pending().size() == 1);
 }
 
+TEST_CASE_METHOD(Fixture, "locate reads a job's likely partition first and every shard when it is not there",
+                 "[store][report]") {
+  NewJob in0 = job("twice", 100);
+  NewJob in7 = job("twice", 200, "mail");
+  in7.shard = shard_id("delay-ingest", 7);
+  NewJob only7 = job("seven", 300, "mail");
+  only7.shard = in7.shard;
+  store.accept(std::vector<NewJob>{in0, in7, only7}, 1);
+  const auto shard_of = [](const std::optional<Located>& l) { return l ? l->shard : std::string("none"); };
+  // No hint: the first shard in order that holds it.
+  auto where = store.locate(Ids{"twice", "seven", "nobody"});
+  CHECK(shard_of(where[0]) == shard);
+  CHECK(shard_of(where[1]) == in7.shard);
+  CHECK(shard_of(where[2]) == "none");
+  // The likely partition's shard first: the job there, even when another shard holds its id too.
+  where = store.locate(Ids{"twice", "seven", "nobody"}, std::vector<std::int32_t>{7, 7, 7});
+  CHECK(shard_of(where[0]) == in7.shard);
+  CHECK(where[0]->business == "mail");
+  CHECK(shard_of(where[1]) == in7.shard);
+  CHECK(shard_of(where[2]) == "none");
+  // A wrong guess, a partition no shard has, or none (-1): found wherever it is.
+  where = store.locate(Ids{"seven", "seven", "twice", "twice"}, std::vector<std::int32_t>{0, 12, -1, 0});
+  CHECK(shard_of(where[0]) == in7.shard);
+  CHECK(shard_of(where[1]) == in7.shard);
+  CHECK(shard_of(where[2]) == shard);
+  CHECK(shard_of(where[3]) == shard);
+}
+
 TEST_CASE_METHOD(Fixture, "a cancel read from another partition finds the job in its own shard", "[store][cancel]") {
   store.accept(std::vector<NewJob>{job("c", 100)}, 1);
   auto t = store.cancel_anywhere(shard_id("delay-ingest", 3), "c", 5, 300);
