@@ -263,9 +263,10 @@ if has_phase soak; then
   wait "$soak" || { say "soak: e2e_load $SOAK_WORKLOAD failed or found a job lost or early"; failed=1; }
   record soak <"$data/last-soak.jsonl"
   figure soak_faults "$kills" "kill -9" "\"redis_restarts\":$redis_restarted,\"seconds\":$soak_s" | record soak
-  # Growth after the first ten minutes (or the first sixth of a shorter run), per ten minutes.
+  # Growth after the first ten minutes (or the first sixth of a shorter run), per ten minutes,
+  # from the regular samples: a row taken at a fault (a delayd started a moment ago) is left out.
   awk -v skip=$((soak_s < 3600 ? soak_s / 6 : 600)) '
-    !/^#/ && $1 >= skip && $2 > 0 { if (!n++) { t0 = $1; r0 = $2; m0 = $3 } t1 = $1; r1 = $2; m1 = $3 }
+    !/^#/ && $1 >= skip && $2 > 0 && $4 == "-" { if (!n++) { t0 = $1; r0 = $2; m0 = $3 } t1 = $1; r1 = $2; m1 = $3 }
     END {
       span = (t1 - t0) / 600; if (n < 2 || span <= 0) { print "{\"figure\":\"soak_growth\",\"value\":null}"; exit }
       printf "{\"figure\":\"soak_growth\",\"value\":%.4f,\"unit\":\"fraction per 10 min\",\"rss_per_10_min\":%.4f,\"redis_per_10_min\":%.4f,\"rss_kib\":[%d,%d],\"redis_bytes\":[%d,%d],\"from_s\":%d,\"to_s\":%d}\n",

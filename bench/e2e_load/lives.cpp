@@ -17,7 +17,8 @@
 // attempt than the one reported failed), and a repeat's occurrences (by their `repeat` header).
 // What it counts:
 //   early        a ready record produced before its own deliver-at header (every record: a
-//                reschedule that applied shows its new time there, a retry its retry time)
+//                reschedule that applied shows its new time there; a retry shows its job's, and
+//                its lateness counts from retry-after-ms after its failed report was sent)
 //   lost         an expected delivery never read: the first of the plain, rescheduled and failing
 //                jobs, the failing ones' retries, each occurrence of a repeat
 //   duplicates   a second record of a delivery already read
@@ -208,7 +209,18 @@ class LivesReader {
     mask |= bit;
     if (bit == kFirst) first_attempt_[i] = static_cast<std::uint8_t>(std::min<std::int64_t>(attempt, 255));
     if (attempt > lowest) ++tally_.later_attempts;
-    deliveries_.push_back({*index, due, timestamp, received});
+    // A retry is due retry-after-ms after delayd applied the failed report, which it read after
+    // this reader sent it: its lateness counts from then, not from the job's deliver-at (which
+    // would count the retry's wait as lateness); capped at its timestamp, so that a delivery
+    // again for another reason (a redelivery) is not counted early.
+    std::int64_t due_at = due;
+    if (bit == kRetry) {
+      if (const auto f = failed_at_.find(*index); f != failed_at_.end()) {
+        due_at = std::max(due, std::min(f->second + kRetryAfterMs, timestamp));
+        failed_at_.erase(f);
+      }
+    }
+    deliveries_.push_back({*index, due_at, timestamp, received});
     if (kind == Kind::cancelled) {
       ++tally_.cancels_missed;  // its cancel came too late: not an expected delivery
     } else {
@@ -226,23 +238,28 @@ class LivesReader {
         ++tally_.occurrences_delivered;
       }
     }
-    if (kind != Kind::repeat) report(job_id(tag_, *index), attempt, kind == Kind::fails_once && bit == kFirst);
+    if (kind != Kind::repeat) {
+      const bool fail = kind == Kind::fails_once && bit == kFirst;
+      if (fail) failed_at_[*index] = epoch_ms();
+      report(job_id(tag_, *index), attempt, fail);
+    }
   }
 
   // Reports the delivery of `attempt` finished, or failed (to be delivered again after
-  // kRetryAfterMs), keyed by the job-id.
+  // kRetryAfterMs), keyed as the job's schedule (record_key()).
   void report(std::string_view id, std::int64_t attempt, bool fail) {
     const std::string attempt_text = std::to_string(attempt);
     if (fail) {
       const std::string retry = std::to_string(kRetryAfterMs);
-      reporter_.send_record(status_, id, "",
+      reporter_.send_record(status_, record_key(id), "",
                             {{"job-id", id},
                              {"status", "failed"},
                              {"attempt", attempt_text},
                              {"retry-after-ms", retry},
                              {"error", "the soak fails it once"}});
     } else {
-      reporter_.send_record(status_, id, "", {{"job-id", id}, {"status", "finished"}, {"attempt", attempt_text}});
+      reporter_.send_record(status_, record_key(id), "",
+                            {{"job-id", id}, {"status", "finished"}, {"attempt", attempt_text}});
     }
     ++tally_.reports;
   }
@@ -258,6 +275,8 @@ class LivesReader {
   LivesTally tally_;
   std::mutex first_due_mutex_;
   std::map<std::int64_t, std::int64_t> first_due_;  // rescheduled jobs: index -> first deliver-at
+  // Jobs reported failed whose retry is not read yet: index -> epoch ms the report was sent.
+  std::map<std::int64_t, std::int64_t> failed_at_;
   std::atomic<std::int64_t> done_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};
@@ -298,7 +317,7 @@ int cmd_lives(const Options& o) {
       const Followup f = followups.front();
       followups.pop_front();
       const std::string id = job_id(ph.tag, f.index);
-      const std::string key = "k:" + id;  // the job's key: the same partition, so the same job
+      const std::string key = record_key(id);  // the job's key: the same partition, so the same job
       if (f.new_due == 0) {
         producer.send_record(ingest, key, "", {{"op", "cancel"}, {"job-id", id}, {"business", kBusiness}});
         ++cancels;
@@ -321,7 +340,7 @@ int cmd_lives(const Options& o) {
       switch (kind_of(sent)) {
         case Kind::repeat: {
           const std::string due_text = std::to_string(due);
-          producer.send_record(ingest, "k:" + id, value_of(sent),
+          producer.send_record(ingest, record_key(id), value_of(sent),
                                {{"deliver-at", due_text},
                                 {"business", kBusiness},
                                 {"job-id", id},

@@ -191,6 +191,11 @@ std::optional<Clock::time_point> wait_committed(const std::string& bootstrap, co
 
 // An idempotent producer that counts its delivery reports. A failed report is an error of the
 // run: every job must reach the ingest topic.
+// The key of every record about one job: its schedule, a cancel or reschedule, a status report.
+// One key puts them in one partition number (delayd reads a report's shard first by it:
+// storage/job_store.hpp, locate()), as the clients key them (clients/, by the job-id).
+inline std::string record_key(std::string_view job_id) { return "k:" + std::string(job_id); }
+
 class Producer {
  public:
   explicit Producer(const std::string& bootstrap) {
@@ -203,7 +208,7 @@ class Producer {
   // Enqueues one job record (copied), serving delivery reports while librdkafka's queue is full.
   void send(const std::string& topic, const std::string& job_id, std::int64_t deliver_at, const std::string& value) {
     const std::string due = std::to_string(deliver_at);
-    send_record(topic, "k:" + job_id, value, {{"deliver-at", due}, {"business", kBusiness}, {"job-id", job_id}});
+    send_record(topic, record_key(job_id), value, {{"deliver-at", due}, {"business", kBusiness}, {"job-id", job_id}});
   }
 
   // Enqueues one record (copied) with these headers, in this order: the other kinds of record
@@ -310,8 +315,10 @@ ConsumerPtr open_reader(const std::string& bootstrap, const std::string& name, c
 // One job's first delivery as the ready topic shows it.
 struct Delivery {
   std::int64_t index = 0;
-  std::int64_t deliver_at = 0;  // the ready record's deliver-at header
-  std::int64_t timestamp = 0;   // the ready record's Kafka timestamp: when delayd produced it
+  // When it was due: the ready record's deliver-at header (a retry after a failed report is due
+  // later: lives.cpp)
+  std::int64_t deliver_at = 0;
+  std::int64_t timestamp = 0;  // the ready record's Kafka timestamp: when delayd produced it
   // Epoch ms when this reader took the record: when a consumer could act on it. It adds to the
   // timestamp what the record spent in delayd's producer queue, Kafka and this reader.
   std::int64_t received = 0;
