@@ -23,6 +23,7 @@ from requires import missing_tool  # noqa: E402
 
 ACK_TIMEOUT_MS = 1500  # of business "slow": its job works 2.5 s, held by heartbeats every 0.5 s
 SLOW_WORK_S = 2.5
+READY_PARTITIONS = 4  # of each ready topic: as many as delayd gives those it creates
 
 
 def now_ms():
@@ -33,7 +34,7 @@ def main():
     delayd, delayctl, out_dir = sys.argv[1:4]
     try:
         from confluent_kafka import Consumer
-        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.admin import AdminClient, NewTopic
     except ImportError:
         # Debian's python3-confluent-kafka is installed for /usr/bin/python3; a python3 of its own
         # earlier on PATH (pyenv, a venv) may not have it: run under Debian's then.
@@ -86,6 +87,25 @@ def main():
 
     try:
         wait("delayd's partitions", lambda: "assigned" in open(log_path).read(), 60)
+        # The worker is reading before any job is scheduled: the slow job's ack timeout runs from
+        # its ready record's production, so a worker still joining its group when that record
+        # comes would see it redelivered however quickly it heartbeats. The ready topics are
+        # created here, as an operator who does not let delayd create topics would (delayd's own
+        # request then finds them there), so that the worker is assigned them before any record.
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for topic, f in admin.create_topics([NewTopic(t, READY_PARTITIONS, 1) for t in ready_topics]).items():
+            f.result(30)
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": run + ".worker",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe(ready_topics)
+        early, assign_deadline = 0, time.time() + 60
+        while len(consumer.assignment()) < len(ready_topics) * READY_PARTITIONS:
+            if time.time() > assign_deadline:
+                raise AssertionError(f"the worker's consumer was not assigned the ready topics in 60 s: {consumer.assignment()}")
+            m = consumer.poll(0.1)
+            early += 1 if m is not None and not m.error() else 0
+        check(early == 0, f"no ready record before any job was scheduled ({early})")
+
         client = Client(bootstrap, ingest_topic=ingest, status_topic=status)
         ids = {n: f"{run}-{n}" for n in ("at", "delay", "cancelled", "moved", "slow")}
         t0 = now_ms()
@@ -100,11 +120,6 @@ def main():
         client.flush()
         t_sent = now_ms()
 
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        wait("the ready topics", lambda: all(t in admin.list_topics(timeout=5).topics for t in ready_topics), 20)
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": run + ".worker",
-                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
-        consumer.subscribe(ready_topics)
         seen = []
 
         def handler(msg):

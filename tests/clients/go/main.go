@@ -21,11 +21,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	delayd "github.com/delayd/delayd/clients/go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const (
@@ -33,6 +36,8 @@ const (
 	slowWork     = 2500 * time.Millisecond
 	heartbeat    = 500 * time.Millisecond
 	retryAfter   = 300 * time.Millisecond // of the job whose first attempt fails
+	// of each ready topic: as many as delayd gives those it creates
+	readyPartitions = 4
 )
 
 type roundtrip struct {
@@ -59,6 +64,32 @@ func (rt *roundtrip) check(ok bool, format string, args ...any) {
 
 // fatal ends the checks: a step the others need did not happen.
 type fatal string
+
+// createTopics creates topics of `partitions` partitions each (replication 1, the stack's one
+// broker); a topic that exists already is fine. A failure is fatal.
+func (rt *roundtrip) createTopics(ctx context.Context, topics []string, partitions int) {
+	admin, err := kgo.NewClient(kgo.SeedBrokers(rt.bootstrap...))
+	if err != nil {
+		panic(fatal(err.Error()))
+	}
+	defer admin.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30_000
+	for _, t := range topics {
+		topic := kmsg.NewCreateTopicsRequestTopic()
+		topic.Topic, topic.NumPartitions, topic.ReplicationFactor = t, int32(partitions), 1
+		req.Topics = append(req.Topics, topic)
+	}
+	resp, err := req.RequestWith(ctx, admin)
+	if err != nil {
+		panic(fatal("create topics: " + err.Error()))
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			panic(fatal(fmt.Sprintf("create topic %s: %v", t.Topic, err)))
+		}
+	}
+}
 
 func (rt *roundtrip) wait(what string, cond func() bool, limit time.Duration) {
 	deadline := time.Now().Add(limit)
@@ -135,6 +166,36 @@ func (rt *roundtrip) run(run string) {
 		panic(fatal(err.Error()))
 	}
 	defer client.Close()
+	// The worker is reading before any job is scheduled: the slow job's ack timeout runs from its
+	// ready record's production, so a worker still joining its group when that record comes would
+	// see it redelivered however quickly it heartbeats. The ready topics are created here, as an
+	// operator who does not let delayd create topics would (delayd's own request then finds them
+	// there), so that the worker is assigned them before any record is written.
+	readyTopics := []string{run + ".ready.rt", run + ".ready.slow"}
+	rt.createTopics(ctx, readyTopics, readyPartitions)
+	var assigned atomic.Int32
+	consumer, err := delayd.NewConsumer(strings.Join(rt.bootstrap, ","), run+".worker", readyTopics,
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			for _, ps := range m {
+				assigned.Add(int32(len(ps)))
+			}
+		}))
+	if err != nil {
+		panic(fatal(err.Error()))
+	}
+	defer consumer.Close()
+	early := 0
+	assignCtx, cancelAssign := context.WithTimeout(ctx, 60*time.Second)
+	for int(assigned.Load()) < len(readyTopics)*readyPartitions {
+		if assignCtx.Err() != nil {
+			panic(fatal("the worker's consumer was not assigned the ready topics in 60 s"))
+		}
+		pollCtx, cancelPoll := context.WithTimeout(assignCtx, 100*time.Millisecond)
+		early += len(consumer.PollFetches(pollCtx).Records())
+		cancelPoll()
+	}
+	cancelAssign()
+	rt.check(early == 0, "no ready record before any job was scheduled (%d)", early)
 	ids := map[string]string{}
 	for _, n := range []string{"at", "delay", "cancelled", "moved", "slow", "retried"} {
 		ids[n] = run + "-" + n
@@ -179,15 +240,6 @@ func (rt *roundtrip) run(run string) {
 	}
 	tSent := nowMs()
 
-	// The ready topics are created by delayd with its first ready record: the consumer's
-	// metadata is refreshed often, so that it finds them soon.
-	readyTopics := []string{run + ".ready.rt", run + ".ready.slow"}
-	consumer, err := delayd.NewConsumer(strings.Join(rt.bootstrap, ","), run+".worker", readyTopics,
-		kgo.MetadataMinAge(250*time.Millisecond), kgo.MetadataMaxAge(time.Second))
-	if err != nil {
-		panic(fatal(err.Error()))
-	}
-	defer consumer.Close()
 	var got []seen
 	handler := func(_ context.Context, r *kgo.Record) error {
 		got = append(got, seen{r, nowMs()})

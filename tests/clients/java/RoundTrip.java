@@ -43,6 +43,9 @@ import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -54,6 +57,7 @@ public final class RoundTrip {
     static final Duration SLOW_WORK = Duration.ofMillis(2500);
     static final Duration HEARTBEAT = Duration.ofMillis(500);
     static final Duration RETRY_AFTER = Duration.ofMillis(300); // of the job whose first attempt fails
+    static final int READY_PARTITIONS = 4; // of each ready topic: as many as delayd gives those it creates
 
     /** A step the others need did not happen: the checks end. */
     static final class Fatal extends RuntimeException {
@@ -193,40 +197,50 @@ public final class RoundTrip {
         for (String n : List.of("at", "delay", "cancelled", "moved", "slow", "retried", "xcancel")) {
             ids.put(n, run + "-" + n);
         }
-        long t0 = nowMs();
-        long at = t0 + 2000;
-        try (Client client = new Client(bootstrap, new ClientOptions().ingestTopic(ingest).statusTopic(status))) {
+        // The worker is reading before any job is scheduled: the slow job's ack timeout (1.5 s)
+        // runs from its ready record's production, so a worker still joining its group when that
+        // record comes would see it redelivered however quickly it heartbeats. The ready topics
+        // are created here, as an operator who does not let delayd create topics would (delayd's
+        // own request then finds them there), so that the worker's group can be assigned them
+        // before the first record is written.
+        List<String> readyTopics = List.of(run + ".ready.rt", run + ".ready.slow");
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            admin.createTopics(readyTopics.stream().map(t -> new NewTopic(t, READY_PARTITIONS, (short) 1)).toList())
+                    .all().get(30, TimeUnit.SECONDS);
+        }
+        Map<String, Object> config = Consumers.config(bootstrap, run + ".worker");
+        check("read_committed".equals(config.get(ConsumerConfig.ISOLATION_LEVEL_CONFIG)),
+                "the worker's consumer reads committed records only: " + config.get(ConsumerConfig.ISOLATION_LEVEL_CONFIG));
+        List<Seen> got = new ArrayList<>();
+        Dedup dedup = new Dedup();
+        int done;
+        long t0;
+        try (KafkaConsumer<byte[], byte[]> consumer = Consumers.create(config);
+                Client client = new Client(bootstrap, new ClientOptions().ingestTopic(ingest).statusTopic(status))) {
+            consumer.subscribe(readyTopics);
+            long assignDeadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            int early = 0;
+            while (consumer.assignment().size() < readyTopics.size() * READY_PARTITIONS) {
+                if (System.nanoTime() > assignDeadline) {
+                    throw new Fatal("the worker's consumer was not assigned the ready topics in 60 s: " + consumer.assignment());
+                }
+                early += consumer.poll(Duration.ofMillis(100)).count();
+            }
+            check(early == 0, "no ready record before any job was scheduled (" + early + ")");
+            t0 = nowMs();
+            long at = t0 + 2000;
             client.schedule("rt", "at", new ScheduleOptions().atMillis(at).jobId(ids.get("at")).header("trace-id", "t-at"));
             client.schedule("rt", "delay", new ScheduleOptions().delay(Duration.ofMillis(1500)).jobId(ids.get("delay")));
             client.schedule("rt", "cancelled", new ScheduleOptions().delayMillis(2500).jobId(ids.get("cancelled")));
             client.schedule("rt", "moved", new ScheduleOptions().at(Instant.ofEpochMilli(t0 + 60_000)).jobId(ids.get("moved")));
             client.schedule("slow", "slow", new ScheduleOptions().delay(Duration.ofMillis(500)).jobId(ids.get("slow")));
             client.schedule("rt", "retried", new ScheduleOptions().delayMillis(500).jobId(ids.get("retried")));
-            client.schedule("rt", "xcancel", new ScheduleOptions().at(Instant.ofEpochMilli(t0 + 60_000)).jobId(ids.get("xcancel")));
+            client.schedule("rt", "xcancel", new ScheduleOptions().at(Instant.ofEpochMilli(t0 + 120_000)).jobId(ids.get("xcancel")));
             client.cancel(ids.get("cancelled"));
             client.reschedule(ids.get("moved"), When.delay(Duration.ofSeconds(1)));
             client.flush();
             long tSent = nowMs();
-            // delayctl (librdkafka) cancels a job this client scheduled: its cancel must land behind
-            // the schedule, in the same partition.
-            waitFor("delayd to accept the job delayctl cancels", () -> state(get(ids.get("xcancel"))).equals("delay"),
-                    Duration.ofSeconds(10));
-            String cancelOut = delayctlCancel(ids.get("xcancel"));
-            check(cancelOut.startsWith("exit 0") && cancelOut.contains("\"cancelled\": true"),
-                    "delayctl cancel of a job the Java client scheduled: " + cancelOut);
-
-            // The ready topics are created by delayd with its first ready record: the consumer's
-            // metadata is refreshed often, so that it finds them soon.
-            List<String> readyTopics = List.of(run + ".ready.rt", run + ".ready.slow");
-            Map<String, Object> config = Consumers.config(bootstrap, run + ".worker");
-            config.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, 500);
-            check("read_committed".equals(config.get(ConsumerConfig.ISOLATION_LEVEL_CONFIG)),
-                    "the worker's consumer reads committed records only: " + config.get(ConsumerConfig.ISOLATION_LEVEL_CONFIG));
-            List<Seen> got = new ArrayList<>();
-            Dedup dedup = new Dedup();
-            int done;
-            try (KafkaConsumer<byte[], byte[]> consumer = Consumers.create(config)) {
-                consumer.subscribe(readyTopics);
+            {
                 long workDeadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
                 done = Work.work(client, consumer, r -> {
                     got.add(new Seen(r, nowMs()));
@@ -249,6 +263,13 @@ public final class RoundTrip {
                     }
                 }
             }
+            // delayctl (librdkafka) cancels a job this client scheduled: its cancel must land behind
+            // the schedule, in the same partition.
+            waitFor("delayd to accept the job delayctl cancels", () -> state(get(ids.get("xcancel"))).equals("delay"),
+                    Duration.ofSeconds(10));
+            String cancelOut = delayctlCancel(ids.get("xcancel"));
+            check(cancelOut.startsWith("exit 0") && cancelOut.contains("\"cancelled\": true"),
+                    "delayctl cancel of a job the Java client scheduled: " + cancelOut);
 
             Map<String, List<Seen>> deliveries = new LinkedHashMap<>();
             for (Seen s : got) {

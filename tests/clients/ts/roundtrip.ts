@@ -21,6 +21,7 @@ import { Client, headerOf, partitionOf, work } from "../../../clients/ts/src/ind
 const ACK_TIMEOUT_MS = 1500; // of business "slow": its job works 2.5 s, held by heartbeats every 0.5 s
 const SLOW_WORK_MS = 2500;
 const HEARTBEAT_MS = 500;
+const READY_PARTITIONS = 4; // of each ready topic: as many as delayd gives those it creates
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const failures: string[] = [];
@@ -98,6 +99,43 @@ async function main(): Promise<number> {
   const client = new Client({ kafka, ingestTopic: ingest, statusTopic: status });
   try {
     await wait("delayd's partitions", () => readFileSync(logPath, "utf8").includes("assigned"), 60_000);
+    // The worker is reading before any job is scheduled: the slow job's ack timeout runs from its
+    // ready record's production, so a worker still joining its group when that record comes would
+    // see it redelivered however quickly it heartbeats. The ready topics are created here, as an
+    // operator who does not let delayd create topics would (delayd's own request then finds them
+    // there), so that the worker is assigned them before any record is written.
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({
+      topics: readyTopics.map((topic) => ({ topic, numPartitions: READY_PARTITIONS, replicationFactor: 1 })),
+      waitForLeaders: true,
+    });
+    await admin.disconnect();
+    const consumer = kafka.consumer({ groupId: `${run}.worker`, maxWaitTimeInMs: 200 });
+    let assigned = 0;
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      assigned = Object.values(e.payload.memberAssignment).reduce((n, ps) => n + ps.length, 0);
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics: readyTopics, fromBeginning: true });
+    const seen: Array<[KafkaMessage, string, number]> = [];
+    const stop = new AbortController();
+    const handler = async ({ topic, message }: EachMessagePayload): Promise<void> => {
+      seen.push([message, topic, Date.now()]);
+      if (topic.endsWith(".slow")) await sleep(SLOW_WORK_MS);
+    };
+    const working = work(client, consumer, handler, { heartbeatMs: HEARTBEAT_MS, signal: stop.signal });
+    try {
+      await wait("the worker's consumer to be assigned the ready topics",
+        () => assigned === readyTopics.length * READY_PARTITIONS, 60_000);
+    } catch (e) {
+      stop.abort();
+      await working.catch(() => 0);
+      await consumer.disconnect();
+      throw e;
+    }
+    check(seen.length === 0, `no ready record before any job was scheduled (${seen.length})`);
+
     const ids = Object.fromEntries(["at", "delay", "cancelled", "moved", "slow"].map((n) => [n, `${run}-${n}`])) as
       { [n in "at" | "delay" | "cancelled" | "moved" | "slow"]: string };
     const t0 = Date.now();
@@ -112,25 +150,8 @@ async function main(): Promise<number> {
     await client.flush();
     const tSent = Date.now();
 
-    const admin = kafka.admin();
-    await admin.connect();
-    await wait("the ready topics", async () => {
-      const topics = await admin.listTopics();
-      return readyTopics.every((t) => topics.includes(t));
-    }, 20_000);
-    await admin.disconnect();
-    const consumer = kafka.consumer({ groupId: `${run}.worker`, maxWaitTimeInMs: 200 });
-    await consumer.connect();
-    await consumer.subscribe({ topics: readyTopics, fromBeginning: true });
-    const seen: Array<[KafkaMessage, string, number]> = [];
-    const stop = new AbortController();
-    const handler = async ({ topic, message }: EachMessagePayload): Promise<void> => {
-      seen.push([message, topic, Date.now()]);
-      if (topic.endsWith(".slow")) await sleep(SLOW_WORK_MS);
-    };
     // The cancelled job was due at t0 + 2.5 s: work on until t0 + 4 s and all four are in, so
     // that it would have come.
-    const working = work(client, consumer, handler, { heartbeatMs: HEARTBEAT_MS, signal: stop.signal });
     const deadline = Date.now() + 30_000;
     while ((seen.length < 4 || Date.now() < t0 + 4000) && Date.now() < deadline) await sleep(100);
     stop.abort();
