@@ -85,7 +85,11 @@ delayctl_bin="$(dirname "$delayd_bin")/delayctl"
 if [[ "$SMOKE" == 1 ]]; then results="${RESULTS_DIR:-$build/scale-smoke}"; else results="${RESULTS_DIR:-$root/bench/results/scale}"; fi
 data="$results/data"
 rm -rf "$data"
-mkdir -p "$data/logs"
+mkdir -p "$data/logs" "$data/bin"
+# The binaries this run starts, copied: the soak starts delayd again at every kill, and a build
+# during the hour must not swap the binary between two kills.
+cp "$delayd_bin" "$delayctl_bin" "$data/bin/"
+delayd_bin="$data/bin/delayd" delayctl_bin="$data/bin/delayctl"
 out="$results/scale.jsonl"
 : >"$out"
 run="s$$"
@@ -263,14 +267,20 @@ if has_phase soak; then
   wait "$soak" || { say "soak: e2e_load $SOAK_WORKLOAD failed or found a job lost or early"; failed=1; }
   record soak <"$data/last-soak.jsonl"
   figure soak_faults "$kills" "kill -9" "\"redis_restarts\":$redis_restarted,\"seconds\":$soak_s" | record soak
-  # Growth after the first ten minutes (or the first sixth of a shorter run), per ten minutes,
-  # from the regular samples: a row taken at a fault (a delayd started a moment ago) is left out.
-  awk -v skip=$((soak_s < 3600 ? soak_s / 6 : 600)) '
-    !/^#/ && $1 >= skip && $2 > 0 && $4 == "-" { if (!n++) { t0 = $1; r0 = $2; m0 = $3 } t1 = $1; r1 = $2; m1 = $3 }
+  # Growth after the first ten minutes (or the first sixth of a shorter run), per ten minutes:
+  # the mean of the regular samples in each window of that length, the last window's over the
+  # first's. A row taken at a fault (a delayd started a moment ago) is left out, and means, not
+  # single samples: at 1 000 lives a second delayd's RSS swings between 42 and 67 MiB from one
+  # minute to the next, so two samples say where in the swing they fell, not whether it grows.
+  awk -v win=$((soak_s < 3600 ? soak_s / 6 : 600)) -v end_s="$soak_s" '
+    !/^#/ && $1 >= win && $1 < end_s && $2 > 0 && $4 == "-" {
+      w = int(($1 - win) / win); r[w] += $2; m[w] += $3; n[w]++; if (w > last) last = w
+    }
     END {
-      span = (t1 - t0) / 600; if (n < 2 || span <= 0) { print "{\"figure\":\"soak_growth\",\"value\":null}"; exit }
-      printf "{\"figure\":\"soak_growth\",\"value\":%.4f,\"unit\":\"fraction per 10 min\",\"rss_per_10_min\":%.4f,\"redis_per_10_min\":%.4f,\"rss_kib\":[%d,%d],\"redis_bytes\":[%d,%d],\"from_s\":%d,\"to_s\":%d}\n",
-        ((m1 - m0) / m0) / span, ((r1 - r0) / r0) / span, ((m1 - m0) / m0) / span, r0, r1, m0, m1, t0, t1
+      if (!n[0] || last < 1 || !n[last]) { print "{\"figure\":\"soak_growth\",\"value\":null}"; exit }
+      r0 = r[0] / n[0]; m0 = m[0] / n[0]; r1 = r[last] / n[last]; m1 = m[last] / n[last]; span = last * win / 600
+      printf "{\"figure\":\"soak_growth\",\"value\":%.4f,\"unit\":\"fraction per 10 min\",\"rss_per_10_min\":%.4f,\"redis_per_10_min\":%.4f,\"rss_kib\":[%d,%d],\"redis_bytes\":[%d,%d],\"from_s\":%d,\"to_s\":%d,\"window_s\":%d,\"basis\":\"window means\"}\n",
+        ((m1 - m0) / m0) / span, ((r1 - r0) / r0) / span, ((m1 - m0) / m0) / span, r0, r1, m0, m1, win, (last + 2) * win, win
     }' "$data/soak-series.txt" | record soak
   stop_delayd TERM
   remove_run "$name" "$name*" "$name" "$name.$name.delay-status"
