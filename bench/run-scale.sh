@@ -268,19 +268,23 @@ if has_phase soak; then
   record soak <"$data/last-soak.jsonl"
   figure soak_faults "$kills" "kill -9" "\"redis_restarts\":$redis_restarted,\"seconds\":$soak_s" | record soak
   # Growth after the first ten minutes (or the first sixth of a shorter run), per ten minutes:
-  # the mean of the regular samples in each window of that length, the last window's over the
-  # first's. A row taken at a fault (a delayd started a moment ago) is left out, and means, not
-  # single samples: at 1 000 lives a second delayd's RSS swings between 42 and 67 MiB from one
-  # minute to the next, so two samples say where in the swing they fell, not whether it grows.
-  awk -v win=$((soak_s < 3600 ? soak_s / 6 : 600)) -v end_s="$soak_s" '
-    !/^#/ && $1 >= win && $1 < end_s && $2 > 0 && $4 == "-" {
-      w = int(($1 - win) / win); r[w] += $2; m[w] += $3; n[w]++; if (w > last) last = w
-    }
+  # the mean of the regular samples in the first window of that length after it, and in the
+  # last (up to the last sample, the drain after the load included), from one window's middle to
+  # the other's. A row taken at a fault (a delayd started a moment ago) is left out, and means,
+  # not single samples: at 1 000 lives a second delayd's RSS swings between 42 and 67 MiB from
+  # one minute to the next, so two samples say where in the swing they fell, not whether it grows.
+  awk -v win=$((soak_s < 3600 ? soak_s / 6 : 600)) '
+    !/^#/ && $1 >= win && $2 > 0 && $4 == "-" { t[++n] = $1; r[n] = $2; m[n] = $3; if ($1 > tmax) tmax = $1 }
     END {
-      if (!n[0] || last < 1 || !n[last]) { print "{\"figure\":\"soak_growth\",\"value\":null}"; exit }
-      r0 = r[0] / n[0]; m0 = m[0] / n[0]; r1 = r[last] / n[last]; m1 = m[last] / n[last]; span = last * win / 600
+      for (i = 1; i <= n; i++) {
+        if (t[i] < 2 * win) { r0 += r[i]; m0 += m[i]; n0++ }
+        if (t[i] > tmax - win) { r1 += r[i]; m1 += m[i]; n1++ }
+      }
+      span = ((tmax - win / 2) - (1.5 * win)) / 600
+      if (!n0 || !n1 || tmax < 3 * win) { print "{\"figure\":\"soak_growth\",\"value\":null}"; exit }
+      r0 /= n0; m0 /= n0; r1 /= n1; m1 /= n1
       printf "{\"figure\":\"soak_growth\",\"value\":%.4f,\"unit\":\"fraction per 10 min\",\"rss_per_10_min\":%.4f,\"redis_per_10_min\":%.4f,\"rss_kib\":[%d,%d],\"redis_bytes\":[%d,%d],\"from_s\":%d,\"to_s\":%d,\"window_s\":%d,\"basis\":\"window means\"}\n",
-        ((m1 - m0) / m0) / span, ((r1 - r0) / r0) / span, ((m1 - m0) / m0) / span, r0, r1, m0, m1, win, (last + 2) * win, win
+        ((m1 - m0) / m0) / span, ((r1 - r0) / r0) / span, ((m1 - m0) / m0) / span, r0, r1, m0, m1, win, tmax, win
     }' "$data/soak-series.txt" | record soak
   stop_delayd TERM
   remove_run "$name" "$name*" "$name" "$name.$name.delay-status"
