@@ -424,7 +424,8 @@ bool connect_store(const config::Config& c, const std::atomic<bool>& stop, const
   });
   if (!store) return false;
   s.store = std::move(*store);
-  s.store->compress_payloads_above(static_cast<std::size_t>(c.redis.compress_payloads_above_bytes));
+  s.store->compress_payloads_above(static_cast<std::size_t>(c.redis.compress_payloads_above_bytes),
+                                   c.redis.compression_dictionary);
   return true;
 }
 

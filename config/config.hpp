@@ -138,6 +138,8 @@ struct RedisConfig {
   // A job's payload (key, value and headers) longer than this many bytes is kept
   // zstd-compressed in Redis (storage/payload_compression.hpp); 0: never.
   std::int64_t compress_payloads_above_bytes = 512;
+  // Compress them with a zstd dictionary trained from the first payloads (payload_compression.hpp).
+  bool compression_dictionary = true;
 };
 
 // The wheel's settings as a user writes them (milliseconds, signed like every integer setting).

@@ -271,8 +271,14 @@ constexpr std::array kSettings = {
           field<Int>([](auto& c) -> auto& { return c.redis.leave_group_after_ms; }), 0, kMaxInt32},
   Setting{"redis.compress_payloads_above_bytes",
           "a job's payload (key, value and headers) longer than this is kept zstd-compressed in Redis, "
-          "read back by every reader; 0 = never. Records written either way read alike",
+          "with a dictionary trained from the first 1 000 such payloads once there is one, read back by every "
+          "reader; 0 = never. Records written either way read alike",
           field<Int>([](auto& c) -> auto& { return c.redis.compress_payloads_above_bytes; }), 0, kMaxInt32},
+  Setting{"redis.compression_dictionary",
+          "compress those payloads with a zstd dictionary that the first instance trains from the first "
+          "payloads it compresses and keeps in Redis; false: each payload alone (larger, for values "
+          "that have little in common). Records written either way read alike",
+          field<bool>([](auto& c) -> auto& { return c.redis.compression_dictionary; })},
 
   Setting{"wheel.tick_ms",
           "wheel resolution",

@@ -18,8 +18,83 @@ using reply_parse::put_repeat_rule;
 using reply_parse::score_of;
 
 JobStore::JobStore(redis::RedisClient& redis, KeySchema keys, std::int64_t retention_s)
-    : redis_(redis), keys_(std::move(keys)), retention_s_(retention_s) {
+    : redis_(redis),
+      keys_(std::move(keys)),
+      retention_s_(retention_s),
+      dictionaries_(PayloadDictionaries::of(keys_.prefix())) {
   load_scripts();
+}
+
+void JobStore::compress_payloads_above(std::size_t bytes, bool dictionary) {
+  compress_above_ = bytes;
+  use_dictionary_ = dictionary;
+  if (bytes == 0 || !dictionary || dictionaries_->current()) return;
+  try {
+    const redis::RedisReply r = redis_.command({"GET", keys_.dictionary()});
+    if (r.view().is_string()) {
+      if (const std::uint32_t id = dictionaries_->add(std::string(r.view().str()), true); id != 0) {
+        dictionary_id_ = id;  // there already: not written again
+        dictionary_prefix_ = true;
+      }
+    }
+  } catch (const std::exception&) {
+    // Not read: this process trains a dictionary of its own, which works as well.
+  }
+}
+
+std::vector<redis::Command> JobStore::dictionary_writes(const DictionaryUse& used, std::vector<std::string>& shards,
+                                                        bool& prefix) const {
+  std::vector<redis::Command> writes;
+  shards.clear();
+  prefix = false;
+  if (!used.dictionary) return writes;
+  const CompressionDictionary& d = *used.dictionary;
+  const bool known = d.id() == dictionary_id_;
+  for (const std::string& shard : used.shards) {
+    if (known && dictionary_shards_.count(shard) != 0) continue;
+    writes.push_back({"SET", keys_.dictionary(shard, d.id()), d.bytes(), "NX"});
+    shards.push_back(shard);
+  }
+  if (!(known && dictionary_prefix_)) {
+    writes.push_back({"SET", keys_.dictionary(), d.bytes(), "NX"});
+    prefix = true;
+  }
+  return writes;
+}
+
+void JobStore::dictionary_written(const DictionaryUse& used, const std::vector<std::string>& shards, bool prefix,
+                                  std::span<const redis::RedisReply> replies) {
+  for (const redis::RedisReply& r : replies) {  // "OK", or nil when it was there: both will do
+    if (r.view().is_error())
+      throw redis::RedisCommandError("redis: SET of a compression dictionary: " + r.view().error());
+  }
+  if (!used.dictionary) return;
+  if (used.dictionary->id() != dictionary_id_) {
+    dictionary_id_ = used.dictionary->id();
+    dictionary_shards_.clear();
+    dictionary_prefix_ = false;
+  }
+  dictionary_shards_.insert(shards.begin(), shards.end());
+  dictionary_prefix_ = dictionary_prefix_ || prefix;
+}
+
+void JobStore::load_dictionaries(std::span<const std::pair<std::string_view, std::string_view>> records) {
+  std::vector<redis::Command> reads;
+  std::vector<std::uint32_t> ids;
+  for (const auto& [shard, record] : records) {
+    const auto nl = record.find('\n');
+    if (nl == std::string_view::npos || header_field(record.substr(0, nl), kCompressedField) != kCompressedValue)
+      continue;
+    const std::uint32_t id = dictionary_of(record.substr(nl + 1));
+    if (id == 0 || dictionaries_->find(id) || std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
+    reads.push_back({"GET", keys_.dictionary(shard, id)});
+    ids.push_back(id);
+  }
+  if (reads.empty()) return;
+  const std::vector<redis::RedisReply> replies = redis_.pipeline(reads);
+  for (const redis::RedisReply& r : replies) {
+    if (r.view().is_string()) dictionaries_->add(std::string(r.view().str()), false);
+  }
 }
 
 void JobStore::load_scripts() {
@@ -282,7 +357,7 @@ void JobStore::register_shard(std::string_view shard) {
 }
 
 JobStore::Calls JobStore::accept_calls(std::span<const NewJob> jobs, std::int64_t now_ms,
-                                       std::vector<std::vector<size_t>>& index) const {
+                                       std::vector<std::vector<size_t>>& index, DictionaryUse& used) const {
   std::map<std::string_view, std::vector<size_t>> by_shard;
   for (size_t i = 0; i < jobs.size(); ++i) by_shard[jobs[i].shard].push_back(i);
   // Every shard's calls in one round trip: a batch read from many partitions costs one wait for
@@ -292,6 +367,9 @@ JobStore::Calls JobStore::accept_calls(std::span<const NewJob> jobs, std::int64_
   per_shard.reserve(by_shard.size());
   shards.reserve(by_shard.size());
   index.clear();
+  used = {};
+  std::shared_ptr<const CompressionDictionary> dictionary =
+      compress_above_ > 0 && use_dictionary_ ? dictionaries_->current() : nullptr;
   for (const auto& [shard, idx] : by_shard) {
     std::vector<redis::Command>& per_job = per_shard.emplace_back();
     per_job.reserve(idx.size());
@@ -305,9 +383,16 @@ JobStore::Calls JobStore::accept_calls(std::span<const NewJob> jobs, std::int64_
       const std::string version = j.version ? std::to_string(*j.version) : std::string();
       if (j.version) fields["vo"] = version;
       std::string payload = encode_payload({j.key, j.value, j.headers});
-      if (std::optional<std::string> z = compress_payload(payload, compress_above_)) {
+      if (!dictionary && use_dictionary_ && compress_above_ > 0 && payload.size() > compress_above_) {
+        dictionary = dictionaries_->offer(payload);  // the one that completes the samples trains it
+      }
+      if (std::optional<std::string> z = compress_payload(payload, compress_above_, dictionary.get())) {
         payload = std::move(*z);
         fields[std::string(kCompressedField)] = kCompressedValue;
+        if (dictionary) {
+          used.dictionary = dictionary;
+          used.shards.emplace(shard);
+        }
       }
       const std::string line = format_header_line(JobState::delay, j.deliver_at, 0, j.business, fields);
       per_job.push_back({j.job_id, at, j.business, version, line + "\n" + payload});
@@ -356,8 +441,14 @@ std::vector<AcceptOutcome> JobStore::accept_outcomes(const std::vector<std::int6
 
 std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::int64_t now_ms) {
   std::vector<std::vector<size_t>> index;
-  Calls calls = accept_calls(jobs, now_ms, index);
+  DictionaryUse used;
+  Calls calls = accept_calls(jobs, now_ms, index, used);
   for (const std::string& shard : calls.shards) register_shard(shard);
+  std::vector<std::string> dictionary_shards;
+  bool dictionary_prefix = false;
+  if (auto writes = dictionary_writes(used, dictionary_shards, dictionary_prefix); !writes.empty()) {
+    dictionary_written(used, dictionary_shards, dictionary_prefix, redis_.pipeline(writes));
+  }
   auto replies = eval_groups(calls.groups);
   return accept_outcomes(asked_times(jobs), index, replies_of(calls, replies));
 }
@@ -365,14 +456,19 @@ std::vector<AcceptOutcome> JobStore::accept(std::span<const NewJob> jobs, std::i
 JobStore::PostedAccept JobStore::accept_post(std::span<const NewJob> jobs, std::int64_t now_ms) {
   PostedAccept p;
   p.asked = asked_times(jobs);
-  p.calls = accept_calls(jobs, now_ms, p.index);
-  // register_shard()'s SADD for the shards not known yet goes first in the same post.
+  p.calls = accept_calls(jobs, now_ms, p.index, p.dictionary);
+  // register_shard()'s SADD for the shards not known yet goes first in the same post, then the
+  // dictionary's writes (ahead of the records that need it: payload_compression.hpp). Both are
+  // marked done when collected: a post sent meanwhile writes them again, which changes nothing.
   std::vector<redis::Command> commands;
   for (const std::string& shard : p.calls.shards) {
     if (registered_shards_.count(shard) == 0) {
       commands.push_back(registration(shard));
       p.registering.push_back(shard);
     }
+  }
+  for (redis::Command& c : dictionary_writes(p.dictionary, p.dictionary_shards, p.dictionary_prefix)) {
+    commands.push_back(std::move(c));
   }
   // The commands go to the connection; the collect needs only how many replies each group gets.
   p.sizes = sizes_of(p.calls.groups);
@@ -387,15 +483,16 @@ JobStore::PostedAccept JobStore::accept_post(std::span<const NewJob> jobs, std::
 std::vector<AcceptOutcome> JobStore::accept_collect(PostedAccept& posted) {
   std::vector<redis::RedisReply> replies = redis_.collect();
   const size_t sadds = posted.registering.size();
+  const size_t leads = sadds + posted.dictionary_shards.size() + (posted.dictionary_prefix ? 1 : 0);
   std::vector<std::vector<redis::RedisReply>> groups(posted.sizes.size());
-  split_replies(posted.sizes, replies, sadds, all_groups(groups.size()), groups);
-  for (size_t i = 0; i < sadds; ++i) {
-    try {
-      registered(posted.registering[i], replies[i]);
-    } catch (...) {
-      redis_.abandon();
-      throw;
-    }
+  split_replies(posted.sizes, replies, leads, all_groups(groups.size()), groups);
+  try {
+    for (size_t i = 0; i < sadds; ++i) registered(posted.registering[i], replies[i]);
+    dictionary_written(posted.dictionary, posted.dictionary_shards, posted.dictionary_prefix,
+                       std::span<const redis::RedisReply>(replies.data() + sadds, leads - sadds));
+  } catch (...) {
+    redis_.abandon();
+    throw;
   }
   if (!lost_groups(groups).empty()) {
     // Redis lost its scripts, so this post (and any posted after it) did not run: the scripts
@@ -466,11 +563,16 @@ std::vector<Claim> JobStore::claim(std::string_view shard, std::span<const std::
     per_job.push_back({job_ids[i], i < seen_at.size() ? std::to_string(seen_at[i]) : std::string(), std::move(known)});
   }
   const Replies replies = run(Script::claim, shard, per_job, now_ms, ahead_ms, true);
+  std::vector<std::pair<std::string_view, std::string_view>> records;
+  for (size_t i = 0; i < job_ids.size(); ++i) {
+    if (const redis::ReplyView r = replies.record(i); r.is_string()) records.emplace_back(shard, r.str());
+  }
+  load_dictionaries(records);
   std::vector<Claim> out;
   out.reserve(job_ids.size());
   for (size_t i = 0; i < job_ids.size(); ++i) {
     try {
-      out.push_back(parse_claim(job_ids[i], replies[i], replies.record(i)));
+      out.push_back(parse_claim(job_ids[i], replies[i], replies.record(i), *dictionaries_));
     } catch (const redis::RedisCommandError& e) {
       Claim c;
       c.job_id = job_ids[i];

@@ -11,6 +11,10 @@
 // inside one:
 //
 //   step      the call                                      crash after it (delayd dies)
+//   dict      SET NX of the shard's compression dictionary  a dictionary that no record may
+//             (payload_compression.hpp), on the accept's    use: harmless (16 KiB); a record
+//             connection ahead of its first record that     that names it is never written
+//             needs it; once per store and shard            before it
 //   accept    record HSETNX (no key of the id) + ZADD +     offset not committed: the record
 //             counters                                      is replayed; HSETNX finds the job,
 //                                                           the script re-adds its entry, no
@@ -141,6 +145,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -153,6 +158,7 @@
 #include "storage/header_codec.hpp"
 #include "storage/job_state.hpp"
 #include "storage/key_schema.hpp"
+#include "storage/payload_compression.hpp"
 #include "storage/repeat_rule.hpp"
 
 namespace delayd::storage {
@@ -369,8 +375,12 @@ class JobStore {
 
   // From now on accept() stores a payload (key, value and headers, encoded) longer than `bytes`
   // zstd-compressed (payload_compression.hpp); 0 (the default of a store): never. Every read
-  // undoes it whatever this says, so that stores set differently share a Redis.
-  void compress_payloads_above(std::size_t bytes) { compress_above_ = bytes; }
+  // undoes it whatever this says, so that stores set differently share a Redis. With bytes > 0,
+  // `dictionary` and no dictionary loaded in the process for the prefix, reads the prefix's
+  // (<prefix>:zdict) to compress with: one round trip; a failure to read it is not an error (the
+  // process then trains one of its own from its first payloads). Without `dictionary`, each
+  // payload is compressed alone.
+  void compress_payloads_above(std::size_t bytes, bool dictionary = true);
 
   // Precondition: every job has a non-empty job_id, business and shard.
   // Postcondition: each job that is created, or exists in state delay, is in its shard's
@@ -627,8 +637,28 @@ class JobStore {
                     bool read_records = false) const;
   // The replies of `calls` (replies[g]: group g's), per shard; throws as run() does.
   std::vector<Replies> replies_of(const Calls& calls, std::vector<std::vector<redis::RedisReply>>& replies) const;
+  // The dictionary accept()'s calls compressed payloads with, and the shards of those payloads.
+  struct DictionaryUse {
+    std::shared_ptr<const CompressionDictionary> dictionary;  // nullptr: none used
+    std::set<std::string> shards;
+  };
   // accept()'s calls; index[s] lists the positions in `jobs` of shard calls.shards[s]'s jobs.
-  Calls accept_calls(std::span<const NewJob> jobs, std::int64_t now_ms, std::vector<std::vector<size_t>>& index) const;
+  Calls accept_calls(std::span<const NewJob> jobs, std::int64_t now_ms, std::vector<std::vector<size_t>>& index,
+                     DictionaryUse& used) const;
+  // The writes that must go before accept()'s calls on the same connection (payload_compression.hpp:
+  // the dictionary's key in each shard of `used` where this store has not written it yet, and
+  // <prefix>:zdict once); `shards` gets the shards they write, and `prefix` whether the last
+  // one is <prefix>:zdict's. Empty when nothing is due.
+  std::vector<redis::Command> dictionary_writes(const DictionaryUse& used, std::vector<std::string>& shards,
+                                                bool& prefix) const;
+  // What the replies of dictionary_writes() tell: the shards (and the prefix) have the dictionary
+  // from now on, or (an error reply) RedisCommandError.
+  void dictionary_written(const DictionaryUse& used, const std::vector<std::string>& shards, bool prefix,
+                          std::span<const redis::RedisReply> replies);
+  // Loads, from the record's shard, each dictionary that a compressed payload among `records`
+  // (shard, record as stored) names and this process has not loaded. One round trip, none when
+  // nothing is missing; a dictionary not found stays unloaded (its payloads then read as corrupt).
+  void load_dictionaries(std::span<const std::pair<std::string_view, std::string_view>> records);
   // What each job's accept did, from the replies (accept.lua's two forms); asked[i]: job i's
   // deliver_at as the caller gave it (asked_times()).
   static std::vector<AcceptOutcome> accept_outcomes(const std::vector<std::int64_t>& asked,
@@ -644,6 +674,9 @@ class JobStore {
     std::vector<size_t> sizes;               // how many commands each of calls' groups held
     std::vector<std::vector<size_t>> index;  // as accept_calls()'s
     std::vector<std::string> registering;    // shards whose SADD (register_shard()) leads the post
+    DictionaryUse dictionary;                // the dictionary its payloads use, if any
+    std::vector<std::string> dictionary_shards;  // dictionary_writes() after the SADDs: its shards,
+    bool dictionary_prefix = false;              // and whether <prefix>:zdict's write ends them
   };
 
  private:
@@ -680,6 +713,11 @@ class JobStore {
   KeySchema keys_;
   std::int64_t retention_s_;
   std::size_t compress_above_ = 0;  // bytes of an encoded payload; 0: never compressed
+  bool use_dictionary_ = false;     // compress_payloads_above()'s `dictionary`
+  std::shared_ptr<PayloadDictionaries> dictionaries_;  // the prefix's, shared in the process
+  std::uint32_t dictionary_id_ = 0;                    // the dictionary whose keys this store has written:
+  std::set<std::string> dictionary_shards_;            // in these shards,
+  bool dictionary_prefix_ = false;                     // and as <prefix>:zdict (or found it there)
   std::vector<std::string> shas_;
   std::set<std::string> registered_shards_;                  // added to <prefix>:shards by this process
   std::optional<std::string> member_;                        // set by enable_fencing()

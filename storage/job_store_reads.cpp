@@ -207,6 +207,17 @@ std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const 
     }
   }
   auto replies = redis_.pipeline(cmds);
+  // The dictionaries that the payloads of the records found name, loaded before they are parsed.
+  std::vector<std::pair<std::string_view, std::string_view>> records;
+  for (size_t i = 0; i < job_ids.size(); ++i) {
+    for (size_t k = 0; k < shards.size(); ++k) {
+      const size_t at = kReads * (i * shards.size() + k) + 1;
+      for (const size_t read : {at - 1, at}) {
+        if (replies[read].view().is_string()) records.emplace_back(shards[k], replies[read].view().str());
+      }
+    }
+  }
+  load_dictionaries(records);
   std::vector<std::optional<Fields>> out(job_ids.size());
   for (size_t i = 0; i < job_ids.size(); ++i) {
     for (size_t k = 0; k < shards.size() && !out[i]; ++k) {
@@ -217,7 +228,7 @@ std::vector<std::optional<JobStore::Fields>> JobStore::get_many(std::span<const 
       Fields fields{{"shard", shards[k]}};
       if (r.is_error()) {
         fields.emplace("error", "job record unreadable: " + r.error());
-      } else if (auto parsed = parse_record(r.str())) {
+      } else if (auto parsed = parse_record(r.str(), *dictionaries_)) {
         fields.merge(*parsed);
         add_in_flight(fields, replies[at + 1].view());
         add_history(fields, replies[at + 2].view());

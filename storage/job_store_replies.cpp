@@ -87,7 +87,8 @@ std::string_view display_name(std::string_view stored, JobState state) {
 
 // The fields of a job record (key_schema.hpp), for people and tools; nullopt if the header
 // line does not have the documented shape (job_record.hpp: what the scripts call corrupt).
-std::optional<std::map<std::string, std::string>> parse_record(std::string_view record) {
+std::optional<std::map<std::string, std::string>> parse_record(std::string_view record,
+                                                               const PayloadDictionaries& dictionaries) {
   const std::optional<JobRecord> r = parse_job_record(record);
   if (!r) return std::nullopt;
   std::map<std::string, std::string> out{{"state", std::string(to_string(r->state))},
@@ -105,7 +106,8 @@ std::optional<std::map<std::string, std::string>> parse_record(std::string_view 
   if (!payload.empty()) {
     try {
       const auto z = r->fields.find(kCompressedField);
-      StoredPayload p = decode_payload(read_payload(payload, z != r->fields.end() && z->second == kCompressedValue));
+      StoredPayload p =
+          decode_payload(read_payload(payload, z != r->fields.end() && z->second == kCompressedValue, &dictionaries));
       if (p.key) out.emplace("key", *p.key);
       if (p.value) out.emplace("value", *p.value);
       out.emplace("headers", encode_headers(p.headers));
@@ -119,14 +121,14 @@ std::optional<std::map<std::string, std::string>> parse_record(std::string_view 
 namespace {
 
 // The payload of a record read back (what follows its header line).
-StoredPayload payload_of(redis::ReplyView record) {
+StoredPayload payload_of(redis::ReplyView record, const PayloadDictionaries& dictionaries) {
   if (!record.is_string()) throw std::invalid_argument("record gone or not a string");
   const std::string_view v = record.str();
   const auto nl = v.find('\n');
   if (nl == std::string_view::npos) throw std::invalid_argument("no header line");
   const std::string_view stored = v.substr(nl + 1);
   if (stored.empty()) return decode_payload(stored);
-  return decode_payload(read_payload(stored, header_field(v, kCompressedField) == kCompressedValue));
+  return decode_payload(read_payload(stored, header_field(v, kCompressedField) == kCompressedValue, &dictionaries));
 }
 
 }  // namespace
@@ -194,7 +196,8 @@ RepeatRule repeat_rule_of(redis::ReplyView r, std::size_t from) {
 
 // One job's claim from the script's reply and the record read right after it. Never throws on
 // what the bytes say: an unexpected shape is reported as a corrupt job.
-Claim parse_claim(const std::string& job_id, redis::ReplyView r, redis::ReplyView record) {
+Claim parse_claim(const std::string& job_id, redis::ReplyView r, redis::ReplyView record,
+                  const PayloadDictionaries& dictionaries) {
   Claim c;
   c.job_id = job_id;
   const std::string_view kind = r[0].str();
@@ -216,7 +219,7 @@ Claim parse_claim(const std::string& job_id, redis::ReplyView r, redis::ReplyVie
       }
     }
     try {
-      StoredPayload p = payload_of(record);
+      StoredPayload p = payload_of(record, dictionaries);
       c.key = std::move(p.key);
       c.value = std::move(p.value);
       c.headers = std::move(p.headers);

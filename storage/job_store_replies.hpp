@@ -17,6 +17,7 @@
 
 #include "redis/connection.hpp"
 #include "storage/job_store.hpp"
+#include "storage/payload_compression.hpp"
 
 namespace delayd::storage::reply_parse {
 
@@ -33,9 +34,10 @@ Transition parse_transition(const std::string& job_id, std::string_view shard, r
 // Undoes the scripts' enc(): each "%XX" back to its byte; a malformed escape is kept as it is.
 std::string percent_decode(std::string_view s);
 
-// The fields of a job record for people and tools (long names, payload decoded); nullopt when
-// its header line does not have the documented shape (job_record.hpp).
-std::optional<std::map<std::string, std::string>> parse_record(std::string_view record);
+// The fields of a job record for people and tools (long names, payload decoded with
+// `dictionaries`); nullopt when its header line does not have the documented shape (job_record.hpp).
+std::optional<std::map<std::string, std::string>> parse_record(std::string_view record,
+                                                               const PayloadDictionaries& dictionaries);
 
 // Adds an in-flight entry's fields (attempt, firing_at, claimed_by); nothing for a nil entry.
 void add_in_flight(std::map<std::string, std::string>& fields, redis::ReplyView entry);
@@ -46,8 +48,10 @@ void add_history(std::map<std::string, std::string>& fields, redis::ReplyView li
 // Writes a new job's repeat rule into its record's fields (key_schema.hpp), as occurrence 1.
 void put_repeat_rule(const RepeatRule& r, std::map<std::string, std::string, std::less<>>& fields);
 
-// One job's claim from claim.lua's reply and the record read right after it; an unexpected shape
-// or an unreadable payload is a corrupt claim, never an exception.
-Claim parse_claim(const std::string& job_id, redis::ReplyView r, redis::ReplyView record);
+// One job's claim from claim.lua's reply and the record read right after it (its payload
+// decompressed with `dictionaries`); an unexpected shape or an unreadable payload is a corrupt
+// claim, never an exception.
+Claim parse_claim(const std::string& job_id, redis::ReplyView r, redis::ReplyView record,
+                  const PayloadDictionaries& dictionaries);
 
 }  // namespace delayd::storage::reply_parse

@@ -43,7 +43,10 @@
 //   <prefix>:{<shard>}:wake          list    job-ids whose pending entry a member that may not own
 //                                            the shard moved (a report, a reschedule); the owner
 //                                            pops them and moves their timers
+//   <prefix>:{<shard>}:zdict:<id>    string  a zstd dictionary that payloads of the shard were
+//                                            compressed with (payload_compression.hpp); immutable
 //   <prefix>:shards                  set     every shard that ever held a job (tools, stats)
+//   <prefix>:zdict                   string  the zstd dictionary a starting process compresses with
 //   <prefix>:ops, <prefix>:op:<id>, <prefix>:op:<id>:lease: the console's bulk operations
 //                                            (operation_store.hpp)
 //
@@ -188,6 +191,12 @@ class KeySchema {
     return tagged(shard) + ":state:" + std::string(state);
   }
   std::string shards() const { return prefix_ + ":shards"; }
+  // A payload compression dictionary (payload_compression.hpp): in a shard that holds records
+  // compressed with it, by its id; and the one a process that starts compresses with.
+  std::string dictionary(std::string_view shard, std::uint32_t id) const {
+    return tagged(shard) + ":zdict:" + std::to_string(id);
+  }
+  std::string dictionary() const { return prefix_ + ":zdict"; }
   // The layout of everything under the prefix: "<layout> <version of the delayd that wrote it>"
   // (JobStore::claim_layout()).
   std::string layout() const { return prefix_ + ":layout"; }

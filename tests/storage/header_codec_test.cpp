@@ -84,6 +84,56 @@ TEST_CASE("a compressed payload reads back byte for byte, and small or incompres
   CHECK_THROWS_AS(read_payload(z->substr(0, z->size() / 2), true), std::invalid_argument);
 }
 
+TEST_CASE(
+    "a dictionary trained from the first payloads compresses the next ones smaller, and names itself in the frame",
+    "[codec][compress]") {
+  using delayd::storage::CompressionDictionary;
+  using delayd::storage::dictionary_of;
+  using delayd::storage::kDictionarySamples;
+  using delayd::storage::PayloadDictionaries;
+  // Documents alike in their names and enum values, unlike in their numbers.
+  const auto document = [](int n) {
+    std::string s =
+        "{\"type\":\"order.payment_timeout\",\"order_id\":\"ord-" + std::to_string(n * 7919) + "\",\"lines\":[";
+    for (int i = 0; i < 8; ++i) {
+      s += "{\"sku\":\"SKU-" + std::to_string((n * 31 + i * 977) % 100000) +
+           "\",\"quantity\":" + std::to_string(1 + (n + i) % 5) + ",\"currency\":\"EUR\",\"warehouse\":\"LIS-1\"},";
+    }
+    return s + "],\"payment\":{\"method\":\"card\",\"status\":\"pending\"}}";
+  };
+  PayloadDictionaries dictionaries;
+  for (std::size_t i = 1; i < kDictionarySamples; ++i)
+    CHECK_FALSE(dictionaries.offer(encode_payload({{}, document(int(i)), {}})));
+  const auto trained = dictionaries.offer(encode_payload({{}, document(0), {}}));  // the last sample
+  REQUIRE(trained);
+  CHECK(trained->id() != 0);
+  CHECK(dictionaries.current() == trained);
+  CHECK(dictionaries.find(trained->id()) == trained);
+  CHECK(dictionaries.offer("more") == trained);  // trained once
+
+  const std::string encoded = encode_payload({std::string("k"), document(123456), {{"trace", "abc"}}});
+  const auto plain = compress_payload(encoded, 100);
+  const auto with = compress_payload(encoded, 100, trained.get());
+  REQUIRE(plain);
+  REQUIRE(with);
+  CHECK(with->size() < plain->size() / 2);
+  CHECK(dictionary_of(*with) == trained->id());
+  CHECK(dictionary_of(*plain) == 0);
+  CHECK(read_payload(*with, true, &dictionaries) == encoded);
+  CHECK(read_payload(*plain, true, &dictionaries) == encoded);  // written before the dictionary
+  // A process that has not loaded the dictionary cannot read the frame, and says which it needs.
+  PayloadDictionaries other;
+  CHECK_THROWS_WITH(read_payload(*with, true, &other), Catch::Contains(std::to_string(trained->id())));
+  CHECK_THROWS_AS(read_payload(*with, true), std::invalid_argument);
+  // Loaded from the bytes kept in Redis, it reads it; bytes that are no dictionary load nothing.
+  CHECK(other.add(trained->bytes(), false) == trained->id());
+  CHECK_FALSE(other.current());
+  CHECK(read_payload(*with, true, &other) == encoded);
+  CHECK(other.add("not a dictionary", true) == 0);
+  CHECK_FALSE(other.current());
+  CHECK_THROWS_AS(CompressionDictionary("not a dictionary"), std::invalid_argument);
+}
+
 TEST_CASE("header_field reads one field of a header line, never a word before the fields", "[codec][compress]") {
   CHECK(header_field("delay 5 0 orders z=1\n\x01", "z") == std::optional<std::string_view>("1"));
   CHECK(header_field("delay 5 0 z=1\npayload", "z") == std::nullopt);  // a business named z=1

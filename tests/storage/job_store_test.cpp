@@ -19,6 +19,7 @@
 #include "redis/url.hpp"
 #include "storage/header_codec.hpp"
 #include "storage/job_record.hpp"
+#include "storage/payload_compression.hpp"
 #include "support/job_records.hpp"
 #include "support/pending_entries.hpp"
 #include "support/redis_cleanup.hpp"
@@ -1724,6 +1725,99 @@ TEST_CASE_METHOD(Fixture, "a store that does not compress reads the records of o
   auto c = store.claim(shard, Ids{"w"}, 5);
   REQUIRE(c[0].kind == Claim::Kind::deliver);
   CHECK(c[0].value == big.value);
+}
+
+// kDictionarySamples + 1 jobs of one shard, "<prefix>0" on, whose values are JSON documents: the
+// last one is the first a dictionary can compress.
+struct Documents : Fixture {
+  std::vector<NewJob> documents(const std::string& prefix) {
+    std::vector<NewJob> jobs;
+    for (std::size_t i = 0; i <= kDictionarySamples; ++i) {
+      jobs.push_back(job(prefix + std::to_string(i), 5));
+      jobs.back().value = order_json(static_cast<int>(i));
+    }
+    return jobs;
+  }
+};
+
+TEST_CASE_METHOD(Documents, "payloads after the first thousand use a dictionary that another process reads from Redis",
+                 "[store][compress]") {
+  JobStore writer{redis, keys, 3600};
+  writer.compress_payloads_above(256);
+  const std::vector<NewJob> jobs = documents("d");
+  writer.accept(jobs, 0);  // the 1 000th payload trains it; the last is compressed with it
+  const auto dictionary = PayloadDictionaries::of(keys.prefix())->current();
+  REQUIRE(dictionary);
+  const std::string last = "d" + std::to_string(kDictionarySamples);
+  const auto payload_of = [&](const std::string& id) { return record(id).substr(record(id).find('\n') + 1); };
+  CHECK(dictionary_of(payload_of(last)) == dictionary->id());
+  CHECK(dictionary_of(payload_of("d0")) == 0);  // compressed before there was one
+  CHECK(payload_of(last).size() < payload_of("d0").size());
+  // Kept in the shard of the records that need it, and as the prefix's, before those records.
+  CHECK(redis.command({"GET", keys.dictionary(shard, dictionary->id())}).view().str() == dictionary->bytes());
+  CHECK(redis.command({"GET", keys.dictionary()}).view().str() == dictionary->bytes());
+
+  // Another process (its own dictionaries: none loaded) reads the records of both kinds.
+  PayloadDictionaries::forget(keys.prefix());
+  JobStore reader{redis, keys, 3600};
+  CHECK(field(last, "value") == *jobs.back().value);  // `store` was made before the forget: it has it
+  auto got = reader.get(last);
+  REQUIRE(got);
+  CHECK(got->at("value") == *jobs.back().value);
+  PayloadDictionaries::forget(keys.prefix());
+  JobStore claimer{redis, keys, 3600};
+  auto c = claimer.claim(shard, Ids{"d0", last}, 5);
+  REQUIRE(c[0].kind == Claim::Kind::deliver);
+  REQUIRE(c[1].kind == Claim::Kind::deliver);
+  CHECK(c[0].value == jobs[0].value);
+  CHECK(c[1].value == jobs.back().value);
+
+  // A process that starts compressing takes the prefix's dictionary, and writes it into a shard
+  // it has not written before, by the post path as well.
+  PayloadDictionaries::forget(keys.prefix());
+  JobStore next{redis, keys, 3600};
+  next.compress_payloads_above(256);
+  REQUIRE(PayloadDictionaries::of(keys.prefix())->current());
+  CHECK(PayloadDictionaries::of(keys.prefix())->current()->id() == dictionary->id());
+  NewJob elsewhere = job("e", 5);
+  elsewhere.shard = shard_id("delay-ingest", 1);
+  elsewhere.value = order_json(7);
+  auto posted = next.accept_post(std::vector<NewJob>{elsewhere}, 0);
+  CHECK(next.accept_collect(posted)[0].created());
+  CHECK(redis.command({"GET", keys.dictionary(elsewhere.shard, dictionary->id())}).view().str() == dictionary->bytes());
+  CHECK(field("e", "value") == *elsewhere.value);
+}
+
+TEST_CASE_METHOD(Documents, "redis.compression_dictionary = false compresses each payload alone", "[store][compress]") {
+  JobStore writer{redis, keys, 3600};
+  writer.compress_payloads_above(256, false);
+  const std::vector<NewJob> jobs = documents("a");
+  writer.accept(jobs, 0);
+  CHECK_FALSE(PayloadDictionaries::of(keys.prefix())->current());
+  const std::string r = record("a" + std::to_string(kDictionarySamples));
+  CHECK(r.find(" z=1\n") != std::string::npos);
+  CHECK(dictionary_of(r.substr(r.find('\n') + 1)) == 0);
+  CHECK(redis.command({"EXISTS", keys.dictionary()}).view().integer() == 0);
+}
+
+TEST_CASE_METHOD(Documents, "a payload whose dictionary is not in Redis is set aside with that reason",
+                 "[store][compress]") {
+  JobStore writer{redis, keys, 3600};
+  writer.compress_payloads_above(256);
+  const std::vector<NewJob> jobs = documents("m");
+  writer.accept(jobs, 0);
+  const auto dictionary = PayloadDictionaries::of(keys.prefix())->current();
+  REQUIRE(dictionary);
+  redis.command({"DEL", keys.dictionary(shard, dictionary->id())});
+  PayloadDictionaries::forget(keys.prefix());
+  JobStore reader{redis, keys, 3600};
+  const std::string last = "m" + std::to_string(kDictionarySamples);
+  auto got = reader.get(last);
+  REQUIRE(got);
+  CHECK(got->at("payload_error").find("dictionary " + std::to_string(dictionary->id())) != std::string::npos);
+  auto c = reader.claim(shard, Ids{last}, 5);
+  CHECK(c[0].kind == Claim::Kind::corrupt);
+  CHECK(c[0].reason.find("is not in Redis") != std::string::npos);
 }
 
 TEST_CASE_METHOD(Lifecycle, "a takeover's logged delivery keeps the attempt only for the occurrence in flight",
