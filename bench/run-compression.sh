@@ -2,9 +2,11 @@
 # Compressed payloads: what redis.compress_payloads_above_bytes saves in Redis and costs in CPU,
 # on realistic values (docs/performance.md, "Compressed payloads"). A corpus of JSON documents
 # of about 1 KiB (bench/json_corpus.py: order timeouts and reminders) is published as N jobs due
-# DUE_MS after publish, through bench/e2e_load's ingest phase, against a delayd that compresses
-# nothing (the setting 0) and one with the default (512 B), each on topics, a group and a Redis
-# prefix of its own, alternated for ROUNDS rounds. Per run: Redis bytes per pending job, the
+# DUE_MS after publish, through bench/e2e_load's ingest phase, against three delayds, each on
+# topics, a group and a Redis prefix of its own, alternated for ROUNDS rounds: one that
+# compresses nothing (variant "none": redis.compress_payloads_above_bytes 0), one that compresses
+# each payload alone ("alone": 512, redis.compression_dictionary false) and one with the defaults
+# ("dictionary": 512, a dictionary trained from its first 1 000 payloads). Per run: Redis bytes per pending job, the
 # accept rate, CPU per accepted job (delayd, Redis, Kafka), and every job delivered once, none
 # early, each ready record's value the one published ("altered": 0).
 #
@@ -14,8 +16,8 @@
 #                                                     job is lost, early or altered
 # Settings: N (50000 [2000]), DUE_MS (30000 [5000]), ROUNDS (2 [1]), CORPUS (2000 distinct
 #   documents), BUILD_DIR, RESULTS_DIR (bench/results/compression [BUILD_DIR/compression-smoke]).
-# Writes RESULTS_DIR/compression.jsonl (e2e_load's lines with "threshold" and "round" added) and
-# prints a table: per setting the medians, and compressed over uncompressed.
+# Writes RESULTS_DIR/compression.jsonl (e2e_load's lines with "variant", "threshold" and "round"
+# added) and prints a table: per variant the medians, and each compressed one over "none".
 # Exit status: 0 when every job of every run was delivered once, none early, none altered.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -63,11 +65,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# start_delayd NAME THRESHOLD: one delayd with redis.compress_payloads_above_bytes THRESHOLD;
-# returns once its ingest consumer has partitions.
+# start_delayd NAME THRESHOLD DICTIONARY: one delayd with redis.compress_payloads_above_bytes
+# THRESHOLD and redis.compression_dictionary DICTIONARY; returns once its ingest consumer has
+# partitions.
 start_delayd() {
-  local name="$1" threshold="$2" log="$data/logs/$1.log"
-  DELAYD_REDIS_COMPRESS_PAYLOADS_ABOVE_BYTES="$threshold" launch_delayd "$name" "$log"
+  local name="$1" threshold="$2" dictionary="$3" log="$data/logs/$1.log"
+  DELAYD_REDIS_COMPRESS_PAYLOADS_ABOVE_BYTES="$threshold" DELAYD_REDIS_COMPRESSION_DICTIONARY="$dictionary" \
+    launch_delayd "$name" "$log"
   pid=$launched_pid
   names+=("$name")
   wait_assigned "$name" "$log" "$pid"
@@ -75,24 +79,25 @@ start_delayd() {
 
 failed=0
 for ((round = 1; round <= ROUNDS; round++)); do
-  for threshold in 0 512; do
-    name="$run-t$threshold-r$round"
-    say "round $round: redis.compress_payloads_above_bytes = $threshold, $N jobs"
-    start_delayd "$name" "$threshold"
+  for variant in none:0:false alone:512:false dictionary:512:true; do
+    IFS=: read -r label threshold dictionary <<<"$variant"
+    name="$run-$label-r$round"
+    say "round $round: $label (redis.compress_payloads_above_bytes = $threshold, redis.compression_dictionary = $dictionary), $N jobs"
+    start_delayd "$name" "$threshold" "$dictionary"
     status=0
     "$load_bin" ingest --bootstrap "$KAFKA_BOOTSTRAP" --redis-url "$REDIS_URL" --data-dir "$data" \
       --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --group "$name" --tag j \
       --n "$N" --due-ms "$DUE_MS" --stats-match "$name:*stats" --values "$corpus" \
       --cpu-pids "$(server_cpu_pids),delayd:$pid" >"$data/last.jsonl" || status=$?
-    sed "s/^{/{\"threshold\":$threshold,\"round\":$round,/" "$data/last.jsonl" | tee -a "$out"
-    ((status == 0)) || { say "round $round, threshold $threshold: e2e_load ingest failed (status $status)"; failed=1; }
+    sed "s/^{/{\"variant\":\"$label\",\"threshold\":$threshold,\"round\":$round,/" "$data/last.jsonl" | tee -a "$out"
+    ((status == 0)) || { say "round $round, $label: e2e_load ingest failed (status $status)"; failed=1; }
     stop_delayd
     remove_run "$name" "$name*" "$name" "$name.delay-status"
     compact_aof
   done
 done
 
-# The table: medians over the rounds, per threshold, and 512's over 0's.
+# The table: medians over the rounds, per variant, and each compressed variant's over none's.
 echo
 awk '
   function num(line, key,   m) { if (match(line, "\"" key "\":-?[0-9.e+]+")) { m = substr(line, RSTART, RLENGTH); sub(/^[^:]*:/, "", m); return m + 0 } return "" }
@@ -103,7 +108,8 @@ awk '
   }
   function add(name, t, v) { if (v != "") val[name, t, ++cnt[name, t]] = v }
   {
-    t = num($0, "threshold")
+    if (!match($0, /"variant":"[a-z]+"/)) next
+    t = substr($0, RSTART + 11, RLENGTH - 12)
     if ($0 ~ /"figure":"redis_bytes_per_pending_job"/) add("bytes", t, num($0, "value"))
     if ($0 ~ /"figure":"ingest_jobs_per_s"/) add("rate", t, num($0, "value"))
     if ($0 ~ /"figure":"ingest_cpu"/) {
@@ -116,11 +122,11 @@ awk '
     label["bytes"] = "Redis bytes per pending job"; label["rate"] = "accept rate, jobs/s"
     label["delayd"] = "delayd CPU per accepted job, us"; label["redis"] = "Redis CPU per accepted job, us"
     label["kafka"] = "Kafka CPU per accepted job, us"
-    printf "%-34s %12s %12s %8s\n", "figure (medians)", "threshold 0", "512", "ratio"
+    printf "%-34s %10s %10s %10s %8s %8s\n", "figure (medians)", "none", "alone", "dictionary", "alone/", "dict/"
     for (i = 1; i <= 5; i++) {
-      k = names[i]; if (!cnt[k, 0] || !cnt[k, 512]) continue
-      a = median(k, 0); b = median(k, 512)
-      printf "%-34s %12.1f %12.1f %8.2f\n", label[k], a, b, a ? b / a : 0
+      k = names[i]; if (!cnt[k, "none"] || !cnt[k, "alone"] || !cnt[k, "dictionary"]) continue
+      a = median(k, "none"); b = median(k, "alone"); c = median(k, "dictionary")
+      printf "%-34s %10.1f %10.1f %10.1f %8.2f %8.2f\n", label[k], a, b, c, a ? b / a : 0, a ? c / a : 0
     }
   }' "$out" | tee "$results/table.txt"
 ((failed == 0)) || { say "a run lost, altered or delivered early some jobs: see $out"; exit 1; }
