@@ -7,13 +7,17 @@ channel, a template and its variables). Field names repeat within a document and
 documents; values vary (ids, names, amounts, times), so that the figure is neither random bytes
 (which nothing compresses) nor one value repeated (which everything does).
 
-    bench/json_corpus.py COUNT [SEED] > corpus.jsonl
+    bench/json_corpus.py COUNT [SEED] [--varied] > corpus.jsonl
 
-Deterministic for a given COUNT and SEED (default 1).
+--varied: the same documents with values that share less: customers, streets, products and
+cities drawn from thousands of made-up words instead of a few dozen, ids as UUIDs, and a note of
+free text in each (what a dictionary cannot learn). Deterministic for a given COUNT and SEED
+(default 1).
 """
 import json
 import random
 import sys
+import uuid
 
 FIRST = ["Ada", "Bertrand", "Chiara", "Dmitri", "Esther", "Farid", "Grace", "Hiro", "Ines", "Jonas",
          "Kemal", "Lena", "Mateo", "Nadia", "Oskar", "Priya", "Quentin", "Rosa", "Sven", "Tomoko"]
@@ -76,13 +80,45 @@ def reminder(rng, i):
     }
 
 
+def word(rng):
+    """A made-up word of two to four syllables."""
+    return "".join(rng.choice("bcdfghjklmnprstvz") + rng.choice("aeiou") for _ in range(rng.randint(2, 4)))
+
+
+def vary(rng):
+    """Widens the word lists to thousands of made-up entries (--varied)."""
+    FIRST[:] = [word(rng).capitalize() for _ in range(2000)]
+    LAST[:] = [word(rng).capitalize() for _ in range(5000)]
+    CITIES[:] = [(word(rng).capitalize(), rng.choice(["PT", "DE", "FR", "US", "JP", "NL", "IT", "GB"]),
+                  f"{rng.randrange(10**5):05d}") for _ in range(3000)]
+    PRODUCTS[:] = [(f"SKU-{rng.randrange(10**6):06d}", " ".join(word(rng) for _ in range(rng.randint(2, 4))),
+                    round(rng.uniform(1, 300), 2)) for _ in range(20000)]
+
+
+def with_noise(rng, doc, vocabulary):
+    """UUIDs for the ids, and a note of free text."""
+    for key in ("order_id", "reminder_id"):
+        if key in doc:
+            doc[key] = str(uuid.UUID(int=rng.getrandbits(128)))
+    doc["note"] = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(8, 20)))
+    return doc
+
+
 def main():
-    if len(sys.argv) < 2:
-        sys.exit("usage: json_corpus.py COUNT [SEED]")
-    count, seed = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    args = [a for a in sys.argv[1:] if a != "--varied"]
+    varied = len(args) != len(sys.argv) - 1
+    if not args:
+        sys.exit("usage: json_corpus.py COUNT [SEED] [--varied]")
+    count, seed = int(args[0]), int(args[1]) if len(args) > 1 else 1
     rng = random.Random(seed)
+    vocabulary = []
+    if varied:
+        vary(rng)
+        vocabulary = [word(rng) for _ in range(20000)]
     for i in range(count):
         doc = order(rng, i) if i % 2 == 0 else reminder(rng, i)
+        if varied:
+            doc = with_noise(rng, doc, vocabulary)
         print(json.dumps(doc, separators=(",", ":")))
 
 

@@ -15,7 +15,8 @@
 #                                                     bench.compression_smoke): fails only when a
 #                                                     job is lost, early or altered
 # Settings: N (50000 [2000]), DUE_MS (30000 [5000]), ROUNDS (2 [1]), CORPUS (2000 distinct
-#   documents), BUILD_DIR, RESULTS_DIR (bench/results/compression [BUILD_DIR/compression-smoke]).
+#   documents), VARIED (0; 1: json_corpus.py --varied, values that share less), BUILD_DIR,
+#   RESULTS_DIR (bench/results/compression [BUILD_DIR/compression-smoke]).
 # Writes RESULTS_DIR/compression.jsonl (e2e_load's lines with "variant", "threshold" and "round"
 # added) and prints a table: per variant the medians, and each compressed one over "none".
 # Exit status: 0 when every job of every run was delivered once, none early, none altered.
@@ -27,7 +28,7 @@ die() { say "error: $*"; exit 1; }
 
 SMOKE="${SMOKE:-0}"
 if [[ "$SMOKE" == 1 ]]; then N="${N:-2000}" DUE_MS="${DUE_MS:-5000}" ROUNDS="${ROUNDS:-1}"; fi
-N="${N:-50000}" DUE_MS="${DUE_MS:-30000}" ROUNDS="${ROUNDS:-2}" CORPUS="${CORPUS:-2000}"
+N="${N:-50000}" DUE_MS="${DUE_MS:-30000}" ROUNDS="${ROUNDS:-2}" CORPUS="${CORPUS:-2000}" VARIED="${VARIED:-0}"
 
 # shellcheck source=e2e-delayd.sh
 source "$root/bench/e2e-delayd.sh"
@@ -39,7 +40,9 @@ out="$results/compression.jsonl"
 : >"$out"
 run="z$$"
 corpus="$data/corpus.jsonl"
-python3 "$root/bench/json_corpus.py" "$CORPUS" >"$corpus"
+corpus_args=("$CORPUS")
+[[ "$VARIED" == 1 ]] && corpus_args+=(1 --varied)
+python3 "$root/bench/json_corpus.py" "${corpus_args[@]}" >"$corpus"
 say "corpus: $CORPUS documents, $(awk '{ n += length($0) } END { printf "%.0f", n / NR }' "$corpus") bytes on average"
 
 # shellcheck source=e2e-stack.sh
