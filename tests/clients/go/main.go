@@ -32,8 +32,11 @@ import (
 )
 
 const (
-	ackTimeoutMs = 1500 // of business "slow": its job works 2.5 s, held by heartbeats every 0.5 s
-	slowWork     = 2500 * time.Millisecond
+	// Of business "slow": its job works 4.5 s, held by heartbeats every 0.5 s. The deadline runs from
+	// the mark after Kafka acknowledged the ready record, and the first report must reach delayd
+	// before it: 3 s leaves room for a consumer a loaded machine keeps waiting (1.4 s seen in CI).
+	ackTimeoutMs = 3000
+	slowWork     = 4500 * time.Millisecond
 	heartbeat    = 500 * time.Millisecond
 	retryAfter   = 300 * time.Millisecond // of the job whose first attempt fails
 	// of each ready topic: as many as delayd gives those it creates
