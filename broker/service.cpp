@@ -33,6 +33,7 @@
 #include "redis/connection.hpp"
 #include "storage/job_store.hpp"
 #include "storage/key_schema.hpp"
+#include "storage/payload_compression.hpp"
 
 namespace delayd::broker {
 
@@ -470,6 +471,34 @@ bool interlock(const config::Config& c, const std::atomic<bool>& stop, const Sta
   return true;
 }
 
+// Says how payloads are kept (storage/payload_compression.hpp): the dictionary read from Redis,
+// or that one will be trained, and (later, from the ingest thread that trains it) what it made.
+void log_compression(const config::Config& c) {
+  const auto above = c.redis.compress_payloads_above_bytes;
+  if (above == 0) return;
+  if (!c.redis.compression_dictionary) {
+    spdlog::info("payloads above {} B are kept compressed, each alone", above);
+    return;
+  }
+  const std::shared_ptr<storage::PayloadDictionaries> dictionaries = storage::PayloadDictionaries::of(c.redis.prefix);
+  if (const auto d = dictionaries->current()) {
+    spdlog::info("payloads above {} B are kept compressed with dictionary {} ({} B, read from {})", above, d->id(),
+                 d->bytes().size(), storage::KeySchema(c.redis.prefix).dictionary());
+    return;
+  }
+  spdlog::info("payloads above {} B are kept compressed; a dictionary is trained from the first {}", above,
+               storage::kDictionarySamples);
+  dictionaries->on_trained([key = storage::KeySchema(c.redis.prefix).dictionary()](
+                               const storage::CompressionDictionary* d, std::size_t samples) {
+    if (d == nullptr) {
+      spdlog::warn("no compression dictionary could be trained from {} payloads: each is compressed alone", samples);
+    } else {
+      spdlog::info("compression dictionary {} ({} B) trained from {} payloads; kept in Redis as {}", d->id(),
+                   d->bytes().size(), samples, key);
+    }
+  });
+}
+
 StartUp start_up(const config::Config& c, const std::atomic<bool>& stop, const StartupReport& report) {
   auto conn = std::make_unique<Connections>();
   if (!connect_store(c, stop, report, conn->loop) || !connect_store(c, stop, report, conn->claim) ||
@@ -481,6 +510,7 @@ StartUp start_up(const config::Config& c, const std::atomic<bool>& stop, const S
   }
   conn->claim.store->enable_fencing(Ownership::member_name());
   spdlog::info("redis {} ready (prefix '{}')", redis::mask_redis_url(c.redis.url), c.redis.prefix);
+  log_compression(c);
   if (!interlock(c, stop, report, *conn)) return {nullptr, true};
 
   if (c.kafka.create_topics) {

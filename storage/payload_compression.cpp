@@ -134,9 +134,21 @@ std::shared_ptr<const CompressionDictionary> PayloadDictionaries::offer(std::str
     samples.swap(samples_);
   }
   std::optional<std::string> bytes = train(samples);
-  if (!bytes) return nullptr;
-  add(std::move(*bytes), true);
-  return current();
+  if (bytes) add(std::move(*bytes), true);
+  Trained told;
+  std::shared_ptr<const CompressionDictionary> made;
+  {
+    const std::shared_lock lock(mutex_);
+    told = on_trained_;
+    made = current_;
+  }
+  if (told) told(bytes ? made.get() : nullptr, samples.size());
+  return made;
+}
+
+void PayloadDictionaries::on_trained(Trained f) {
+  const std::unique_lock lock(mutex_);
+  on_trained_ = std::move(f);
 }
 
 std::optional<std::string> compress_payload(std::string_view encoded, std::size_t above,

@@ -44,6 +44,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -110,6 +111,11 @@ class PayloadDictionaries {
   // dictionary and training has not been tried; the call that completes kDictionarySamples
   // trains one and makes it current. Returns the current dictionary afterwards (nullptr: none).
   std::shared_ptr<const CompressionDictionary> offer(std::string_view encoded);
+  // Called (on the thread of the offer() that trained) after each training: with the dictionary
+  // made current, or nullptr when zstd could not make one; and the number of samples. For a log
+  // line; replaces the one set before.
+  using Trained = std::function<void(const CompressionDictionary*, std::size_t)>;
+  void on_trained(Trained f);
 
  private:
   mutable std::shared_mutex mutex_;
@@ -117,6 +123,7 @@ class PayloadDictionaries {
   std::shared_ptr<const CompressionDictionary> current_;
   std::vector<std::string> samples_;  // while training has not been tried
   bool trained_ = false;              // tried (made current_, or failed: no more sampling)
+  Trained on_trained_;
 };
 
 // `encoded` compressed (with `dictionary` if given), when it is longer than `above` bytes

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "storage/job_record.hpp"
 #include "storage/payload_compression.hpp"
@@ -102,6 +104,10 @@ TEST_CASE(
     return s + "],\"payment\":{\"method\":\"card\",\"status\":\"pending\"}}";
   };
   PayloadDictionaries dictionaries;
+  std::vector<std::pair<std::uint32_t, std::size_t>> told;  // each training's dictionary id and samples
+  dictionaries.on_trained([&](const CompressionDictionary* d, std::size_t samples) {
+    told.emplace_back(d != nullptr ? d->id() : 0, samples);
+  });
   for (std::size_t i = 1; i < kDictionarySamples; ++i)
     CHECK_FALSE(dictionaries.offer(encode_payload({{}, document(int(i)), {}})));
   const auto trained = dictionaries.offer(encode_payload({{}, document(0), {}}));  // the last sample
@@ -110,6 +116,7 @@ TEST_CASE(
   CHECK(dictionaries.current() == trained);
   CHECK(dictionaries.find(trained->id()) == trained);
   CHECK(dictionaries.offer("more") == trained);  // trained once
+  CHECK(told == std::vector<std::pair<std::uint32_t, std::size_t>>{{trained->id(), kDictionarySamples}});
 
   const std::string encoded = encode_payload({std::string("k"), document(123456), {{"trace", "abc"}}});
   const auto plain = compress_payload(encoded, 100);
@@ -132,6 +139,21 @@ TEST_CASE(
   CHECK(other.add("not a dictionary", true) == 0);
   CHECK_FALSE(other.current());
   CHECK_THROWS_AS(CompressionDictionary("not a dictionary"), std::invalid_argument);
+}
+
+TEST_CASE("samples that train no dictionary leave payloads compressed alone, and are not taken again",
+          "[codec][compress]") {
+  using delayd::storage::CompressionDictionary;
+  using delayd::storage::kDictionarySamples;
+  using delayd::storage::PayloadDictionaries;
+  PayloadDictionaries dictionaries;
+  std::vector<std::pair<const CompressionDictionary*, std::size_t>> told;
+  dictionaries.on_trained([&](const CompressionDictionary* d, std::size_t samples) { told.emplace_back(d, samples); });
+  for (std::size_t i = 0; i < kDictionarySamples; ++i) CHECK_FALSE(dictionaries.offer(""));  // nothing to learn from
+  CHECK(told == std::vector<std::pair<const CompressionDictionary*, std::size_t>>{{nullptr, kDictionarySamples}});
+  for (std::size_t i = 0; i < kDictionarySamples; ++i) CHECK_FALSE(dictionaries.offer("abcdefgh"));
+  CHECK(told.size() == 1);  // tried once
+  CHECK_FALSE(dictionaries.current());
 }
 
 TEST_CASE("header_field reads one field of a header line, never a word before the fields", "[codec][compress]") {
