@@ -83,6 +83,15 @@ constexpr MetricDef kMetricCatalog[] = {
    "`at_least_once`: records the producer had not sent when a shard was lost (its session timed "
    "out): purged, so that nothing queued before the loss reaches Kafka after another member took "
    "the shard; each is produced again by whoever owns its shard"},
+  {Metric::payloads_compressed, "delayd_payloads_compressed_total", MetricType::counter, "",
+   "Payloads stored compressed in Redis (redis.compress_payloads_above_bytes)",
+   "payloads (key, value and headers) longer than `redis.compress_payloads_above_bytes` that this "
+   "process stored zstd-compressed; their bytes are `delayd_payload_bytes_total`"},
+  {Metric::payload_bytes, "delayd_payload_bytes_total", MetricType::counter, "form",
+   "Bytes of the payloads stored compressed: before compression (encoded) and as stored",
+   "bytes of the payloads counted by `delayd_payloads_compressed_total`: `encoded` before "
+   "compression, `stored` as written to Redis; `stored` over `encoded` is the ratio the "
+   "compression achieves on your payloads (settings: [redis](configuration.md#redis))"},
   {Metric::shards_retaken, "delayd_shards_retaken_total", MetricType::counter, "",
    "Shards taken again after a fence gave them up while the group still assigned them",
    ""},
@@ -139,6 +148,11 @@ constexpr MetricDef kMetricCatalog[] = {
    "Ready topics Kafka says do not exist while their jobs wait for them",
    "ready topics Kafka says do not exist while their jobs wait for them (deleted under delayd); "
    "`/healthz` says `degraded` naming them"},
+  {Metric::compression_dictionary, "delayd_compression_dictionary", MetricType::gauge, "",
+   "The id of the zstd dictionary new payloads are compressed with; 0: none",
+   "the id of the zstd dictionary new payloads are compressed with (the one `delayd:zdict` holds, "
+   "or the one this process trained from its first 1 000 compressed payloads); 0 while there is "
+   "none yet, or with `redis.compression_dictionary` false"},
   {Metric::next_due_seconds, "delayd_next_due_seconds", MetricType::gauge, "",
    "Seconds until the next timer in the wheel (absent when the wheel is empty)",
    ""},

@@ -138,6 +138,9 @@ struct Metrics::Impl {
   pm::Counter& txn_aborted = counters(Metric::transactions).Add({{"outcome", "aborted"}});
   pm::Counter& txn_rebuilt = counters(Metric::transactions).Add({{"outcome", "rebuilt"}});
   pm::Counter& purged = counters(Metric::records_purged).Add({});
+  pm::Counter& compressed = counters(Metric::payloads_compressed).Add({});
+  pm::Counter& compressed_encoded = counters(Metric::payload_bytes).Add({{"form", "encoded"}});
+  pm::Counter& compressed_stored = counters(Metric::payload_bytes).Add({{"form", "stored"}});
   pm::Counter& retaken = counters(Metric::shards_retaken).Add({});
   pm::Counter& group_leaves = counters(Metric::group_leaves).Add({});
   pm::Counter& spans_exported = counters(Metric::trace_spans_exported).Add({});
@@ -157,6 +160,7 @@ struct Metrics::Impl {
   pm::Family<pm::Gauge>& partitions = gauges(Metric::partitions_owned);
   std::map<std::string, pm::Gauge*> partitions_by_topic;
   pm::Gauge& topics_missing = gauges(Metric::ready_topics_missing).Add({});
+  pm::Gauge& dictionary = gauges(Metric::compression_dictionary).Add({});
   pm::Family<pm::Gauge>& next_due_family = gauges(Metric::next_due_seconds);
   pm::Gauge* next_due = nullptr;
   pm::Gauge& max_turn = gauges(Metric::loop_max_turn_seconds).Add({});
@@ -250,6 +254,9 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   Impl::advance_by(m.txn_aborted, m.last.delivery.transactions_aborted, s.delivery.transactions_aborted);
   Impl::advance_by(m.txn_rebuilt, m.last.delivery.transactions_rebuilt, s.delivery.transactions_rebuilt);
   Impl::advance_by(m.purged, m.last.delivery.purged, s.delivery.purged);
+  Impl::advance_by(m.compressed, m.last.compression.payloads, s.compression.payloads);
+  Impl::advance_by(m.compressed_encoded, m.last.compression.encoded_bytes, s.compression.encoded_bytes);
+  Impl::advance_by(m.compressed_stored, m.last.compression.stored_bytes, s.compression.stored_bytes);
   Impl::advance_by(m.retaken, m.last.delivery.retaken, s.delivery.retaken);
   Impl::advance_by(m.group_leaves, m.last.delivery.groups_left, s.delivery.groups_left);
   // Dead letters by reason, once any reason has counted; until then the ingest total as "any".
@@ -276,6 +283,7 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   m.in_flight.Set(static_cast<double>(s.in_flight));
   m.shards_owned.Set(static_cast<double>(s.shards.size()));
   m.topics_missing.Set(static_cast<double>(s.missing_topics.size()));
+  m.dictionary.Set(static_cast<double>(s.compression.dictionary));
   m.max_turn.Set(std::chrono::duration<double>(s.max_turn).count());
   if (s.next_due) {
     if (!m.next_due) m.next_due = &m.next_due_family.Add({});

@@ -80,6 +80,25 @@ start_delayd() {
   wait_assigned "$name" "$log" "$pid"
 }
 
+# check_metrics NAME LABEL THRESHOLD ROUND: what delayd's /metrics says it compressed (payloads,
+# their bytes before and as stored, the dictionary's id), recorded as the figure
+# metrics_compression; a variant that compresses must show fewer bytes stored than encoded (and
+# the dictionary variant a dictionary), the one that does not, no payload: else the run fails.
+check_metrics() {
+  local name="$1" label="$2" threshold="$3" round="$4" text payloads encoded stored dict
+  text="$(admin_get "$(admin_port_of "$data/logs/$name.log")" /metrics | tr -d '\r')"
+  sample() { awk -v s="$1" '$1 == s { printf "%.0f", $2 + 0; found = 1 } END { if (!found) printf "-1" }' <<<"$text"; }
+  payloads="$(sample delayd_payloads_compressed_total)" dict="$(sample delayd_compression_dictionary)"
+  encoded="$(sample 'delayd_payload_bytes_total{form="encoded"}')" stored="$(sample 'delayd_payload_bytes_total{form="stored"}')"
+  printf '{"variant":"%s","threshold":%s,"round":%s,"figure":"metrics_compression","payloads":%s,"encoded_bytes":%s,"stored_bytes":%s,"dictionary":%s}\n' \
+    "$label" "$threshold" "$round" "$payloads" "$encoded" "$stored" "$dict" | tee -a "$out"
+  case "$label" in
+    none) ((payloads == 0)) ;;
+    alone) ((payloads > 0 && stored > 0 && stored < encoded && dict == 0)) ;;
+    dictionary) ((payloads > 0 && stored > 0 && stored < encoded && dict > 0)) ;;
+  esac || { say "round $round, $label: /metrics does not show what this variant compressed"; failed=1; }
+}
+
 failed=0
 for ((round = 1; round <= ROUNDS; round++)); do
   for variant in none:0:false alone:512:false dictionary:512:true; do
@@ -94,6 +113,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
       --cpu-pids "$(server_cpu_pids),delayd:$pid" >"$data/last.jsonl" || status=$?
     sed "s/^{/{\"variant\":\"$label\",\"threshold\":$threshold,\"round\":$round,/" "$data/last.jsonl" | tee -a "$out"
     ((status == 0)) || { say "round $round, $label: e2e_load ingest failed (status $status)"; failed=1; }
+    check_metrics "$name" "$label" "$threshold" "$round"
     stop_delayd
     remove_run "$name" "$name*" "$name" "$name.delay-status"
     compact_aof

@@ -370,6 +370,7 @@ class Loop {
     snapshot.delivery = sink_->counters();
     snapshot.delivery.retaken = ownership_.retaken();
     snapshot.delivery.groups_left = ingest.groups_left;
+    snapshot.compression = store_.compression();
     snapshot.loading = ownership_.loading();
     snapshot.missing_topics = missing_topics();
     snapshot.missing_topics_problem = fire_.missing_topics().problem();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/loop_counters.hpp"
+#include "storage/payload_compression.hpp"
 #include "telemetry/exporter.hpp"
 
 namespace delayd::broker {
@@ -56,6 +57,8 @@ struct LoopSnapshot {
   // Totals since start, as the ingest and fire paths keep them.
   LoopCounters counters;
   DeliveryCounters delivery;  // transactions, purges, re-takes, groups left
+  // Payloads the process stored compressed, their bytes before and after, the dictionary in use.
+  storage::CompressionTotals compression;
   std::string problem;        // the last outage, while it lasts; empty when all is well
   // Per dependency ("redis", "kafka", "kafka (deliveries)", "delayd"): whether an outage is on.
   std::map<std::string, bool> outages;

@@ -387,6 +387,7 @@ JobStore::Calls JobStore::accept_calls(std::span<const NewJob> jobs, std::int64_
         dictionary = dictionaries_->offer(payload);  // the one that completes the samples trains it
       }
       if (std::optional<std::string> z = compress_payload(payload, compress_above_, dictionary.get())) {
+        dictionaries_->count(payload.size(), z->size());
         payload = std::move(*z);
         fields[std::string(kCompressedField)] = kCompressedValue;
         if (dictionary) {

@@ -381,6 +381,8 @@ class JobStore {
   // process then trains one of its own from its first payloads). Without `dictionary`, each
   // payload is compressed alone.
   void compress_payloads_above(std::size_t bytes, bool dictionary = true);
+  // What the process's stores of this prefix compressed so far (payload_compression.hpp).
+  CompressionTotals compression() const { return dictionaries_->totals(); }
 
   // Precondition: every job has a non-empty job_id, business and shard.
   // Postcondition: each job that is created, or exists in state delay, is in its shard's

@@ -151,6 +151,18 @@ void PayloadDictionaries::on_trained(Trained f) {
   on_trained_ = std::move(f);
 }
 
+void PayloadDictionaries::count(std::size_t encoded, std::size_t stored) noexcept {
+  payloads_.fetch_add(1, std::memory_order_relaxed);
+  encoded_bytes_.fetch_add(encoded, std::memory_order_relaxed);
+  stored_bytes_.fetch_add(stored, std::memory_order_relaxed);
+}
+
+CompressionTotals PayloadDictionaries::totals() const {
+  const std::shared_ptr<const CompressionDictionary> d = current();
+  return {payloads_.load(std::memory_order_relaxed), encoded_bytes_.load(std::memory_order_relaxed),
+          stored_bytes_.load(std::memory_order_relaxed), d ? d->id() : 0};
+}
+
 std::optional<std::string> compress_payload(std::string_view encoded, std::size_t above,
                                             const CompressionDictionary* dictionary) {
   if (above == 0 || encoded.size() <= above) return std::nullopt;

@@ -42,6 +42,7 @@
 // PayloadDictionaries is shared by every store of a prefix in the process, and locks.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -89,6 +90,15 @@ class CompressionDictionary {
   ZSTD_DDict_s* ddict_ = nullptr;  // owned
 };
 
+// What a process stored compressed under a prefix since it started (for /metrics: the ratio an
+// operator gets is stored_bytes / encoded_bytes), and the dictionary new payloads are compressed with.
+struct CompressionTotals {
+  std::uint64_t payloads = 0;       // payloads written compressed (a rewrite of one counts again)
+  std::uint64_t encoded_bytes = 0;  // their size before compression (header_codec.hpp's encoding)
+  std::uint64_t stored_bytes = 0;   // their size as written to Redis
+  std::uint32_t dictionary = 0;     // the current dictionary's id; 0 while there is none
+};
+
 // The dictionaries one prefix's stores share in a process: those loaded (by id), the one new
 // payloads are compressed with, and the samples that train it while there is none.
 class PayloadDictionaries {
@@ -116,6 +126,10 @@ class PayloadDictionaries {
   // line; replaces the one set before.
   using Trained = std::function<void(const CompressionDictionary*, std::size_t)>;
   void on_trained(Trained f);
+  // Counts a payload written compressed: `encoded` bytes kept as `stored`. Any thread.
+  void count(std::size_t encoded, std::size_t stored) noexcept;
+  // What count() has counted so far, and the current dictionary's id.
+  CompressionTotals totals() const;
 
  private:
   mutable std::shared_mutex mutex_;
@@ -124,6 +138,10 @@ class PayloadDictionaries {
   std::vector<std::string> samples_;  // while training has not been tried
   bool trained_ = false;              // tried (made current_, or failed: no more sampling)
   Trained on_trained_;
+  // count()'s totals: relaxed, each a running sum read for a metric.
+  std::atomic<std::uint64_t> payloads_{0};
+  std::atomic<std::uint64_t> encoded_bytes_{0};
+  std::atomic<std::uint64_t> stored_bytes_{0};
 };
 
 // `encoded` compressed (with `dictionary` if given), when it is longer than `above` bytes

@@ -206,6 +206,7 @@ AdminSnapshot busy_snapshot() {
   s.lateness.observe(0.5);
   s.rebalances = 2;
   s.outages["kafka"] = true;
+  s.compression = {3, 3000, 700, 12345};
   s.next_due =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count() +
@@ -734,6 +735,8 @@ TEST_CASE("metrics: the counters follow the snapshots", "[admin][metrics]") {
   CHECK(sample(text, "process_open_fds") > 0);
   CHECK(sample(text, "process_resident_memory_bytes") > 0);
   CHECK(text.find("delayd_next_due_seconds ") == std::string::npos);  // no timer, no value
+  CHECK(sample(text, "delayd_payloads_compressed_total") == 0);
+  CHECK(sample(text, "delayd_compression_dictionary") == 0);
 
   r.server.publish(busy_snapshot());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the pending counts come from the worker
@@ -747,6 +750,10 @@ TEST_CASE("metrics: the counters follow the snapshots", "[admin][metrics]") {
   CHECK(sample(second, "delayd_jobs{business=\"orders\",state=\"finished\"}") == 3);
   CHECK(sample(second, "delayd_reports_total{status=\"failed\"}") == 6);
   CHECK(sample(second, "delayd_delivery_attempts_total{outcome=\"redelivered\"}") == 2);
+  CHECK(sample(second, "delayd_payloads_compressed_total") == 3);
+  CHECK(sample(second, "delayd_payload_bytes_total{form=\"encoded\"}") == 3000);
+  CHECK(sample(second, "delayd_payload_bytes_total{form=\"stored\"}") == 700);
+  CHECK(sample(second, "delayd_compression_dictionary") == 12345);
   CHECK(sample(second, "delayd_next_due_seconds") > 25);
   CHECK(sample(second, "delayd_next_due_seconds") <= 30);
 }

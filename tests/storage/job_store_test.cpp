@@ -1753,6 +1753,14 @@ TEST_CASE_METHOD(Documents, "payloads after the first thousand use a dictionary 
   CHECK(dictionary_of(payload_of(last)) == dictionary->id());
   CHECK(dictionary_of(payload_of("d0")) == 0);  // compressed before there was one
   CHECK(payload_of(last).size() < payload_of("d0").size());
+  // Counted for /metrics: each payload written compressed, its bytes before and as stored.
+  const CompressionTotals totals = writer.compression();
+  CHECK(totals.payloads == jobs.size());
+  CHECK(totals.dictionary == dictionary->id());
+  std::uint64_t stored = 0;
+  for (const NewJob& j : jobs) stored += payload_of(j.job_id).size();
+  CHECK(totals.stored_bytes == stored);
+  CHECK(totals.encoded_bytes > totals.stored_bytes);
   // Kept in the shard of the records that need it, and as the prefix's, before those records.
   CHECK(redis.command({"GET", keys.dictionary(shard, dictionary->id())}).view().str() == dictionary->bytes());
   CHECK(redis.command({"GET", keys.dictionary()}).view().str() == dictionary->bytes());
