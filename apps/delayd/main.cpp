@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
     spdlog::warn(
         "kafka.delivery = exactly_once on librdkafka {}: before {} each transaction keeps a producer thread "
         "spinning for one to two milliseconds, so delayd uses more CPU a job and its lateness tail is longer "
-        "than on librdkafka {} or later (docs/performance.md, \"The cost of a job\")",
+        "than on librdkafka {} or later (docs/performance.md, \"The cost of a job\"); scripts/librdkafka.sh "
+        "builds a later one, and LD_LIBRARY_PATH makes delayd load it",
         rdkafka.text, first, first);
   }
   delayd::connectors::set_log_hook([](delayd::connectors::LogLevel level, std::string_view msg) {
