@@ -21,7 +21,7 @@ if ! scripts/stack.sh status >/dev/null 2>&1; then
 fi
 eval "$(scripts/stack.sh env | sed 's/^/export /')"
 run="$1-$$"
-port=$((20000 + $$ % 20000))
+port=""
 pid=""
 bench_extra_pid=""
 bench_cleanup() {
@@ -37,10 +37,13 @@ env DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL" \
   DELAYD_KAFKA_INGEST_TOPIC="$run.ingest" DELAYD_KAFKA_DLQ_TOPIC="$run.dlq" \
   DELAYD_KAFKA_READY_TOPIC_TEMPLATE="$run.ready.{business}" DELAYD_KAFKA_GROUP_ID="$run" \
   DELAYD_REDIS_PREFIX="$run" DELAYD_KAFKA_CREATE_TOPICS=true DELAYD_LOG_LEVEL=info \
-  DELAYD_ADMIN_LISTEN="127.0.0.1:$port" "$build/apps/delayd" >"$log" 2>&1 &
+  DELAYD_ADMIN_LISTEN=127.0.0.1:0 "$build/apps/delayd" >"$log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do grep -q assigned "$log" && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q assigned "$log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 grep -q assigned "$log" || { tail -n 20 "$log" >&2; exit 1; }
+# The admin endpoint listens on a port the kernel chose (no race with other processes' ports).
+port="$(sed -n 's/.* admin endpoint on 127\.0\.0\.1:\([0-9][0-9]*\) .*/\1/p' "$log" | head -n 1)"
+[[ -n "$port" ]] || { tail -n 20 "$log" >&2; exit 1; }
 
 # Waits until GET /overview counts at least $1 pending jobs (5 min at most); prints the count.
 bench_wait_pending() {
