@@ -169,7 +169,7 @@ TEST_CASE("a kill -9 between occurrences of a cron repeat loses none and doubles
 
   constexpr int kOccurrences = 8;
   const std::int64_t from = ceil_to(now_ms() + 1000, 2000);
-  Job j = job_at("tick", from, "vt");
+  Job j = job_at("tick", from, "vt", "tick");
   j.extra = {
       {"repeat-cron", "*/2 * * * * *"}, {"repeat-count", std::to_string(kOccurrences)}, {"repeat-catchup", "all"}};
   pub.send(j);
@@ -239,9 +239,11 @@ TEST_CASE("after delayd was stopped across several occurrences, each catch-up po
   const std::vector<std::string> policies{"latest", "all", "none"};
   std::vector<std::string> ids;
   for (const auto& p : policies) {
-    Job cron = job_at("cron-" + p, from, "v");
+    // Keyed by their ids, so that each series' occurrences share a ready partition and their order
+    // can be checked (records without a key are spread over the partitions at random).
+    Job cron = job_at("cron-" + p, from, "v", "cron-" + p);
     cron.extra = {{"repeat-cron", "*/2 * * * * *"}, {"repeat-catchup", p}};
-    Job every = job_at("every-" + p, from, "v");
+    Job every = job_at("every-" + p, from, "v", "every-" + p);
     every.extra = {{"repeat-every-ms", std::to_string(kPeriod)}, {"repeat-catchup", p}};
     for (const Job& j : {cron, every}) {
       pub.send(j);
