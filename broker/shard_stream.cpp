@@ -359,7 +359,7 @@ void ShardStream::produce_all(const std::vector<connectors::OutRecord>& records)
 
 void ShardStream::linger(std::vector<connectors::OutRecord>& batch) {
   if (options_.linger_ms <= 0) return;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.linger_ms);
+  const auto until = last_commit_ + std::chrono::milliseconds(options_.linger_ms);
   while (batch.size() < kMaxPerTransaction) {
     std::vector<connectors::OutRecord> more;
     {
@@ -396,6 +396,7 @@ void ShardStream::transact(std::vector<connectors::OutRecord> batch) {
   }
   produce_all(batch);
   linger(batch);
+  last_commit_ = std::chrono::steady_clock::now();
   auto outcome = producer_->commit_transaction(options_.timeout_ms);
   while (outcome.kind == Txn::retry) {
     {

@@ -13,8 +13,9 @@
 //   open      each turn takes what produce() queued (up to kMaxPerTransaction records); those
 //             to a topic Kafka says does not exist are reported unknown_topic at once (a record
 //             of a missing topic would time out inside the transaction, which only a new epoch
-//             can end); the rest go into a transaction, each with its log record, which for
-//             linger_ms more takes what is queued meanwhile the same way, and commits:
+//             can end); the rest go into a transaction, each with its log record, which until
+//             linger_ms after the previous commit takes what is queued meanwhile the same way,
+//             and commits:
 //               committed                 every record reported ok
 //               a record failed           aborted; that record reported with its error, the
 //                                         others queued again at the front for the next turn
@@ -74,10 +75,12 @@ class ShardStream {
     std::int32_t log_partition = 0;
     std::optional<std::int64_t> takeover_since;  // read the log from here (epoch ms); none: no read
     int timeout_ms = 5000;                       // for each call to Kafka (init, commit, abort, a read)
-    // How long a transaction stays open for the records produce() queues after it began, in ms
-    // (kafka.transaction_linger_ms; 0: it commits what it took at once). Each record still goes
-    // to Kafka when it is taken (its timestamp is then); the commit, which makes the records
-    // visible to read_committed consumers, waits. Fewer, larger transactions: each commit costs
+    // The shortest time between two commits, in ms (kafka.transaction_linger_ms; 0: a
+    // transaction commits what it took at once). A transaction begun sooner than that after the
+    // previous commit stays open until then for the records produce() queues; one begun later (a
+    // lone record after a quiet spell) commits at once. Each record still goes to Kafka when it
+    // is taken (its timestamp is then); the commit, which makes the records visible to
+    // read_committed consumers, waits. Fewer, larger transactions under load: each commit costs
     // the broker a few requests and log writes whatever it holds.
     std::int64_t linger_ms = 0;
   };
@@ -136,8 +139,9 @@ class ShardStream {
   // Produces `records` into the open transaction, each with its log record; one refused at
   // enqueue time is recorded in reports_ (and outside_) instead.
   void produce_all(const std::vector<connectors::OutRecord>& records);
-  // Keeps the open transaction taking what produce() queues until linger_ms after now, a stop, or
-  // kMaxPerTransaction records in `batch` (which gains what it took).
+  // Keeps the open transaction taking what produce() queues until linger_ms after the previous
+  // commit was asked for (returns at once if that is past), a stop, or kMaxPerTransaction records
+  // in `batch` (which gains what it took).
   void linger(std::vector<connectors::OutRecord>& batch);
   // Ends the stream (fenced or fatal), reporting `batch` and everything queued `fenced`.
   void end(const std::string& why, std::vector<connectors::OutRecord> batch);
@@ -174,6 +178,9 @@ class ShardStream {
   std::optional<connectors::DeliveryReport> log_failure_;                  // a log record's failure
   std::set<std::string> known_topics_;  // topics metadata showed to exist (forgotten at a rebuild)
   std::set<std::uint64_t> outside_;     // this batch's records refused at enqueue: not in the transaction
+  // When the last commit was asked for (steady clock; the epoch: none yet). linger() keeps a
+  // transaction open until linger_ms after it.
+  std::chrono::steady_clock::time_point last_commit_{};
 
   std::thread thread_;  // last: started once everything it uses exists
 };

@@ -187,11 +187,13 @@ constexpr std::array kSettings = {
           " is gone",
           field<Int>([](auto& c) -> auto& { return c.kafka.delivery_log_retention_ms; }), 60'000, kMaxInt32},
   Setting{"kafka.transaction_linger_ms",
-          "`exactly_once` only: how long a shard's transaction stays open for more records before it commits."
-          " Each record is sent to Kafka when it fires (its timestamp is then); a `read_committed` consumer"
-          " sees it at the commit, up to this much later. Each commit costs the broker a few requests and"
-          " log writes whatever it holds: fewer, larger transactions cost Kafka less CPU"
-          " (see [Performance](../performance.md#the-cost-of-a-job)); 0 commits each batch at once",
+          "`exactly_once` only: the shortest time between two commits of a shard's transactions. A"
+          " transaction begun sooner after the previous commit stays open until then for the records"
+          " that fire meanwhile; one begun later (a lone job after a quiet spell) commits at once. Each"
+          " record is sent to Kafka when it fires (its timestamp is then); a `read_committed` consumer"
+          " sees it at the commit, at most this much later. Each commit costs the broker a few requests"
+          " and log writes whatever it holds: fewer, larger transactions under load cost Kafka and delayd"
+          " less CPU (see [Performance](../performance.md#the-cost-of-a-job)); 0 commits each batch at once",
           field<Int>([](auto& c) -> auto& { return c.kafka.transaction_linger_ms; }), 0, 1000},
   Setting{"kafka.sasl_password",
           "`sasl.password` for every Kafka client (SASL PLAIN or SCRAM; the rest goes in "

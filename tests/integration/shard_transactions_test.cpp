@@ -101,7 +101,7 @@ TEST_CASE("a shard closed as lost and opened again: the old stream's records are
   sink.close(shard, false);
 }
 
-TEST_CASE("with a transaction linger, records queued while a transaction is open commit with it",
+TEST_CASE("with a transaction linger, a lone record commits at once and records queued soon after commit together",
           "[kafka][transactions]") {
   using namespace std::chrono_literals;
   const std::string ready = connectors::test::create_topic("stl-ready", 1);
@@ -116,9 +116,10 @@ TEST_CASE("with a transaction linger, records queued while a transaction is open
   o.producer.emplace_back("transaction.timeout.ms", "10000");
   o.reader = connectors::test::base_props();
   o.log_topic = log;
-  // Far longer than the test takes to queue its records (under the sanitizers too): they all go
-  // into the first transaction; without the linger the first record would commit alone.
-  o.linger_ms = 5000;
+  // Longer than each of the test's waits (30 s): a record reported within one was not held by the
+  // linger, and records queued within it all join the open transaction (under the sanitizers
+  // too), until the stop commits it.
+  o.linger_ms = 60000;
   broker::ShardStream stream(
       std::move(o),
       [&](std::vector<DeliveryReport> r) {
@@ -137,15 +138,24 @@ TEST_CASE("with a transaction linger, records queued while a transaction is open
   };
   REQUIRE(wait_for([&] { return stream.state() == broker::ShardStream::State::open; }));
 
-  // One record begins a transaction; the rest are queued once it was taken into it.
+  // A record with no commit before it within the linger (a lone record after a quiet spell) is
+  // not held: it commits alone, at once.
+  stream.produce(ready_record(ready, "l-0", 100));
+  REQUIRE(wait_for([&] { return reported() == 1; }));
+  CHECK(stream.committed() == 1);
+
+  // Within the linger of that commit, one record begins a transaction that stays open; the rest
+  // are queued once it was taken into it, and the stop commits them all together.
   constexpr std::uint64_t kRecords = 10;
   stream.produce(ready_record(ready, "l-1", 1));
   REQUIRE(wait_for([&] { return stream.queued() == 0; }));
-  CHECK(reported() == 0);  // its transaction is open: nothing is reported before the commit
+  CHECK(reported() == 1);  // its transaction is open: nothing more is reported before the commit
   for (std::uint64_t i = 2; i <= kRecords; ++i) stream.produce(ready_record(ready, "l-" + std::to_string(i), i));
-  REQUIRE(wait_for([&] { return reported() == kRecords; }));
-  for (const auto& r : reports) CHECK(r.ok);
-  CHECK(stream.committed() == 1);
+  REQUIRE(wait_for([&] { return stream.queued() == 0; }));
+  CHECK(reported() == 1);
   stream.stop(false);
+  REQUIRE(wait_for([&] { return reported() == kRecords + 1; }));
+  for (const auto& r : reports) CHECK(r.ok);
+  CHECK(stream.committed() == 2);
   REQUIRE(wait_for([&] { return stream.done(); }));
 }
