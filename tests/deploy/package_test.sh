@@ -33,7 +33,7 @@ require_tool curl "scripts/install-deps.sh installs it"
 source "$here/../support/delayd_world.sh"  # wait_for_topic; needs KAFKA_BOOTSTRAP and REDIS_URL
 
 say() { echo "package: $*"; }
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import checks; print(checks.free_port())' "$here/../support"; }
 fail() {
   echo "FAIL: $*"
   exit 1

@@ -34,7 +34,7 @@ fi
 
 # delayctl reads the stack's addresses as delayd does (on the stack's default ports it needs none).
 export DELAYD_KAFKA_BOOTSTRAP="$KAFKA_BOOTSTRAP" DELAYD_REDIS_URL="$REDIS_URL"
-admin="127.0.0.1:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+admin="127.0.0.1:$(python3 -c 'import sys; sys.path.insert(0, "tests/support"); import checks; print(checks.free_port())')"
 suffix="-$$-$(date +%s%N)"
 cleanup() {
   local status=$?

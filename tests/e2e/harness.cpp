@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "config/ingest_topics.hpp"
+#include "support/free_port.hpp"
 #include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
 
@@ -506,11 +507,7 @@ std::vector<std::string> JobReader::history(const std::string& job_id) {
   return out;
 }
 
-std::uint16_t free_port() {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
-  return a.local_endpoint().port();
-}
+std::uint16_t free_port() { return testing::free_port(); }
 
 std::string http_request(std::uint16_t port, const std::string& method, const std::string& path,
                          const std::string& headers, const std::string& body) {

@@ -263,7 +263,7 @@ class JobReader {
   storage::JobStore store_;                    // get_many(): the documented look-up, as delayctl get does it
 };
 
-// A loopback port nobody listens on right now (for the admin endpoint of a test's delayd).
+// A loopback port for the admin endpoint of a test's delayd: support/free_port.hpp's free_port().
 std::uint16_t free_port();
 // GET path from 127.0.0.1:port; the whole HTTP response, or "" if nothing answers.
 std::string http_get(std::uint16_t port, const std::string& path);

@@ -26,6 +26,7 @@
 #include "redis/cluster.hpp"
 #include "redis/url.hpp"
 #include "storage/job_store.hpp"
+#include "support/free_port.hpp"
 
 using namespace delayd::storage;
 using namespace delayd::redis;
@@ -37,17 +38,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Ids = std::vector<std::string>;
 
-bool port_free(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
+bool port_free(int port) { return delayd::testing::loopback_bind(port) == port; }
 
 // A child process running argv, its output in `log`; it dies with this process.
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {

@@ -8,16 +8,39 @@
                                                time is up or `proc` (a Popen) has exited
     delayd_env(run, bootstrap, redis_url)      the environment of a delayd of the test's own: its
                                                topics, group and Redis prefix named after `run`
-    free_port()                                a TCP port on 127.0.0.1 free a moment ago
+    free_port()                                a TCP port on 127.0.0.1 that is free and that no
+                                               outgoing connection will take
 """
 import os
+import random
 import socket
 import time
 
 
+# Ports below the kernel's ephemeral range are never handed to an outgoing connection, so one
+# that binds now stays free until delayd (or a server of the test) binds it; a port the kernel
+# chose (port 0) is in that range, and a client's connection took one once before delayd bound
+# it. From 28000: above the stack's fixed ports (Kafka, Redis, the cluster and its bus).
+PRIVATE_PORTS_FROM = 28000
+
+
 def free_port():
-    """A port of 127.0.0.1 that the kernel handed out a moment ago and nothing holds now."""
-    with socket.socket() as s:
+    """A port of 127.0.0.1 that nothing holds now and no outgoing connection will take."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    rng = random.SystemRandom()
+    for _ in range(100 if low > PRIVATE_PORTS_FROM + 1000 else 0):
+        port = rng.randrange(PRIVATE_PORTS_FROM, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # an unusual ephemeral range: the kernel's choice
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 

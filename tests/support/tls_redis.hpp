@@ -25,27 +25,10 @@
 #include <utility>
 #include <vector>
 
+#include "support/free_port.hpp"
 #include "support/requires.hpp"
 
 namespace delayd::testing {
-
-inline int free_port() {
-  std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
-                   static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int port = 20000 + static_cast<int>(rng() % 30000);
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    if (ok) return port;
-  }
-  FAIL("no free port");
-  return 0;
-}
 
 // A temporary directory, removed with everything in it when the object goes (for a static
 // one: when the test process exits normally, a failed test included).
