@@ -126,6 +126,12 @@ constexpr MetricDef kMetricCatalog[] = {
   {Metric::kafka_produce_seconds, "delayd_kafka_produce_seconds", MetricType::histogram, "",
    "A ready record's produce() to its delivery report",
    "a ready record's `produce()` to its delivery report; buckets 1 ms … 60 s"},
+  {Metric::transaction_commit_seconds, "delayd_transaction_commit_seconds", MetricType::histogram, "",
+   "exactly_once: how long each shard transaction's commit took",
+   "`exactly_once`: each shard transaction's commit, from the call to Kafka's answer (the flush of "
+   "its records and EndTxn, asked again until answered), whatever the outcome; it waits on Kafka "
+   "alone, so slow commits on every shard at once are the brokers' (a GC pause, a slow disk); "
+   "buckets 1 ms … 60 s"},
   {Metric::jobs_held, "delayd_jobs_held", MetricType::gauge, "",
    "Jobs held in memory (in the wheel or in flight)",
    ""},

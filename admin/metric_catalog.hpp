@@ -48,6 +48,7 @@ enum class Metric {
   lateness_seconds,
   redis_request_seconds,
   kafka_produce_seconds,
+  transaction_commit_seconds,
   jobs_held,
   wheel_timers,
   jobs_in_flight,

@@ -153,6 +153,7 @@ struct Metrics::Impl {
   pm::Histogram& lateness = histogram(Metric::lateness_seconds);
   pm::Histogram& redis_request = histogram(Metric::redis_request_seconds);
   pm::Histogram& kafka_produce = histogram(Metric::kafka_produce_seconds);
+  pm::Histogram& txn_commit = histogram(Metric::transaction_commit_seconds);
   pm::Gauge& held = gauges(Metric::jobs_held).Add({});
   pm::Gauge& wheel_timers = gauges(Metric::wheel_timers).Add({});
   pm::Gauge& in_flight = gauges(Metric::jobs_in_flight).Add({});
@@ -277,6 +278,7 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   Impl::advance(m.lateness, m.last.lateness, s.lateness);
   Impl::advance(m.redis_request, m.last.redis_request, s.redis_request);
   Impl::advance(m.kafka_produce, m.last.kafka_produce, s.kafka_produce);
+  Impl::advance(m.txn_commit, m.last.delivery.commit, s.delivery.commit);
 
   m.held.Set(static_cast<double>(s.held));
   m.wheel_timers.Set(static_cast<double>(s.in_wheel));

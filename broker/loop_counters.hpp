@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "broker/dead_letter.hpp"
+#include "broker/duration_histogram.hpp"
 
 namespace delayd::broker {
 
@@ -169,6 +170,10 @@ struct DeliveryCounters {
   std::uint64_t purged = 0;                // at_least_once: records purged unsent when a shard was lost
   std::uint64_t retaken = 0;               // shards taken again after a fence gave them up
   std::uint64_t groups_left = 0;           // consumer groups left because Redis was unreachable
+  // exactly_once: how long each transaction's commit took (its records' flush and EndTxn, asked
+  // again until answered), whatever the outcome. A commit waits for Kafka alone, so a spell of
+  // slow ones across every shard at once is the brokers' (a GC pause, a slow disk), not delayd's.
+  DurationHistogram commit;
 };
 
 // Every total has its name: the structs hold only uint64 totals and their DeadLetterCounts.

@@ -55,6 +55,11 @@ void ShardStream::produce(connectors::OutRecord rec) {
   report_all({rec}, DeliveryError::fenced, "shard " + options_.shard + "'s transactions have ended: " + problem());
 }
 
+DurationHistogram ShardStream::commit_latency() const {
+  std::lock_guard lock(stats_mutex_);
+  return commit_latency_;
+}
+
 std::string ShardStream::problem() const {
   std::lock_guard lock(mutex_);
   return problem_;
@@ -409,6 +414,11 @@ void ShardStream::transact(std::vector<connectors::OutRecord> batch) {
   if (outcome.kind == Txn::retry) {  // abandoned by stop(true)
     report_all(batch, DeliveryError::fenced, "shard " + options_.shard + " lost while its transaction was committing");
     return;
+  }
+  {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - last_commit_;
+    std::lock_guard lock(stats_mutex_);
+    commit_latency_.observe(took.count());
   }
   if (outcome.kind == Txn::ok) {
     committed_.fetch_add(1, std::memory_order_relaxed);

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "broker/delivery_log.hpp"
+#include "broker/duration_histogram.hpp"
 #include "connectors/kafka_producer.hpp"
 
 namespace delayd::broker {
@@ -120,6 +121,10 @@ class ShardStream {
   std::uint64_t committed() const { return committed_.load(std::memory_order_relaxed); }
   std::uint64_t aborted() const { return aborted_.load(std::memory_order_relaxed); }
   std::uint64_t rebuilt() const { return rebuilt_.load(std::memory_order_relaxed); }
+  // How long each commit took, from the first commit_transaction() call to the answer that ended
+  // it (committed, aborted, fenced or failed; the retries of an unanswered commit included; a
+  // commit abandoned by stop(true) is not counted). A copy, from any thread.
+  DurationHistogram commit_latency() const;
 
  private:
   void run();
@@ -171,6 +176,8 @@ class ShardStream {
   std::atomic<std::uint64_t> committed_{0};
   std::atomic<std::uint64_t> aborted_{0};
   std::atomic<std::uint64_t> rebuilt_{0};
+  mutable std::mutex stats_mutex_;    // only for commit_latency_ (not mutex_: produce() takes that)
+  DurationHistogram commit_latency_;  // guarded by stats_mutex_
 
   // The stream's thread only:
   std::unique_ptr<connectors::KafkaProducer> producer_;

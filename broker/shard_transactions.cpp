@@ -136,6 +136,7 @@ void ShardTransactions::reap() {
     ended_.transactions_committed += s->committed();
     ended_.transactions_aborted += s->aborted();
     ended_.transactions_rebuilt += s->rebuilt();
+    ended_.commit.add(s->commit_latency());
     return true;  // joins it
   });
   start_waiting();
@@ -164,6 +165,7 @@ DeliveryCounters ShardTransactions::counters() const {
     c.transactions_committed += s.committed();
     c.transactions_aborted += s.aborted();
     c.transactions_rebuilt += s.rebuilt();
+    c.commit.add(s.commit_latency());
   };
   for (const auto& [shard, s] : streams_) {
     if (s.stream) add(*s.stream);

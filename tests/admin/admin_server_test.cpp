@@ -193,6 +193,7 @@ AdminSnapshot sample_snapshot() {
   s.lateness.observe(0.003);
   s.redis_request.observe(0.0004);
   s.kafka_produce.observe(0.02);
+  s.delivery.commit.observe(0.03);
   return s;
 }
 
@@ -732,6 +733,9 @@ TEST_CASE("metrics: the counters follow the snapshots", "[admin][metrics]") {
   CHECK(sample(text, "delayd_lateness_seconds_bucket{le=\"0.002\"}") == 0);
   CHECK(sample(text, "delayd_redis_request_seconds_count") == 1);
   CHECK(sample(text, "delayd_kafka_produce_seconds_count") == 1);
+  CHECK(sample(text, "delayd_transaction_commit_seconds_count") == 1);
+  CHECK(sample(text, "delayd_transaction_commit_seconds_bucket{le=\"0.05\"}") == 1);
+  CHECK(sample(text, "delayd_transaction_commit_seconds_bucket{le=\"0.025\"}") == 0);
   CHECK(sample(text, "process_open_fds") > 0);
   CHECK(sample(text, "process_resident_memory_bytes") > 0);
   CHECK(text.find("delayd_next_due_seconds ") == std::string::npos);  // no timer, no value

@@ -83,6 +83,7 @@ REQUIRED_QUANTILES = {
     "delayd_lateness_seconds": ("0.5", "0.99"),
     "delayd_redis_request_seconds": ("0.99",),
     "delayd_kafka_produce_seconds": ("0.99",),
+    "delayd_transaction_commit_seconds": ("0.99",),
 }
 REQUIRED_BY = {"delayd_jobs_pending": "shard", "delayd_outage": "dependency"}
 

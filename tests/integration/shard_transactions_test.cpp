@@ -143,6 +143,7 @@ TEST_CASE("with a transaction linger, a lone record commits at once and records 
   stream.produce(ready_record(ready, "l-0", 100));
   REQUIRE(wait_for([&] { return reported() == 1; }));
   CHECK(stream.committed() == 1);
+  CHECK(stream.commit_latency().count == 1);  // counted before its records are reported
 
   // Within the linger of that commit, one record begins a transaction that stays open; the rest
   // are queued once it was taken into it, and the stop commits them all together.
@@ -158,4 +159,8 @@ TEST_CASE("with a transaction linger, a lone record commits at once and records 
   for (const auto& r : reports) CHECK(r.ok);
   CHECK(stream.committed() == 2);
   REQUIRE(wait_for([&] { return stream.done(); }));
+  // Each commit's time is counted once.
+  const broker::DurationHistogram commits = stream.commit_latency();
+  CHECK(commits.count == 2);
+  CHECK(commits.sum_seconds > 0);
 }
