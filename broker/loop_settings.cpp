@@ -58,12 +58,14 @@ connectors::Properties consumer_properties(const config::Config& c, const config
   // others: 10 ms at most, where a job due 20 ms after it was published still fires on time.
   // It also bounds how long partitions assigned at a start or a rebalance wait behind the
   // fetch in flight (with 500, records published right after a start reached delayd up to
-  // 600 ms late), and what an idle consumer asks: 100 empty fetches a second per broker.
+  // 600 ms late), and what an idle consumer asks: 100 empty fetches a second per broker. The
+  // status topic's group waits 50 ms: a report is not due at an instant (an ack deadline is
+  // seconds away), and its idle fetches are then 20 a second.
   // group.id: the configuration refuses it as a passthrough property, so it is only ever this.
   connectors::Properties props = with_defaults({{"session.timeout.ms", "10000"},
                                                 {"heartbeat.interval.ms", "2000"},
                                                 {"fetch.min.bytes", "8192"},
-                                                {"fetch.wait.max.ms", "10"},
+                                                {"fetch.wait.max.ms", group.reports ? "50" : "10"},
                                                 {"reconnect.backoff.max.ms", "1000"},
                                                 {"partition.assignment.strategy", "cooperative-sticky"}},
                                                config::kafka_properties(c, config::KafkaClient::consumer));

@@ -154,6 +154,26 @@ TEST_CASE("a linger set under librdkafka's alias replaces delayd's default", "[b
   CHECK(delayd::connectors::find_property(props, "batch.num.messages") == "10000");  // the other defaults stay
 }
 
+TEST_CASE("the ingest groups fetch in batches within 10 ms, the status group within 50, and a user's setting wins",
+          "[broker][loop]") {
+  using delayd::connectors::find_property;
+  delayd::config::ConsumerGroup ingest{.group_id = "g", .topic = "delay-ingest", .reports = false, .seed_from = ""};
+  delayd::config::ConsumerGroup status{
+      .group_id = "g.delay-status", .topic = "delay-status", .reports = true, .seed_from = ""};
+  const delayd::config::Config c = delayd::config::load_config({}, {});
+  CHECK(find_property(consumer_properties(c, ingest), "fetch.min.bytes") == "8192");
+  CHECK(find_property(consumer_properties(c, ingest), "fetch.wait.max.ms") == "10");
+  CHECK(find_property(consumer_properties(c, status), "fetch.min.bytes") == "8192");
+  CHECK(find_property(consumer_properties(c, status), "fetch.wait.max.ms") == "50");
+  delayd::config::ConfigFlags flags;
+  flags.sets = {"kafka.consumer_properties.fetch.wait.max.ms=3", "kafka.consumer_properties.fetch.min.bytes=1"};
+  const delayd::config::Config mine = delayd::config::load_config(flags, {});
+  for (const auto& group : {ingest, status}) {
+    CHECK(find_property(consumer_properties(mine, group), "fetch.wait.max.ms") == "3");
+    CHECK(find_property(consumer_properties(mine, group), "fetch.min.bytes") == "1");
+  }
+}
+
 TEST_CASE("a missing topic is one outage however its reports interleave: a straggler opens none", "[missing_topics]") {
   MissingTopics t;
   // Missing from 1 000: two failures, one outage.
