@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <utility>
 
 #include "connectors/log.hpp"
@@ -40,6 +43,38 @@ void log_c(const rd_kafka_t* rk, int level, const char* facility, const char* me
   line += ": ";
   line += message;
   log(level_from_syslog(level), line);
+}
+
+// `text` as a number if all of it (blanks around it aside) is one, else nullopt.
+std::optional<double> whole_number(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  const auto last = text.find_last_not_of(" \t");
+  if (first == std::string::npos) return std::nullopt;
+  const std::string trimmed = text.substr(first, last - first + 1);
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(trimmed.c_str(), &end);
+  if (end != trimmed.c_str() + trimmed.size() || errno == ERANGE) return std::nullopt;
+  return v;
+}
+
+// librdkafka reads a number property with strtol (base 0) and keeps what it could read, so
+// "8192,fetch.wait.max.ms=10" runs as 8192, "010" as 8 and "1e6" as 1, without a word. Given
+// the value librdkafka kept (`kept`, read back), throws KafkaConfigError unless a value that
+// starts like a number is the number it kept. A word ("all" for acks) was matched by name, and
+// a non-number property (a string, a list, a flag) reads back as given: both pass.
+void require_read_whole(const std::string& name, const std::string& given, const std::string& kept) {
+  if (given == kept) return;
+  const auto kept_number = whole_number(kept);
+  if (!kept_number) return;
+  const auto first = given.find_first_not_of(" \t");
+  if (first == std::string::npos) return;
+  const char c = given[first];
+  if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.')) return;
+  if (const auto given_number = whole_number(given); given_number && *given_number == *kept_number) return;
+  throw KafkaConfigError(name, given,
+                         "librdkafka would read it as " + kept +
+                             "; give the number alone, in decimal (without a leading 0, a unit or anything after it)");
 }
 
 }  // namespace
@@ -94,6 +129,7 @@ std::unique_ptr<RdKafka::Conf> make_conf(const Properties& props) {
     if (conf->set(name, value, errstr) != RdKafka::Conf::CONF_OK) {
       throw KafkaConfigError(name, value, errstr);
     }
+    if (std::string kept; conf->get(name, kept) == RdKafka::Conf::CONF_OK) require_read_whole(name, value, kept);
   }
   return conf;
 }
@@ -105,6 +141,11 @@ CConfPtr make_c_conf(const Properties& props) {
     std::array<char, 512> errstr{};
     if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr.data(), errstr.size()) != RD_KAFKA_CONF_OK) {
       throw KafkaConfigError(name, value, errstr.data());
+    }
+    std::array<char, 512> kept{};
+    std::size_t size = kept.size();
+    if (rd_kafka_conf_get(conf.get(), name.c_str(), kept.data(), &size) == RD_KAFKA_CONF_OK && size <= kept.size()) {
+      require_read_whole(name, value, kept.data());
     }
   }
   return conf;

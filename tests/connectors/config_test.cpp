@@ -49,6 +49,32 @@ TEST_CASE("a property librdkafka refuses gives KafkaConfigError naming it", "[ka
     const auto e = config_error_of([&] { KafkaAdmin a(props); });
     CHECK(e.property == "no.such.property");
   }
+  SECTION("a number librdkafka would read only in part") {
+    // librdkafka keeps what strtol could read: 8192, 8 (octal) and 1 without a word.
+    for (const std::string bad : {"8192,fetch.wait.max.ms=10", "010", "1e6", "5ms"}) {
+      Properties props = consumer_props("unused");
+      props.emplace_back("fetch.min.bytes", bad);
+      const auto e = config_error_of([&] { KafkaConsumer c(props, {}); });
+      CHECK(e.property == "fetch.min.bytes");
+      CHECK_THAT(e.what(), Catch::Contains("librdkafka would read it as"));
+    }
+    Properties props = base_props();
+    props.emplace_back("linger.ms", "5 and more");
+    const auto e = config_error_of([&] { KafkaProducer p(props, {}); });
+    CHECK(e.property == "linger.ms");
+    CHECK_THAT(e.what(), Catch::Contains("as 5;"));
+  }
+  SECTION("numbers written plainly, words and text pass") {
+    Properties props = base_props();
+    for (const auto& [k, v] : Properties{{"linger.ms", " 7 "},
+                                         {"acks", "all"},
+                                         {"batch.num.messages", "0x10"},
+                                         {"compression.type", "zstd"},
+                                         {"client.id", "0042"}}) {
+      props.emplace_back(k, v);
+    }
+    KafkaProducer p(props, {});
+  }
   SECTION("a missing group.id") {
     const auto e = config_error_of([&] { KafkaConsumer c(base_props(), {}); });
     CHECK(e.property == "group.id");
