@@ -138,10 +138,12 @@ class Loop {
         // One claim per turn: each result goes back at once, and the loop issues the next meanwhile.
         claimer_(
             "claim", *conn.claim.store, conn.claim.redis_latency, claim_work(), [this] { handover_.notify(); }, 1),
-        // Up to four mark requests (800 records) per round trip: enough to merge, short enough
-        // (a few ms of Redis) not to hold up the other connections' calls behind it.
+        // Up to four mark requests (800 records) per round trip from a backlog: enough to merge,
+        // short enough (a few ms of Redis) not to hold up the other connections' calls behind it;
+        // at modest rates what scheduler.mark_gather_ms gathers (one call per shard).
         marker_(
-            "mark", *conn.mark.store, conn.mark.redis_latency, mark_work(), [this] { handover_.notify(); }, 4),
+            "mark", *conn.mark.store, conn.mark.redis_latency, mark_work(), [this] { handover_.notify(); }, 4,
+            std::chrono::milliseconds(config::mark_gather_ms(c))),
         fire_(scheduler_, store_, *sink_,
               fire_options(
                   c, [this] { return clock_.now_ms(); },
@@ -153,9 +155,10 @@ class Loop {
         ownership_(ownership_options(c), clock_, scheduler_, store_, fire_, *sink_),
         rebalance_(ownership_.listener()),
         ingest_(c, ingest_redis(conn), handover_, topics(c, conn.admin ? &*conn.admin : nullptr), tracer) {
-    // Kafka's answers wake the loop, which marks what they acknowledged at once: a record
-    // written and not yet marked is delivered again after a crash, so the shorter that spell,
-    // the fewer duplicates a kill -9 leaves.
+    // Kafka's answers wake the loop, which hands what they acknowledged to the mark stage at
+    // once: in at_least_once a record written and not yet marked is delivered again after a
+    // crash, so the shorter that spell, the fewer duplicates a kill -9 leaves (the mark stage
+    // gathers them only in exactly_once by default: scheduler.mark_gather_ms).
     sink_->on_reports_queued([this] { handover_.notify(); });
     ownership_.enable_fencing();
     ingest_.start();

@@ -168,6 +168,9 @@ struct SchedulerConfig {
   std::int64_t cancel_memory_s = 300;         // how long a cancel for an unknown id is remembered
   std::int64_t claim_ahead_ms = 50;           // jobs are claimed this long before due, then held in memory
   std::int64_t claim_gather_ms = 25;          // ... with those due up to this much later (fewer claim calls)
+  // How long Kafka's acknowledgements gather before they are written to Redis as "ready" (fewer,
+  // larger mark calls); unset: by kafka.delivery, mark_gather_ms() is the one reading of it.
+  std::optional<std::int64_t> mark_gather_ms;
   // The job lifecycle (docs/consuming.md, "Job lifecycle"); each may be overridden per business in
   // `business` (config/business_policy.hpp):
   std::int64_t max_process_attempts = 5;       // deliveries a job gets through failed reports
@@ -265,6 +268,13 @@ constexpr std::optional<DeliveryMode> parse_delivery_mode(std::string_view name)
 // The configuration's kafka.delivery (validate_config() has checked a loaded Config's; any other
 // text reads as at_least_once).
 DeliveryMode delivery_mode(const Config& config);
+
+// scheduler.mark_gather_ms when unset: 20 ms with exactly_once (a mark waiting costs only the
+// freshness of the job's state: a takeover finds the delivery in the delivery log), 0 with
+// at_least_once (a kill -9 delivers again every job whose mark had not been written).
+inline constexpr std::int64_t kMarkGatherExactlyOnceMs = 20;
+// The mark stage's gather time, ms: the setting, else the default of the delivery mode.
+std::int64_t mark_gather_ms(const Config& config);
 
 // Throws ConfigError for the first setting out of its range or otherwise invalid.
 void validate_config(const Config& config);

@@ -335,6 +335,13 @@ constexpr std::array kSettings = {
           "later, so that under load a shard gets fewer, larger claim calls; a cancel within "
           "`claim_ahead_ms` + this of the due time may be late; 0 = only what is due within `claim_ahead_ms`",
           field<Int>([](auto& c) -> auto& { return c.scheduler.claim_gather_ms; }), 0, 1'000},
+  Setting{"scheduler.mark_gather_ms",
+          "how long Kafka's acknowledgements of ready records may wait to be written to Redis as `ready` "
+          "together: at modest rates a shard then gets one mark call for several records instead of one for "
+          "each (a quarter less Redis CPU a job at 2 000 jobs/s); the job's state says `ready` up to this much "
+          "later. Unset: 20 with `kafka.delivery = exactly_once` (a takeover finds what was delivered in the "
+          "delivery log), 0 with `at_least_once` (a kill -9 delivers again every job whose mark was waiting)",
+          field<OptInt>([](auto& c) -> auto& { return c.scheduler.mark_gather_ms; }), 0, 1'000},
   Setting{"scheduler.max_process_attempts",
           "deliveries a job may get through `failed` reports and ack timeouts; then it is dead-lettered and"
           " `failed`",

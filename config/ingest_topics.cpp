@@ -32,6 +32,11 @@ DeliveryMode delivery_mode(const Config& c) {
   return parse_delivery_mode(c.kafka.delivery).value_or(DeliveryMode::at_least_once);
 }
 
+std::int64_t mark_gather_ms(const Config& c) {
+  if (c.scheduler.mark_gather_ms) return *c.scheduler.mark_gather_ms;
+  return delivery_mode(c) == DeliveryMode::exactly_once ? kMarkGatherExactlyOnceMs : 0;
+}
+
 std::string delivery_log_topic(std::string_view ingest_topic) { return std::string(ingest_topic) + ".delivered"; }
 
 std::string transactional_id(const Config& c, std::string_view shard) {

@@ -185,7 +185,7 @@ sasl_tests() {
 build "$build_dir" -DDELAYD_BUILD_BENCH=ON
 # The tests of the concurrent parts, built with ThreadSanitizer (only their targets: TSan slows
 # everything it instruments, and the rest is single-threaded).
-tsan_targets=(handover_stress_test)
+tsan_targets=(handover_stress_test store_worker_test)
 if ((sanitize)); then
   build "$build_dir-asan" -DDELAYD_SANITIZE=ON
   cmake -S . -B "$build_dir-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYD_WERROR="$werror" \

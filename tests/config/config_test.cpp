@@ -771,3 +771,13 @@ TEST_CASE("redis.password_file and the TLS settings: read, passed to the connect
   CHECK_FALSE(o.tls.verify);
   CHECK_THAT(error_of(with_sets({"redis.url=redis-cluster+tls://a:1", "redis.db=2"})), Catch::Contains("redis.db"));
 }
+
+TEST_CASE("the mark stage gathers 20 ms with exactly_once, not at all with at_least_once, unless set",
+          "[unit][config]") {
+  CHECK(mark_gather_ms(load_config({}, {})) == kMarkGatherExactlyOnceMs);
+  CHECK(mark_gather_ms(load_config({}, {{"DELAYD_KAFKA_DELIVERY", "at_least_once"}})) == 0);
+  CHECK(mark_gather_ms(load_config(
+            {}, {{"DELAYD_KAFKA_DELIVERY", "at_least_once"}, {"DELAYD_SCHEDULER_MARK_GATHER_MS", "15"}})) == 15);
+  CHECK(mark_gather_ms(load_config({}, {{"DELAYD_SCHEDULER_MARK_GATHER_MS", "0"}})) == 0);
+  CHECK_THAT(error_of({}, {{"DELAYD_SCHEDULER_MARK_GATHER_MS", "1001"}}), Catch::Contains("scheduler.mark_gather_ms"));
+}
