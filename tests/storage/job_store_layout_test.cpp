@@ -1,0 +1,214 @@
+// How JobStore lays jobs out in Redis (key_schema.hpp): the pending set's leaves, the upgrade
+// from 0.3's one sorted set and keyed records, where a record lives in each state.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "job_store_fixture.hpp"
+#include "storage/header_codec.hpp"
+
+using namespace delayd::storage;
+using namespace delayd::storage::test;
+using namespace delayd::redis;
+
+// The leaves (prelude.lua) under every kind of write, in random order: many jobs of one
+// millisecond (ties ordered by id across leaves), batches that fill and split leaves, cancels
+// that empty them, moves, and deliveries from the front. After each round the entries are the
+// model's and the leaves' invariants hold, checked the slow way.
+TEST_CASE_METHOD(Fixture, "the pending set's leaves hold every entry in order, at most kPendingLeafMax each",
+                 "[store][leaves]") {
+  std::mt19937_64 rng(11);
+  std::set<std::pair<std::int64_t, std::string>> model;  // (score, job-id): Redis's order
+  std::map<std::string, std::int64_t> at;
+  auto time = [&] { return 1000 + static_cast<std::int64_t>(rng() % 40); };
+  int next = 0;
+  std::size_t most = 0;
+  for (int round = 0; round < 30; ++round) {
+    std::vector<NewJob> jobs;
+    const int n = static_cast<int>(rng() % 400) + 1;
+    for (int i = 0; i < n; ++i) {
+      const std::string id = "j" + std::to_string(rng() % 1000) + "-" + std::to_string(next++);
+      jobs.push_back(job(id, time()));
+      model.insert({jobs.back().deliver_at, id});
+      at[id] = jobs.back().deliver_at;
+    }
+    store.accept(jobs, 0);
+    std::vector<std::string> ids;
+    for (const auto& [id, t] : at) ids.push_back(id);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (std::size_t k = 0; k < std::min<std::size_t>(ids.size(), 60); ++k) {
+      const std::string& id = ids[k];
+      model.erase({at[id], id});
+      if (k % 3 == 0) {
+        REQUIRE(store.cancel(shard, id, 1).changed);
+        at.erase(id);
+      } else {
+        at[id] = time();
+        REQUIRE(store.reschedule_anywhere(shard, id, at[id], 1).changed);
+        model.insert({at[id], id});
+      }
+    }
+    // The earliest due are claimed and marked ready, as the fire path does.
+    Ids due;
+    for (auto it = model.begin(); it != model.end() && due.size() < 50; ++it) due.push_back(it->second);
+    const auto claims = store.claim(shard, due, 2000);
+    std::vector<JobStore::Delivered> done;
+    for (const auto& c : claims) {
+      REQUIRE(c.kind == Claim::Kind::deliver);
+      done.push_back({c.job_id, c.deliver_at, c.attempt, c.business});
+      model.erase({at[c.job_id], c.job_id});
+      at.erase(c.job_id);
+    }
+    store.mark_ready(shard, std::span<const JobStore::Delivered>(done), 2000);
+    std::vector<PendingEntry> want;
+    for (const auto& [t, id] : model) want.push_back({id, t});
+    CHECK(store.pending_between(shard, std::nullopt, INT64_MAX, 0) == want);
+    CHECK(delayd::testing::pending_leaf_violations(redis, keys, shard) == Ids{});
+    CHECK(store.stats().pending == static_cast<std::int64_t>(model.size()));
+    most = std::max(most, model.size());
+  }
+  CHECK(most > 4 * delayd::storage::kPendingLeafMax);  // the rounds made many leaves
+  CHECK(misplaced() == Ids{});
+}
+
+// An upgrade from 0.3, whose pending set was one sorted set and whose records were all keys: the
+// loader's first read moves the set into leaves, a chunk per call, the delay records into the
+// shard's hash, and gives records the time of their entry where they did not name it (nb:
+// written by 0.3 only for a failed report's retry). Meanwhile every script finds entries still
+// in the old set, and records still in keys.
+TEST_CASE_METHOD(Fixture, "a 0.3 pending set is moved into leaves at the first load, whole, and its entries stay found",
+                 "[store][leaves][upgrade]") {
+  const std::string payload = delayd::storage::encode_payload({std::nullopt, "v", {}});
+  auto old_job = [&](const std::string& id, const std::string& line, std::int64_t score) {
+    redis.command({"SET", keys.job(shard, id), line + "\n" + payload});  // 0.3: every record a key
+    redis.command({"ZADD", keys.pending_0_3(shard), std::to_string(score), id});
+  };
+  auto in_hash = [&](const std::string& id) {
+    return redis.command({"HEXISTS", keys.delay_records(shard), id}).view().integer() == 1;
+  };
+  auto in_key = [&](const std::string& id) {
+    return redis.command({"EXISTS", keys.job(shard, id)}).view().integer() == 1;
+  };
+  redis.command({"SADD", keys.shards(), shard});
+  constexpr int kPlain = 4500;  // more than one chunk of pending.lua's move
+  for (int i = 0; i < kPlain; ++i)
+    old_job("p" + std::to_string(i), "delay " + std::to_string(100 + i % 700) + " 0 orders", 100 + i % 700);
+  old_job("retry", "delay 100 1 orders last_error=down", 9000);  // a failed produce's retry, at 9000
+  old_job("acked", "ready 100 1 orders ready_at=150", 7000);     // its ack deadline, 7000
+  old_job("cancel-me", "delay 5000 0 orders", 5000);
+  old_job("twice", "delay 300 0 orders", 300);
+  // Before the move: a cancel finds the entry in the old set, and the record in its key; a
+  // publish of a job whose record is still a key is not a new job; a look-up finds the record.
+  CHECK(store.cancel(shard, "cancel-me", 1).changed);
+  auto again = job("twice", 999);
+  again.shard = shard;
+  CHECK(store.accept(std::vector<NewJob>{again}, 0)[0].kind == AcceptKind::existed);
+  CHECK(field("twice", "deliver_at") == "300");
+  CHECK(store.shards_holding("p1", "") == std::vector<std::string>{shard});
+  CHECK(store.locate(Ids{"p1"})[0]->business == "orders");
+  const auto loaded = store.pending_between(shard, std::nullopt, INT64_MAX, 0);
+  CHECK(loaded.size() == kPlain + 3);
+  CHECK(redis.command({"EXISTS", keys.pending_0_3(shard)}).view().integer() == 0);
+  // Every delay record is now in the hash, and its key gone; the others stay keys.
+  int moved = 0;
+  for (int i = 0; i < kPlain; ++i) moved += in_hash("p" + std::to_string(i)) && !in_key("p" + std::to_string(i));
+  CHECK(moved == kPlain);
+  CHECK((in_hash("retry") && !in_key("retry") && in_hash("twice")));
+  CHECK((in_key("acked") && !in_hash("acked") && in_key("cancel-me") && !in_hash("cancel-me")));
+  CHECK(std::is_sorted(loaded.begin(), loaded.end(),
+                       [](const PendingEntry& x, const PendingEntry& y) { return x.deliver_at < y.deliver_at; }));
+  CHECK(delayd::testing::pending_score_of(redis, keys, shard, "retry") == 9000);
+  CHECK(delayd::testing::pending_score_of(redis, keys, shard, "acked") == 7000);
+  CHECK(field("retry", "not_before") == "9000");  // the records now say where their entries are
+  CHECK(field("acked", "ack_deadline") == "7000");
+  CHECK(misplaced() == Ids{});
+  CHECK(delayd::testing::pending_leaf_violations(redis, keys, shard) == Ids{});
+  CHECK(store.stats().pending == kPlain + 3);
+  // And the jobs go on: the retry is claimed at its time, the silent one is delivered again
+  // (its record back in the hash, delay), and a plain one with its payload.
+  CHECK(store.claim(shard, Ids{"retry"}, 8000)[0].kind == Claim::Kind::early);
+  CHECK(store.claim(shard, Ids{"retry"}, 9000)[0].kind == Claim::Kind::deliver);
+  const auto acked = store.claim(shard, Ids{"acked"}, 7000);
+  CHECK(acked[0].kind == Claim::Kind::deliver);
+  CHECK(acked[0].value == "v");
+  CHECK((in_hash("acked") && !in_key("acked")));
+  const auto plain = store.claim(shard, Ids{"p1"}, 7000);
+  CHECK(plain[0].kind == Claim::Kind::deliver);
+  CHECK(plain[0].value == "v");
+}
+
+// A 0.3 delay record the first load did not meet (no entry in the old set: lost, or put back by
+// hand) is moved into the hash by the claim that delivers it, so the claim's read finds it.
+TEST_CASE_METHOD(Fixture, "a claim moves a delay record it finds in a key into the shard's hash", "[store][upgrade]") {
+  store.accept(std::vector<NewJob>{job("new", 10)}, 0);
+  const std::string payload = delayd::storage::encode_payload({std::nullopt, "old-v", {}});
+  redis.command({"SET", keys.job(shard, "old"), "delay 10 0 orders\n" + payload});
+  delayd::testing::put_pending_entry(redis, keys, shard, "old", 10);
+  const auto c = store.claim(shard, Ids{"old", "new"}, 10);
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].kind == Claim::Kind::deliver);
+  CHECK(c[0].value == "old-v");
+  CHECK(c[1].kind == Claim::Kind::deliver);
+  CHECK(redis.command({"EXISTS", keys.job(shard, "old")}).view().integer() == 0);
+  store.mark_ready(shard, Ids{"old", "new"}, 11);
+  CHECK(record("old") == "ready 10 1 orders ready_at=11\n");
+  CHECK(redis.command({"HLEN", keys.delay_records(shard)}).view().integer() == 0);
+}
+
+// Where a record is (key_schema.hpp): a field of the shard's hash while the job is delay, a key of
+// its own otherwise, never both; each transition moves it.
+TEST_CASE_METHOD(Fixture, "a job's record is in the shard's hash while delay and a key of its own otherwise",
+                 "[store]") {
+  auto place = [&](const std::string& id) {
+    const bool h = redis.command({"HEXISTS", keys.delay_records(shard), id}).view().integer() == 1;
+    const bool k = redis.command({"EXISTS", keys.job(shard, id)}).view().integer() == 1;
+    return std::string(h ? "hash" : "") + (k ? "key" : "");
+  };
+  store.accept(std::vector<NewJob>{job("a", 10), job("b", 10), job("c", 10)}, 0);
+  CHECK(place("a") == "hash");
+  CHECK(store.cancel(shard, "c", 1).changed);
+  CHECK(place("c") == "key");
+  CHECK(ttl("c") > 0);  // a settled record expires
+  store.claim(shard, Ids{"a", "b"}, 10);
+  CHECK(place("a") == "hash");
+  store.mark_ready(shard, Ids{"a"}, 11);  // the fast way
+  CHECK(place("a") == "key");
+  CHECK(ttl("a") > 0);
+  store.release(shard, "b", "broker down", 100, {}, 12);  // back to waiting for a retry: still delay
+  CHECK(place("b") == "hash");
+  CHECK(store.claim(shard, Ids{"b"}, 100)[0].kind == Claim::Kind::deliver);
+  CHECK(store.mark_failed(shard, "b", "gave up", 101).changed);
+  CHECK(place("b") == "key");
+  CHECK(field("b", "state") == "failed");
+  CHECK(misplaced() == Ids{});
+}
+
+// Past 1 000 leaves before a bound (64 000 jobs), pending.lua counts further leaves at the
+// shard's average leaf size instead of reading each (the console's timeline must not block
+// Redis): an estimate, off by less than one leaf when the leaves are full, as jobs arriving
+// in time order leave them.
+TEST_CASE_METHOD(Fixture, "due_counts past a thousand leaves is estimated within one leaf", "[store][leaves]") {
+  constexpr int kEntries = 70'000;  // at 1..kEntries ms; entries only, no records: counts read no record
+  redis.command({"SADD", keys.shards(), shard});
+  delayd::testing::checked(redis.command(delayd::testing::prelude_eval(
+      keys, shard,
+      "local args = {} for i = 1, tonumber(ARGV[5]) do args[2 * i - 1] = i; args[2 * i] = 'e' .. i end "
+      "entries_put(args) flush() return 1",
+      {std::to_string(kEntries)})));
+  const std::vector<std::int64_t> bounds{1'000, 60'000, 66'000, INT64_MAX};
+  const auto got = store.due_counts(bounds);
+  REQUIRE(got.size() == 4);
+  CHECK(got[0] == 1'000);   // 15 leaves before it: read one by one, exact
+  CHECK(got[1] == 59'000);  // 937 leaves before it: exact too
+  CHECK(std::abs(got[2] - 6'000) < static_cast<std::int64_t>(delayd::storage::kPendingLeafMax));  // 1 031: estimated
+  CHECK(got[0] + got[1] + got[2] + got[3] == kEntries);  // the last window takes the rest of the count
+  CHECK(store.stats().pending == kEntries);
+}
