@@ -113,6 +113,13 @@ struct Lifecycle : Fixture {
     const std::vector<std::string> shards{where[0] ? where[0]->shard : std::string()};
     return store.report(std::span<const Report>(&r, 1), shards, now)[0];
   }
+  // Accepts the job `id` due at `at`, repeating every `every_ms`, `count` times (0: no end).
+  void accept_every(const std::string& id, std::int64_t at, std::int64_t every_ms, std::int64_t count = 0) {
+    NewJob j = job(id, at);
+    j.repeat.every = std::chrono::milliseconds(every_ms);
+    j.repeat.count = count;
+    store.accept(std::vector<NewJob>{j}, 0);
+  }
   std::optional<std::int64_t> score(const std::string& id) {
     return delayd::testing::pending_score_of(redis, keys, shard, id);
   }

@@ -223,10 +223,7 @@ TEST_CASE_METHOD(Lifecycle, "reschedule moves a waiting job, not one in flight",
 
 TEST_CASE_METHOD(Lifecycle, "a repeating job comes back on its grid, skips what passed, and stops at its count",
                  "[store][lifecycle]") {
-  NewJob j = job("p", 1000);
-  j.repeat.every = std::chrono::milliseconds(500);
-  j.repeat.count = 4;
-  store.accept(std::vector<NewJob>{j}, 0);
+  accept_every("p", 1000, 500, 4);
   auto c = store.claim(shard, Ids{"p"}, 1000);
   REQUIRE(c[0].kind == Claim::Kind::deliver);
   CHECK(c[0].repeat == 1);
@@ -331,9 +328,7 @@ TEST_CASE_METHOD(Lifecycle, "a missed occurrence is skipped without counting an 
 
 TEST_CASE_METHOD(Lifecycle, "a cancel while an occurrence is in flight ends the series after it",
                  "[store][lifecycle]") {
-  NewJob j = job("e", 1000);
-  j.repeat.every = std::chrono::milliseconds(100);
-  store.accept(std::vector<NewJob>{j}, 0);
+  accept_every("e", 1000, 100);
   auto c = store.claim(shard, Ids{"e"}, 1000);
   REQUIRE(c[0].kind == Claim::Kind::deliver);
   const auto t = store.cancel(shard, "e", 1001);
@@ -400,9 +395,7 @@ TEST_CASE_METHOD(Lifecycle, "a mark sent again after its answer was lost leaves 
     CHECK(pending() == std::vector<PendingEntry>{{"p", 900}});
   }
   SECTION("a repeat: its next occurrence is not skipped") {
-    NewJob j = job("r", 1000);
-    j.repeat.every = std::chrono::milliseconds(1000);
-    store.accept(std::vector<NewJob>{j}, 0);
+    accept_every("r", 1000, 1000);
     auto c = store.claim(shard, Ids{"r"}, 1000);
     REQUIRE(c[0].repeat == 1);
     const JobStore::Delivered d{"r", 1000, c[0].attempt, "orders", Mode::drop, {}};
@@ -417,9 +410,7 @@ TEST_CASE_METHOD(Lifecycle, "a mark sent again after its answer was lost leaves 
 }
 
 TEST_CASE_METHOD(Lifecycle, "a cancel between two occurrences stops the series", "[store][lifecycle]") {
-  NewJob j = job("c", 1000);
-  j.repeat.every = std::chrono::milliseconds(100);
-  store.accept(std::vector<NewJob>{j}, 0);
+  accept_every("c", 1000, 100);
   deliver_again("c", 1000, Mode::drop);
   CHECK(field("c", "state") == "delay");
   CHECK(store.cancel(shard, "c", 1050).changed);
@@ -548,10 +539,7 @@ TEST_CASE_METHOD(Fixture, "a cancel read again after a newer upsert leaves it al
 
 TEST_CASE_METHOD(Lifecycle, "a takeover's logged delivery keeps the attempt only for the occurrence in flight",
                  "[store][lifecycle][takeover]") {
-  NewJob j = job("t", 1000);
-  j.repeat.every = std::chrono::milliseconds(1000);
-  j.repeat.count = 3;
-  store.accept(std::vector<NewJob>{j}, 0);
+  accept_every("t", 1000, 1000, 3);
   // Occurrence 1 claimed, delivered and marked: occurrence 2 is next, at 2 000.
   auto c = store.claim(shard, Ids{"t"}, 1000);
   REQUIRE(c[0].kind == Claim::Kind::deliver);
