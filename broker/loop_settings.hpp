@@ -47,8 +47,10 @@ std::unique_ptr<RecordSink> make_record_sink(const config::Config& c,
                                              connectors::KafkaProducer::ReportHandler on_report);
 // A shard's transactional producer's properties (exactly_once): the ready producer's, with the
 // shard's transactional.id, transaction.timeout.ms 10 s unless the user sets it (an abandoned
-// transaction holds read_committed consumers of its partitions back this long), and
-// message.timeout.ms no longer than that (librdkafka requires it).
+// transaction holds read_committed consumers of its partitions back this long),
+// message.timeout.ms no longer than that (librdkafka requires it), and linger.ms
+// kafka.transaction_linger_ms when that is set and the user does not set linger.ms (the records
+// leave at the commit).
 connectors::Properties transactional_properties(const config::Config& c, const std::string& shard);
 // Ownership's options: the shards' topics, whether a takeover reads the delivery log, and when a
 // shard given up by a fence is taken again (the consumers' session timeout and 2 s).

@@ -79,10 +79,11 @@ class ShardStream {
     // The shortest time between two commits, in ms (kafka.transaction_linger_ms; 0: a
     // transaction commits what it took at once). A transaction begun sooner than that after the
     // previous commit stays open until then for the records produce() queues; one begun later (a
-    // lone record after a quiet spell) commits at once. Each record still goes to Kafka when it
-    // is taken (its timestamp is then); the commit, which makes the records visible to
-    // read_committed consumers, waits. Fewer, larger transactions under load: each commit costs
-    // the broker a few requests and log writes whatever it holds.
+    // lone record after a quiet spell) commits at once. Each record is produced when it is taken
+    // (its timestamp is then) and leaves at the producer's linger.ms (as long as this by default:
+    // transactional_properties()) or the commit's flush; the commit, which makes the records
+    // visible to read_committed consumers, waits. Fewer, larger transactions under load: each
+    // commit costs the broker a few requests and log writes whatever it holds.
     std::int64_t linger_ms = 0;
   };
   enum class State : unsigned char { opening, open, rebuilding, unconfirmed, ended };

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "broker/linger_kick.hpp"
 #include "broker/loop_counters.hpp"
@@ -152,6 +153,23 @@ TEST_CASE("a linger set under librdkafka's alias replaces delayd's default", "[b
   const auto named_linger = [](const auto& kv) { return kv.first == "linger.ms"; };
   CHECK(std::none_of(props.begin(), props.end(), named_linger));  // not left beside it for librdkafka to order
   CHECK(delayd::connectors::find_property(props, "batch.num.messages") == "10000");  // the other defaults stay
+}
+
+TEST_CASE("a lingering transaction's producer lingers as long, unless the user sets linger.ms", "[broker][loop]") {
+  const auto linger_of = [](std::vector<std::string> sets) {
+    delayd::config::ConfigFlags flags;
+    flags.sets = std::move(sets);
+    return producer_linger(transactional_properties(delayd::config::load_config(flags, {}), "delay-ingest:0"));
+  };
+  CHECK(linger_of({}) == 5ms);  // no transaction linger: the ready producer's 5 ms
+  CHECK(linger_of({"kafka.transaction_linger_ms=20"}) == 20ms);
+  CHECK(linger_of({"kafka.transaction_linger_ms=250"}) == 250ms);
+  CHECK(linger_of({"kafka.transaction_linger_ms=20", "kafka.producer_properties.linger.ms=2"}) == 2ms);
+  CHECK(linger_of({"kafka.transaction_linger_ms=20", "kafka.producer_properties.queue.buffering.max.ms=3"}) == 3ms);
+  // the ready producer of at_least_once keeps its own
+  delayd::config::ConfigFlags flags;
+  flags.sets = {"kafka.transaction_linger_ms=20"};
+  CHECK(producer_linger(producer_properties(delayd::config::load_config(flags, {}))) == 5ms);
 }
 
 TEST_CASE("the ingest groups fetch in batches within 10 ms, the status group within 50, and a user's setting wins",
