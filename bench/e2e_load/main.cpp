@@ -21,6 +21,7 @@
 //                            [--lead-ms L] [--cpu-pids name:pid,...]
 //   e2e_load rate            --ingest-topic T --ready-topic R --rate R --seconds D --delay-ms MS
 //                            [--figure lateness_<R>_per_s] [--cpu-pids name:pid,...]
+//                            [--producer-linger-ms 5]   (the publishing producer's linger.ms)
 //   e2e_load lives           --ingest-topic T --ready-topic R --status-topic S --rate R --seconds D
 //                            --delay-ms MS [--figure lateness_lives_per_s] [--cpu-pids name:pid,...]
 //                            (whole lives of every kind, reported on S: lives.cpp)

@@ -234,7 +234,7 @@ int cmd_rate(const Options& o) {
   const std::string figure = o.str("figure", rate_figure(rate));
   const std::string stem = lateness_stem(figure);
   const std::int64_t n = rate * secs;
-  Producer producer(ph.bootstrap);
+  Producer producer(ph.bootstrap, static_cast<int>(o.num("producer-linger-ms", 5)));
   create_topic(producer.handle(), ready);
   const std::int64_t warmup_ms = warm_up(ph.bootstrap, ph.tag, producer, ingest, ready);
   ReadyCollector collector(ph.bootstrap, ready, ph.tag, n);

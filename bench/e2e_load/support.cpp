@@ -54,10 +54,11 @@ rd_kafka_t* new_client(rd_kafka_type_t type, ConfPtr conf) {
 
 // The producer settings of every publish of this tool, the Kafka limit and the load phases
 // alike: acknowledged by all in-sync replicas, idempotent (as a careful producer of jobs would
-// be), batched for throughput.
-Settings producer_settings(const std::string& bootstrap) {
+// be), batched for throughput: linger.ms 5 (librdkafka's default) unless a phase asks for
+// another (`rate --producer-linger-ms`).
+Settings producer_settings(const std::string& bootstrap, int linger_ms) {
   return {{"bootstrap.servers", bootstrap}, {"acks", "all"},
-          {"enable.idempotence", "true"},   {"linger.ms", "5"},
+          {"enable.idempotence", "true"},   {"linger.ms", std::to_string(linger_ms)},
           {"batch.num.messages", "10000"},  {"queue.buffering.max.messages", "1000000"},
           {"compression.type", "none"}};
 }

@@ -156,7 +156,7 @@ rd_kafka_t* new_client(rd_kafka_type_t type, ConfPtr conf);
 // The producer settings of every publish of this tool, the Kafka limit and the load phases
 // alike: acknowledged by all in-sync replicas, idempotent (as a careful producer of jobs would
 // be), batched for throughput.
-Settings producer_settings(const std::string& bootstrap);
+Settings producer_settings(const std::string& bootstrap, int linger_ms = 5);
 
 // A consumer that never commits; `group` is only its name unless the caller asks about the
 // group's offsets.
@@ -198,8 +198,9 @@ inline std::string record_key(std::string_view job_id) { return "k:" + std::stri
 
 class Producer {
  public:
-  explicit Producer(const std::string& bootstrap) {
-    ConfPtr conf = make_conf(producer_settings(bootstrap));
+  // linger_ms: the producer's linger.ms (producer_settings()).
+  explicit Producer(const std::string& bootstrap, int linger_ms = 5) {
+    ConfPtr conf = make_conf(producer_settings(bootstrap, linger_ms));
     rd_kafka_conf_set_dr_msg_cb(conf.get(), &Producer::on_report);
     rd_kafka_conf_set_opaque(conf.get(), reports_.get());
     rk_.reset(new_client(RD_KAFKA_PRODUCER, std::move(conf)));
