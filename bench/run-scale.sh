@@ -42,7 +42,8 @@
 #   cost     whole lives at each of COST_RATES ("2000:30 5000:30": RATE:SECONDS): CPU per job of
 #            delayd, Redis and Kafka (e2e_load rate, from /proc), then BullMQ's node process and
 #            Redis at the same rates (bench/bullmq/peer_load.mjs --phases rates; skipped under
-#            SMOKE=1, where bench.bullmq_smoke runs it).
+#            SMOKE=1, where bench.bullmq_smoke runs it). COST_PRODUCER_LINGER_MS (5): the
+#            publishing producer's linger.ms (e2e_load rate --producer-linger-ms).
 # Settings: the sizes above, BUILD_DIR (default build-release/, built here), RESULTS_DIR
 # (bench/results/scale [BUILD_DIR/scale-smoke]), DELAYD_* for every delayd it starts
 # (DELAYD_LOG_LEVEL=debug logs what became of each report), KEEP_DATA=1 to keep each phase's
@@ -299,7 +300,8 @@ if has_phase cost; then
     rate="${spec%%:*}" secs="${spec##*:}"
     say "cost: whole lives at $rate/s for $secs s"
     load cost rate --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --tag "c$rate" --rate "$rate" \
-      --seconds "$secs" --delay-ms 2000 --cpu-pids "$(server_cpu_pids),delayd:$pid"
+      --seconds "$secs" --delay-ms 2000 --producer-linger-ms "${COST_PRODUCER_LINGER_MS:-5}" \
+      --cpu-pids "$(server_cpu_pids),delayd:$pid"
   done
   stop_delayd TERM
   remove_run "$name" "$name*" "$name" "$name.delay-status"
