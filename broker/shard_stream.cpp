@@ -364,6 +364,10 @@ void ShardStream::produce_all(const std::vector<connectors::OutRecord>& records)
 
 void ShardStream::linger(std::vector<connectors::OutRecord>& batch) {
   if (options_.linger_ms <= 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  taken_.add(batch.size(), now);
+  const double per_linger = taken_.per_second(now) * static_cast<double>(options_.linger_ms) / 1000.0;
+  if (per_linger < static_cast<double>(options_.linger_min_records)) return;  // sparse: commit at once
   const auto until = last_commit_ + std::chrono::milliseconds(options_.linger_ms);
   while (batch.size() < kMaxPerTransaction) {
     std::vector<connectors::OutRecord> more;
@@ -377,6 +381,7 @@ void ShardStream::linger(std::vector<connectors::OutRecord>& batch) {
       outbox_.erase(outbox_.begin(), outbox_.begin() + static_cast<std::ptrdiff_t>(n));
       in_transaction_ += n;
     }
+    taken_.add(more.size(), std::chrono::steady_clock::now());
     more = without_missing_topics(std::move(more));
     produce_all(more);
     batch.insert(batch.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));

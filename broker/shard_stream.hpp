@@ -58,6 +58,7 @@
 
 #include "broker/delivery_log.hpp"
 #include "broker/duration_histogram.hpp"
+#include "broker/rate_window.hpp"
 #include "connectors/kafka_producer.hpp"
 
 namespace delayd::broker {
@@ -85,7 +86,14 @@ class ShardStream {
     // visible to read_committed consumers, waits. Fewer, larger transactions under load: each
     // commit costs the broker a few requests and log writes whatever it holds.
     std::int64_t linger_ms = 0;
+    // A transaction lingers only while the shard takes at least this many records a linger (its
+    // rate over the last kRateWindow that ended, times linger_ms): a sparse shard's records
+    // commit at once, as without a linger, so that a job firing soon after its shard's previous
+    // commit does not wait for the linger when fewer than this would join it. 0: always linger.
+    int linger_min_records = 4;
   };
+  // The window over which a shard's record rate is measured for linger_min_records.
+  static constexpr std::chrono::milliseconds kRateWindow{100};
   enum class State : unsigned char { opening, open, rebuilding, unconfirmed, ended };
   // Reports of finished records (ok or not), from the stream's thread; must not block for long.
   using Post = std::function<void(std::vector<connectors::DeliveryReport>)>;
@@ -146,8 +154,9 @@ class ShardStream {
   // enqueue time is recorded in reports_ (and outside_) instead.
   void produce_all(const std::vector<connectors::OutRecord>& records);
   // Keeps the open transaction taking what produce() queues until linger_ms after the previous
-  // commit was asked for (returns at once if that is past), a stop, or kMaxPerTransaction records
-  // in `batch` (which gains what it took).
+  // commit was asked for (returns at once if that is past, or if the shard took fewer than
+  // linger_min_records a linger over its last rate window), a stop, or kMaxPerTransaction
+  // records in `batch` (which gains what it took).
   void linger(std::vector<connectors::OutRecord>& batch);
   // Ends the stream (fenced or fatal), reporting `batch` and everything queued `fenced`.
   void end(const std::string& why, std::vector<connectors::OutRecord> batch);
@@ -186,6 +195,7 @@ class ShardStream {
   std::optional<connectors::DeliveryReport> log_failure_;                  // a log record's failure
   std::set<std::string> known_topics_;  // topics metadata showed to exist (forgotten at a rebuild)
   std::set<std::uint64_t> outside_;     // this batch's records refused at enqueue: not in the transaction
+  RateWindow taken_{kRateWindow};       // the records taken into transactions, for linger_min_records
   // When the last commit was asked for (steady clock; the epoch: none yet). linger() keeps a
   // transaction open until linger_ms after it.
   std::chrono::steady_clock::time_point last_commit_{};

@@ -22,9 +22,11 @@
 // What a transaction holds. The records of one shard produced since the last commit began (at
 // most ShardStream::kMaxPerTransaction), each job record with its log record (delivery_log.hpp),
 // and etf1 follow-ups right after their ready record; with kafka.transaction_linger_ms, also those
-// produced while it stays open until that long after the previous commit (each sent when it is
-// taken, all committed together: at most one commit per linger under load, each of which costs
-// the broker the same whatever it holds; a lone record after a quiet spell commits at once). No offsets: the ingest
+// produced while it stays open until that long after the previous commit (each produced when it
+// is taken and sent at the commit, all committed together: at most one commit per linger under
+// load, each of which costs the broker the same whatever it holds; a lone record after a quiet
+// spell, or any on a shard taking fewer than ShardStream::Options::linger_min_records a linger,
+// commits at once). No offsets: the ingest
 // offsets are the ingest stages' (their commits follow the job's write to Redis, as in at_least_once). A record is
 // reported ok only after its transaction committed; only then is the job marked ready in Redis.
 //

@@ -1,6 +1,7 @@
 // The scheduling loop's small parts that need no servers: the periodic helper, the longest-turn
 // window, the outage tracker's problem text and backoff, the counters' names, and when the
-// loop kicks its producer (and the linger it reads), and the table of missing ready topics.
+// loop kicks its producer (and the linger it reads), a rate over a window (RateWindow), and the
+// table of missing ready topics.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "broker/missing_topics.hpp"
 #include "broker/outage_tracker.hpp"
 #include "broker/periodic.hpp"
+#include "broker/rate_window.hpp"
 #include "connectors/rdkafka_config.hpp"
 
 using namespace delayd::broker;
@@ -155,13 +157,30 @@ TEST_CASE("a linger set under librdkafka's alias replaces delayd's default", "[b
   CHECK(delayd::connectors::find_property(props, "batch.num.messages") == "10000");  // the other defaults stay
 }
 
+TEST_CASE("RateWindow reads the last whole window's rate, 0 before one ended, a quiet spell as quiet",
+          "[broker][loop]") {
+  using Clock = RateWindow::Clock;
+  const Clock::time_point t0 = Clock::now();
+  RateWindow w(100ms);
+  CHECK(w.per_second(t0) == 0.0);
+  w.add(10, t0 + 10ms);
+  w.add(10, t0 + 50ms);
+  CHECK(w.per_second(t0 + 99ms) == 0.0);           // the first window has not ended
+  CHECK(w.per_second(t0 + 100ms) == Approx(200));  // 20 events in 100 ms
+  w.add(5, t0 + 150ms);
+  CHECK(w.per_second(t0 + 199ms) == Approx(200));  // still the last whole window's
+  CHECK(w.per_second(t0 + 1100ms) == Approx(5));   // 5 events over the 1 s since: quiet
+  CHECK(w.per_second(t0 + 1200ms) == 0.0);         // a window with none
+}
+
 TEST_CASE("a lingering transaction's producer lingers as long, unless the user sets linger.ms", "[broker][loop]") {
   const auto linger_of = [](std::vector<std::string> sets) {
     delayd::config::ConfigFlags flags;
     flags.sets = std::move(sets);
     return producer_linger(transactional_properties(delayd::config::load_config(flags, {}), "delay-ingest:0"));
   };
-  CHECK(linger_of({}) == 5ms);  // no transaction linger: the ready producer's 5 ms
+  CHECK(linger_of({}) == 20ms);                                // the default transaction linger
+  CHECK(linger_of({"kafka.transaction_linger_ms=0"}) == 5ms);  // none: the ready producer's 5 ms
   CHECK(linger_of({"kafka.transaction_linger_ms=20"}) == 20ms);
   CHECK(linger_of({"kafka.transaction_linger_ms=250"}) == 250ms);
   CHECK(linger_of({"kafka.transaction_linger_ms=20", "kafka.producer_properties.linger.ms=2"}) == 2ms);

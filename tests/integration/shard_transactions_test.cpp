@@ -51,6 +51,51 @@ broker::ShardTransactions::Options options(const std::string& txn_id, const std:
   return o;
 }
 
+// Polls `done` every 5 ms for up to 30 s; its last answer.
+template <typename Done>
+bool wait_for(Done done) {
+  using namespace std::chrono_literals;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline && !done()) std::this_thread::sleep_for(5ms);
+  return done();
+}
+
+// A lone ShardStream of the shard `name`-ingest:0 (its own transactional id, its ready and log
+// topics of one partition each) lingering `linger_ms` with the gate `min_records`, and the
+// reports it posted.
+struct LingeringStream {
+  LingeringStream(const std::string& name, std::int64_t linger_ms, int min_records)
+      : ready(connectors::test::create_topic(name + "-ready", 1)),
+        stream(
+            make_options(name, linger_ms, min_records),
+            [this](std::vector<DeliveryReport> r) {
+              std::lock_guard lock(mutex);
+              reports.insert(reports.end(), r.begin(), r.end());
+            },
+            [] {}) {}
+  std::size_t reported() {
+    std::lock_guard lock(mutex);
+    return reports.size();
+  }
+  static broker::ShardStream::Options make_options(const std::string& name, std::int64_t linger_ms, int min_records) {
+    broker::ShardStream::Options o;
+    o.shard = name + "-ingest:0";
+    o.producer = connectors::test::base_props();
+    o.producer.emplace_back("transactional.id", connectors::test::unique_name(name + "-txn"));
+    o.producer.emplace_back("transaction.timeout.ms", "10000");
+    o.reader = connectors::test::base_props();
+    o.log_topic = connectors::test::create_topic(name + "-log", 1);
+    o.linger_ms = linger_ms;
+    o.linger_min_records = min_records;
+    return o;
+  }
+
+  const std::string ready;
+  std::mutex mutex;
+  std::vector<DeliveryReport> reports;  // guarded by mutex
+  broker::ShardStream stream;           // last: it posts into the above
+};
+
 }  // namespace
 
 TEST_CASE("a shard closed as lost and opened again: the old stream's records are not the new one's fence",
@@ -103,64 +148,55 @@ TEST_CASE("a shard closed as lost and opened again: the old stream's records are
 
 TEST_CASE("with a transaction linger, a lone record commits at once and records queued soon after commit together",
           "[kafka][transactions]") {
-  using namespace std::chrono_literals;
-  const std::string ready = connectors::test::create_topic("stl-ready", 1);
-  const std::string log = connectors::test::create_topic("stl-log", 1);
-
-  std::mutex mutex;
-  std::vector<DeliveryReport> reports;
-  broker::ShardStream::Options o;
-  o.shard = "stl-ingest:0";
-  o.producer = connectors::test::base_props();
-  o.producer.emplace_back("transactional.id", connectors::test::unique_name("stl-txn"));
-  o.producer.emplace_back("transaction.timeout.ms", "10000");
-  o.reader = connectors::test::base_props();
-  o.log_topic = log;
-  // Longer than each of the test's waits (30 s): a record reported within one was not held by the
-  // linger, and records queued within it all join the open transaction (under the sanitizers
-  // too), until the stop commits it.
-  o.linger_ms = 60000;
-  broker::ShardStream stream(
-      std::move(o),
-      [&](std::vector<DeliveryReport> r) {
-        std::lock_guard lock(mutex);
-        reports.insert(reports.end(), r.begin(), r.end());
-      },
-      [] {});
-  auto wait_for = [](auto done) {
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (std::chrono::steady_clock::now() < deadline && !done()) std::this_thread::sleep_for(5ms);
-    return done();
-  };
-  auto reported = [&] {
-    std::lock_guard lock(mutex);
-    return reports.size();
-  };
+  // A linger longer than each of the test's waits (30 s): a record reported within one was not
+  // held by the linger, and records queued within it all join the open transaction (under the
+  // sanitizers too), until the stop commits it. Every transaction lingers, however sparse the
+  // shard (the rate gate has a case of its own below).
+  LingeringStream s("stl", 60000, 0);
+  broker::ShardStream& stream = s.stream;
   REQUIRE(wait_for([&] { return stream.state() == broker::ShardStream::State::open; }));
 
   // A record with no commit before it within the linger (a lone record after a quiet spell) is
   // not held: it commits alone, at once.
-  stream.produce(ready_record(ready, "l-0", 100));
-  REQUIRE(wait_for([&] { return reported() == 1; }));
+  stream.produce(ready_record(s.ready, "l-0", 100));
+  REQUIRE(wait_for([&] { return s.reported() == 1; }));
   CHECK(stream.committed() == 1);
   CHECK(stream.commit_latency().count == 1);  // counted before its records are reported
 
   // Within the linger of that commit, one record begins a transaction that stays open; the rest
   // are queued once it was taken into it, and the stop commits them all together.
   constexpr std::uint64_t kRecords = 10;
-  stream.produce(ready_record(ready, "l-1", 1));
+  stream.produce(ready_record(s.ready, "l-1", 1));
   REQUIRE(wait_for([&] { return stream.queued() == 0; }));
-  CHECK(reported() == 1);  // its transaction is open: nothing more is reported before the commit
-  for (std::uint64_t i = 2; i <= kRecords; ++i) stream.produce(ready_record(ready, "l-" + std::to_string(i), i));
+  CHECK(s.reported() == 1);  // its transaction is open: nothing more is reported before the commit
+  for (std::uint64_t i = 2; i <= kRecords; ++i) stream.produce(ready_record(s.ready, "l-" + std::to_string(i), i));
   REQUIRE(wait_for([&] { return stream.queued() == 0; }));
-  CHECK(reported() == 1);
+  CHECK(s.reported() == 1);
   stream.stop(false);
-  REQUIRE(wait_for([&] { return reported() == kRecords + 1; }));
-  for (const auto& r : reports) CHECK(r.ok);
+  REQUIRE(wait_for([&] { return s.reported() == kRecords + 1; }));
+  for (const auto& r : s.reports) CHECK(r.ok);
   CHECK(stream.committed() == 2);
   REQUIRE(wait_for([&] { return stream.done(); }));
   // Each commit's time is counted once.
   const broker::DurationHistogram commits = stream.commit_latency();
   CHECK(commits.count == 2);
   CHECK(commits.sum_seconds > 0);
+}
+
+TEST_CASE("with a transaction linger, a sparse shard's records commit at once, one by one", "[kafka][transactions]") {
+  // A linger far longer than the test, and the gate a million records a linger: far more than
+  // this shard takes, so each record commits as soon as it is taken, linger or not.
+  LingeringStream s("sts", 60000, 1'000'000);
+  broker::ShardStream& stream = s.stream;
+  REQUIRE(wait_for([&] { return stream.state() == broker::ShardStream::State::open; }));
+  constexpr std::size_t kRecords = 5;
+  for (std::size_t i = 1; i <= kRecords; ++i) {
+    // Each within the linger of the previous commit: reported without a stop, so not held.
+    stream.produce(ready_record(s.ready, "s-" + std::to_string(i), i));
+    REQUIRE(wait_for([&] { return s.reported() == i; }));
+  }
+  CHECK(stream.committed() == kRecords);
+  for (const auto& r : s.reports) CHECK(r.ok);
+  stream.stop(false);
+  REQUIRE(wait_for([&] { return stream.done(); }));
 }
