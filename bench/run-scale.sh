@@ -43,7 +43,10 @@
 #            delayd, Redis and Kafka (e2e_load rate, from /proc), then BullMQ's node process and
 #            Redis at the same rates (bench/bullmq/peer_load.mjs --phases rates; skipped under
 #            SMOKE=1, where bench.bullmq_smoke runs it). COST_PRODUCER_LINGER_MS (5): the
-#            publishing producer's linger.ms (e2e_load rate --producer-linger-ms).
+#            publishing producer's linger.ms (e2e_load rate --producer-linger-ms). First
+#            COST_WARMUP_S (10; 0 under SMOKE=1) at the first rate, not counted: a Kafka started
+#            just before runs its first seconds interpreted (its CPU a job at 2 000/s measured
+#            2.6 times that of a minute later), which the first rate's figure would carry.
 # Settings: the sizes above, BUILD_DIR (default build-release/, built here), RESULTS_DIR
 # (bench/results/scale [BUILD_DIR/scale-smoke]), DELAYD_* for every delayd it starts
 # (DELAYD_LOG_LEVEL=debug logs what became of each report), KEEP_DATA=1 to keep each phase's
@@ -63,12 +66,12 @@ if [[ "$SMOKE" == 1 ]]; then
   : "${N_FILL:=20000}" "${SPAN_MS:=60000}" "${FILL_LEAD_MS:=1000}" "${N_REF:=2000}" "${REF_SPREAD_MS:=200}" "${N_BURST:=5000}"
   : "${BURST_SPREAD_MS:=1000}" "${BURST_LEAD_MS:=8000}" "${OTHER_RATE:=100}" "${SOAK_SECONDS:=30}"
   : "${SOAK_RATE:=200}" "${SOAK_DELAY_MS:=2000}" "${SOAK_RETENTION_S:=30}" "${KILL_EVERY_S:=10}"
-  : "${REDIS_RESTART_AT_S:=15}" "${SAMPLE_S:=5}" "${COST_RATES:=500:5}"
+  : "${REDIS_RESTART_AT_S:=15}" "${SAMPLE_S:=5}" "${COST_RATES:=500:5}" "${COST_WARMUP_S:=0}"
 fi
 : "${N_FILL:=10000000}" "${SPAN_MS:=86400000}" "${FILL_LEAD_MS:=10000}" "${N_REF:=100000}" "${REF_SPREAD_MS:=500}" "${N_BURST:=1000000}"
 : "${BURST_SPREAD_MS:=1000}" "${BURST_LEAD_MS:=}" "${OTHER_RATE:=1000}" "${SOAK_SECONDS:=3600}" "${SOAK_RATE:=1000}"
 : "${SOAK_DELAY_MS:=5000}" "${SOAK_RETENTION_S:=300}" "${KILL_EVERY_S:=600}" "${REDIS_RESTART_AT_S:=1500}"
-: "${SAMPLE_S:=60}" "${COST_RATES:=2000:30 5000:30}"
+: "${SAMPLE_S:=60}" "${COST_RATES:=2000:30 5000:30}" "${COST_WARMUP_S:=10}"
 : "${SOAK_WORKLOAD:=lives}"
 [[ "$SOAK_WORKLOAD" =~ ^(lives|rate)$ ]] || die "SOAK_WORKLOAD must be lives or rate, not '$SOAK_WORKLOAD'"
 phases=("$@")
@@ -296,6 +299,14 @@ fi
 if has_phase cost; then
   name="$run-cost"
   start_delayd "$name"
+  if ((COST_WARMUP_S > 0)); then
+    spec="${COST_RATES%% *}"
+    say "cost: warming up at ${spec%%:*}/s for $COST_WARMUP_S s (not counted)"
+    "$load_bin" rate --bootstrap "$KAFKA_BOOTSTRAP" --redis-url "$REDIS_URL" --data-dir "$data" \
+      --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --tag cw --rate "${spec%%:*}" \
+      --seconds "$COST_WARMUP_S" --delay-ms 2000 --producer-linger-ms "${COST_PRODUCER_LINGER_MS:-5}" \
+      >"$data/logs/cost-warmup.jsonl" || { say "cost: the warm-up failed"; failed=1; }
+  fi
   for spec in $COST_RATES; do
     rate="${spec%%:*}" secs="${spec##*:}"
     say "cost: whole lives at $rate/s for $secs s"
