@@ -47,8 +47,9 @@ void ShardStream::produce(connectors::OutRecord rec) {
   {
     std::lock_guard lock(mutex_);
     if (state_.load() != State::ended && !stop_) {
+      if (options_.linger_ms > 0 && rec.timestamp_ms < 0) rec.timestamp_ms = system_now_ms();
       outbox_.push_back(std::move(rec));
-      queued_.notify_one();
+      if (wake_at_ == 0 || outbox_.size() >= wake_at_) queued_.notify_one();
       return;
     }
   }
@@ -369,12 +370,20 @@ void ShardStream::linger(std::vector<connectors::OutRecord>& batch) {
   const double per_linger = taken_.per_second(now) * static_cast<double>(options_.linger_ms) / 1000.0;
   if (per_linger < static_cast<double>(options_.linger_min_records)) return;  // sparse: commit at once
   const auto until = last_commit_ + std::chrono::milliseconds(options_.linger_ms);
+  bool stopping = false;
   while (batch.size() < kMaxPerTransaction) {
     std::vector<connectors::OutRecord> more;
     {
+      // Asleep until the linger ends, a stop, or the outbox fills the transaction: the records
+      // queued meanwhile join it together (produce() stamped each with its time).
       std::unique_lock lock(mutex_);
-      queued_.wait_until(lock, until, [this] { return stop_ || !outbox_.empty(); });
-      if (stop_ || outbox_.empty()) return;  // a stop commits what the transaction holds at once
+      wake_at_ = kMaxPerTransaction - batch.size();
+      queued_.wait_until(lock, until, [this] { return stop_ || outbox_.size() >= wake_at_; });
+      wake_at_ = 0;
+      // A stop commits at once what the transaction holds and what is queued (an abort: only
+      // what it holds).
+      stopping = stop_;
+      if (abort_ || outbox_.empty()) return;
       const std::size_t n = std::min(outbox_.size(), kMaxPerTransaction - batch.size());
       more.assign(std::make_move_iterator(outbox_.begin()),
                   std::make_move_iterator(outbox_.begin() + static_cast<std::ptrdiff_t>(n)));
@@ -385,6 +394,7 @@ void ShardStream::linger(std::vector<connectors::OutRecord>& batch) {
     more = without_missing_topics(std::move(more));
     produce_all(more);
     batch.insert(batch.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    if (stopping) return;
   }
 }
 

@@ -80,11 +80,13 @@ class ShardStream {
     // The shortest time between two commits, in ms (kafka.transaction_linger_ms; 0: a
     // transaction commits what it took at once). A transaction begun sooner than that after the
     // previous commit stays open until then for the records produce() queues; one begun later (a
-    // lone record after a quiet spell) commits at once. Each record is produced when it is taken
-    // (its timestamp is then) and leaves at the producer's linger.ms (as long as this by default:
-    // transactional_properties()) or the commit's flush; the commit, which makes the records
-    // visible to read_committed consumers, waits. Fewer, larger transactions under load: each
-    // commit costs the broker a few requests and log writes whatever it holds.
+    // lone record after a quiet spell) commits at once. Meanwhile the stream's thread sleeps
+    // (produce() wakes it only for a stop or a full transaction) and the records wait in the
+    // outbox, each stamped with the time produce() queued it (its timestamp in Kafka); at the
+    // linger's end they are produced together, leave at the commit's flush, and the commit makes
+    // them visible to read_committed consumers. Fewer, larger transactions under load (each
+    // commit costs the broker a few requests and log writes whatever it holds), and no wake-up a
+    // record.
     std::int64_t linger_ms = 0;
     // A transaction lingers only while the shard takes at least this many records a linger (its
     // rate over the last kRateWindow that ended, times linger_ms): a sparse shard's records
@@ -154,7 +156,8 @@ class ShardStream {
   // enqueue time is recorded in reports_ (and outside_) instead.
   void produce_all(const std::vector<connectors::OutRecord>& records);
   // Keeps the open transaction taking what produce() queues until linger_ms after the previous
-  // commit was asked for (returns at once if that is past, or if the shard took fewer than
+  // commit was asked for, asleep meanwhile (produce() wakes it only when the outbox would fill
+  // the transaction: wake_at_) (returns at once if that is past, or if the shard took fewer than
   // linger_min_records a linger over its last rate window), a stop, or kMaxPerTransaction
   // records in `batch` (which gains what it took).
   void linger(std::vector<connectors::OutRecord>& batch);
@@ -181,6 +184,9 @@ class ShardStream {
   bool stop_ = false;                         // guarded by mutex_
   bool abort_ = false;                        // guarded by mutex_
   bool confirmed_ = false;                    // guarded by mutex_: confirm() since the last rebuild
+  // guarded by mutex_: while the stream's thread lingers, the outbox size at which produce()
+  // wakes it (the room left in the transaction); 0: produce() wakes it for every record.
+  std::size_t wake_at_ = 0;
   std::atomic<State> state_{State::opening};
   std::atomic<bool> done_{false};
   std::atomic<std::uint64_t> committed_{0};

@@ -22,8 +22,9 @@
 // What a transaction holds. The records of one shard produced since the last commit began (at
 // most ShardStream::kMaxPerTransaction), each job record with its log record (delivery_log.hpp),
 // and etf1 follow-ups right after their ready record; with kafka.transaction_linger_ms, also those
-// produced while it stays open until that long after the previous commit (each produced when it
-// is taken and sent at the commit, all committed together: at most one commit per linger under
+// queued while it stays open until that long after the previous commit (the stream's thread
+// sleeps meanwhile; each record keeps the time it was queued as its timestamp, and all are
+// produced at the linger's end, sent at the commit and committed together: at most one commit per linger under
 // load, each of which costs the broker the same whatever it holds; a lone record after a quiet
 // spell, or any on a shard taking fewer than ShardStream::Options::linger_min_records a linger,
 // commits at once). No offsets: the ingest

@@ -263,9 +263,9 @@ void KafkaProducer::produce(const OutRecord& rec, int timeout_ms) {
   impl_->know(rec.topic);
 
   for (;;) {
-    const RdKafka::ErrorCode err =
-        impl_->producer->produce(rec.topic, rec.partition, RdKafka::Producer::RK_MSG_COPY, payload, payload_len, key,
-                                 key_len, 0, headers.get(), tag_to_opaque(rec.tag));
+    const RdKafka::ErrorCode err = impl_->producer->produce(
+        rec.topic, rec.partition, RdKafka::Producer::RK_MSG_COPY, payload, payload_len, key, key_len,
+        rec.timestamp_ms >= 0 ? rec.timestamp_ms : 0, headers.get(), tag_to_opaque(rec.tag));
     if (err == RdKafka::ERR_NO_ERROR) {
       // On success librdkafka has taken the headers and already deleted them.
       static_cast<void>(headers.release());

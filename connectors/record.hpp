@@ -53,6 +53,9 @@ struct OutRecord {
   // -1 lets librdkafka's partitioner choose (by key hash; at random without a key). A fixed
   // partition is for callers that must keep a record beside others, and for tests.
   std::int32_t partition = -1;
+  // The record's timestamp, ms since the epoch; -1: the time the producer takes it (produce()).
+  // A caller that holds a record before producing it sets the time the record is about.
+  std::int64_t timestamp_ms = -1;
 };
 
 // Why a record was not written, in the terms a caller decides by.

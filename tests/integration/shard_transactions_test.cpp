@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "broker/delivery_tags.hpp"
+#include "broker/wall_clock.hpp"
 #include "connectors/kafka_test_support.hpp"
 #include "connectors/topic_reader.hpp"
 #include "contract/ingest_parse.hpp"
@@ -164,18 +165,31 @@ TEST_CASE("with a transaction linger, a lone record commits at once and records 
   CHECK(stream.commit_latency().count == 1);  // counted before its records are reported
 
   // Within the linger of that commit, one record begins a transaction that stays open; the rest
-  // are queued once it was taken into it, and the stop commits them all together.
+  // wait in the outbox while the stream's thread sleeps through the linger, and the stop
+  // commits them all together, each with the time it was queued as its timestamp, not the
+  // commit's.
   constexpr std::uint64_t kRecords = 10;
+  const std::int64_t queued_from_ms = broker::system_now_ms();
   stream.produce(ready_record(s.ready, "l-1", 1));
   REQUIRE(wait_for([&] { return stream.queued() == 0; }));
   CHECK(s.reported() == 1);  // its transaction is open: nothing more is reported before the commit
   for (std::uint64_t i = 2; i <= kRecords; ++i) stream.produce(ready_record(s.ready, "l-" + std::to_string(i), i));
-  REQUIRE(wait_for([&] { return stream.queued() == 0; }));
+  const std::int64_t queued_to_ms = broker::system_now_ms();
+  CHECK(stream.queued() == kRecords - 1);  // not taken: nothing wakes the thread before the linger's end
   CHECK(s.reported() == 1);
+  // The commit comes after the clock has moved past the last queueing, so that a timestamp taken
+  // at the commit would fall outside [queued_from_ms, queued_to_ms].
+  REQUIRE(wait_for([&] { return broker::system_now_ms() > queued_to_ms + 5; }));
   stream.stop(false);
   REQUIRE(wait_for([&] { return s.reported() == kRecords + 1; }));
   for (const auto& r : s.reports) CHECK(r.ok);
   CHECK(stream.committed() == 2);
+  for (std::size_t i = 1; i < s.reports.size(); ++i) {
+    INFO("record " << s.reports[i].tag << " timestamp " << s.reports[i].timestamp_ms << " queued within ["
+                   << queued_from_ms << ", " << queued_to_ms << "]");
+    CHECK(s.reports[i].timestamp_ms >= queued_from_ms);
+    CHECK(s.reports[i].timestamp_ms <= queued_to_ms);
+  }
   REQUIRE(wait_for([&] { return stream.done(); }));
   // Each commit's time is counted once.
   const broker::DurationHistogram commits = stream.commit_latency();
