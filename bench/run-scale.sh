@@ -17,7 +17,12 @@
 #            200 000 ahead of what delayd has accepted (e2e_load fill): the accept rate along
 #            the fill (the last million's over the first's), Redis bytes per pending job,
 #            delayd's RSS, and the jobs falling due meanwhile (none early);
-#            RESULTS_DIR/data/fill-series.txt has a reading a second.
+#            RESULTS_DIR/data/fill-series.txt has a reading a second. FILL_AOF_REWRITE=off
+#            turns Redis's automatic AOF rewrite off for the fill (CONFIG SET
+#            auto-aof-rewrite-percentage 0, its value put back after): with ten million jobs
+#            each rewrite forks a child that writes a file of up to 3.5 GB on the same cores,
+#            and this tells delayd's write path from Redis's persistence. The figure
+#            fill_aof_rewrites counts the rewrites and their seconds during the fill either way.
 #   restart  with the fill's jobs waiting: delayd stopped (SIGTERM) and started again; the time to
 #            /readyz, the first fire and the first on-time fire (e2e_load watch), the lateness of
 #            the jobs due after the start; then the console's first page (GET /jobs) and
@@ -107,7 +112,7 @@ own_redis=0
 # shellcheck source=e2e-redis.sh
 source "$root/bench/e2e-redis.sh"
 
-pid="" names=() bg=()
+pid="" names=() bg=() aof_percentage=""
 stop_delayd() { # SIGNAL (TERM)
   [[ -n "$pid" ]] || return 0
   kill "-${1:-TERM}" "$pid" 2>/dev/null || true
@@ -118,6 +123,7 @@ cleanup() {
   local status=$? name p
   for p in "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
   stop_delayd
+  [[ -z "$aof_percentage" ]] || rcli CONFIG SET auto-aof-rewrite-percentage "$aof_percentage" >/dev/null || true
   for name in "${names[@]}"; do remove_run "$name" "$name*" "$name" "$name.delay-status" "$name.$name.delay-status"; done
   leave_stack
   exit "$status"
@@ -175,8 +181,19 @@ if has_phase fill; then
   name="$run-fill"
   say "fill: $N_FILL jobs, each due within $((SPAN_MS / 1000)) s of its publish"
   start_delayd "$name"
+  if [[ "${FILL_AOF_REWRITE:-on}" == off ]]; then
+    aof_percentage="$(rcli CONFIG GET auto-aof-rewrite-percentage | tail -n 1)"
+    rcli CONFIG SET auto-aof-rewrite-percentage 0 >/dev/null
+    say "fill: Redis's automatic AOF rewrite off (auto-aof-rewrite-percentage 0; was $aof_percentage)"
+  fi
+  rewrites_before="$(rcli INFO persistence | tr -d '\r' | awk -F: '/^aof_rewrites:/ { print $2 }')"
   load fill fill --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --group "$name" --tag f \
     --n "$N_FILL" --span-ms "$SPAN_MS" --lead-ms "$FILL_LEAD_MS" --rss-pid "$pid" --cpu-pids "$(server_cpu_pids),delayd:$pid"
+  rewrites_after="$(rcli INFO persistence | tr -d '\r' | awk -F: '/^aof_rewrites:/ { print $2 }')"
+  figure fill_aof_rewrites "$((${rewrites_after:-0} - ${rewrites_before:-0}))" rewrites \
+    "\"automatic\":\"${FILL_AOF_REWRITE:-on}\"" | record fill
+  [[ -z "$aof_percentage" ]] || rcli CONFIG SET auto-aof-rewrite-percentage "$aof_percentage" >/dev/null
+  aof_percentage=""
   if has_phase restart; then
     say "restart: delayd stopped and started again with the fill's jobs waiting"
     stop_delayd TERM

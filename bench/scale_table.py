@@ -48,6 +48,9 @@ def main():
         row(f"fill: the first / the last {fmt(part)}, jobs/s",
             f"{fmt(get('fill', 'fill_rate_along', 'first_jobs_per_s'))} / {fmt(get('fill', 'fill_rate_along', 'last_jobs_per_s'))}")
         row("fill: the last's rate over the first's", fmt(get("fill", "fill_rate_along"), 2), ">= 0.9")
+        if ("fill", "delayd", "fill_aof_rewrites") in fig:
+            row(f"fill: Redis's AOF rewrites during it (automatic {get('fill', 'fill_aof_rewrites', 'automatic')})",
+                fmt(get("fill", "fill_aof_rewrites")))
         row("Redis bytes per pending job", fmt(get("fill", "redis_bytes_per_pending_job"), 0))
         rss = get("fill", "delayd_rss")
         row("delayd RSS at the end of the fill (highest), MiB",
