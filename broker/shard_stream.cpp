@@ -31,6 +31,13 @@ bool own_failure(const DeliveryReport& r) {
   return !r.ok && r.error_class != DeliveryError::transient && r.error_class != DeliveryError::possibly_persisted;
 }
 
+// A record queued again after its transaction did not commit: it is sent later than it was
+// first queued, and its Kafka timestamp says when (the producer's time at the next produce()).
+connectors::OutRecord restamped(connectors::OutRecord rec) {
+  rec.timestamp_ms = -1;
+  return rec;
+}
+
 }  // namespace
 
 ShardStream::ShardStream(Options options, Post post, std::function<void()> wake)
@@ -302,7 +309,7 @@ void ShardStream::rebuild(std::vector<connectors::OutRecord> batch, const std::s
     spdlog::info("shard {}: the failed transaction had not committed: its {} records go again", options_.shard,
                  records.size());
     std::lock_guard lock(mutex_);
-    for (auto it = records.rbegin(); it != records.rend(); ++it) outbox_.push_front(std::move(*it));
+    for (auto it = records.rbegin(); it != records.rend(); ++it) outbox_.push_front(restamped(std::move(*it)));
     in_transaction_ -= std::min(in_transaction_, records.size());
   }
   {
@@ -498,7 +505,7 @@ void ShardStream::transact(std::vector<connectors::OutRecord> batch) {
   }
   {
     std::lock_guard lock(mutex_);
-    for (auto it = again.rbegin(); it != again.rend(); ++it) outbox_.push_front(std::move(*it));
+    for (auto it = again.rbegin(); it != again.rend(); ++it) outbox_.push_front(restamped(std::move(*it)));
     in_transaction_ -= again.size();
   }
   post(std::move(failed));

@@ -15,6 +15,7 @@
 
 #include "broker/delivery_tags.hpp"
 #include "broker/wall_clock.hpp"
+#include "connectors/kafka_admin.hpp"
 #include "connectors/kafka_test_support.hpp"
 #include "connectors/topic_reader.hpp"
 #include "contract/ingest_parse.hpp"
@@ -213,4 +214,37 @@ TEST_CASE("with a transaction linger, a sparse shard's records commit at once, o
   for (const auto& r : s.reports) CHECK(r.ok);
   stream.stop(false);
   REQUIRE(wait_for([&] { return stream.done(); }));
+}
+
+TEST_CASE("a record queued again after its transaction aborted carries the time it was sent again as its timestamp",
+          "[kafka][transactions]") {
+  // A topic that refuses records over 1 000 bytes: a larger record there fails on its own at the
+  // commit, the transaction aborts, and the record beside it (another topic, which takes it) goes
+  // again in the next transaction; its Kafka timestamp is then, not when it was first queued.
+  LingeringStream s("str", 60000, 0);
+  broker::ShardStream& stream = s.stream;
+  const std::string small = connectors::test::unique_name("str-small");
+  connectors::KafkaAdmin(connectors::test::base_props()).ensure_topics({small}, 1, 1, {{"max.message.bytes", "1000"}});
+  REQUIRE(wait_for([&] { return stream.state() == broker::ShardStream::State::open; }));
+  stream.produce(ready_record(s.ready, "r-0", 100));  // a lone record: committed at once
+  REQUIRE(wait_for([&] { return s.reported() == 1; }));
+
+  const std::int64_t first_queued_ms = broker::system_now_ms();
+  stream.produce(ready_record(s.ready, "r-1", 1));  // begins a transaction that lingers
+  OutRecord big = ready_record(small, "r-2", 2);
+  big.value = std::string(5000, 'x');
+  stream.produce(big);
+  REQUIRE(wait_for([&] { return broker::system_now_ms() > first_queued_ms + 5; }));
+  const std::int64_t stopped_ms = broker::system_now_ms();
+  stream.stop(false);  // ends the linger: the commit fails on r-2, and r-1 goes again
+  REQUIRE(wait_for([&] { return s.reported() == 3; }));
+  REQUIRE(wait_for([&] { return stream.done(); }));
+  CHECK(stream.aborted() == 1);
+  std::map<std::uint64_t, DeliveryReport> by_tag;
+  for (const auto& r : s.reports) by_tag[r.tag] = r;
+  const DeliveryReport& again = by_tag.at(broker::make_tag(broker::TagKind::ready, 1));
+  CHECK(again.ok);
+  INFO("timestamp " << again.timestamp_ms << ", first queued " << first_queued_ms << ", stopped " << stopped_ms);
+  CHECK(again.timestamp_ms >= stopped_ms);
+  CHECK_FALSE(by_tag.at(broker::make_tag(broker::TagKind::ready, 2)).ok);
 }
