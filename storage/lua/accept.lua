@@ -60,14 +60,16 @@ local function upsert(key, id, j, at, biz, version, v)
   return {5, 'delay', at}
 end
 -- The pending entries of the jobs created the plain way are added together, in one ZADD (so
--- that Redis spends its time on the jobs, not on calls from Lua): before any other job of the
--- batch is looked at, and at the end, so that every entry is written in the batch's order.
+-- that Redis spends its time on the jobs, not on calls from Lua), and their waiting-index
+-- entries in one ZADD per business (wadd_later()): before any other job of the batch is looked
+-- at, and at the end, so that every entry is written in the batch's order.
 local created = {}
 local function pend_created()
   if #created > 0 then
     entries_put(created)
     created = {}
   end
+  wflush()
 end
 -- Whether a record of any of the batch's jobs is a key (a settled job's, or 0.3's delay record):
 -- one call for the batch. When none is, a job is new exactly when its field is set in the
@@ -80,7 +82,7 @@ for i = FIRST, #KEYS do
     where[id] = 'hash'
     created[#created + 1] = at
     created[#created + 1] = id
-    wadd(id, biz, at)
+    wadd_later(id, biz, at)
     bump(biz, 'delay', 1)
     out[#out + 1] = 1
   else

@@ -13,9 +13,10 @@
 -- (ready), or 0. A job already final only loses its (stale) pending entry; a ready or running
 -- one keeps its ack deadline.
 -- The fast path's bookkeeping is done for the whole batch at once (one HMGET, HDEL, ZREM and
--- ZADD for all its jobs, and one HDEL of their records from the shard's hash of delay records,
--- so that Redis spends its time on the jobs, not on calls from Lua); only the record's SET (a
--- key now: the job is no longer delay) is per job. A job-id seen earlier in the same batch takes
+-- ZADD for all its jobs, one HDEL of their records from the shard's hash of delay records, and
+-- one ZREM per business from the waiting indexes, so that Redis spends its time on the jobs,
+-- not on calls from Lua); only the record's SET (a key now: the job is no longer delay) is per
+-- job. The waiting-index removes noted so far are written before a job takes the per-job path. A job-id seen earlier in the same batch takes
 -- the per-job path, after that earlier one, as if each job were marked in turn.
 local fast, probe, seen = {}, {}, {}
 for i = FIRST, #KEYS do
@@ -52,11 +53,12 @@ for i = FIRST, #KEYS do
   if fast[i] then
     local v = 'ready ' .. ARGV[a + 1] .. ' ' .. ARGV[a + 2] .. ' ' .. biz .. tail
     if retention > 0 then redis.call('SET', KEYS[i], v, 'EX', retention) else redis.call('SET', KEYS[i], v) end
-    wdel(id, biz)
+    wdel_later(id, biz)
     bump(biz, 'delay', -1)
     bump(biz, 'ready', 1)
     out[#out + 1] = READY
   else
+    wflush()
     -- The header line first: a plain job still delay, claimed for this attempt, is finished
     -- from it, as above.
     local attempt = tonumber(ARGV[a + 2]) or 0

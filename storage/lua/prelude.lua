@@ -122,16 +122,58 @@ local function wstate(biz)
   end
   return m
 end
+-- Whether the business's waiting index is kept (or about to start) in this shard.
+local function windexed(biz) return biz ~= '-' and wstate(biz) ~= 'off' end
 -- wadd(id, biz, score): the delay job is in its business's waiting index at `score` (its pending
 -- entry's). wdel(id, biz): it is not (any more).
 local function wadd(id, biz, score)
-  if biz ~= '-' and wstate(biz) ~= 'off' then
+  if windexed(biz) then
     redis.call('ZADD', wkey(biz), score, id)
     wadded[biz] = true
   end
 end
 local function wdel(id, biz)
-  if biz ~= '-' and wstate(biz) ~= 'off' then redis.call('ZREM', wkey(biz), id) end
+  if windexed(biz) then redis.call('ZREM', wkey(biz), id) end
+end
+-- The same for a batch's plain jobs, gathered and written per business in one command each (so
+-- that Redis spends its time on the jobs, not on calls from Lua): wadd_later() and wdel_later()
+-- note, wflush() writes what they noted (adds, then removes; a script that notes both for one
+-- job, or touches the index any other way meanwhile, calls wflush() in between, so that every
+-- entry ends as it would have one job at a time). flush() calls it first.
+local wlater = {}  -- business -> {adds = {score, id, ...}, dels = {id, ...}}
+local function wnote(biz)
+  local w = wlater[biz]
+  if not w then
+    w = {adds = {}, dels = {}}
+    wlater[biz] = w
+  end
+  return w
+end
+local function wadd_later(id, biz, score)
+  if windexed(biz) then
+    local adds = wnote(biz).adds
+    adds[#adds + 1] = score
+    adds[#adds + 1] = id
+    wadded[biz] = true
+  end
+end
+local function wdel_later(id, biz)
+  if windexed(biz) then
+    local dels = wnote(biz).dels
+    dels[#dels + 1] = id
+  end
+end
+local WLATER_CHUNK = 1000  -- arguments per command at most (Lua's unpack() has a stack limit)
+local function wflush()
+  for biz, w in pairs(wlater) do
+    for k = 1, #w.adds, WLATER_CHUNK do
+      redis.call('ZADD', wkey(biz), unpack(w.adds, k, math.min(k + WLATER_CHUNK - 1, #w.adds)))
+    end
+    for k = 1, #w.dels, WLATER_CHUNK do
+      redis.call('ZREM', wkey(biz), unpack(w.dels, k, math.min(k + WLATER_CHUNK - 1, #w.dels)))
+    end
+  end
+  wlater = {}
 end
 -- The pending set (key_schema.hpp): every job's entry, at entry_at() of its record, kept in
 -- leaves. Scripts reach it only through the entry_* helpers below, so its layout is theirs
@@ -496,6 +538,7 @@ local function bump(biz, st, n)
   c[st] = (c[st] or 0) + n
 end
 local function flush()
+  wflush()
   -- pcall: counters are for dashboards (and for starting waiting indexes, which a count that
   -- cannot be read does not do); a broken counters key must not fail the jobs' call after their
   -- writes are done (a script's writes are not rolled back on error).

@@ -404,6 +404,44 @@ TEST_CASE_METHOD(Walk, "the waiting index follows every move of a business's wai
   CHECK(mark(s, "b") == "on");
 }
 
+TEST_CASE_METHOD(Walk, "a batch's waiting-index writes, made per business, end as if made one job at a time",
+                 "[store][walk]") {
+  // accept.lua and mark_ready.lua write the index entries of a batch's plain jobs in one command
+  // per business; a job that takes another way in the same call sees them written first.
+  const std::string& s = shards[0];
+  std::vector<NewJob> jobs;
+  for (int i = 0; i < 10; ++i) jobs.push_back(job("p" + std::to_string(i), 1000 + i, s, i % 2 == 0 ? "a" : "b"));
+  NewJob moved = job("p4", 8000, s, "b");  // created above, then moved to "b" by an upsert of the same call
+  moved.version = 100;
+  jobs.push_back(moved);
+  jobs.push_back(job("p10", 1010, s, "a"));  // a plain job after it
+  store.accept(jobs, 0);
+  CHECK(waiting(s, "a") == truth(s, "a"));
+  CHECK(waiting(s, "b") == truth(s, "b"));
+  CHECK(waiting(s, "b").at("p4") == 8000);
+  CHECK_FALSE(waiting(s, "a").count("p4"));
+  CHECK(waiting(s, "a").size() == 5);  // p0 p2 p6 p8 p10
+  CHECK(waiting(s, "b").size() == 6);  // p1 p3 p4 p5 p7 p9
+
+  // Marked ready the fast way in one call, one of them named twice (the second time it takes the
+  // per-job way, after the removes noted before it are written).
+  const Ids ids{"p0", "p1", "p2", "p3", "p5"};
+  const auto claims = store.claim(s, ids, 2000);
+  std::vector<JobStore::Delivered> done;
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    REQUIRE(claims[k].kind == Claim::Kind::deliver);
+    done.push_back({ids[k], claims[k].deliver_at, claims[k].attempt, claims[k].business, JobStore::Mode::fast});
+  }
+  done.insert(done.begin() + 2, done[1]);  // p1 again, before p2
+  const auto marked = store.mark_ready(s, done, 2000);
+  REQUIRE(marked.size() == done.size());
+  CHECK(waiting(s, "a") == truth(s, "a"));
+  CHECK(waiting(s, "b") == truth(s, "b"));
+  CHECK(waiting(s, "a") == std::map<std::string, std::int64_t>{{"p10", 1010}, {"p6", 1006}, {"p8", 1008}});
+  CHECK(waiting(s, "b") == std::map<std::string, std::int64_t>{{"p4", 8000}, {"p7", 1007}, {"p9", 1009}});
+  CHECK(index(s, JobState::ready).size() == 5);
+}
+
 TEST_CASE_METHOD(Walk, "a waiting index is dropped past its bound and starts again once the business has none waiting",
                  "[store][walk]") {
   const std::string& s = shards[0];
