@@ -2,7 +2,7 @@
 //
 //   <state> <deliver_at> <attempt> <business>[ <name>=<value>]...\n<payload>
 //
-// The Lua scripts read and write the same line (prelude.lua's parse() and write()). Their lists
+// The Lua scripts read and write the same line (prelude.lua's parse(), prelude_jobs.lua's write()). Their lists
 // STATES and FIELDS and their digit limits are not written by hand: the build generates them from
 // this file (record_lua_gen.cpp, prepended to prelude.lua), so the two readings share one list of
 // states, of names and of limits. tests/storage/record_codec_diff_test.cpp feeds both readings the
@@ -71,7 +71,7 @@ inline constexpr std::string_view kFields[] = {"last_error",
                                                "ml",
                                                "z"};
 
-// A free-text value made fit for a field, as prelude.lua's enc() does it: white space and '%'
+// A free-text value made fit for a field, as prelude_jobs.lua's enc() does it: white space and '%'
 // percent-encoded ("%20", "%25"). job_store_replies.hpp's percent_decode() reads it back.
 std::string encode_field_value(std::string_view text);
 
@@ -133,7 +133,7 @@ std::optional<JobRecord> parse_job_record(std::string_view record);
 // produce retry.
 std::optional<std::int64_t> pending_score(const JobRecord& r);
 
-// The header line (without its "\n") that prelude.lua's write() would write for these values:
+// The header line (without its "\n") that prelude_jobs.lua's write() would write for these values:
 // the words, then each of `fields` whose name is in kFields, in kFields' order (names not in
 // kFields are not written, as write() drops them). Values must be free of white space (encode
 // free text first). parse_job_record(format_header_line(...) + "\n") reads them back.

@@ -594,7 +594,7 @@ std::vector<InFlightEntry> JobStore::in_flight_entries(std::string_view shard) {
   if (!r.is_array()) return out;
   for (std::size_t i = 0; i + 1 < r.size(); i += 2) {
     if (!r[i].is_string() || !r[i + 1].is_string()) continue;
-    // "<attempt> <firing_at>[ <epoch>]" (prelude.lua, flight_of())
+    // "<attempt> <firing_at>[ <epoch>]" (prelude_jobs.lua, flight_of())
     const std::string_view v = r[i + 1].str();
     const auto first = v.find(' ');
     if (first == std::string_view::npos) continue;

@@ -80,7 +80,7 @@
 //             job (redrive-count above the record's rv):    redrive-count is no longer above
 //             the new record (delay, history kept) + ZADD   the record's, so it revives once
 // The console's state indexes (key_schema.hpp) change inside the same calls as the records
-// they list (prelude.lua's write(), and mark_ready.lua's fast way): at every crash point a
+// they list (prelude_jobs.lua's write(), and mark_ready.lua's fast way): at every crash point a
 // record and its index entry agree. What can disagree is harmless and bounded: an entry whose
 // record expired before the trim (a walk skips it), a record written by a delayd before the
 // indexes (not listed by state until it changes; waiting jobs are listed from the pending set).

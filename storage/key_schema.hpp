@@ -12,7 +12,7 @@
 //                                            (job_record.hpp, pending_score()), are kept in leaves
 //                                            of at most kPendingLeafMax entries,
 //                                            <prefix>:{<shard>}:pending:<separator>; the directory
-//                                            lists the separators (prelude.lua has the layout)
+//                                            lists the separators (prelude_pending.lua has the layout)
 //   <prefix>:{<shard>}:pending:size  string  how many entries the leaves hold
 //   <prefix>:{<shard>}:pending       zset    0.3's pending set (one sorted set): moved into leaves
 //                                            by the first load of the shard (pending.lua)
@@ -57,7 +57,7 @@
 // Where a job's record lives. While the job is delay (waiting to be delivered), its record is a
 // field of the shard's hash `jobs`; in any other state it is the string `job:<id>`, so that a
 // settled job's record can expire after the retention (a hash field cannot, on Redis 7.0). A
-// record is in exactly one of the two: every write of a record (prelude.lua, write(); the fast
+// record is in exactly one of the two: every write of a record (prelude_jobs.lua, write(); the fast
 // mark of mark_ready.lua) puts it in its place and deletes it from the other. A pending job so
 // costs a hash field and a leaf entry: 32 B less than a key of its own (the key's object and
 // its longer name; docs/performance.md, "Redis bytes per pending job"). Reads look in the hash
@@ -138,7 +138,7 @@ inline std::optional<std::int32_t> partition_of(std::string_view shard, std::str
 // business and shard.
 inline constexpr std::size_t kWaitingIndexMax = 4096;
 
-// The most entries of one leaf of the pending set (prelude.lua). Redis keeps a sorted set of at
+// The most entries of one leaf of the pending set (prelude_pending.lua). Redis keeps a sorted set of at
 // most zset-max-listpack-entries (128 by default) entries of at most zset-max-listpack-value
 // (64) bytes each as a listpack: about 32 B per entry with a 16-byte job-id, against about 118 B
 // in a larger one's skiplist and hash table. But a listpack is searched from its start on every
@@ -158,18 +158,19 @@ class KeySchema {
   std::string job(std::string_view shard, std::string_view job_id) const {
     return tagged(shard) + ":job:" + std::string(job_id);
   }
-  // The shard's delay jobs' records, one field per job-id (prelude.lua, read() and write(): a
+  // The shard's delay jobs' records, one field per job-id (prelude_jobs.lua, read() and write(): a
   // record is in exactly one of this hash and job(); see the layout at the top of this file).
   std::string delay_records(std::string_view shard) const { return tagged(shard) + ":jobs"; }
-  // The pending set's directory of leaves (KEYS[1] of every batch script; prelude.lua reads
-  // and writes the leaves, pending_leaf(), and the count, pending_size(), beside it).
+  // The pending set's directory of leaves (KEYS[1] of every batch script; prelude_pending.lua
+  // reads and writes the leaves, pending_leaf(), and the count, pending_size(), beside it).
   // record_lua_gen.cpp gives prelude.lua these names and the others its scripts build (KEY).
   std::string pending(std::string_view shard) const { return tagged(shard) + ":pending:leaves"; }
-  // A leaf of it, by its separator (a member of the directory), as prelude.lua names it (LEAF).
+  // A leaf of it, by its separator (a member of the directory), as prelude_pending.lua names it
+  // (LEAF).
   std::string pending_leaf(std::string_view shard, std::string_view separator) const {
     return tagged(shard) + ":pending:" + std::string(separator);
   }
-  // How many entries its leaves hold (a string; prelude.lua's flush() keeps it).
+  // How many entries its leaves hold (a string; prelude_jobs.lua's flush() keeps it).
   std::string pending_size(std::string_view shard) const { return tagged(shard) + ":pending:size"; }
   // The pending set as 0.3 kept it (one sorted set): moved into leaves when a loader first reads
   // the shard (pending.lua).

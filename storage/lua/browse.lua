@@ -23,7 +23,7 @@ local lo, hi = tonumber(ARGV[10]), tonumber(ARGV[11])
 local want, budget = tonumber(ARGV[12]), tonumber(ARGV[13])
 local biz, prefix, text = ARGV[14], ARGV[15], ARGV[16]
 local at_from, at_to = tonumber(ARGV[17]), tonumber(ARGV[18])
--- key: the sorted set walked, or nil for the pending set's leaves (prelude.lua).
+-- key: the sorted set walked, or nil for the pending set's leaves (prelude_pending.lua).
 local key = st ~= 'delay' and state_key(st) or nil
 if st == 'delay' and biz ~= '' then
   -- No mark and no waiting job of the business counted: the shard has never held one (its

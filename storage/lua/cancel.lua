@@ -6,7 +6,7 @@
 -- over it (accept.lua). Cancels each job that is pending and not in flight;
 -- answers 'in_flight' (unchanged) when a delivery attempt is under way, except for a repeating
 -- job: {1, 'in_flight'}, the occurrence under way is delivered and the series ends there (stop=1,
--- delivered() in prelude.lua then cancels it: a repeating job is never plain, so mark_delivered.lua
+-- delivered() in prelude_jobs.lua then cancels it: a repeating job is never plain, so mark_delivered.lua
 -- settles it). An id with no record
 -- (its job may not have been read yet) is remembered when remember_s > 0: a record
 -- "cancelled 0 0 - cancelled_at=<now> cancelled_early=1" that expires after remember_s, which
@@ -35,7 +35,7 @@ for i = FIRST, #KEYS do
     local att = in_flight(id)
     if att and repeats(j) then
       -- An occurrence is on its way (it cannot be recalled); the series ends once it is
-      -- delivered (delivered() in prelude.lua, through mark_delivered.lua, sees stop=1).
+      -- delivered (delivered() in prelude_jobs.lua, through mark_delivered.lua, sees stop=1).
       -- Answered {1, 'in_flight'}.
       local whole = parse(read(KEYS[i]), true)
       whole.f.stop = '1'

@@ -1,6 +1,6 @@
 -- pending: reads of one shard's pending set for job_store.cpp (the loader's range, the due
 -- counts, the stats), run after prelude.lua (keys and ARGV[1..4]: lua_scripts.hpp; ARGV[3]
--- unused). Not fenced. The set's layout is prelude.lua's (entries_*): no C++ reads it directly.
+-- unused). Not fenced. The set's layout is prelude_pending.lua's (entries_*): no C++ reads it directly.
 --   ARGV[5] 'between'  ARGV[6] after ('': from the start), ARGV[7] upto, ARGV[8] limit (0: no
 --                      limit) -> {left, {id, score, id, score, ...}}: the entries with after <
 --                      score <= upto, ascending (ties in job-id order), at most limit. It first

@@ -19,7 +19,7 @@ using namespace delayd::storage;
 using namespace delayd::storage::test;
 using namespace delayd::redis;
 
-// The leaves (prelude.lua) under every kind of write, in random order: many jobs of one
+// The leaves (prelude_pending.lua) under every kind of write, in random order: many jobs of one
 // millisecond (ties ordered by id across leaves), batches that fill and split leaves, cancels
 // that empty them, moves, and deliveries from the front. After each round the entries are the
 // model's and the leaves' invariants hold, checked the slow way.

@@ -1,4 +1,4 @@
-// A test's access to a shard's pending set, whose layout is prelude.lua's alone (leaves under a
+// A test's access to a shard's pending set, whose layout is prelude_pending.lua's alone (leaves under a
 // directory): each helper runs the prelude's own entry_* helpers through EVAL, so no test
 // knows the layout. Throws redis::RedisCommandError when Redis answers with an error.
 #pragma once
@@ -81,7 +81,7 @@ inline std::optional<std::int64_t> pending_score_of(redis::RedisClient& redis, c
   return std::nullopt;
 }
 
-// The leaves' invariants (prelude.lua, L1..L3), checked the slow way: every leaf read whole.
+// The leaves' invariants (prelude_pending.lua, L1..L3), checked the slow way: every leaf read whole.
 // Returns one line per violation; empty when they all hold. Leaves hold listpacks only while
 // job-ids are at most zset-max-listpack-value (64) bytes: `listpacks` asks for that too.
 inline std::vector<std::string> pending_leaf_violations(redis::RedisClient& redis, const storage::KeySchema& keys,
