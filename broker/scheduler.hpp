@@ -18,6 +18,14 @@
 // job's wake list entry (move(); the loop pops the owned shards' wake lists every
 // duty::kWakeLists). Until then the job waits at its old time or, if it was not held, is
 // missing; moved earlier, it is that much later.
+// The news of such a move can be lost with a connection: Redis restarted (or the link broke)
+// after running a call and before answering it, and the call's effect stands while its answer
+// never comes. A wake list popped that way is gone, and a failed report sent again after its
+// lost answer finds the job already back to delay and moves nothing; a job delivered and then
+// reported failed is held by no one meanwhile, so both lost together left it below the horizon
+// for good (a soak with a Redis restart lost 15 of 300 retries so). So the loop forgets every
+// horizon when a Redis call fails on the connection (reload()): the next refills read each
+// pending set from its start again, skipping what is held, and find such a job.
 //
 // Retries move a job's timer, not its deliver_at: the sorted set is re-scored with the retry
 // time (by the caller, in Redis), and the job stays held unless the wheel cannot take that time.
@@ -74,6 +82,11 @@ class Scheduler {
   // (they stay pending in Redis for the next owner) and marks its in-flight ones as orphans.
   void assign(const std::string& shard);
   void revoke(const std::string& shard);
+  // Forgets the horizon of every owned shard, keeping what is held: the next refill() reads each
+  // pending set from its start again (held jobs are skipped), so a pending job below an old
+  // horizon that nobody holds is held once read. After a Redis call failed on the connection.
+  // Postcondition: horizon(s) is nullopt for every shard.
+  void reload();
   bool owns(const std::string& shard) const;
   std::vector<std::string> owned_shards() const;
   // nullopt until the shard's first refill.

@@ -188,6 +188,9 @@ class Loop {
       handover_.set_redis_down_since(0);
       waited = idle();
     } catch (const redis::RedisIoError& e) {
+      // A call may have run without its answer reaching us (a wake list popped, a move's news
+      // lost): what the horizons say was loaded is loaded again (Scheduler::reload()).
+      scheduler_.reload();
       fail(OutageTracker::Failure::redis, e.what());
     } catch (const redis::RedisCommandError& e) {
       fail(OutageTracker::Failure::redis, std::string("refused: ") + e.what());

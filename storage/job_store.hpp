@@ -89,7 +89,9 @@
 // every crash point; what it may hold beyond them is an entry of a record found corrupt or
 // missing when claimed, which a walk checks against the record and leaves out.
 // A wake list entry lost with a crash costs nothing: every owner loads its shards from the
-// pending sets, which the same calls wrote.
+// pending sets, which the same calls wrote. One lost with an answer (take_wakes()'s pop ran, and
+// the connection broke before its reply or before the entries were looked up) costs nothing
+// either: the owner's loop, whose call failed, loads its shards again (Scheduler::reload()).
 //
 // A call whose answer is lost (Redis closes the connection after running it: a restart) is sent
 // again, and by then the job may have moved on. Every call above is safe to repeat at any later
@@ -530,7 +532,8 @@ class JobStore {
                                     std::int64_t now_ms);
   // Pops each shard's wake list (ids whose pending entry another member moved) and reads their
   // entries now, where their records say (find.lua): what the owner must (re)load. One round
-  // trip, and one more per shard with wakes. An id no longer pending is left out.
+  // trip, and one more per shard with wakes. An id no longer pending is left out. The pop is not
+  // undone when this throws: the caller must then reload the shards (Scheduler::reload()).
   std::vector<std::pair<std::string, std::vector<PendingEntry>>> take_wakes(std::span<const std::string> shards);
   // Sets aside claims of kind corrupt that Redis does not say are failed yet (the payload did
   // not decode): marked failed with their reason, in one call. Other kinds are ignored (the

@@ -3,6 +3,7 @@
 // so each fault can be made exactly: a producer limit, a dead broker address, a fatal error,
 // a revoke in the middle of a delivery, a clock that steps).
 // The numbers in the test names are those of the fault-tolerance issue's list.
+#include <array>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
@@ -451,6 +452,43 @@ TEST_CASE_METHOD(Fixture, "a mark whose answer was lost neither skips a repeat's
   }
   CHECK(occurrences == std::vector<std::string>{"1", "2", "3"});
   consumer.close();
+}
+
+TEST_CASE_METHOD(Fixture, "a wake list popped without an answer strands no job once the loop reloads its horizons",
+                 "[horizon][faults]") {
+  // What the loop does (broker/service.cpp): pop the wake lists, and on a failed connection
+  // forget the horizons (Scheduler::reload()). The pop's answer is lost, its effect stands.
+  LosesOneAnswer lossy(redis, [](const redis::Command& c) { return !c.empty() && c[0] == "LPOP"; });
+  storage::JobStore lossy_store(lossy, keys, 600);
+  const std::int64_t now = wall_now();
+  Scheduler scheduler(options(), now, lossy_store);
+  scheduler.assign(shard);
+  put({job("moved", now + 3'600'000, "b")});  // beyond the horizon: the loader leaves it
+  scheduler.refill(now);
+  REQUIRE(scheduler.horizon(shard) == now + 60'000);
+  REQUIRE_FALSE(scheduler.holds(shard, "moved"));
+  // Another member reads a reschedule of it: its pending entry moves below our horizon, and its
+  // id goes on the shard's wake list for us.
+  REQUIRE(store.reschedule_anywhere(shard, "moved", now + 200, now).state == storage::JobState::delay);
+  const std::array shards{shard};
+  CHECK_THROWS_AS(lossy_store.take_wakes(shards), redis::RedisIoError);
+  REQUIRE(lossy.lost());
+  CHECK(lossy_store.take_wakes(shards).empty());  // the pop ran: the news is gone
+  scheduler.refill(wall_now());
+  CHECK_FALSE(scheduler.holds(shard, "moved"));  // below the horizon, held by no one: stranded
+
+  scheduler.reload();
+  CHECK_FALSE(scheduler.horizon(shard).has_value());
+  scheduler.refill(wall_now());
+  CHECK(scheduler.holds(shard, "moved"));
+  std::vector<std::string> fired;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (fired.empty() && std::chrono::steady_clock::now() < deadline) {
+    for (const auto slot : scheduler.take_due(wall_now())) fired.push_back(scheduler.job(slot).job_id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(fired == std::vector<std::string>{"moved"});
+  CHECK(wall_now() >= now + 200);  // at its new time, not before
 }
 
 TEST_CASE_METHOD(Fixture,

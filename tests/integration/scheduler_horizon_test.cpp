@@ -175,6 +175,32 @@ TEST_CASE_METHOD(Fixture, "revoke drops a shard's waiting jobs and a new assignm
   CHECK(s.held() == 3);
 }
 
+TEST_CASE_METHOD(Fixture, "a reload keeps what is held, holds each job once, and finds one nobody held", "[horizon]") {
+  Scheduler s(options(1000), T, store);
+  s.assign(shard);
+  s.assign(other_shard);
+  s.refill(T);
+  CHECK(ingest(s, "held", T + 100));
+  CHECK(ingest(s, "elsewhere", T + 300, other_shard));
+  put("stranded", T + 200);  // written below the horizon, its offer lost: nobody holds it
+  s.refill(T + 10);
+  REQUIRE_FALSE(s.holds(shard, "stranded"));
+  const auto due = s.take_due(T + 100);  // "held" is in flight across the reload
+  REQUIRE(due.size() == 1);
+
+  s.reload();
+  CHECK_FALSE(s.horizon(shard).has_value());
+  CHECK_FALSE(s.horizon(other_shard).has_value());
+  CHECK(s.held() == 2);  // nothing let go
+  s.refill(T + 100);
+  CHECK(s.horizon(shard) == T + 1100);
+  CHECK(s.holds(shard, "stranded"));
+  CHECK(s.held() == 3);  // "held" (in flight) and "elsewhere" not held twice
+  std::multiset<std::string> fired;
+  for (const auto slot : s.take_due(T + 1000)) fired.insert(s.job(slot).job_id);
+  CHECK(fired == std::multiset<std::string>{"elsewhere", "stranded"});
+}
+
 TEST_CASE_METHOD(Fixture, "the invariant holds under random ingest, loading and firing", "[horizon][random]") {
   std::mt19937_64 rng(GENERATE(1u, 2u, 3u));
   Scheduler s(options(500, 7), T, store);
