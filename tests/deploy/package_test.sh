@@ -39,7 +39,26 @@ fail() {
   exit 1
 }
 
-# What this test changes on the machine, each undone at the exit, also after a failure.
+# What this test changes on the machine, each undone at the exit, also after a failure. A kill
+# the trap cannot catch (ctest's timeout, SIGKILL) leaves them behind; so the test notes what it is
+# about to change in $leftover before it installs, and the next run, finding that note, undoes
+# what the killed run left (its package, /etc/default/delayd, the user if the run made it, its
+# work directory) first.
+leftover=/var/lib/delayd-package-test.leftover
+if [[ -e "$leftover" ]]; then
+  say "an earlier run was killed before its cleanup ($leftover): undoing what it left"
+  if dpkg-query -W -f='${Status}' delayd 2>/dev/null | grep -q 'installed'; then
+    dpkg --purge delayd >/dev/null 2>&1 </dev/null || fail "dpkg --purge delayd (left by an earlier run) failed"
+  fi
+  rm -f /etc/default/delayd
+  if grep -qx 'user_was_there=0' "$leftover"; then
+    userdel delayd 2>/dev/null || true
+    groupdel delayd 2>/dev/null || true
+  fi
+  old_work="$(sed -n 's|^work=\(/tmp/delayd-package-[A-Za-z0-9]*\)$|\1|p' "$leftover")"
+  [[ -z "$old_work" ]] || rm -rf "$old_work"
+  rm -f "$leftover"
+fi
 if dpkg-query -W -f='${Status}' delayd 2>/dev/null | grep -q 'installed'; then
   fail "a package delayd is installed on this machine; this test would replace it (dpkg --purge delayd first)"
 fi
@@ -63,6 +82,8 @@ cleanup() {
   fi
   if ((!user_was_there)) && getent group delayd >/dev/null; then groupdel delayd 2>/dev/null || true; fi
   rm -rf "$work"
+  # The note goes once the package is gone; a failed purge leaves it for the next run.
+  dpkg-query -W -f='${Status}' delayd 2>/dev/null | grep -q 'installed' || rm -f "$leftover"
   exit "$status"
 }
 trap cleanup EXIT
@@ -108,6 +129,7 @@ for script in postinst prerm postrm; do
 done
 
 # --- install ----------------------------------------------------------------------------------
+printf 'user_was_there=%s\nwork=%s\n' "$user_was_there" "$work" >"$leftover"
 installed=1
 dpkg -i "$deb" >"$work/dpkg.log" 2>&1 </dev/null || { cat "$work/dpkg.log"; fail "dpkg -i failed"; }
 say "dpkg -i: $(dpkg-query -W -f='${Package} ${Version} ${Status}' delayd)"
