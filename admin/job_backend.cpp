@@ -74,7 +74,7 @@ auto StoreJobBackend::with_store(F f) {
     if (!store_) {
       redis_ = config::make_redis_client(config_);
       store_ = std::make_unique<storage::JobStore>(*redis_, storage::KeySchema(config_.redis.prefix),
-                                                   config_.redis.job_retention_s);
+                                                   config_.redis.job_retention_s, config::script_calls(config_));
     }
     return f(*store_);
   } catch (...) {

@@ -143,7 +143,7 @@ void OperationRunner::run() {
     try {
       auto redis = config::make_redis_client(config_);
       const storage::KeySchema keys(config_.redis.prefix);
-      storage::JobStore jobs(*redis, keys, config_.redis.job_retention_s);
+      storage::JobStore jobs(*redis, keys, config_.redis.job_retention_s, config::script_calls(config_));
       storage::OperationStore ops(*redis, keys);
       while (!stopping_) {
         for (const std::string& id : ops.list()) {

@@ -35,12 +35,13 @@ long long redis_used_memory(delayd::redis::RedisConnection& redis) {
 }
 
 // Microseconds Redis spent running the job store's commands so far (INFO commandstats: the
-// scripts, with the commands they call, and the record reads), whoever waited for them.
+// scripts (FCALL, or EVALSHA), with the commands they call, and the record reads), whoever
+// waited for them.
 double redis_store_usec(delayd::redis::RedisConnection& redis) {
   auto r = redis.command({"INFO", "commandstats"});
   const std::string text(r.view().str());
   double usec = 0;
-  for (const char* cmd : {"cmdstat_evalsha:", "cmdstat_mget:"}) {
+  for (const char* cmd : {"cmdstat_fcall:", "cmdstat_evalsha:", "cmdstat_mget:"}) {
     const auto at = text.find(cmd);
     if (at == std::string::npos) continue;
     const auto u = text.find("usec=", at);

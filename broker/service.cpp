@@ -33,6 +33,7 @@
 #include "redis/connection.hpp"
 #include "storage/job_store.hpp"
 #include "storage/key_schema.hpp"
+#include "storage/lua_scripts.hpp"
 #include "storage/payload_compression.hpp"
 
 namespace delayd::broker {
@@ -428,10 +429,18 @@ bool connect_store(const config::Config& c, const std::atomic<bool>& stop, const
   s.redis = std::move(*redis);
   s.timed = std::make_unique<TimedRedisClient>(*s.redis, s.redis_latency);
   auto store = until_up("redis", stop, report, [&] {
-    return std::make_unique<storage::JobStore>(*s.timed, storage::KeySchema(c.redis.prefix), c.redis.job_retention_s);
+    return std::make_unique<storage::JobStore>(*s.timed, storage::KeySchema(c.redis.prefix), c.redis.job_retention_s,
+                                               config::script_calls(c));
   });
   if (!store) return false;
   s.store = std::move(*store);
+  if (s.store->script_calls() == storage::ScriptCalls::functions) {
+    spdlog::info("redis: scripts run as the function library {}", storage::lua::library_name());
+  } else {
+    spdlog::info(
+        "redis: scripts run as EVAL scripts ({})",
+        c.redis.functions ? "this Redis has no functions, or its ACL denies FUNCTION" : "redis.functions = false");
+  }
   s.store->compress_payloads_above(static_cast<std::size_t>(c.redis.compress_payloads_above_bytes),
                                    c.redis.compression_dictionary);
   return true;

@@ -144,6 +144,9 @@ struct RedisConfig {
   std::int64_t compress_payloads_above_bytes = 512;
   // Compress them with a zstd dictionary trained from the first payloads (payload_compression.hpp).
   bool compression_dictionary = true;
+  // Call the scripts as delayd's function library (FUNCTION LOAD, FCALL) where Redis has
+  // functions; false: as EVAL scripts always (storage/lua_scripts.hpp, "How Redis runs them").
+  bool functions = true;
 };
 
 // The wheel's settings as a user writes them (milliseconds, signed like every integer setting).

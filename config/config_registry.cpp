@@ -288,6 +288,11 @@ constexpr std::array kSettings = {
           "payloads it compresses and keeps in Redis; false: each payload alone (larger, for values "
           "that have little in common). Records written either way read alike",
           field<bool>([](auto& c) -> auto& { return c.redis.compression_dictionary; })},
+  Setting{"redis.functions",
+          "call delayd's scripts as one function library (FUNCTION LOAD once, then FCALL: a call no longer "
+          "defines the scripts' shared helpers again) where Redis has functions (7 and later) and the user may "
+          "load them, else as EVAL scripts; false: EVAL scripts always (for a proxy that does not pass FCALL on)",
+          field<bool>([](auto& c) -> auto& { return c.redis.functions; })},
 
   Setting{"wheel.tick_ms",
           "wheel resolution",

@@ -1,11 +1,12 @@
 // The Redis connection settings of a loaded Config, in the form storage takes them.
-// Threading: redis_options() is a pure function; make_redis_client() connects to Redis.
+// Threading: redis_options() and script_calls() are pure functions; make_redis_client() connects to Redis.
 #pragma once
 
 #include <memory>
 
 #include "config/config.hpp"
 #include "redis/connection.hpp"
+#include "storage/job_store.hpp"
 
 namespace delayd::config {
 
@@ -19,5 +20,10 @@ redis::RedisOptions redis_options(const Config& config);
 // for redis-cluster://. Connects at once (throws redis::RedisIoError when the
 // server cannot be reached, RedisCommandError when it refuses AUTH or SELECT).
 std::unique_ptr<redis::RedisClient> make_redis_client(const Config& config);
+
+// How a JobStore of this config calls its scripts: redis.functions.
+inline storage::ScriptCalls script_calls(const Config& config) {
+  return config.redis.functions ? storage::ScriptCalls::functions : storage::ScriptCalls::eval;
+}
 
 }  // namespace delayd::config

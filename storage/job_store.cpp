@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <map>
+#include <optional>
 
 #include "storage/job_record.hpp"
 #include "storage/job_store_replies.hpp"
@@ -17,87 +18,45 @@ using reply_parse::parse_transition;
 using reply_parse::put_repeat_rule;
 using reply_parse::score_of;
 
-JobStore::JobStore(redis::RedisClient& redis, KeySchema keys, std::int64_t retention_s)
+JobStore::JobStore(redis::RedisClient& redis, KeySchema keys, std::int64_t retention_s, ScriptCalls calls)
     : redis_(redis),
       keys_(std::move(keys)),
       retention_s_(retention_s),
-      dictionaries_(PayloadDictionaries::of(keys_.prefix())) {
-  load_scripts();
+      dictionaries_(PayloadDictionaries::of(keys_.prefix())),
+      calls_(calls) {
+  load_scripts(true);
 }
 
-void JobStore::compress_payloads_above(std::size_t bytes, bool dictionary) {
-  compress_above_ = bytes;
-  use_dictionary_ = dictionary;
-  if (bytes == 0 || !dictionary || dictionaries_->current()) return;
-  try {
-    const redis::RedisReply r = redis_.command({"GET", keys_.dictionary()});
-    if (r.view().is_string()) {
-      if (const std::uint32_t id = dictionaries_->add(std::string(r.view().str()), true); id != 0) {
-        dictionary_id_ = id;  // there already: not written again
-        dictionary_prefix_ = true;
-      }
+namespace {
+
+// Whether a FUNCTION LOAD's error says that this Redis or this user cannot have functions (a Redis
+// before 7 does not know the command; an ACL may deny it), rather than that the library is wrong.
+bool functions_unavailable(std::string_view error) {
+  return error.starts_with("ERR unknown command") || error.starts_with("ERR unknown subcommand") ||
+         error.starts_with("NOPERM");
+}
+
+}  // namespace
+
+void JobStore::load_scripts(bool starting) {
+  if (calls_ == ScriptCalls::functions) {
+    // Without REPLACE: a library of this name holds this very text (library_name() is its hash),
+    // so one that is there already will do, and is not compiled again.
+    std::optional<redis::RedisReply> r;
+    try {
+      r.emplace(redis_.command({"FUNCTION", "LOAD", lua::library_source()}));
+    } catch (const redis::RedisIoError& e) {
+      // A replica (READONLY: a primary demoted by a failover) loads no library, where it did load
+      // scripts: the store is made all the same, and its first call, answered "Function not
+      // found" (or READONLY), loads it again then (eval_groups()).
+      if (starting && std::string_view(e.what()).find("READONLY") != std::string_view::npos) return;
+      throw;
     }
-  } catch (const std::exception&) {
-    // Not read: this process trains a dictionary of its own, which works as well.
+    const redis::ReplyView v = r->view();
+    if (!v.is_error() || v.error().find("already exists") != std::string::npos) return;
+    if (!functions_unavailable(v.error())) throw redis::RedisCommandError("redis: FUNCTION LOAD: " + v.error());
+    calls_ = ScriptCalls::eval;  // and for good: SCRIPT LOAD below, EVALSHA from now on
   }
-}
-
-std::vector<redis::Command> JobStore::dictionary_writes(const DictionaryUse& used, std::vector<std::string>& shards,
-                                                        bool& prefix) const {
-  std::vector<redis::Command> writes;
-  shards.clear();
-  prefix = false;
-  if (!used.dictionary) return writes;
-  const CompressionDictionary& d = *used.dictionary;
-  const bool known = d.id() == dictionary_id_;
-  for (const std::string& shard : used.shards) {
-    if (known && dictionary_shards_.count(shard) != 0) continue;
-    writes.push_back({"SET", keys_.dictionary(shard, d.id()), d.bytes(), "NX"});
-    shards.push_back(shard);
-  }
-  if (!(known && dictionary_prefix_)) {
-    writes.push_back({"SET", keys_.dictionary(), d.bytes(), "NX"});
-    prefix = true;
-  }
-  return writes;
-}
-
-void JobStore::dictionary_written(const DictionaryUse& used, const std::vector<std::string>& shards, bool prefix,
-                                  std::span<const redis::RedisReply> replies) {
-  for (const redis::RedisReply& r : replies) {  // "OK", or nil when it was there: both will do
-    if (r.view().is_error())
-      throw redis::RedisCommandError("redis: SET of a compression dictionary: " + r.view().error());
-  }
-  if (!used.dictionary) return;
-  if (used.dictionary->id() != dictionary_id_) {
-    dictionary_id_ = used.dictionary->id();
-    dictionary_shards_.clear();
-    dictionary_prefix_ = false;
-  }
-  dictionary_shards_.insert(shards.begin(), shards.end());
-  dictionary_prefix_ = dictionary_prefix_ || prefix;
-}
-
-void JobStore::load_dictionaries(std::span<const std::pair<std::string_view, std::string_view>> records) {
-  std::vector<redis::Command> reads;
-  std::vector<std::uint32_t> ids;
-  for (const auto& [shard, record] : records) {
-    const auto nl = record.find('\n');
-    if (nl == std::string_view::npos || header_field(record.substr(0, nl), kCompressedField) != kCompressedValue)
-      continue;
-    const std::uint32_t id = dictionary_of(record.substr(nl + 1));
-    if (id == 0 || dictionaries_->find(id) || std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
-    reads.push_back({"GET", keys_.dictionary(shard, id)});
-    ids.push_back(id);
-  }
-  if (reads.empty()) return;
-  const std::vector<redis::RedisReply> replies = redis_.pipeline(reads);
-  for (const redis::RedisReply& r : replies) {
-    if (r.view().is_string()) dictionaries_->add(std::string(r.view().str()), false);
-  }
-}
-
-void JobStore::load_scripts() {
   std::vector<redis::Command> cmds;
   for (const lua::ScriptInfo& s : lua::kScripts) cmds.push_back({"SCRIPT", "LOAD", lua::source(s)});
   auto replies = redis_.pipeline(cmds);
@@ -106,6 +65,12 @@ void JobStore::load_scripts() {
     if (r.view().is_error()) throw redis::RedisCommandError("redis: SCRIPT LOAD: " + r.view().error());
     shas_.emplace_back(r.view().str());
   }
+}
+
+redis::Command JobStore::script_call(Script script, std::size_t keys) const {
+  const lua::ScriptInfo& info = lua::info(script);
+  if (calls_ == ScriptCalls::functions) return {"FCALL", lua::function_name(info), std::to_string(keys)};
+  return {"EVALSHA", shas_[static_cast<size_t>(script)], std::to_string(keys)};
 }
 
 namespace {
@@ -137,12 +102,15 @@ void split_replies(const std::vector<size_t>& sizes, std::vector<redis::RedisRep
   }
 }
 
-// The groups whose script call Redis answered NOSCRIPT (it lost its scripts: that call did not run).
+// The groups whose script call Redis answered NOSCRIPT or "Function not found" (it lost its
+// scripts or delayd's library: that call did not run).
 std::vector<size_t> lost_groups(const std::vector<std::vector<redis::RedisReply>>& out) {
   std::vector<size_t> lost;
   for (size_t g = 0; g < out.size(); ++g) {
     const redis::ReplyView r = out[g].front().view();
-    if (r.is_error() && r.error().rfind("NOSCRIPT", 0) == 0) lost.push_back(g);
+    if (!r.is_error()) continue;
+    const std::string e = r.error();
+    if (e.starts_with("NOSCRIPT") || e.starts_with("ERR Function not found")) lost.push_back(g);
   }
   return lost;
 }
@@ -164,7 +132,7 @@ std::vector<std::vector<redis::RedisReply>> JobStore::eval_groups(
   split_replies(sizes, replies, 0, all, out);
   const std::vector<size_t> lost = lost_groups(out);
   if (lost.empty()) return out;
-  load_scripts();  // the same texts: the same SHA1s, so the groups are sent again as they were
+  load_scripts();  // the same texts: the same SHA1s and library, so the groups are sent again as they were
   auto again = redis_.pipeline(flat_groups(groups, lost));
   split_replies(sizes, again, 0, lost, out);
   return out;
@@ -202,14 +170,9 @@ JobStore::Calls JobStore::build_calls(Script script, std::span<const ShardJobs> 
     // The kShardKeys keys of a batch script, in lua_scripts.hpp's order (five: the assert below
     // fails if lua_scripts.hpp adds one), then the jobs' records.
     static_assert(lua::kShardKeys == 5 && lua::kFixedArgs == 4);
-    redis::Command c{"EVALSHA",
-                     shas_[static_cast<size_t>(script)],
-                     std::to_string(info.keys + (to - from)),
-                     keys_.pending(shard),
-                     keys_.stats(shard),
-                     keys_.quarantine(shard),
-                     keys_.in_flight(shard),
-                     keys_.owner(shard)};
+    redis::Command c = script_call(script, info.keys + (to - from));
+    c.insert(c.end(), {keys_.pending(shard), keys_.stats(shard), keys_.quarantine(shard), keys_.in_flight(shard),
+                       keys_.owner(shard)});
     for (size_t i = from; i < to; ++i) c.push_back(keys_.job(shard, per_job[i].front()));
     c.insert(c.end(), {std::to_string(now_ms), std::to_string(retention_s_), std::to_string(extra), fence});
     for (size_t i = from; i < to; ++i) c.insert(c.end(), per_job[i].begin(), per_job[i].end());
@@ -268,13 +231,8 @@ void JobStore::enable_fencing(std::string member) { member_ = std::move(member);
 
 std::int64_t JobStore::take_shard(std::string_view shard, std::int64_t now_ms) {
   static_assert(lua::info(Script::take_shard).keys == 2 && lua::info(Script::take_shard).args == 2);
-  const redis::Command cmd{"EVALSHA",
-                           shas_[static_cast<size_t>(Script::take_shard)],
-                           std::to_string(lua::info(Script::take_shard).keys),
-                           keys_.owner(shard),
-                           keys_.wake(shard),
-                           member_.value_or("-"),
-                           std::to_string(now_ms)};
+  redis::Command cmd = script_call(Script::take_shard, lua::info(Script::take_shard).keys);
+  cmd.insert(cmd.end(), {keys_.owner(shard), keys_.wake(shard), member_.value_or("-"), std::to_string(now_ms)});
   redis::RedisReply reply = std::move(eval_groups({{cmd}}).front().front());
   if (!reply.view().is_integer()) {
     throw redis::RedisCommandError("redis: taking shard " + std::string(shard) + ": " +
@@ -531,18 +489,9 @@ std::vector<PendingEntry> JobStore::pending_between(std::string_view shard, std:
 redis::Command JobStore::shard_call(Script script, std::string_view shard, std::int64_t now_ms,
                                     std::initializer_list<std::string> own) const {
   static_assert(lua::kShardKeys == 5 && lua::kFixedArgs == 4);
-  redis::Command c{"EVALSHA",
-                   shas_[static_cast<size_t>(script)],
-                   std::to_string(lua::kShardKeys),
-                   keys_.pending(shard),
-                   keys_.stats(shard),
-                   keys_.quarantine(shard),
-                   keys_.in_flight(shard),
-                   keys_.owner(shard),
-                   std::to_string(now_ms),
-                   std::to_string(retention_s_),
-                   "0",
-                   ""};
+  redis::Command c = script_call(script, lua::kShardKeys);
+  c.insert(c.end(), {keys_.pending(shard), keys_.stats(shard), keys_.quarantine(shard), keys_.in_flight(shard),
+                     keys_.owner(shard), std::to_string(now_ms), std::to_string(retention_s_), "0", ""});
   c.insert(c.end(), own.begin(), own.end());
   return c;
 }

@@ -169,6 +169,12 @@ namespace lua {
 enum class Script : unsigned char;  // lua_scripts.hpp
 }
 
+// How a JobStore calls its scripts (lua_scripts.hpp, "How Redis runs them").
+enum class ScriptCalls : unsigned char {
+  functions,  // delayd's function library: FUNCTION LOAD once, FCALL (falls back to eval: JobStore())
+  eval,       // SCRIPT LOAD once, EVALSHA
+};
+
 struct NewJob {
   std::string job_id;
   std::int64_t deliver_at = 0;  // epoch ms
@@ -372,8 +378,14 @@ class JobStore {
   // other clients and long enough that the per-call cost disappears.
   static constexpr std::size_t kJobsPerCall = 500;
 
-  // Loads the scripts into Redis (SCRIPT LOAD) so that later calls are EVALSHA only.
-  JobStore(redis::RedisClient& redis, KeySchema keys, std::int64_t retention_s);
+  // Loads the scripts into Redis so that later calls send their arguments only: delayd's function
+  // library (FUNCTION LOAD, then FCALL) with ScriptCalls::functions, the default, unless Redis
+  // has no functions (before 7) or the ACL denies FUNCTION: then, as with ScriptCalls::eval,
+  // each script (SCRIPT LOAD, then EVALSHA). lua_scripts.hpp says how the two run the same texts.
+  JobStore(redis::RedisClient& redis, KeySchema keys, std::int64_t retention_s,
+           ScriptCalls calls = ScriptCalls::functions);
+  // How this store calls its scripts, after the fallback above.
+  ScriptCalls script_calls() const { return calls_; }
 
   // From now on accept() stores a payload (key, value and headers, encoded) longer than `bytes`
   // zstd-compressed (payload_compression.hpp); 0 (the default of a store): never. Every read
@@ -399,7 +411,7 @@ class JobStore {
   // Either may throw what accept() throws; then every outstanding post is forgotten (whether it
   // ran is unknown: the caller writes its jobs again, which is idempotent) and the caller must
   // call abandon_posts() before any other call if it did not come from the client (a script
-  // error). A lost script cache (NOSCRIPT) is loaded again and thrown as RedisIoError.
+  // error). Lost scripts (NOSCRIPT, "Function not found") are loaded again and thrown as RedisIoError.
   struct PostedAccept;
   PostedAccept accept_post(std::span<const NewJob> jobs, std::int64_t now_ms);
   std::vector<AcceptOutcome> accept_collect(PostedAccept& posted);
@@ -691,12 +703,18 @@ class JobStore {
   void registered(std::string_view shard, const redis::RedisReply& reply);
   // ARGV[4] of a call: the fence, or '' when fencing is off or the script is not fenced.
   std::string fence_arg(Script script, std::string_view shard) const;
-  void load_scripts();
+  // Loads the library, or the scripts (the constructor's fallback, above). `starting`: called by
+  // the constructor, when a replica's READONLY is not an error (the first call loads it).
+  void load_scripts(bool starting = false);
+  // The start of a call of `script` with `keys` keys, as load_scripts() chose: FCALL <function>
+  // <keys>, or EVALSHA <sha> <keys>. Its keys and arguments follow.
+  redis::Command script_call(Script script, std::size_t keys) const;
   // Sends every group's commands in one pipeline and returns the replies group by group. A group
-  // is a script call (EVALSHA) and the commands that must run right after it (the reads of its
-  // records). When Redis answers a group's EVALSHA with NOSCRIPT (it lost its script cache: a
-  // restart without persistence, SCRIPT FLUSH), that call did not run: the scripts are loaded
-  // again and those groups, and only those, are sent once more. The one home of that rule.
+  // is a script call (FCALL or EVALSHA) and the commands that must run right after it (the reads
+  // of its records). When Redis answers a group's call with "Function not found" or NOSCRIPT (it
+  // lost the library or its script cache: a restart without persistence, FUNCTION DELETE, SCRIPT
+  // FLUSH), that call did not run: the scripts are loaded again and those groups, and only those,
+  // are sent once more. The one home of that rule.
   std::vector<std::vector<redis::RedisReply>> eval_groups(const std::vector<std::vector<redis::Command>>& groups);
   // The call of a batch script that takes no jobs (stride 0: browse, pending) on `shard`: its
   // kShardKeys keys, the kFixedArgs arguments (now, the retention, 0, no fence), then `own`.
@@ -723,7 +741,8 @@ class JobStore {
   std::uint32_t dictionary_id_ = 0;                    // the dictionary whose keys this store has written:
   std::set<std::string> dictionary_shards_;            // in these shards,
   bool dictionary_prefix_ = false;                     // and as <prefix>:zdict (or found it there)
-  std::vector<std::string> shas_;
+  ScriptCalls calls_;                                  // functions until load_scripts() finds Redis cannot have them
+  std::vector<std::string> shas_;  // with ScriptCalls::eval: each script's SHA1, in kScripts's order
   std::set<std::string> registered_shards_;                  // added to <prefix>:shards by this process
   std::optional<std::string> member_;                        // set by enable_fencing()
   std::map<std::string, std::int64_t, std::less<>> fences_;  // shard -> epoch held

@@ -30,7 +30,7 @@
 //
 // A job record is one Redis string (key_schema.hpp gives the format): a header line
 // "<state> <deliver_at> <attempt> <business>[ <name>=<value>]..." then "\n" then the payload.
-// prelude.lua parses and writes it; every batch script is the prelude followed by its body. A
+// prelude.lua parses and writes it; every batch script runs after the prelude (HOW REDIS RUNS THEM below). A
 // record that does not parse is "corrupt": the script that meets it says so, and claim sets it
 // aside.
 // Counters ("<business>|<state>" in KEYS[2]) are bumped once per batch and business.
@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -108,9 +109,71 @@ inline constexpr ScriptInfo kScripts[] = {
 
 constexpr const ScriptInfo& info(Script s) { return kScripts[static_cast<std::size_t>(s)]; }
 
-// The text SCRIPT LOAD gets: a batch script after the prelude.
-inline std::string source(const ScriptInfo& s) {
-  return s.batch ? std::string(kPrelude) + std::string(s.body) : std::string(s.body);
+// HOW REDIS RUNS THEM. Two ways, the same texts:
+//  - as delayd's function library (Redis 7 and later: FUNCTION LOAD once, FCALL each call): the
+//    prelude runs once, when the library loads, and defines its helpers once; each script is a
+//    function of the library, function_name(), whose body starts with begin(KEYS, ARGV)
+//    (prelude_jobs.lua: every local of the prelude that holds something of one call is set
+//    there). A call then pays for its body only, where as EVAL it defined the prelude's 50-odd
+//    helpers again each time (docs/performance.md, "Redis Functions").
+//  - as EVAL scripts (SCRIPT LOAD, EVALSHA: a Redis before 7, or a user the ACL denies FUNCTION):
+//    each batch script is the prelude, begin(KEYS, ARGV), then its body, one chunk.
+// The library is named by a hash of its text (library_name()), so that two versions of delayd
+// that share a Redis during a rolling upgrade each call their own functions.
+
+// A batch script's body as one EVAL chunk: the prelude, begin(KEYS, ARGV), then `body`.
+inline std::string batch_chunk(std::string_view body) {
+  return std::string(kPrelude) + "begin(KEYS, ARGV)\n" + std::string(body);
+}
+
+// The text SCRIPT LOAD gets: a batch script as batch_chunk(), another as it is.
+inline std::string source(const ScriptInfo& s) { return s.batch ? batch_chunk(s.body) : std::string(s.body); }
+
+namespace detail {
+
+// The library's text after its first line: the prelude, then one register_function() per script,
+// each named `prefix` + its name.
+inline std::string library_body(std::string_view prefix) {
+  std::string text(kPrelude);
+  for (const ScriptInfo& s : kScripts) {
+    text += "redis.register_function('";
+    text += prefix;
+    text += s.name;
+    text += "', function(KEYS, ARGV)\n";
+    if (s.batch) text += "begin(KEYS, ARGV)\n";
+    text += s.body;
+    text += "\nend)\n";
+  }
+  return text;
+}
+
+// FNV-1a, 64 bits, in 16 hex digits: the same on every build of the same text.
+inline std::string fnv1a_hex(std::string_view text) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = kHex[h & 0xf];
+  return out;
+}
+
+}  // namespace detail
+
+// "delayd_<16 hex digits>": the hash of the library's text (its functions named without it).
+inline const std::string& library_name() {
+  static const std::string name = "delayd_" + detail::fnv1a_hex(detail::library_body("delayd_"));
+  return name;
+}
+
+// The function FCALL calls for script s: "<library_name()>_<its name>".
+inline std::string function_name(const ScriptInfo& s) { return library_name() + "_" + std::string(s.name); }
+
+// What FUNCTION LOAD gets: the library of every script.
+inline std::string library_source() {
+  return "#!lua name=" + library_name() + "\n" + detail::library_body(library_name() + "_");
 }
 
 namespace detail {

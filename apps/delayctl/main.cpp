@@ -573,7 +573,7 @@ int main(int argc, char** argv) {
     if (*dlq_list_cmd) return cmd_dlq_list(config, dlq_list_args, dlq_all);
     const auto redis = delayd::config::make_redis_client(config);
     delayd::storage::JobStore store(*redis, delayd::storage::KeySchema(config.redis.prefix),
-                                    config.redis.job_retention_s);
+                                    config.redis.job_retention_s, delayd::config::script_calls(config));
     if (*get_cmd) return cmd_get(store, job_id);
     if (*jobs_cmd) return cmd_jobs(store, jobs_args, jobs_all);
     if (*bulk_cmd) return cmd_bulk(config, *redis, store, bulk_filter, bulk_action, bulk_args);

@@ -1,9 +1,12 @@
--- The prelude: the shared helpers and locals of every batch script. A batch script is the
--- record's facts (written by record_lua_gen.cpp), this file, prelude_pending.lua,
--- prelude_jobs.lua, then the script's own text: storage/CMakeLists.txt joins them in that order,
--- and lua_scripts.hpp documents the keys, ARGV[1..4], fencing and the record. Each part uses what
--- the parts before it define, never what comes after (they are one Lua chunk: a local is seen
--- from where it is defined on).
+-- The prelude: the shared helpers and locals of every batch script. The prelude is the record's
+-- facts (written by record_lua_gen.cpp), this file, prelude_pending.lua, then prelude_jobs.lua:
+-- storage/CMakeLists.txt joins them in that order, and lua_scripts.hpp documents the keys,
+-- ARGV[1..4], fencing and the record. Each part uses what the parts before it define, never what
+-- comes after (they are one Lua chunk: a local is seen from where it is defined on). A script's
+-- own text runs after it, and after begin(KEYS, ARGV) (the end of prelude_jobs.lua), either in
+-- the same chunk (EVAL) or as a function of the library the prelude starts (FUNCTION LOAD:
+-- lua_scripts.hpp, "How Redis runs them"). So the prelude's top level runs once per library
+-- load, not per call: whatever belongs to one call is a local set by begin().
 --   prelude.lua          a job's keys, parse() of its record, the state and waiting indexes
 --   prelude_pending.lua  the pending set in leaves (the entry_* helpers, entry_move())
 --   prelude_jobs.lua     write() of a record, its history, counts and flush(), read(), the
@@ -23,19 +26,22 @@ local FIRST = 6  -- KEYS index of the first job record; its arguments start at A
 -- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("<prefix>:{<shard>}:pending:leaves";
 -- the prefix and the shard hold no '}'): a job's history list and the shard's wake list live
 -- beside its other keys, in the same hash slot.
-local SHARD = string.match(KEYS[1], '^[^}]*}')
-local now, retention, extra = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local stamp, fence = ARGV[1], ARGV[4]
+-- Set for each call by begin_record() (at the end of this file), like every local of the prelude
+-- that holds something of one call.
+local SHARD
+local now, retention, extra  -- ARGV[1..3] as numbers: now (epoch ms), the retention (s), its own
+local stamp, fence  -- ARGV[1] as given (now, for records), ARGV[4]
+local COUNTERS, FLIGHT, OWNER  -- KEYS[2], KEYS[4], KEYS[5]: the shard's counters, in-flight hash, owner
 -- A job's record key from its id, and back.
 local function job_key(id) return SHARD .. KEY.job .. id end
 local function id_of(key) return string.sub(key, #SHARD + #KEY.job + 1) end
 local function hist_key(key) return SHARD .. KEY.history .. id_of(key) end
 -- The shard's hash of delay records (key_schema.hpp): a job's record is its field there while
 -- the job is delay, and the string job_key(id) in any other state; never both.
-local JOBS = SHARD .. KEY.jobs
+local JOBS  -- SHARD .. KEY.jobs
 -- where[id]: where this call last found or put the job's record, 'hash', 'key' or 'none' (nil:
 -- not looked); write() deletes the record from the other place unless it knows it is not there.
-local where = {}
+local where
 -- An epoch-ms field's value as a number: 1 to AT_DIGITS digits, as deliver_at is; else nil.
 local function ms(s)
   if s and #s <= AT_DIGITS and string.find(s, '^%d+$') then return tonumber(s) end
@@ -84,7 +90,7 @@ end
 -- every crash point; flush() trims what the retention has expired. indexed: states entered in
 -- this call.
 local function state_key(st) return SHARD .. KEY.state .. st end
-local indexed = {}
+local indexed
 -- enter(id, st, left): the job `id` is now in state st, and was in `left` (nil: no record, or
 -- one that did not parse; 'delay': in no state index).
 local function enter(id, st, left)
@@ -120,9 +126,9 @@ end
 --           shard held none of them before the call, else 'off'
 -- Entries move in the same call as the pending entries (wadd, pend, and write() for a job that
 -- leaves delay or changes business), so at every crash point the index agrees with the records.
-local WAITING = SHARD .. KEY.waiting_marks
+local WAITING  -- SHARD .. KEY.waiting_marks
 local function wkey(biz) return SHARD .. KEY.waiting .. biz end
-local wmark, wadded = {}, {}  -- business -> 'on' | 'off' | 'new' (as read once); -> true if added to
+local wmark, wadded  -- business -> 'on' | 'off' | 'new' (as read once); -> true if added to
 local function wstate(biz)
   local m = wmark[biz]
   if not m then
@@ -149,7 +155,7 @@ end
 -- note, wflush() writes what they noted (adds, then removes; a script that notes both for one
 -- job, or touches the index any other way meanwhile, calls wflush() in between, so that every
 -- entry ends as it would have one job at a time). flush() calls it first.
-local wlater = {}  -- business -> {adds = {score, id, ...}, dels = {id, ...}}
+local wlater  -- business -> {adds = {score, id, ...}, dels = {id, ...}}
 local function wnote(biz)
   local w = wlater[biz]
   if not w then
@@ -183,4 +189,16 @@ local function wflush()
     end
   end
   wlater = {}
+end
+-- begin_record(keys, argv): this part's state for a call with these KEYS and ARGV (prelude_jobs.lua's
+-- begin() calls it before the script's body).
+local function begin_record(keys, argv)
+  SHARD = string.match(keys[1], '^[^}]*}')
+  now, retention, extra = tonumber(argv[1]), tonumber(argv[2]), tonumber(argv[3])
+  stamp, fence = argv[1], argv[4]
+  COUNTERS, FLIGHT, OWNER = keys[2], keys[4], keys[5]
+  JOBS = SHARD .. KEY.jobs
+  where, indexed = {}, {}
+  WAITING = SHARD .. KEY.waiting_marks
+  wmark, wadded, wlater = {}, {}, {}
 end

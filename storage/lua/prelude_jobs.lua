@@ -44,7 +44,7 @@ end
 local HISTORY_MAX = 100
 local function hist(key, j, event, detail)
   local hk = hist_key(key)
-  local n = redis.call('RPUSH', hk, ARGV[1] .. ' ' .. event .. ' ' .. tostring(j.att) .. ' ' .. enc(detail or ''))
+  local n = redis.call('RPUSH', hk, stamp .. ' ' .. event .. ' ' .. tostring(j.att) .. ' ' .. enc(detail or ''))
   if n > HISTORY_MAX then redis.call('LTRIM', hk, -HISTORY_MAX, -1) end
   j.f.h = '1'
 end
@@ -61,7 +61,7 @@ local function repend(key, id, j)
 end
 -- counts: business -> state -> change in this call; its hash field "<business>|<state>" is only
 -- built when flush() writes it (bump() is called once or twice per job).
-local counts = {}
+local counts  -- per call (begin())
 local function bump(biz, st, n)
   if biz == '-' then return end
   local c = counts[biz]
@@ -81,7 +81,7 @@ local function flush()
     for st, n in pairs(by_state) do
       if n ~= 0 then
         local k = biz .. '|' .. st
-        local c = redis.pcall('HINCRBY', KEYS[2], k, n)
+        local c = redis.pcall('HINCRBY', COUNTERS, k, n)
         if type(c) == 'number' then after[k] = c end
       end
     end
@@ -92,7 +92,7 @@ local function flush()
     local delta = counts[biz] and counts[biz].delay or 0
     local n = after[k]
     if delta == 0 and m == 'new' then
-      local v = redis.pcall('HGET', KEYS[2], k)
+      local v = redis.pcall('HGET', COUNTERS, k)
       n = type(v) ~= 'table' and (tonumber(v) or 0) or nil
     end
     local mark = m
@@ -196,18 +196,19 @@ local function flight_of(e)
   return tonumber(att), at, epoch
 end
 -- in_flight(id) -> the same for the job's entry.
-local function in_flight(id) return flight_of(redis.call('HGET', KEYS[4], id)) end
+local function in_flight(id) return flight_of(redis.call('HGET', FLIGHT, id)) end
 -- The whole call is refused unless the caller holds the shard's current fence (or none is
 -- asked for: fence '').
 local function check_fence()
   if fence == '' then return nil end
-  local owner = redis.call('GET', KEYS[5])
+  local owner = redis.call('GET', OWNER)
   if not owner or string.match(owner, '^(%d+)') ~= fence then
     return redis.error_reply('FENCED ' .. (owner or 'no owner') .. ' (caller holds epoch ' .. fence .. ')')
   end
   return nil
 end
-local my_epoch = fence ~= '' and fence or '0' 
+-- The epoch a claim writes in the in-flight entry (per call: begin()).
+local my_epoch
 -- Finishes a job that was delay: the payload goes (it is on its topic by now) unless
 -- keep_payload, the record expires after the retention, the pending entry is removed. `detail`:
 -- a history line is written for a failure always, for the other ends when the job has a
@@ -218,7 +219,7 @@ local function finish(key, id, j, st, field, extra_fields, detail, keep_payload,
   if att == nil then att = in_flight(id) end
   if att then
     j.att = att
-    redis.call('HDEL', KEYS[4], id)
+    redis.call('HDEL', FLIGHT, id)
   end
   j.st = st
   if not keep_payload then j.payload = nil end
@@ -252,7 +253,7 @@ local function delivered(key, id, j, keep, ack, max_att, nxt, nrep, skip, att)
   if att == nil then att = in_flight(id) end
   if att then
     if not skip then j.att = att end
-    redis.call('HDEL', KEYS[4], id)
+    redis.call('HDEL', FLIGHT, id)
   end
   j.f.nb = nil
   j.f.last_error = nil
@@ -354,4 +355,16 @@ local function settle_read(key, id, attempt, keep, ack, max_att, nxt, nrep, skip
   if j and j.st ~= 'ready' and j.st ~= 'running' then entry_drop(id, hint) end
   return {0, j and j.st or (v and 'corrupt' or 'missing'), '0'}
 end
-local out = {}
+-- The script's reply, one group per job (per call: begin()).
+local out
+-- begin(keys, argv): every part's state for a call with these KEYS and ARGV, before the script's
+-- body runs. As EVAL (the prelude and the body one chunk, compiled once and run at each call) a
+-- script calls it first; as a function of delayd's library (FUNCTION LOAD: the prelude run once,
+-- each body a function of it, lua_scripts.hpp) so does each function, and nothing of an earlier
+-- call is seen. A local of the prelude that holds something of one call is set here and nowhere
+-- else but by the helpers during the call.
+local function begin(keys, argv)
+  begin_record(keys, argv)
+  begin_pending(keys)
+  counts, my_epoch, out = {}, fence ~= '' and fence or '0', {}
+end

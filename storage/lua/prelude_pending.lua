@@ -33,12 +33,12 @@
 -- The set of 0.3, one sorted set (OLD_SET), is moved into leaves by migrate(), a chunk per
 -- call, when the shard's loader first reads; until it is empty, an entry not found in a leaf
 -- is looked for there too.
-local LEAVES = KEYS[1]
-local LEAF = SHARD .. KEY.leaf  -- a leaf's key: LEAF .. its separator
-local SIZE = SHARD .. KEY.size
-local OLD_SET = SHARD .. KEY.set_0_3
+-- Per call (begin_pending(), at the end of this file): LEAVES (KEYS[1]), LEAF (a leaf's key: LEAF
+-- .. its separator), SIZE, OLD_SET, and size_delta, the entries added minus the entries removed
+-- by this call (flush() adds it to SIZE).
+local LEAVES, LEAF, SIZE, OLD_SET
+local size_delta
 local KEY_FORMAT = '%0' .. AT_DIGITS .. '.0f'
-local size_delta = 0  -- entries added minus entries removed by this call; flush() adds it to SIZE
 -- a < b in byte order, as Redis orders members (Lua's own < follows the locale's collation).
 local function bytes_less(a, b)
   for k = 1, math.min(#a, #b) do
@@ -63,7 +63,7 @@ local function next_leaf(s) return redis.call('ZRANGEBYLEX', LEAVES, '(' .. s, '
 -- together, claimed and marked together) costs one command each: {s = separator, lo, lo_id =
 -- where its range starts, hi, hi_id = where the next leaf's starts (nil: none), n = its entries}.
 -- Any change to the leaves' bounds forgets it.
-local near = nil
+local near
 local function in_near(score, id)
   if not near or score < near.lo or (score == near.lo and bytes_less(id, near.lo_id)) then return false end
   return not near.hi or score < near.hi or (score == near.hi and bytes_less(id, near.hi_id))
@@ -291,4 +291,9 @@ local function entry_move(id, j, again)
   end
   j.e0 = to
   return to
+end
+-- begin_pending(keys): this part's state for a call with these KEYS (after begin_record()).
+local function begin_pending(keys)
+  LEAVES, LEAF, SIZE, OLD_SET = keys[1], SHARD .. KEY.leaf, SHARD .. KEY.size, SHARD .. KEY.set_0_3
+  size_delta, near = 0, nil
 end

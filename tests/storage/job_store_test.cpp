@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "job_store_fixture.hpp"
+#include "support/lost_scripts.hpp"
 
 using namespace delayd::storage;
 using namespace delayd::storage::test;
@@ -436,19 +437,60 @@ TEST_CASE_METHOD(Fixture, "a due job whose payload does not decode is reported, 
 }
 
 TEST_CASE_METHOD(Fixture, "scripts flushed from Redis are loaded again transparently", "[store]") {
-  redis.command({"SCRIPT", "FLUSH"});
-  auto out = store.accept(std::vector<NewJob>{job("s", 5)}, 0);
+  // Both ways of calling them: the function library (the default) and EVAL scripts.
+  const ScriptCalls calls = GENERATE(ScriptCalls::functions, ScriptCalls::eval);
+  JobStore s(redis, keys, 3600, calls);
+  REQUIRE(s.script_calls() == calls);
+  const std::string id = calls == ScriptCalls::functions ? "f" : "e";
+  delayd::testing::lose_scripts(redis);
+  auto out = s.accept(std::vector<NewJob>{job(id, 5)}, 0);
   CHECK(out[0].created());
-  CHECK(pending().size() == 1);
+  CHECK(field(id, "state") == "delay");
   // A claim is a script call followed by the reads of its records: both are sent again, in order.
-  redis.command({"SCRIPT", "FLUSH"});
-  const auto claimed = store.claim(shard, Ids{"s"}, 5);
+  delayd::testing::lose_scripts(redis);
+  const auto claimed = s.claim(shard, Ids{id}, 5);
   REQUIRE(claimed.size() == 1);
   CHECK(claimed[0].kind == Claim::Kind::deliver);
-  CHECK(claimed[0].value == "v-s");  // the record read right after the call that ran
+  CHECK(claimed[0].value == "v-" + id);  // the record read right after the call that ran
   // The single call that takes a shard's fence.
-  redis.command({"SCRIPT", "FLUSH"});
-  CHECK(store.take_shard(shard, 10) >= 1);
+  delayd::testing::lose_scripts(redis);
+  CHECK(s.take_shard(shard, 10) >= 1);
+}
+
+TEST_CASE_METHOD(Fixture, "a user the ACL denies FUNCTION gets the scripts as EVAL, with the same outcomes",
+                 "[store]") {
+  // A Redis before 7 has no FUNCTION either; both fall back the same way (JobStore()).
+  const std::string user = "delayd-nofn-" + keys.prefix();
+  REQUIRE(redis.command({"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-function"}).view().is_string());
+  struct DropUser {
+    RedisConnection& redis;
+    std::string user;
+    ~DropUser() {
+      try {
+        redis.command({"ACL", "DELUSER", user});
+      } catch (...) {  // the test's result matters more than its clean-up
+      }
+    }
+  } drop{redis, user};
+  auto options = delayd::testing::redis_options(delayd::testing::require_env("REDIS_URL"));
+  options.user = user;
+  options.password = "pw";
+  RedisConnection limited(options);
+  JobStore eval_store(limited, keys, 3600);
+  CHECK(eval_store.script_calls() == ScriptCalls::eval);
+  CHECK(store.script_calls() == ScriptCalls::functions);
+  // The same lives through each: accept, claim, mark ready; the records end alike.
+  for (JobStore* s : {&store, &eval_store}) {
+    const std::string id = s == &store ? "by-function" : "by-eval";
+    CHECK(s->accept(std::vector<NewJob>{job(id, 5)}, 0)[0].created());
+    const auto claimed = s->claim(shard, Ids{id}, 5);
+    REQUIRE(claimed.size() == 1);
+    CHECK(claimed[0].kind == Claim::Kind::deliver);
+    CHECK(s->mark_ready(shard, Ids{id}, 6)[0].changed);
+  }
+  CHECK(record("by-function") == record("by-eval"));
+  CHECK(field("by-eval", "state") == "ready");
+  CHECK(store.stats().by_business_state["orders"]["ready"] == 2);
 }
 
 TEST_CASE_METHOD(Fixture, "posted accepts do what accept() does, in the order they were posted", "[store][post]") {
@@ -478,7 +520,7 @@ TEST_CASE_METHOD(Fixture, "posted accepts do what accept() does, in the order th
   CHECK(store.stats().by_business_state["orders"]["delay"] == 3);
 
   // Scripts lost before a post ran: an I/O error (the caller posts again), and the scripts are back.
-  redis.command({"SCRIPT", "FLUSH"});
+  delayd::testing::lose_scripts(redis);
   auto lost = store.accept_post(std::vector<NewJob>{job("p4", 4000)}, 502);
   CHECK_THROWS_AS(store.accept_collect(lost), delayd::redis::RedisIoError);
   CHECK(pending().size() == 3);  // p4 was not written

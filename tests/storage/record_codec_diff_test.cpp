@@ -228,7 +228,7 @@ std::string mutated(std::string s, std::mt19937& rng) {
 
 TEST_CASE("the Lua and the C++ reading of a job record agree on every record, good or damaged", "[storage][codec]") {
   RedisConnection redis{delayd::testing::redis_options(delayd::testing::require_env("REDIS_URL"))};
-  const std::string script = std::string(lua::kPrelude) + std::string(delayd::testing::kParseProbe);
+  const std::string script = lua::batch_chunk(delayd::testing::kParseProbe);
   const RedisReply loaded = redis.command({"SCRIPT", "LOAD", script});
   REQUIRE_FALSE(loaded.view().is_error());
   const std::string sha(loaded.view().str());

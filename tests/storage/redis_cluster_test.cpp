@@ -27,6 +27,7 @@
 #include "redis/url.hpp"
 #include "storage/job_store.hpp"
 #include "support/free_port.hpp"
+#include "support/lost_scripts.hpp"
 
 using namespace delayd::storage;
 using namespace delayd::redis;
@@ -326,7 +327,7 @@ TEST_CASE("cluster: commands go to their slot's primary, cross-slot ones are ref
   CHECK(store.stats().pending == 0);
 
   // Flushed scripts come back through JobStore's NOSCRIPT path, on every primary.
-  redis.command({"SCRIPT", "FLUSH"});
+  delayd::testing::lose_scripts(redis);
   CHECK(store.accept(std::vector<NewJob>{job(shards[0], "after-flush", 5)}, 1)[0].created());
   redis.wait_replicas(0, 10);  // no replicas asked for: nothing to wait for
 
@@ -344,7 +345,7 @@ TEST_CASE("cluster: commands go to their slot's primary, cross-slot ones are ref
     CHECK(o.kind == AcceptKind::existed);
     CHECK(o.deliver_at == 300);
   }
-  redis.command({"SCRIPT", "FLUSH"});
+  delayd::testing::lose_scripts(redis);
   auto lost = store.accept_post(std::vector<NewJob>{job(shards[1], "posted-after-flush", 5)}, 1);
   CHECK_THROWS_AS(store.accept_collect(lost), RedisIoError);
   auto again = store.accept_post(std::vector<NewJob>{job(shards[1], "posted-after-flush", 5)}, 1);

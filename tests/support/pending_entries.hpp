@@ -16,13 +16,13 @@
 
 namespace delayd::testing {
 
-// The EVAL of the prelude followed by `body` on `shard`, as a batch script without jobs: the
+// The EVAL of the prelude (and its begin()) followed by `body` on `shard`, as a batch script without jobs: the
 // shard's keys, ARGV[1..4] (now 0, no retention, 0, no fence), then `args` from ARGV[5].
 inline redis::Command prelude_eval(const storage::KeySchema& keys, std::string_view shard, std::string_view body,
                                    std::vector<std::string> args) {
   static_assert(storage::lua::kShardKeys == 5 && storage::lua::kFixedArgs == 4);
   redis::Command c{"EVAL",
-                   std::string(storage::lua::kPrelude) + "\n" + std::string(body),
+                   storage::lua::batch_chunk(body),
                    "5",
                    keys.pending(shard),
                    keys.stats(shard),
