@@ -706,6 +706,9 @@ class JobStore {
   // Loads the library, or the scripts (the constructor's fallback, above). `starting`: called by
   // the constructor, when a replica's READONLY is not an error (the first call loads it).
   void load_scripts(bool starting = false);
+  // Whether Redis (in a cluster: the first primary) has this build's library already: FUNCTION
+  // LIST LIBRARYNAME (a pattern; the name has no pattern characters). False on any error.
+  bool library_loaded();
   // The start of a call of `script` with `keys` keys, as load_scripts() chose: FCALL <function>
   // <keys>, or EVALSHA <sha> <keys>. Its keys and arguments follow.
   redis::Command script_call(Script script, std::size_t keys) const;

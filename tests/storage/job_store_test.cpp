@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "job_store_fixture.hpp"
+#include "storage/lua_scripts.hpp"
 #include "support/lost_scripts.hpp"
 
 using namespace delayd::storage;
@@ -491,6 +492,52 @@ TEST_CASE_METHOD(Fixture, "a user the ACL denies FUNCTION gets the scripts as EV
   CHECK(record("by-function") == record("by-eval"));
   CHECK(field("by-eval", "state") == "ready");
   CHECK(store.stats().by_business_state["orders"]["ready"] == 2);
+}
+
+namespace {
+
+// A Redis client that passes every command on and notes the first two words of each.
+class Noting final : public RedisClient {
+ public:
+  explicit Noting(RedisClient& real) : real_(real) {}
+  RedisReply command(const Command& argv) override {
+    note(argv);
+    return real_.command(argv);
+  }
+  std::vector<RedisReply> pipeline(const std::vector<Command>& commands) override {
+    for (const auto& c : commands) note(c);
+    return real_.pipeline(commands);
+  }
+  void post(const std::vector<Command>& commands) override {
+    for (const auto& c : commands) note(c);
+    real_.post(commands);
+  }
+  std::vector<RedisReply> collect() override { return real_.collect(); }
+  void abandon() noexcept override { real_.abandon(); }
+  void wait_replicas(int replicas, int timeout_ms) override { real_.wait_replicas(replicas, timeout_ms); }
+  std::size_t sent(const std::string& words) const {
+    return static_cast<std::size_t>(std::count(sent_.begin(), sent_.end(), words));
+  }
+
+ private:
+  void note(const Command& c) { sent_.push_back(c.empty() ? "" : c.size() == 1 ? c[0] : c[0] + " " + c[1]); }
+  RedisClient& real_;
+  std::vector<std::string> sent_;
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "a store made where the library is loaded asks, and loads nothing", "[store]") {
+  // The fixture's store loaded it. A LOAD of a library Redis has is refused, and Redis counts that
+  // as a failed call and an error (INFO commandstats, errorstats): a new store asks first.
+  REQUIRE(store.script_calls() == ScriptCalls::functions);
+  Noting noting(redis);
+  JobStore s(noting, keys, 3600);
+  CHECK(s.script_calls() == ScriptCalls::functions);
+  CHECK(noting.sent("FUNCTION LIST") == 1);
+  CHECK(noting.sent("FUNCTION LOAD") == 0);
+  CHECK(s.accept(std::vector<NewJob>{job("asked", 5)}, 0)[0].created());
+  CHECK(noting.sent("FCALL " + lua::function_name(lua::info(lua::Script::accept))) == 1);
 }
 
 TEST_CASE_METHOD(Fixture, "posted accepts do what accept() does, in the order they were posted", "[store][post]") {
