@@ -23,6 +23,8 @@
 //   delayctl dlq redrive [filter as for dlq list] (--dry-run | --run) [--rate N]
 //                                                            a dry run's count, or a redrive
 //                                                            operation run here (as bulk)
+//   delayctl scripts [--prune]                               delayd's function libraries in Redis;
+//                                                            --prune: delete those of other builds
 //   delayctl --version                                       version, commit and build type
 //
 // Exit status: 0 done; 1 the request was answered "no" (no such job, already delivered, ...);
@@ -58,6 +60,7 @@
 #include "storage/job_browse.hpp"
 #include "storage/job_store.hpp"
 #include "storage/operation_store.hpp"
+#include "storage/script_libraries.hpp"
 
 namespace {
 
@@ -458,6 +461,27 @@ int cmd_reschedule(const Config& config, delayd::storage::JobStore& store, const
   }
 }
 
+// delayd's function libraries (storage/script_libraries.hpp), after deleting those of other
+// builds with `prune`. Where the scripts run as EVAL scripts (no functions, or the ACL denies
+// FUNCTION) there are none to list.
+int cmd_scripts(delayd::redis::RedisClient& redis, const delayd::storage::JobStore& store, bool prune) {
+  json out;
+  if (store.script_calls() != delayd::storage::ScriptCalls::functions) {
+    out["scripts"] = "eval";
+    out["libraries"] = json::array();
+    std::cout << delayd::admin::to_text(out) << "\n";
+    return 0;
+  }
+  out["scripts"] = "functions";
+  if (prune) out["deleted"] = delayd::storage::prune_script_libraries(redis);
+  out["libraries"] = json::array();
+  for (const auto& lib : delayd::storage::script_libraries(redis)) {
+    out["libraries"].push_back({{"name", lib.name}, {"this_build", lib.this_build}});
+  }
+  std::cout << delayd::admin::to_text(out) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -555,6 +579,11 @@ int main(int argc, char** argv) {
   r_at->excludes(r_delay);
   resched_cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for delayd to act")->check(CLI::PositiveNumber);
 
+  bool prune_scripts = false;
+  auto* scripts_cmd = app.add_subcommand("scripts", "delayd's function libraries in Redis, one per build");
+  scripts_cmd->add_flag("--prune", prune_scripts,
+                        "delete the libraries of other builds (an instance that still calls one loads it again)");
+
   CLI11_PARSE(app, argc, argv);
 
   Config config;
@@ -586,6 +615,7 @@ int main(int argc, char** argv) {
       }
       return cmd_reschedule(config, store, resched, timeout_ms);
     }
+    if (*scripts_cmd) return cmd_scripts(*redis, store, prune_scripts);
     if (*stats_cmd) {
       std::cout << delayd::admin::to_text(delayd::admin::stats_to_json(store.stats())) << "\n";
       return 0;
