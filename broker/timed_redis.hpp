@@ -30,6 +30,11 @@ class TimedRedisClient final : public redis::RedisClient {
     const Timer t(histogram_);
     return inner_.pipeline(commands);
   }
+  // The inner client's command_on_every_server(), timed as one round trip.
+  std::vector<redis::RedisReply> command_on_every_server(const redis::Command& argv) override {
+    const Timer t(histogram_);
+    return inner_.command_on_every_server(argv);
+  }
   // The inner client's wait_replicas(), timed.
   void wait_replicas(int replicas, int timeout_ms) override {
     const Timer t(histogram_);

@@ -45,7 +45,14 @@ class RedisClient {
   // Forgets every outstanding post() (their replies are not read; a connection with replies
   // owed is closed, the next call reconnects). Never throws.
   virtual void abandon() noexcept = 0;
-  // command(), pipeline() and wait_replicas() need no post() outstanding (std::logic_error).
+  // command(), pipeline(), command_on_every_server() and wait_replicas() need no post()
+  // outstanding (std::logic_error).
+
+  // One command on every server that holds data (each primary of a cluster; the one server
+  // otherwise), one reply a server, for what each answers for itself (FUNCTION LIST: a primary's
+  // own libraries). An error reply is returned, not thrown; throws as command() does.
+  // Postcondition: at least one reply.
+  virtual std::vector<RedisReply> command_on_every_server(const Command& argv) = 0;
 
   // Durability: returns once `replicas` replicas acknowledge this client's writes so far (WAIT on
   // every server written to); throws RedisIoError when fewer do within timeout_ms, or on I/O

@@ -279,6 +279,15 @@ RedisReply RedisCluster::broadcast(const Command& argv) {
   return std::move(*first);
 }
 
+std::vector<RedisReply> RedisCluster::command_on_every_server(const Command& argv) {
+  require_idle("command_on_every_server()");
+  if (primaries_.empty()) refresh_slots();
+  const std::vector<std::size_t> targets = primaries_;
+  std::vector<RedisReply> out;
+  for (std::size_t node : targets) out.push_back(std::move(send(node, {argv}).front()));
+  return out;
+}
+
 RedisReply RedisCluster::command(const Command& argv) {
   auto replies = pipeline({argv});
   return std::move(replies.front());

@@ -88,6 +88,9 @@ class RedisCluster final : public RedisClient {
 
   // One command, routed by its keys' slot; redirects followed. An error reply is returned.
   RedisReply command(const Command& argv) override;
+  // The command on each primary of the current map (read first if there is none), in slot order;
+  // a node that cannot be reached makes the call throw RedisIoError, as command() does.
+  std::vector<RedisReply> command_on_every_server(const Command& argv) override;
   // The batch split by node; replies in the order of the commands.
   std::vector<RedisReply> pipeline(const std::vector<Command>& commands) override;
   // WAIT replicas timeout_ms on every node written to since the last successful wait; throws

@@ -225,6 +225,12 @@ std::vector<RedisReply> RedisConnection::collect_tls(std::size_t count) {
   return replies;
 }
 
+std::vector<RedisReply> RedisConnection::command_on_every_server(const Command& argv) {
+  std::vector<RedisReply> out;
+  out.push_back(command(argv));
+  return out;
+}
+
 void RedisConnection::wait_replicas(int replicas, int timeout_ms) {
   require_idle("wait_replicas()");
   if (replicas <= 0) return;

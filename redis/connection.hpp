@@ -78,6 +78,8 @@ class RedisConnection final : public RedisClient {
 
   // One command, one round trip. An error reply is returned, not thrown.
   RedisReply command(const Command& argv) override;
+  // command(): one server, one reply.
+  std::vector<RedisReply> command_on_every_server(const Command& argv) override;
   // All commands written, then all replies read: one round trip for the batch.
   // Postcondition: result.size() == commands.size(), in order.
   std::vector<RedisReply> pipeline(const std::vector<Command>& commands) override;

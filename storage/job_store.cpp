@@ -40,10 +40,13 @@ bool functions_unavailable(std::string_view error) {
 
 bool JobStore::library_loaded() {
   try {
-    const redis::RedisReply r = redis_.command({"FUNCTION", "LIST", "LIBRARYNAME", lua::library_name()});
-    const redis::ReplyView v = r.view();
-    // An error (no FUNCTION before Redis 7, an ACL that denies FUNCTION LIST): the LOAD decides.
-    return v.is_array() && v.size() > 0;
+    // Each primary of a cluster has its own libraries: loaded means loaded on every one. An error
+    // (no FUNCTION before Redis 7, an ACL that denies FUNCTION LIST): the LOAD decides.
+    const auto replies = redis_.command_on_every_server({"FUNCTION", "LIST", "LIBRARYNAME", lua::library_name()});
+    return std::all_of(replies.begin(), replies.end(), [](const redis::RedisReply& r) {
+      const redis::ReplyView v = r.view();
+      return v.is_array() && v.size() > 0;
+    });
   } catch (const redis::RedisIoError&) {
     return false;  // the LOAD meets the same fault and reports it
   }
@@ -55,8 +58,9 @@ void JobStore::load_scripts(bool starting) {
     // there already will do, and is not compiled again. At start, ask first: Redis refuses a LOAD
     // of a library it has, and counts the refusal as a failed call and an error (INFO
     // commandstats, errorstats), which a dashboard of Redis's errors would show at every start of
-    // every instance. (In a cluster the answer is one primary's: one that lacks the library
-    // answers the first call "Function not found", and the load below, without asking, mends it.)
+    // every instance. (In a cluster the load goes to every primary, and is asked for when any
+    // lacks it; one that loses it later, or joins, answers a call "Function not found", and the
+    // load below, without asking, mends it.)
     // Not when called again for such an answer: Redis has just said it lacks the library.
     if (starting && library_loaded()) return;
     // Without REPLACE: "already exists" is this very text, loaded by another store meanwhile.

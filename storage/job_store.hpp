@@ -706,7 +706,7 @@ class JobStore {
   // Loads the library, or the scripts (the constructor's fallback, above). `starting`: called by
   // the constructor, when a replica's READONLY is not an error (the first call loads it).
   void load_scripts(bool starting = false);
-  // Whether Redis (in a cluster: the first primary) has this build's library already: FUNCTION
+  // Whether Redis (in a cluster: every primary) has this build's library already: FUNCTION
   // LIST LIBRARYNAME (a pattern; the name has no pattern characters). False on any error.
   bool library_loaded();
   // The start of a call of `script` with `keys` keys, as load_scripts() chose: FCALL <function>

@@ -1,6 +1,7 @@
 #include "storage/script_libraries.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "storage/lua_scripts.hpp"
 
@@ -14,20 +15,24 @@ bool is_delayd_library(std::string_view name) {
 }
 
 std::vector<ScriptLibrary> script_libraries(redis::RedisClient& redis) {
-  // RESP2: an array of libraries, each a flat array of field names and values
-  // (library_name, engine, functions).
-  const redis::RedisReply r = redis.command({"FUNCTION", "LIST", "LIBRARYNAME", "delayd_*"});
-  const redis::ReplyView all = r.view();
-  std::vector<ScriptLibrary> out;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const redis::ReplyView lib = all[i];
-    for (std::size_t f = 0; f + 1 < lib.size(); f += 2) {
-      if (!lib[f].is_string() || lib[f].str() != "library_name") continue;
-      const std::string name(lib[f + 1].str());
-      if (is_delayd_library(name)) out.push_back({name, name == lua::library_name()});
+  // Each server's answer (RESP2): an array of libraries, each a flat array of field names and
+  // values (library_name, engine, functions). In a cluster each primary has its own libraries:
+  // the list is their union.
+  std::set<std::string> names;
+  for (const redis::RedisReply& r : redis.command_on_every_server({"FUNCTION", "LIST", "LIBRARYNAME", "delayd_*"})) {
+    const redis::ReplyView all = r.view();
+    if (all.is_error()) throw redis::RedisCommandError("redis: FUNCTION LIST: " + all.error());
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const redis::ReplyView lib = all[i];
+      for (std::size_t f = 0; f + 1 < lib.size(); f += 2) {
+        if (lib[f].is_string() && lib[f].str() == "library_name" && is_delayd_library(lib[f + 1].str())) {
+          names.emplace(lib[f + 1].str());
+        }
+      }
     }
   }
-  std::sort(out.begin(), out.end(), [](const ScriptLibrary& a, const ScriptLibrary& b) { return a.name < b.name; });
+  std::vector<ScriptLibrary> out;
+  for (const std::string& name : names) out.push_back({name, name == lua::library_name()});
   return out;
 }
 

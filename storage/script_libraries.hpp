@@ -25,9 +25,8 @@ struct ScriptLibrary {
 bool is_delayd_library(std::string_view name);
 
 // delayd's libraries in Redis (FUNCTION LIST LIBRARYNAME delayd_*, a pattern; no other library is
-// listed), sorted by name. In a cluster: the first primary's (FUNCTION goes to every primary,
-// and the answer is the first's). Throws RedisCommandError where Redis has no functions (before
-// 7) or the ACL denies FUNCTION LIST.
+// listed), sorted by name. In a cluster: those of every primary (each has its own), once each.
+// Throws RedisCommandError where Redis has no functions (before 7) or the ACL denies FUNCTION LIST.
 std::vector<ScriptLibrary> script_libraries(redis::RedisClient& redis);
 
 // Deletes every library of script_libraries() but this build's (FUNCTION DELETE; in a cluster on

@@ -387,6 +387,9 @@ class LosesOneAnswer final : public redis::RedisClient {
   LosesOneAnswer(redis::RedisClient& real, std::function<bool(const redis::Command&)> lose)
       : real_(real), lose_(std::move(lose)) {}
   redis::RedisReply command(const redis::Command& argv) override { return real_.command(argv); }
+  std::vector<redis::RedisReply> command_on_every_server(const redis::Command& argv) override {
+    return real_.command_on_every_server(argv);
+  }
   std::vector<redis::RedisReply> pipeline(const std::vector<redis::Command>& commands) override {
     auto replies = real_.pipeline(commands);
     if (!lost_ && std::any_of(commands.begin(), commands.end(), lose_)) {

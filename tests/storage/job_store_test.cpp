@@ -508,6 +508,10 @@ class Noting final : public RedisClient {
     for (const auto& c : commands) note(c);
     return real_.pipeline(commands);
   }
+  std::vector<RedisReply> command_on_every_server(const Command& argv) override {
+    note(argv);
+    return real_.command_on_every_server(argv);
+  }
   void post(const std::vector<Command>& commands) override {
     for (const auto& c : commands) note(c);
     real_.post(commands);

@@ -26,6 +26,8 @@
 #include "redis/cluster.hpp"
 #include "redis/url.hpp"
 #include "storage/job_store.hpp"
+#include "storage/lua_scripts.hpp"
+#include "storage/script_libraries.hpp"
 #include "support/free_port.hpp"
 #include "support/lost_scripts.hpp"
 
@@ -350,6 +352,44 @@ TEST_CASE("cluster: commands go to their slot's primary, cross-slot ones are ref
   CHECK_THROWS_AS(store.accept_collect(lost), RedisIoError);
   auto again = store.accept_post(std::vector<NewJob>{job(shards[1], "posted-after-flush", 5)}, 1);
   CHECK(store.accept_collect(again)[0].created());
+}
+
+TEST_CASE("cluster: delayd's libraries are loaded, listed and pruned on every primary", "[cluster][scripts]") {
+  LocalCluster lc(3, 0);
+  RedisCluster redis(lc.options());
+  const auto primaries = redis.primaries();
+  REQUIRE(primaries.size() == 3);
+  const std::string ours = delayd::storage::lua::library_name();
+  const auto has = [&](const RedisNodeAddress& node, const std::string& name) {
+    const auto r = redis.command_on(node, {"FUNCTION", "LIST", "LIBRARYNAME", name});
+    return r.view().is_array() && r.view().size() == 1;
+  };
+  const KeySchema keys("tlib");
+  { JobStore first(redis, keys, 3600); }
+  for (const auto& node : primaries) CHECK(has(node, ours));
+
+  // A primary that lacks the library (one added to the cluster, one whose functions were
+  // flushed) gets it when a store is made, before any call: the others' answers do not hide it.
+  REQUIRE(redis.command_on(primaries.back(), {"FUNCTION", "DELETE", ours}).view().str() == "OK");
+  REQUIRE_FALSE(has(primaries.back(), ours));
+  { JobStore second(redis, keys, 3600); }
+  CHECK(has(primaries.back(), ours));
+
+  // Another build's library that only the last primary holds is listed, and pruned there.
+  const std::string older = "delayd_00000000000000ee";
+  const std::string text =
+      "#!lua name=" + older + "\nredis.register_function('" + older + "_x', function() return 1 end)\n";
+  REQUIRE_FALSE(redis.command_on(primaries.back(), {"FUNCTION", "LOAD", text}).view().is_error());
+  const auto listed = delayd::storage::script_libraries(redis);
+  REQUIRE(listed.size() == 2);  // each once, however many primaries hold it
+  CHECK(listed[0].name == older);
+  CHECK_FALSE(listed[0].this_build);
+  CHECK(listed[1].name == ours);
+  CHECK(listed[1].this_build);
+  CHECK(delayd::storage::prune_script_libraries(redis) == std::vector<std::string>{older});
+  CHECK_FALSE(has(primaries.back(), older));
+  for (const auto& node : primaries) CHECK(has(node, ours));
+  CHECK(delayd::storage::script_libraries(redis).size() == 1);
 }
 
 TEST_CASE("cluster: a migrating slot is followed with ASK, a moved one with MOVED", "[cluster]") {
