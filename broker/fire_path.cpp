@@ -114,6 +114,12 @@ std::optional<std::int64_t> FirePath::next_prepared() const {
 }
 
 void FirePath::lose(const std::string& shard) {
+  // Given up already (Ownership::give_up(), or an earlier lose()): no fence held, not scheduled.
+  // The failures of its records still coming back land here one by one (a lost shard's purged
+  // queue: one a record); closing its stream again would purge the producer's queue again, every
+  // shard's records in it, and say so once a record. A shard whose stream is still opening holds
+  // its fence (Ownership takes the fence first), so it is not skipped.
+  if (!store_.fence(shard) && !scheduler_.owns(shard)) return;
   store_.drop_shard(shard);
   recovered_.erase(shard);
   sink_.close(shard, true);
