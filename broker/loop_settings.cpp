@@ -83,6 +83,12 @@ connectors::Properties consumer_properties(const config::Config& c, const config
   return with_client_id(std::move(props));
 }
 
+bool cooperative_rebalancing(const config::Config& c) {
+  const std::optional<std::string> strategy =
+      connectors::find_property(consumer_properties(c, config::ConsumerGroup{}), "partition.assignment.strategy");
+  return strategy && strategy->find("cooperative-sticky") != std::string::npos;
+}
+
 connectors::Properties transactional_properties(const config::Config& c, const std::string& shard) {
   // With kafka.transaction_linger_ms, linger.ms as long (unless the user sets it): a lingering
   // transaction's records are not visible before its commit, so sending them sooner than the

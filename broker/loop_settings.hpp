@@ -34,6 +34,9 @@ std::chrono::microseconds producer_linger(const connectors::Properties& props);
 // The properties of the consumer of one of delayd's groups (config::consumer_groups()): delayd's
 // defaults, then the user's, then the group's id.
 connectors::Properties consumer_properties(const config::Config& c, const config::ConsumerGroup& group);
+// True when delayd's groups rebalance cooperatively: the consumers' partition.assignment.strategy
+// (cooperative-sticky unless the user sets another) names cooperative-sticky.
+bool cooperative_rebalancing(const config::Config& c);
 // The wheel's geometry and the scheduler's batches, from wheel.* and scheduler.*.
 SchedulerOptions scheduler_options(const config::Config& c);
 // The fire path's options; `clock` is the loop's wall clock, `recreate_topic` is asked for a

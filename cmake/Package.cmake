@@ -6,7 +6,8 @@
 # and the maintainer scripts of deploy/debian/ (postinst adds the system user delayd). Its
 # version is project()'s; its Depends are the shared libraries' packages, found by
 # dpkg-shlibdeps (Debian's dpkg-dev), plus adduser (postinst) and tzdata (cron time zones), and
-# librdkafka at DELAYD_LIBRDKAFKA_NO_SPIN or later when the build's librdkafka is (below).
+# librdkafka at DELAYD_LIBRDKAFKA_NO_SPIN or DELAYD_LIBRDKAFKA_KEEPS_ASSIGNMENT or later when the
+# build's librdkafka is (below).
 # tests/deploy/package_test.sh builds it, installs it, runs it as the unit would and removes it.
 install(TARGETS delayd delayctl RUNTIME DESTINATION bin)
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/delayd.toml DESTINATION /etc/delayd)
@@ -32,9 +33,18 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, tzdata")
 # Built against one, the package asks for one, so that an older one cannot satisfy it; built
 # where the distribution has only older ones (Debian 12: 2.0.2) it cannot ask, and delayd warns
 # at start-up instead (docs/operating/package.md).
-if(RDKAFKA_rdkafka_VERSION VERSION_GREATER_EQUAL DELAYD_LIBRDKAFKA_NO_SPIN)
+# The same for a consumer that keeps its partitions through a refused commit
+# (DELAYD_LIBRDKAFKA_KEEPS_ASSIGNMENT, the later of the two): the latest the build's librdkafka
+# reaches is the one asked for.
+set(rdkafka_wanted "")
+foreach(version ${DELAYD_LIBRDKAFKA_NO_SPIN} ${DELAYD_LIBRDKAFKA_KEEPS_ASSIGNMENT})
+  if(RDKAFKA_rdkafka_VERSION VERSION_GREATER_EQUAL version)
+    set(rdkafka_wanted ${version})
+  endif()
+endforeach()
+if(rdkafka_wanted)
   string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS
-         ", librdkafka1 (>= ${DELAYD_LIBRDKAFKA_NO_SPIN}), librdkafka++1 (>= ${DELAYD_LIBRDKAFKA_NO_SPIN})")
+         ", librdkafka1 (>= ${rdkafka_wanted}), librdkafka++1 (>= ${rdkafka_wanted})")
 endif()
 message(STATUS "delayd package: librdkafka ${RDKAFKA_rdkafka_VERSION}; Depends: ${CPACK_DEBIAN_PACKAGE_DEPENDS} and what dpkg-shlibdeps finds")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA

@@ -33,4 +33,15 @@ bool transactions_spin(const LibrdkafkaVersion& v) noexcept {
          std::tuple(DELAYD_NO_SPIN_MAJOR, DELAYD_NO_SPIN_MINOR, DELAYD_NO_SPIN_PATCH);
 }
 
+// DELAYD_KEEPS_ASSIGNMENT_*: from DELAYD_LIBRDKAFKA_KEEPS_ASSIGNMENT, the same way.
+LibrdkafkaVersion commits_keep_assignment() {
+  return {DELAYD_KEEPS_ASSIGNMENT_MAJOR, DELAYD_KEEPS_ASSIGNMENT_MINOR, DELAYD_KEEPS_ASSIGNMENT_PATCH,
+          DELAYD_KEEPS_ASSIGNMENT_TEXT};
+}
+
+bool commits_lose_assignment(const LibrdkafkaVersion& v) noexcept {
+  return std::tie(v.major, v.minor, v.patch) <
+         std::tuple(DELAYD_KEEPS_ASSIGNMENT_MAJOR, DELAYD_KEEPS_ASSIGNMENT_MINOR, DELAYD_KEEPS_ASSIGNMENT_PATCH);
+}
+
 }  // namespace delayd::connectors

@@ -37,4 +37,18 @@ LibrdkafkaVersion transactions_stop_spinning();
 // thread. docs/performance.md has the measurement.
 bool transactions_spin(const LibrdkafkaVersion& v) noexcept;
 
+// The first librdkafka whose cooperative consumer keeps its assignment when the coordinator
+// refuses an offset commit for a generation that a rebalance has just replaced (2.10.0; its home
+// is the top-level CMakeLists.txt, DELAYD_LIBRDKAFKA_KEEPS_ASSIGNMENT).
+LibrdkafkaVersion commits_keep_assignment();
+
+// True when a commit refused with ILLEGAL_GENERATION makes this librdkafka's consumer drop its
+// whole assignment as lost and rejoin, even while it is rebalancing (before
+// commits_keep_assignment(); confluentinc/librdkafka#4059). delayd commits ingest offsets after
+// every batch, so a commit is nearly always in flight when a rebalance's join completes: when one
+// member of a group leaves by session timeout, the others lose their shards too (their epochs
+// move, their streams reopen) and the timed-out member's jobs wait through a rebalance or two
+// more. docs/guarantees.md has the measurement.
+bool commits_lose_assignment(const LibrdkafkaVersion& v) noexcept;
+
 }  // namespace delayd::connectors

@@ -6,6 +6,10 @@
 #   scripts/librdkafka.sh --check DELAYD
 #                               the same, then runs DELAYD --version on it: exit 0 only when it
 #                               names this version (the ctest bench.librdkafka_build)
+#   scripts/librdkafka.sh --run COMMAND [ARG...]
+#                               the same, then runs COMMAND with that directory first in
+#                               LD_LIBRARY_PATH, so that it and every delayd it starts load it
+#                               (the ctest chaos.partition_kafka.at_least_once.librdkafka_new)
 #
 #   LD_LIBRARY_PATH="$(scripts/librdkafka.sh)" build/apps/delayd       delayd on it
 #   DELAYD_LIBRDKAFKA_DIR="$(scripts/librdkafka.sh)" bench/run-e2e.sh  a benchmark on it
@@ -29,8 +33,13 @@
 # (a lock).
 set -euo pipefail
 check=""
+run=()
 if [[ "${1:-}" == --check ]]; then
   check="${2:?--check needs the delayd binary to run}"
+elif [[ "${1:-}" == --run ]]; then
+  shift
+  (($# > 0)) || { echo "librdkafka: --run needs a command" >&2; exit 2; }
+  run=("$@")
 fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 crate="rdkafka-sys"
@@ -67,5 +76,9 @@ if [[ -n "$check" ]]; then
   said="$(LD_LIBRARY_PATH="$dir" "$check" --version)"
   echo "$said"
   [[ "$said" == *"librdkafka $version"* ]] || { echo "librdkafka: $check did not load $version from $dir" >&2; exit 1; }
+fi
+if ((${#run[@]} > 0)); then
+  exec 9>&-  # the lock is for the build, not for the command's whole run
+  LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "${run[@]}"
 fi
 echo "$dir"

@@ -21,6 +21,7 @@
 #include "apps/delayd/json_log.hpp"
 #include "base/allocator.hpp"
 #include "base/thread_name.hpp"
+#include "broker/loop_settings.hpp"
 #include "broker/service.hpp"
 #include "config/config.hpp"
 #include "connectors/librdkafka_version.hpp"
@@ -82,6 +83,17 @@ int main(int argc, char** argv) {
         "than on librdkafka {} or later (docs/performance.md, \"The cost of a job\"); scripts/librdkafka.sh "
         "builds a later one, and LD_LIBRARY_PATH makes delayd load it",
         rdkafka.text, first, first);
+  }
+  if (const auto rdkafka = delayd::connectors::running_librdkafka();
+      delayd::connectors::commits_lose_assignment(rdkafka) && delayd::broker::cooperative_rebalancing(config)) {
+    const std::string first = delayd::connectors::commits_keep_assignment().text;
+    spdlog::warn(
+        "librdkafka {} with partition.assignment.strategy = cooperative-sticky: before {} a member whose offset "
+        "commit meets a rebalance drops all its partitions as lost and rejoins (confluentinc/librdkafka#4059), so "
+        "when one instance leaves by session timeout the others lose their shards too and its jobs wait a "
+        "rebalance or two longer (docs/guarantees.md); scripts/librdkafka.sh builds a later one, and "
+        "LD_LIBRARY_PATH makes delayd load it",
+        rdkafka.text, first);
   }
   delayd::connectors::set_log_hook([](delayd::connectors::LogLevel level, std::string_view msg) {
     using L = delayd::connectors::LogLevel;

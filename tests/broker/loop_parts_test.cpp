@@ -211,6 +211,15 @@ TEST_CASE("the ingest groups fetch in batches within 10 ms, the status group wit
   }
 }
 
+TEST_CASE("the groups rebalance cooperatively unless the user names another strategy", "[loop_settings]") {
+  CHECK(delayd::broker::cooperative_rebalancing(delayd::config::load_config({}, {})));
+  delayd::config::ConfigFlags flags;
+  flags.sets = {"kafka.consumer_properties.partition.assignment.strategy=range,roundrobin"};
+  CHECK_FALSE(delayd::broker::cooperative_rebalancing(delayd::config::load_config(flags, {})));
+  flags.sets = {"kafka.consumer_properties.partition.assignment.strategy=cooperative-sticky"};
+  CHECK(delayd::broker::cooperative_rebalancing(delayd::config::load_config(flags, {})));
+}
+
 TEST_CASE("a missing topic is one outage however its reports interleave: a straggler opens none", "[missing_topics]") {
   MissingTopics t;
   // Missing from 1 000: two failures, one outage.

@@ -225,11 +225,14 @@ Tally CaseLine::print() {
   } catch (...) {
   }
   std::ostringstream line;
-  // Named as ctest names the case: an at_least_once twin (tests/chaos/CMakeLists.txt) with its suffix.
+  // Named as ctest names the case: an at_least_once twin (tests/chaos/CMakeLists.txt) with its
+  // suffix, and a run on another librdkafka with the one DELAYD_TEST_CASE_SUFFIX gives.
   const char* mode = std::getenv("DELAYD_TEST_KAFKA_DELIVERY");
   const bool twin = mode != nullptr && std::string_view(mode) == "at_least_once";
-  line << "chaos: " << name_ << (twin ? ".at_least_once" : "") << ": sent " << t.sent << ", delivered " << t.delivered
-       << ", lost " << t.lost << ", early " << t.early << ", duplicates " << t.duplicates << ", delayd up " << up;
+  const char* suffix = std::getenv("DELAYD_TEST_CASE_SUFFIX");
+  line << "chaos: " << name_ << (twin ? ".at_least_once" : "") << (suffix != nullptr ? suffix : "") << ": sent "
+       << t.sent << ", delivered " << t.delivered << ", lost " << t.lost << ", early " << t.early << ", duplicates "
+       << t.duplicates << ", delayd up " << up;
   line << ", max late ms " << t.max_late_ms;
   for (const auto& [k, v] : notes_) line << ", " << k << " " << v;
   if (!printed_) std::cout << line.str() << std::endl;

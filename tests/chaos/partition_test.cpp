@@ -12,13 +12,18 @@
 // both: chaos.partition_*.at_least_once). Each case prints one line:
 //   chaos: partition_kafka[.at_least_once]: sent, delivered, lost, early, duplicates (read
 //   committed), ..., duplicates read uncommitted, bound, wrong states, late ms of the jobs due
-//   during the long cut (p99, max), groups left
+//   during the long cut (p99, max), groups left, shards lost by the two instances never cut off,
+//   the librdkafka the instances ran on
 // Expected, both modes: lost 0, early 0 (for either consumer), wrong states 0; exactly_once: no
 // duplicate for the read_committed consumer; at_least_once: duplicates within the bound (the jobs
 // in flight when each cut began). Cut off from Redis (partition_redis, partition_both), the
 // instance leaves its two groups (ingest, status) once per cut longer than
 // redis.leave_group_after_ms (3 s: the long cut at least) and joins again after it; cut off from
-// Kafka only, no instance leaves.
+// Kafka only, no instance leaves. On a librdkafka that keeps a member's assignment when its
+// offset commit meets a rebalance (2.10.0 and later), the two instances never cut off lose no
+// shard (on an earlier one they may: connectors/librdkafka_version.hpp; ctest runs
+// partition_kafka.at_least_once once more on scripts/librdkafka.sh's, chaos.partition_kafka.
+// at_least_once.librdkafka_new).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -118,6 +123,14 @@ void run_partition(const std::string& name, Cut what) {
   // The cut instance logs apart (Fleet::run_as()).
   const std::size_t left = delayd::e2e::groups_left(c.w) + delayd::e2e::groups_left(c.w.log_path + ".cut");
   line.note("groups left", std::to_string(left));
+  // Shards the two instances that were never cut off lost without a revoke (ownership.hpp, "lost").
+  const std::size_t lost_by_others =
+      delayd::e2e::count_in_log(c.w.log_path, "lost (the group took it away without a revoke)");
+  const auto rdkafka = delayd::e2e::logged_librdkafka(c.w.log_path);
+  line.note("shards lost by the others", std::to_string(lost_by_others));
+  line.note("librdkafka", rdkafka ? std::to_string(rdkafka->major) + "." + std::to_string(rdkafka->minor) + "." +
+                                        std::to_string(rdkafka->patch)
+                                  : "?");
   const Tally t = line.print();
   INFO("wrong states, the first: " << (v.wrong_examples.empty() ? "-" : v.wrong_examples.front()));
   INFO("lost, the first: " << (t.lost_ids.empty() ? "-" : t.lost_ids.front()));
@@ -137,6 +150,11 @@ void run_partition(const std::string& name, Cut what) {
     // outage that began before it.
     CHECK(left <= 2 * 2);
   }
+  // A member that never lost its connections keeps its shards through the others' rebalances,
+  // unless its librdkafka drops its assignment when an offset commit meets one
+  // (connectors::commits_lose_assignment(): before 2.10.0).
+  REQUIRE(rdkafka.has_value());
+  if (!delayd::connectors::commits_lose_assignment(*rdkafka)) CHECK(lost_by_others == 0);
   if (eos) {
     CHECK(t.duplicates == 0);
   } else {

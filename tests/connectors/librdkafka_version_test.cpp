@@ -35,6 +35,22 @@ TEST_CASE("the first librdkafka that does not spin is named as its numbers say",
   CHECK(transactions_spin({first.major, first.minor - 1, 99, {}}));
 }
 
+TEST_CASE("librdkafka before 2.10.0 drops its assignment on a commit refused for an old generation", "[librdkafka]") {
+  using delayd::connectors::commits_lose_assignment;
+  CHECK(commits_lose_assignment({2, 0, 2, {}}));
+  CHECK(commits_lose_assignment({2, 8, 0, {}}));
+  CHECK(commits_lose_assignment({2, 9, 99, {}}));
+  CHECK_FALSE(commits_lose_assignment({2, 10, 0, {}}));
+  CHECK_FALSE(commits_lose_assignment({2, 12, 1, {}}));
+  CHECK_FALSE(commits_lose_assignment({3, 0, 0, {}}));
+  const LibrdkafkaVersion first = delayd::connectors::commits_keep_assignment();
+  CHECK(first.text ==
+        std::to_string(first.major) + "." + std::to_string(first.minor) + "." + std::to_string(first.patch));
+  CHECK_FALSE(commits_lose_assignment(first));
+  // The later of the two facts: a librdkafka that keeps its assignment does not spin either.
+  CHECK_FALSE(delayd::connectors::transactions_spin(first));
+}
+
 TEST_CASE("the running librdkafka is the one the process loaded, its text starting with its numbers", "[librdkafka]") {
   const LibrdkafkaVersion v = running_librdkafka();
   CHECK(v == LibrdkafkaVersion{v.major, v.minor, v.patch, rd_kafka_version_str()});

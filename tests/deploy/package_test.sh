@@ -109,19 +109,29 @@ for want in adduser tzdata librdkafka++1 libhiredis0.14 libjemalloc2 libspdlog1.
   libdate-tz3 libssl3 libzstd1; do
   grep -qE -- "^${want//+/\\+}(-[a-z0-9.]+)?$" <<<"$depends_names" || fail "Depends lacks $want"
 done
-# librdkafka that does not spin (DELAYD_LIBRDKAFKA_NO_SPIN) is asked for exactly when the build's
-# librdkafka is one (cmake/Package.cmake).
-no_spin="$(sed -n 's/^set(DELAYD_LIBRDKAFKA_NO_SPIN \([0-9.]*\)).*/\1/p' "$repo/CMakeLists.txt")"
-[[ -n "$no_spin" ]] || fail "CMakeLists.txt sets no DELAYD_LIBRDKAFKA_NO_SPIN"
+# The latest librdkafka delayd knows good that the build's librdkafka reaches is asked for: one
+# that does not spin (DELAYD_LIBRDKAFKA_NO_SPIN), one that keeps its assignment through a refused
+# commit (DELAYD_LIBRDKAFKA_KEEPS_ASSIGNMENT), or none (cmake/Package.cmake).
 built_on="$(pkg-config --modversion rdkafka)"
-asks=no
-grep -qF "librdkafka1 (>= $no_spin)" <<<"$depends" && asks=yes
-if dpkg --compare-versions "$built_on" ge "$no_spin"; then
-  [[ "$asks" == yes ]] || fail "built against librdkafka $built_on, the package does not ask for $no_spin or later"
-else
-  [[ "$asks" == no ]] || fail "built against librdkafka $built_on, the package asks for $no_spin, which it was not built with"
-fi
-say "librdkafka: built against $built_on; asks for $no_spin or later: $asks"
+known=()
+wanted=""
+for fact in NO_SPIN KEEPS_ASSIGNMENT; do
+  v="$(sed -n "s/^set(DELAYD_LIBRDKAFKA_$fact \([0-9.]*\)).*/\1/p" "$repo/CMakeLists.txt")"
+  [[ -n "$v" ]] || fail "CMakeLists.txt sets no DELAYD_LIBRDKAFKA_$fact"
+  known+=("$v")
+  if dpkg --compare-versions "$built_on" ge "$v"; then wanted="$v"; fi
+done
+# dpkg-shlibdeps adds its own librdkafka1 (>= 2.0.0) from the symbols; only these are delayd's.
+for v in "${known[@]}"; do
+  asks=no
+  grep -qF "librdkafka1 (>= $v)" <<<"$depends" && asks=yes
+  if [[ "$v" == "$wanted" ]]; then
+    [[ "$asks" == yes ]] || fail "built against librdkafka $built_on, the package does not ask for $v or later"
+  else
+    [[ "$asks" == no ]] || fail "built against librdkafka $built_on, the package asks for $v, not ${wanted:-no version}"
+  fi
+done
+say "librdkafka: built against $built_on; asks for ${wanted:-no version} of ${known[*]}"
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles >"$work/conffiles"
 [[ "$(cat "$work/conffiles")" == "/etc/delayd/delayd.toml" ]] || fail "conffiles: $(cat "$work/conffiles")"
 for script in postinst prerm postrm; do

@@ -258,15 +258,31 @@ std::string DelaydProcess::log_since_start() const {
 
 std::size_t groups_left(const World& w) { return groups_left(w.log_path); }
 
-std::size_t groups_left(const std::string& log_path) {
+std::size_t groups_left(const std::string& log_path) { return count_in_log(log_path, "leaving consumer group"); }
+
+std::size_t count_in_log(const std::string& log_path, std::string_view line) {
   std::ifstream log(log_path);
   std::stringstream read;
   read << log.rdbuf();
   const std::string text = read.str();
-  const std::string_view line = "leaving consumer group";
   std::size_t n = 0;
   for (auto at = text.find(line); at != std::string::npos; at = text.find(line, at + line.size())) ++n;
   return n;
+}
+
+std::optional<connectors::LibrdkafkaVersion> logged_librdkafka(const std::string& log_path) {
+  std::ifstream log(log_path);
+  std::string first;
+  if (!std::getline(log, first)) return std::nullopt;
+  const std::string_view tag = "librdkafka ";
+  const auto at = first.rfind(tag);
+  if (at == std::string::npos) return std::nullopt;
+  connectors::LibrdkafkaVersion v;
+  char dot1 = 0;
+  char dot2 = 0;
+  std::istringstream in(first.substr(at + tag.size()));
+  if (!(in >> v.major >> dot1 >> v.minor >> dot2 >> v.patch) || dot1 != '.' || dot2 != '.') return std::nullopt;
+  return v;
 }
 
 int DelaydProcess::stop(std::chrono::milliseconds timeout) {

@@ -15,12 +15,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "connectors/kafka_admin.hpp"
 #include "connectors/kafka_consumer.hpp"
 #include "connectors/kafka_producer.hpp"
+#include "connectors/librdkafka_version.hpp"
 #include "connectors/record.hpp"
 #include "redis/client.hpp"
 #include "redis/connection.hpp"
@@ -239,6 +241,11 @@ std::string log_text(const World& w);
 // per leave and group, broker/ingest_stage.cpp): the world's, or the file given.
 std::size_t groups_left(const World& w);
 std::size_t groups_left(const std::string& log_path);
+// How many times `text` occurs in a delayd log file (0 if it cannot be read).
+std::size_t count_in_log(const std::string& log_path, std::string_view text);
+// The librdkafka the first delayd that wrote this log ran on, from its first line ("..., librdkafka
+// 2.12.1"); none if the log cannot be read or names none.
+std::optional<connectors::LibrdkafkaVersion> logged_librdkafka(const std::string& log_path);
 
 // Redis, for reading job state.
 class JobReader {
