@@ -9,7 +9,7 @@
 #   scripts/librdkafka.sh --run COMMAND [ARG...]
 #                               the same, then runs COMMAND with that directory first in
 #                               LD_LIBRARY_PATH, so that it and every delayd it starts load it
-#                               (the ctest chaos.partition_kafka.at_least_once.librdkafka_new)
+#                               (the ctests chaos.*.librdkafka_new)
 #
 #   LD_LIBRARY_PATH="$(scripts/librdkafka.sh)" build/apps/delayd       delayd on it
 #   DELAYD_LIBRDKAFKA_DIR="$(scripts/librdkafka.sh)" bench/run-e2e.sh  a benchmark on it

@@ -22,8 +22,8 @@
 // Kafka only, no instance leaves. On a librdkafka that keeps a member's assignment when its
 // offset commit meets a rebalance (2.10.0 and later), the two instances never cut off lose no
 // shard (on an earlier one they may: connectors/librdkafka_version.hpp; ctest runs
-// partition_kafka.at_least_once once more on scripts/librdkafka.sh's, chaos.partition_kafka.
-// at_least_once.librdkafka_new).
+// partition_kafka.at_least_once and partition_both once more on scripts/librdkafka.sh's:
+// chaos.partition_kafka.at_least_once.librdkafka_new, chaos.partition_both.librdkafka_new).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
