@@ -45,10 +45,10 @@ LibrdkafkaVersion commits_keep_assignment();
 // True when a commit refused with ILLEGAL_GENERATION makes this librdkafka's consumer drop its
 // whole assignment as lost and rejoin, even while it is rebalancing (before
 // commits_keep_assignment(); confluentinc/librdkafka#4059). delayd commits ingest offsets after
-// every batch, so a commit is nearly always in flight when a rebalance's join completes: when one
-// member of a group leaves by session timeout, the others lose their shards too (their epochs
-// move, their streams reopen) and the timed-out member's jobs wait through a rebalance or two
-// more. docs/guarantees.md has the measurement.
+// every batch, so a commit is often in flight when a rebalance's join completes: when one member
+// of a group leaves (by session timeout, or on its own), the others can lose their shards too
+// (their epochs move, their streams reopen) and the departed member's jobs wait through a
+// rebalance or two more. docs/guarantees.md has the measurement.
 bool commits_lose_assignment(const LibrdkafkaVersion& v) noexcept;
 
 }  // namespace delayd::connectors

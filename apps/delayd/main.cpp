@@ -90,9 +90,9 @@ int main(int argc, char** argv) {
     spdlog::warn(
         "librdkafka {} with partition.assignment.strategy = cooperative-sticky: before {} a member whose offset "
         "commit meets a rebalance drops all its partitions as lost and rejoins (confluentinc/librdkafka#4059), so "
-        "when one instance leaves by session timeout the others lose their shards too and its jobs wait a "
-        "rebalance or two longer (docs/guarantees.md); scripts/librdkafka.sh builds a later one, and "
-        "LD_LIBRARY_PATH makes delayd load it",
+        "when another instance leaves the group (by session timeout or on its own) this one can lose its shards "
+        "too, and the jobs of both wait a rebalance or two longer (docs/guarantees.md); scripts/librdkafka.sh "
+        "builds a later one, and LD_LIBRARY_PATH makes delayd load it",
         rdkafka.text, first);
   }
   delayd::connectors::set_log_hook([](delayd::connectors::LogLevel level, std::string_view msg) {
