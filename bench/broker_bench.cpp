@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -50,6 +51,19 @@ double redis_store_usec(delayd::redis::RedisConnection& redis) {
   return usec;
 }
 
+// Microseconds of CPU Redis's main thread has used so far (INFO cpu, Redis 7): the scripts and
+// everything else it did meanwhile (replies, the AOF's writes), which redis_store_usec() leaves out.
+double redis_main_cpu_usec(delayd::redis::RedisConnection& redis) {
+  auto r = redis.command({"INFO", "cpu"});
+  const std::string text(r.view().str());
+  double usec = 0;
+  for (const char* field : {"used_cpu_sys_main_thread:", "used_cpu_user_main_thread:"}) {
+    const auto at = text.find(field);
+    if (at != std::string::npos) usec += std::stod(text.substr(at + std::strlen(field))) * 1e6;
+  }
+  return usec;
+}
+
 long resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   long pages = 0, resident = 0;
@@ -57,11 +71,14 @@ long resident_bytes() {
   return resident * sysconf(_SC_PAGESIZE);
 }
 
-// One figure; redis_usec (when given): Redis's own time for the n jobs (redis_store_usec()).
-void line(const std::string& what, long n, double seconds, double bytes_per_job, double redis_usec = -1) {
+// One figure; redis_usec (when given): Redis's own time for the n jobs (redis_store_usec());
+// main_usec (when given): its main thread's CPU for them (redis_main_cpu_usec()).
+void line(const std::string& what, long n, double seconds, double bytes_per_job, double redis_usec = -1,
+          double main_usec = -1) {
   std::printf("{\"bench\":\"%s\",\"n\":%ld,\"seconds\":%.3f,\"jobs_per_s\":%.0f,\"bytes_per_job\":%.1f", what.c_str(),
               n, seconds, seconds > 0 ? static_cast<double>(n) / seconds : 0.0, bytes_per_job);
   if (redis_usec >= 0) std::printf(",\"redis_us_per_job\":%.2f", redis_usec / static_cast<double>(n));
+  if (main_usec >= 0) std::printf(",\"redis_main_us_per_job\":%.2f", main_usec / static_cast<double>(n));
   std::printf("}\n");
   std::fflush(stdout);
 }
@@ -165,6 +182,7 @@ int main(int argc, char** argv) {
     return out;
   };
   double claim_s = 0, mark_s = 0, claim_us = 0, mark_us = 0;
+  const double main0 = redis_main_cpu_usec(redis);
   for (long i = 0; i < n; i += static_cast<long>(batch)) {
     const auto groups = by_shard(i);
     const double us0 = redis_store_usec(redis);
@@ -193,7 +211,7 @@ int main(int argc, char** argv) {
   line("redis_claim", n, claim_s, 0, claim_us);
   line("redis_mark_ready", n, mark_s, 0, mark_us);
   line("redis_claim_and_mark_ready", n, claim_s + mark_s, static_cast<double>(mem2 - mem0) / static_cast<double>(n),
-       claim_us + mark_us);
+       claim_us + mark_us, redis_main_cpu_usec(redis) - main0);
 
   // delayd's memory per held job: the table entry (id, slot, index node) plus the wheel timer.
   {

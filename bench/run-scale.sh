@@ -23,6 +23,12 @@
 #            each rewrite forks a child that writes a file of up to 3.5 GB on the same cores,
 #            and this tells delayd's write path from Redis's persistence. The figure
 #            fill_aof_rewrites counts the rewrites and their seconds during the fill either way.
+#            Then the machine's limit for the same fill, with delayd's keys gone: Redis alone
+#            (bench/redis_fill_bench, no Kafka, no delayd), N_FILL jobs due as scattered written
+#            with one HSET each, then with an HSET and a ZADD each, then through delayd's accept
+#            script: Redis's main thread's CPU a job for each tenth of each (redis_fill_step_*)
+#            and the first tenth's over the last's (redis_fill_*): how much of the fill's fall
+#            is Redis's own.
 #   restart  with the fill's jobs waiting: delayd stopped (SIGTERM) and started again; the time to
 #            /readyz, the first fire and the first on-time fire (e2e_load watch), the lateness of
 #            the jobs due after the start; then the console's first page (GET /jobs) and
@@ -32,6 +38,8 @@
 #            the time to drain, the lateness CDF, records out of due order per partition, none
 #            early; meanwhile OTHER_RATE (1 000) other jobs a second published, each due 2 s
 #            later (e2e_load rate, tag "other"): their lateness while the burst drains.
+#            BURST_AOF_REWRITE=off: Redis's automatic AOF rewrite off for the phase, as
+#            FILL_AOF_REWRITE for the fill; burst_aof_rewrites counts them either way.
 #   soak     SOAK_SECONDS (3 600) of whole lives at SOAK_RATE (1 000) a second, each due
 #            SOAK_DELAY_MS (5 000) after its publish, of every kind (e2e_load lives: one job in
 #            20 cancelled halfway to its time, one rescheduled later, one reported failed and
@@ -91,6 +99,11 @@ has_phase restart && ! has_phase fill && die "the restart phase needs the fill b
 source "$root/bench/e2e-delayd.sh"
 find_binaries
 delayctl_bin="$(dirname "$delayd_bin")/delayctl"
+fill_bench_bin="$build/bench/redis_fill_bench"
+if has_phase fill && [[ ! -x "$fill_bench_bin" ]]; then
+  [[ -z "${BUILD_DIR:-}" ]] || die "no $fill_bench_bin: build the target redis_fill_bench"
+  cmake --build "$build" -j "${BUILD_JOBS:-$(nproc)}" --target redis_fill_bench >/dev/null
+fi
 if [[ "$SMOKE" == 1 ]]; then results="${RESULTS_DIR:-$build/scale-smoke}"; else results="${RESULTS_DIR:-$root/bench/results/scale}"; fi
 data="$results/data"
 rm -rf "$data"
@@ -123,7 +136,7 @@ cleanup() {
   local status=$? name p
   for p in "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
   stop_delayd
-  [[ -z "$aof_percentage" ]] || rcli CONFIG SET auto-aof-rewrite-percentage "$aof_percentage" >/dev/null || true
+  [[ -z "$aof_percentage" ]] || aof_rewrite_back || true
   for name in "${names[@]}"; do remove_run "$name" "$name*" "$name" "$name.delay-status" "$name.$name.delay-status"; done
   leave_stack
   exit "$status"
@@ -165,6 +178,20 @@ timed() {
   "$@" >>"$data/logs/timed.log" 2>&1 || last_rc=$?
   took_ms=$((($(date +%s%N) - t0) / 1000000))
 }
+# aof_rewrite_off SETTING PHASE: turns Redis's automatic AOF rewrite off (auto-aof-rewrite-percentage
+# 0) when SETTING is off; aof_rewrite_back puts its value back (cleanup() too). aof_rewrites: the
+# rewrites Redis has done since it started.
+aof_rewrite_off() {
+  [[ "$1" == off ]] || return 0
+  aof_percentage="$(rcli CONFIG GET auto-aof-rewrite-percentage | tail -n 1)"
+  rcli CONFIG SET auto-aof-rewrite-percentage 0 >/dev/null
+  say "$2: Redis's automatic AOF rewrite off (auto-aof-rewrite-percentage 0; was $aof_percentage)"
+}
+aof_rewrite_back() {
+  [[ -z "$aof_percentage" ]] || rcli CONFIG SET auto-aof-rewrite-percentage "$aof_percentage" >/dev/null
+  aof_percentage=""
+}
+aof_rewrites() { rcli INFO persistence | tr -d '\r' | awk -F: '/^aof_rewrites:/ { print $2 }'; }
 rss_of() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo -1; }
 failed=0
 load() { # PHASE SUBCOMMAND ARGS...: e2e_load with the common options; its figures recorded
@@ -181,19 +208,14 @@ if has_phase fill; then
   name="$run-fill"
   say "fill: $N_FILL jobs, each due within $((SPAN_MS / 1000)) s of its publish"
   start_delayd "$name"
-  if [[ "${FILL_AOF_REWRITE:-on}" == off ]]; then
-    aof_percentage="$(rcli CONFIG GET auto-aof-rewrite-percentage | tail -n 1)"
-    rcli CONFIG SET auto-aof-rewrite-percentage 0 >/dev/null
-    say "fill: Redis's automatic AOF rewrite off (auto-aof-rewrite-percentage 0; was $aof_percentage)"
-  fi
-  rewrites_before="$(rcli INFO persistence | tr -d '\r' | awk -F: '/^aof_rewrites:/ { print $2 }')"
+  aof_rewrite_off "${FILL_AOF_REWRITE:-on}" fill
+  rewrites_before="$(aof_rewrites)"
   load fill fill --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --group "$name" --tag f \
     --n "$N_FILL" --span-ms "$SPAN_MS" --lead-ms "$FILL_LEAD_MS" --rss-pid "$pid" --cpu-pids "$(server_cpu_pids),delayd:$pid"
-  rewrites_after="$(rcli INFO persistence | tr -d '\r' | awk -F: '/^aof_rewrites:/ { print $2 }')"
+  rewrites_after="$(aof_rewrites)"
   figure fill_aof_rewrites "$((${rewrites_after:-0} - ${rewrites_before:-0}))" rewrites \
     "\"automatic\":\"${FILL_AOF_REWRITE:-on}\"" | record fill
-  [[ -z "$aof_percentage" ]] || rcli CONFIG SET auto-aof-rewrite-percentage "$aof_percentage" >/dev/null
-  aof_percentage=""
+  aof_rewrite_back
   if has_phase restart; then
     say "restart: delayd stopped and started again with the fill's jobs waiting"
     stop_delayd TERM
@@ -220,12 +242,23 @@ if has_phase fill; then
   stop_delayd TERM
   remove_run "$name" "$name*" "$name" "$name.delay-status"
   compact_aof
+  say "fill: Redis alone along $N_FILL jobs: HSET, HSET and ZADD, then delayd's accept script"
+  aof_rewrite_off "${FILL_AOF_REWRITE:-on}" fill
+  status=0
+  "$fill_bench_bin" --redis-url "$REDIS_URL" --n "$N_FILL" --step "$(((N_FILL + 9) / 10))" --span-ms "$SPAN_MS" \
+    >"$data/last-redis-fill.jsonl" || status=$?
+  record redis-fill <"$data/last-redis-fill.jsonl"
+  ((status == 0)) || { say "fill: redis_fill_bench failed (status $status)"; failed=1; }
+  aof_rewrite_back
+  compact_aof
 fi
 
 # ---- burst -----------------------------------------------------------------------------------
 if has_phase burst; then
   name="$run-burst"
   start_delayd "$name"
+  aof_rewrite_off "${BURST_AOF_REWRITE:-on}" burst
+  rewrites_before="$(aof_rewrites)"
   say "burst: the fire capacity on $N_REF jobs due over $REF_SPREAD_MS ms"
   load burst-ref burst --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --group "$name" --tag r \
     --n "$N_REF" --spread-ms "$REF_SPREAD_MS" --cpu-pids "$(server_cpu_pids),delayd:$pid"
@@ -245,6 +278,10 @@ if has_phase burst; then
     --n "$N_BURST" --spread-ms "$BURST_SPREAD_MS" --lead-ms "$lead" --cpu-pids "$(server_cpu_pids),delayd:$pid"
   wait "$other" || { say "burst: the other jobs' run failed"; failed=1; }
   record burst-other <"$data/last-burst-other.jsonl"
+  rewrites_after="$(aof_rewrites)"
+  figure burst_aof_rewrites "$((${rewrites_after:-0} - ${rewrites_before:-0}))" rewrites \
+    "\"automatic\":\"${BURST_AOF_REWRITE:-on}\"" | record burst
+  aof_rewrite_back
   stop_delayd TERM
   remove_run "$name" "$name*" "$name" "$name.delay-status"
   compact_aof

@@ -61,6 +61,12 @@ def main():
         due = fig.get(("fill", "delayd", "fill_due_lateness_ms"), {})
         row("jobs due during the fill: count, p99 ms, early",
             f"{fmt(due.get('count'))}, {fmt(due.get('p99'))}, {fmt(due.get('early'))}", "early 0")
+    for fill, what in (("hash", "HSET"), ("plain", "HSET and ZADD"), ("accept", "delayd's accept script")):
+        if ("redis-fill", "delayd", f"redis_fill_{fill}") in fig:
+            f = fig[("redis-fill", "delayd", f"redis_fill_{fill}")]
+            row(f"Redis alone, {what}: µs a job, the first / the last tenth",
+                f"{fmt(f.get('first_us_per_job'), 1)} / {fmt(f.get('last_us_per_job'), 1)}")
+            row(f"Redis alone, {what}: the first's over the last's", fmt(f.get("value"), 2))
     if ("restart", "delayd", "restart_readyz_ms") in fig:
         row("restart with the fill waiting: /readyz, ms after start", fmt(get("restart", "restart_readyz_ms")))
         row("restart: first fire / first on-time fire, ms after start",
