@@ -54,6 +54,9 @@ PACKAGES=(
   openjdk-17-jre-headless maven
   procps iproute2 python3
   dpkg-dev file  # scripts/package.sh: CPack's Debian package lists its Depends with dpkg-shlibdeps
+  # scripts/librdkafka.sh (and the Dockerfile's build stage): a later librdkafka, fetched from
+  # crates.io and built against these (curl: also the README's tour, tests/docs)
+  curl ca-certificates libssl-dev zlib1g-dev liblz4-dev libsasl2-dev
 )
 # What the tests and benchmarks add.
 TEST_PACKAGES=(
@@ -67,7 +70,6 @@ TEST_PACKAGES=(
   python3-venv  # tests/support/otel_venv.py: the trace tests' OpenTelemetry packages, apart from Debian's
   python3-pip  # kubernetes-validate and mkdocs-material from PyPI (below): Debian's python3 has no pip
   nodejs  # clients/ts, its tests (tests/clients/ts_test.sh) and examples/ts
-  curl  # README's tour asks the admin endpoint with it (tests/docs, docs.tour)
   iptables  # the partition tests cut an instance off with an owner match (tests/chaos/network_cut.hpp)
   openjdk-17-jdk-headless  # javac: clients/java, its round trip and examples/java-spring (scripts/maven.sh)
   systemd  # systemd-analyze verify of the package's unit (tests/deploy/package_test.sh); nothing starts it

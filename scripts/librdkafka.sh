@@ -6,6 +6,9 @@
 #   scripts/librdkafka.sh --check DELAYD
 #                               the same, then runs DELAYD --version on it: exit 0 only when it
 #                               names this version (the ctest bench.librdkafka_build)
+#   scripts/librdkafka.sh --install DIR
+#                               the same, then copies the two libraries into DIR (made if
+#                               missing) and prints DIR (the container image's build stage)
 #   scripts/librdkafka.sh --run COMMAND [ARG...]
 #                               the same, then runs COMMAND with that directory first in
 #                               LD_LIBRARY_PATH, so that it and every delayd it starts load it
@@ -26,16 +29,19 @@
 # librdkafka/ directory: the C library, the C++ wrapper and their configure), and crates.io is
 # reachable wherever Debian's and the language registries are. The crate is checked against the
 # SHA-256 the crates.io index gives for it (pinned here), then built with librdkafka's own
-# configure against the system's OpenSSL, zlib, zstd and curl (scripts/install-deps.sh): under a
-# minute on two cores, once. SASL PLAIN, SCRAM and OAUTHBEARER are librdkafka's own; GSSAPI
-# (Kerberos) needs Cyrus SASL's headers (libsasl2-dev) at build time, and is left out without
-# them. Kept in .cache/librdkafka-<version>/ (git-ignored); concurrent callers wait for one build
+# configure against the system's OpenSSL, zlib, zstd, lz4 and Cyrus SASL (scripts/install-deps.sh
+# installs them; libcurl too where its headers are, for OIDC): under a minute on two cores, once.
+# SASL PLAIN, SCRAM and OAUTHBEARER are librdkafka's own; GSSAPI (Kerberos) needs Cyrus SASL's
+# headers (libsasl2-dev) at build time, and is left out without them. Kept in .cache/librdkafka-<version>/ (git-ignored); concurrent callers wait for one build
 # (a lock).
 set -euo pipefail
 check=""
+install=""
 run=()
 if [[ "${1:-}" == --check ]]; then
   check="${2:?--check needs the delayd binary to run}"
+elif [[ "${1:-}" == --install ]]; then
+  install="${2:?--install needs the directory to copy the libraries into}"
 elif [[ "${1:-}" == --run ]]; then
   shift
   (($# > 0)) || { echo "librdkafka: --run needs a command" >&2; exit 2; }
@@ -76,6 +82,12 @@ if [[ -n "$check" ]]; then
   said="$(LD_LIBRARY_PATH="$dir" "$check" --version)"
   echo "$said"
   [[ "$said" == *"librdkafka $version"* ]] || { echo "librdkafka: $check did not load $version from $dir" >&2; exit 1; }
+fi
+if [[ -n "$install" ]]; then
+  mkdir -p "$install"
+  cp "$dir/librdkafka.so.1" "$dir/librdkafka++.so.1" "$install/"
+  echo "$install"
+  exit 0
 fi
 if ((${#run[@]} > 0)); then
   exec 9>&-  # the lock is for the build, not for the command's whole run

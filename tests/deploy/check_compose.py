@@ -470,13 +470,27 @@ def image(root):
     for tool in ("dpkg-dev", "file"):
         expect(tool in apt_packages(build), f"Dockerfile: the build stage does not install {tool} (CPack's dpkg-shlibdeps)")
 
-    # Runtime stage: the package from the build stage, installed with its Depends.
+    # Runtime stage: the package from the build stage, installed with its Depends, and the
+    # librdkafka the build stage made (scripts/librdkafka.sh --install DIR), loaded first.
     copies = [i for i in final if i.upper().startswith("COPY ")]
     deb_copy = [c for c in copies if f"--from={alias}" in c and ".deb" in c]
     expect(len(deb_copy) == 1 and out_dir and f"{out_dir}/" in deb_copy[0],
            f"Dockerfile: the runtime stage must copy the package from {alias}:{out_dir}/, found {copies!r}")
-    expect(not [c for c in copies if c not in deb_copy],
-           f"Dockerfile: the runtime stage copies more than the package: {copies!r}")
+    kafka_builds = [r for r in runs if "scripts/librdkafka.sh" in r]
+    m = re.search(r"scripts/librdkafka\.sh --install (\S+)", kafka_builds[0]) if len(kafka_builds) == 1 else None
+    expect(m, f"Dockerfile: the build stage must run scripts/librdkafka.sh --install DIR once, found {kafka_builds!r}")
+    lib_from = m.group(1).rstrip("/") if m else None
+    lib_copy = [c for c in copies if lib_from and f"--from={alias} {lib_from}/ " in c + " "]
+    expect(len(lib_copy) == 1, f"Dockerfile: the runtime stage must copy {alias}:{lib_from}/, found {copies!r}")
+    lib_dir = lib_copy[0].split()[-1].rstrip("/") if lib_copy else None
+    envs = [i for i in final if i.upper().startswith("ENV ") and "LD_LIBRARY_PATH=" in i]
+    expect(lib_dir and len(envs) == 1 and re.search(rf"LD_LIBRARY_PATH={re.escape(lib_dir)}(:|\s|$)", envs[0]),
+           f"Dockerfile: the runtime stage's LD_LIBRARY_PATH must start with {lib_dir}, found {envs!r}")
+    expect(lib_dir and any(i.upper().startswith("RUN ") and f"=> {lib_dir}/librdkafka" in i.replace("\\", "")
+                           for i in final),
+           f"Dockerfile: no RUN checks that delayd loads librdkafka from {lib_dir}")
+    expect(not [c for c in copies if c not in deb_copy + lib_copy],
+           f"Dockerfile: the runtime stage copies more than the package and librdkafka: {copies!r}")
     installs = [i for i in final if i.upper().startswith("RUN ") and re.search(r"apt-get install .*\.deb", i)]
     expect(installs, "Dockerfile: the runtime stage does not apt-get install the package (its Depends come with it)")
     # The label names the project version.
@@ -499,7 +513,7 @@ def image(root):
     expect(users and users[-1] == "delayd", f"Dockerfile: the runtime stage must end as USER delayd, found {users!r}")
     if not problems:
         print(f"Dockerfile: builds with scripts/package.sh (Release), installs delayd_{version} as uid {uid}, "
-              f"version label {version}")
+              f"version label {version}, librdkafka from scripts/librdkafka.sh in {lib_dir}")
 
 
 def delayd_defaults(binary):
