@@ -1,14 +1,21 @@
-// Small helpers shared by the timer benchmarks: a fast deterministic PRNG, a monotonic stopwatch,
-// the process's resident memory, and the one-line JSON result format.
+// Small helpers shared by the benchmarks: a fast deterministic PRNG, a monotonic stopwatch, the
+// process's resident memory, the one-line JSON result format of the timer benchmarks, and a
+// command line of "--name value" pairs.
 #pragma once
+
+#include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
+#include <iostream>
+#include <map>
+#include <optional>
 #include <string>
-#include <time.h>
-#include <unistd.h>
+#include <string_view>
 
 namespace delayd::bench {
 
@@ -85,10 +92,34 @@ inline void print_json(const Result& r, bool timed = true) {
     std::printf(
         "{\"impl\":\"%s\",\"workload\":\"%s\",\"n\":%llu,\"dist\":\"%s\",\"ns_per_op\":null,\"ops_per_s\":null,"
         "\"bytes_per_timer\":%.2f,\"wall_ns_per_op\":null}\n",
-        r.impl.c_str(), r.workload.c_str(), static_cast<unsigned long long>(r.n), r.dist.c_str(),
-        r.bytes_per_timer);
+        r.impl.c_str(), r.workload.c_str(), static_cast<unsigned long long>(r.n), r.dist.c_str(), r.bytes_per_timer);
   }
   std::fflush(stdout);
+}
+
+// The "--name value" pairs of argv, each name one of `known`. nullopt, after a line on stderr
+// naming it, for an unknown name or a name without its value.
+inline std::optional<std::map<std::string, std::string>> parse_options(int argc, char** argv,
+                                                                       std::initializer_list<std::string_view> known) {
+  std::map<std::string, std::string> out;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string name = argv[i];
+    bool ok = false;
+    for (auto k : known) ok = ok || name == k;
+    if (!ok || i + 1 == argc) {
+      std::cerr << argv[0] << ": " << (ok ? "no value for " : "unknown option ") << name << "\n";
+      return std::nullopt;
+    }
+    out[name] = argv[i + 1];
+  }
+  return out;
+}
+
+// options[name] if given, else `fallback`.
+inline std::string option(const std::map<std::string, std::string>& options, const std::string& name,
+                          std::string fallback) {
+  auto it = options.find(name);
+  return it == options.end() ? fallback : it->second;
 }
 
 }  // namespace delayd::bench

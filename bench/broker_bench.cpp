@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.hpp"
+#include "bench/redis_info.hpp"
 #include "broker/held_jobs.hpp"
 #include "broker/scheduler.hpp"
 #include "redis/url.hpp"
@@ -27,13 +29,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-long long redis_used_memory(delayd::redis::RedisConnection& redis) {
-  auto r = redis.command({"INFO", "memory"});
-  const std::string text(r.view().str());
-  const auto pos = text.find("used_memory:");
-  return std::stoll(text.substr(pos + 12));
-}
 
 // Microseconds Redis spent running the job store's commands so far (INFO commandstats: the
 // scripts (FCALL, or EVALSHA), with the commands they call, and the record reads), whoever
@@ -51,26 +46,6 @@ double redis_store_usec(delayd::redis::RedisConnection& redis) {
   return usec;
 }
 
-// Microseconds of CPU Redis's main thread has used so far (INFO cpu, Redis 7): the scripts and
-// everything else it did meanwhile (replies, the AOF's writes), which redis_store_usec() leaves out.
-double redis_main_cpu_usec(delayd::redis::RedisConnection& redis) {
-  auto r = redis.command({"INFO", "cpu"});
-  const std::string text(r.view().str());
-  double usec = 0;
-  for (const char* field : {"used_cpu_sys_main_thread:", "used_cpu_user_main_thread:"}) {
-    const auto at = text.find(field);
-    if (at != std::string::npos) usec += std::stod(text.substr(at + std::strlen(field))) * 1e6;
-  }
-  return usec;
-}
-
-long resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * sysconf(_SC_PAGESIZE);
-}
-
 // One figure; redis_usec (when given): Redis's own time for the n jobs (redis_store_usec());
 // main_usec (when given): its main thread's CPU for them (redis_main_cpu_usec()).
 void line(const std::string& what, long n, double seconds, double bytes_per_job, double redis_usec = -1,
@@ -86,24 +61,13 @@ void line(const std::string& what, long n, double seconds, double bytes_per_job,
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string url = "redis://127.0.0.1:16379";
-  long n = 200000;
-  std::size_t value_bytes = 100, batch = 500;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--redis-url")
-      url = v;
-    else if (a == "--n")
-      n = std::stol(v);
-    else if (a == "--value-bytes")
-      value_bytes = std::stoul(v);
-    else if (a == "--batch")
-      batch = std::stoul(v);
-    else {
-      std::cerr << "unknown option " << a << "\n";
-      return 2;
-    }
-  }
+  const auto o = delayd::bench::parse_options(argc, argv, {"--redis-url", "--n", "--value-bytes", "--batch"});
+  if (!o) return 2;
+  using delayd::bench::option;
+  const std::string url = option(*o, "--redis-url", "redis://127.0.0.1:16379");
+  const long n = std::stol(option(*o, "--n", "200000"));
+  const std::size_t value_bytes = std::stoul(option(*o, "--value-bytes", "100"));
+  const std::size_t batch = std::stoul(option(*o, "--batch", "500"));
 
   using namespace delayd::storage;
   using namespace delayd::redis;
@@ -118,7 +82,7 @@ int main(int argc, char** argv) {
 
   auto shard_of = [](long k) { return shard_id("delay-ingest", static_cast<std::int32_t>(k % 4)); };
   // accept: what ingest does per batch (one script call per shard and 500 jobs).
-  const long long mem0 = redis_used_memory(redis);
+  const long long mem0 = static_cast<long long>(delayd::bench::info_number(redis, "memory", "used_memory"));
   const double accept_us0 = redis_store_usec(redis);
   auto t0 = Clock::now();
   std::vector<NewJob> jobs;
@@ -138,7 +102,7 @@ int main(int argc, char** argv) {
     store.accept(jobs, base);
   }
   const double accept_s = seconds_since(t0);
-  const long long mem1 = redis_used_memory(redis);
+  const long long mem1 = static_cast<long long>(delayd::bench::info_number(redis, "memory", "used_memory"));
   line("redis_accept", n, accept_s, static_cast<double>(mem1 - mem0) / static_cast<double>(n),
        redis_store_usec(redis) - accept_us0);
   {
@@ -182,7 +146,7 @@ int main(int argc, char** argv) {
     return out;
   };
   double claim_s = 0, mark_s = 0, claim_us = 0, mark_us = 0;
-  const double main0 = redis_main_cpu_usec(redis);
+  const double main0 = delayd::bench::redis_main_cpu_usec(redis);
   for (long i = 0; i < n; i += static_cast<long>(batch)) {
     const auto groups = by_shard(i);
     const double us0 = redis_store_usec(redis);
@@ -207,17 +171,17 @@ int main(int argc, char** argv) {
     claim_us += us1 - us0;
     mark_us += redis_store_usec(redis) - us1;
   }
-  const long long mem2 = redis_used_memory(redis);
+  const long long mem2 = static_cast<long long>(delayd::bench::info_number(redis, "memory", "used_memory"));
   line("redis_claim", n, claim_s, 0, claim_us);
   line("redis_mark_ready", n, mark_s, 0, mark_us);
   line("redis_claim_and_mark_ready", n, claim_s + mark_s, static_cast<double>(mem2 - mem0) / static_cast<double>(n),
-       claim_us + mark_us, redis_main_cpu_usec(redis) - main0);
+       claim_us + mark_us, delayd::bench::redis_main_cpu_usec(redis) - main0);
 
   // delayd's memory per held job: the table entry (id, slot, index node) plus the wheel timer.
   {
     delayd::broker::HeldJobs held;
     delayd::wheel::TimingWheel wheel({}, static_cast<std::uint64_t>(base));
-    const long rss0 = resident_bytes();
+    const auto rss0 = static_cast<long>(delayd::bench::resident_bytes());
     t0 = Clock::now();
     for (long i = 0; i < n; ++i) {
       const auto slot =
@@ -225,7 +189,7 @@ int main(int argc, char** argv) {
       held.at(slot).timer = wheel.schedule(static_cast<std::uint64_t>(base + 1 + (i % 60000)), slot).handle;
     }
     const double hold_s = seconds_since(t0);
-    const long rss1 = resident_bytes();
+    const auto rss1 = static_cast<long>(delayd::bench::resident_bytes());
     line("delayd_held_job", n, hold_s, static_cast<double>(rss1 - rss0) / static_cast<double>(n));
   }
 
@@ -261,14 +225,7 @@ int main(int argc, char** argv) {
   }
 
   // Clean up: every key under the bench's prefix.
-  std::string cursor = "0";
-  do {
-    auto r = redis.command({"SCAN", cursor, "MATCH", prefix + ":*", "COUNT", "5000"});
-    cursor = std::string(r.view()[0].str());
-    Command unlink{"UNLINK"};
-    for (size_t i = 0; i < r.view()[1].size(); ++i) unlink.emplace_back(r.view()[1][i].str());
-    if (unlink.size() > 1) redis.command(unlink);
-  } while (cursor != "0");
+  delayd::bench::unlink_matching(redis, prefix + ":*");
 
   return 0;
 }

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.hpp"
+#include "bench/redis_info.hpp"
 #include "redis/url.hpp"
 #include "storage/job_browse.hpp"
 
@@ -25,12 +27,6 @@ using namespace delayd::storage;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-long long used_memory(delayd::redis::RedisConnection& redis) {
-  auto r = redis.command({"INFO", "memory"});
-  const std::string text(r.view().str());
-  return std::stoll(text.substr(text.find("used_memory:") + 12));
-}
-
 double pct(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
@@ -39,21 +35,12 @@ double pct(std::vector<double> v, double p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string url = "redis://127.0.0.1:16379";
-  long pending = 1'000'000, finished = 1'000'000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--redis-url")
-      url = v;
-    else if (a == "--pending")
-      pending = std::stol(v);
-    else if (a == "--finished")
-      finished = std::stol(v);
-    else {
-      std::cerr << "unknown option " << a << "\n";
-      return 2;
-    }
-  }
+  const auto o = delayd::bench::parse_options(argc, argv, {"--redis-url", "--pending", "--finished"});
+  if (!o) return 2;
+  using delayd::bench::option;
+  const std::string url = option(*o, "--redis-url", "redis://127.0.0.1:16379");
+  const long pending = std::stol(option(*o, "--pending", "1000000"));
+  const long finished = std::stol(option(*o, "--finished", "1000000"));
   delayd::redis::RedisConnection redis(delayd::redis::parse_redis_url(url));
   const std::string prefix = "console-bench-" + std::to_string(::getpid());
   JobStore store(redis, KeySchema(prefix), 7 * 86400);
@@ -98,7 +85,7 @@ int main(int argc, char** argv) {
       waiting_jobs ? static_cast<double>(waiting_bytes) / static_cast<double>(waiting_jobs) : 0.0);
   // Delivered: accepted due now, claimed and marked ready; one in 100 failed instead.
   t0 = Clock::now();
-  const long long mem0 = used_memory(redis);
+  const long long mem0 = static_cast<long long>(delayd::bench::info_number(redis, "memory", "used_memory"));
   long failed = 0;
   for (long k = 0; k < finished; k += static_cast<long>(kBatch)) {
     std::map<std::string, std::vector<std::string>> by_shard;
@@ -127,7 +114,7 @@ int main(int argc, char** argv) {
       store.mark_ready(shard, ready, now);
     }
   }
-  const long long mem1 = used_memory(redis);
+  const long long mem1 = static_cast<long long>(delayd::bench::info_number(redis, "memory", "used_memory"));
   long long index_bytes = 0;
   for (int s = 0; s < kShards; ++s) {
     for (const char* st : {"ready", "failed"}) {
@@ -205,13 +192,6 @@ int main(int argc, char** argv) {
     keys.push_back(k.in_flight(shard));
   }
   for (const auto& key : keys) redis.command({"UNLINK", key});
-  long long cursor = 0;
-  do {
-    auto r = redis.command({"SCAN", std::to_string(cursor), "MATCH", prefix + ":*", "COUNT", "10000"});
-    cursor = std::stoll(std::string(r.view()[0].str()));
-    std::vector<std::string> cmd{"UNLINK"};
-    for (std::size_t i = 0; i < r.view()[1].size(); ++i) cmd.emplace_back(r.view()[1][i].str());
-    if (cmd.size() > 1) redis.command(cmd);
-  } while (cursor != 0);
+  delayd::bench::unlink_matching(redis, prefix + ":*");
   return 0;
 }

@@ -31,41 +31,18 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.hpp"
+#include "bench/redis_info.hpp"
 #include "redis/url.hpp"
 #include "storage/job_store.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using delayd::bench::redis_main_cpu_usec;
+using delayd::bench::unlink_matching;
 using delayd::redis::Command;
 using delayd::redis::RedisConnection;
-
-// A field of INFO's text, as a number; 0 when absent.
-double info_number(RedisConnection& redis, const char* section, const std::string& field) {
-  auto r = redis.command({"INFO", section});
-  const std::string text(r.view().str());
-  const auto at = text.find("\n" + field + ":");
-  return at == std::string::npos ? 0.0 : std::stod(text.substr(at + field.size() + 2));
-}
-
-// Seconds of CPU Redis's main thread has used (Redis 7: used_cpu_*_main_thread).
-double main_thread_cpu_s(RedisConnection& redis) {
-  return info_number(redis, "cpu", "used_cpu_sys_main_thread") + info_number(redis, "cpu", "used_cpu_user_main_thread");
-}
-
-// Unlinks every key under `pattern` and waits until Redis has freed them (lazyfree).
-void drop_keys(RedisConnection& redis, const std::string& pattern) {
-  std::string cursor = "0";
-  do {
-    auto r = redis.command({"SCAN", cursor, "MATCH", pattern, "COUNT", "5000"});
-    cursor = std::string(r.view()[0].str());
-    Command unlink{"UNLINK"};
-    for (size_t i = 0; i < r.view()[1].size(); ++i) unlink.emplace_back(r.view()[1][i].str());
-    if (unlink.size() > 1) redis.command(unlink);
-  } while (cursor != "0");
-  for (int i = 0; i < 600 && info_number(redis, "memory", "lazyfree_pending_objects") > 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-}
 
 struct Step {
   long jobs = 0;
@@ -76,31 +53,16 @@ struct Step {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string url = "redis://127.0.0.1:16379", fills = "hash,plain,accept";
-  long n = 10'000'000, step = 1'000'000;
-  std::size_t value_bytes = 200, batch = 500;
-  std::int64_t span_ms = 86'400'000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--redis-url")
-      url = v;
-    else if (a == "--n")
-      n = std::stol(v);
-    else if (a == "--step")
-      step = std::stol(v);
-    else if (a == "--value-bytes")
-      value_bytes = std::stoul(v);
-    else if (a == "--batch")
-      batch = std::stoul(v);
-    else if (a == "--span-ms")
-      span_ms = std::stoll(v);
-    else if (a == "--fills")
-      fills = v;
-    else {
-      std::cerr << "redis_fill_bench: unknown option " << a << "\n";
-      return 2;
-    }
-  }
+  const auto o = delayd::bench::parse_options(
+      argc, argv, {"--redis-url", "--n", "--step", "--value-bytes", "--batch", "--span-ms", "--fills"});
+  if (!o) return 2;
+  using delayd::bench::option;
+  const std::string url = option(*o, "--redis-url", "redis://127.0.0.1:16379");
+  const std::string fills = option(*o, "--fills", "hash,plain,accept");
+  const long n = std::stol(option(*o, "--n", "10000000")), step = std::stol(option(*o, "--step", "1000000"));
+  const std::size_t value_bytes = std::stoul(option(*o, "--value-bytes", "200"));
+  const std::size_t batch = std::stoul(option(*o, "--batch", "500"));
+  const std::int64_t span_ms = std::stoll(option(*o, "--span-ms", "86400000"));
   if (n <= 0 || step <= 0 || batch == 0 || span_ms <= 0) {
     std::cerr << "redis_fill_bench: --n, --step, --batch and --span-ms must be positive\n";
     return 2;
@@ -125,7 +87,7 @@ int main(int argc, char** argv) {
     long done = 0;
     while (done < n) {
       const long until = std::min(n, done + step);
-      const double cpu0 = main_thread_cpu_s(redis);
+      const double cpu0 = redis_main_cpu_usec(redis);
       const auto t0 = Clock::now();
       for (long i = done; i < until; i += static_cast<long>(batch)) {
         const long count = std::min(until - i, static_cast<long>(batch));
@@ -134,14 +96,14 @@ int main(int argc, char** argv) {
         write(i, due);
       }
       const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-      const double cpu = main_thread_cpu_s(redis) - cpu0;
+      const double cpu = redis_main_cpu_usec(redis) - cpu0;
       const long jobs = until - done;
-      steps.push_back({until, cpu * 1e6 / static_cast<double>(jobs), static_cast<double>(jobs) / wall});
+      steps.push_back({until, cpu / static_cast<double>(jobs), static_cast<double>(jobs) / wall});
       std::printf(
           "{\"figure\":\"redis_fill_step_%s\",\"value\":%.2f,\"unit\":\"us of Redis's main thread a job\","
           "\"jobs\":%ld,\"jobs_per_s\":%.0f,\"used_memory\":%.0f}\n",
           name.c_str(), steps.back().cpu_us_per_job, until, steps.back().jobs_per_s,
-          info_number(redis, "memory", "used_memory"));
+          delayd::bench::info_number(redis, "memory", "used_memory"));
       std::fflush(stdout);
       done = until;
     }
@@ -172,7 +134,7 @@ int main(int argc, char** argv) {
       }
       redis.pipeline(commands);
     });
-    drop_keys(redis, base + "*");
+    unlink_matching(redis, base + "*");
   }
   if (wanted("accept")) {
     JobStore store(redis, KeySchema(prefix), 3600);
@@ -191,7 +153,7 @@ int main(int argc, char** argv) {
       }
       store.accept(jobs, now);
     });
-    drop_keys(redis, prefix + ":*");
+    unlink_matching(redis, prefix + ":*");
   }
   return 0;
 }
