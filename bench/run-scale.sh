@@ -37,7 +37,9 @@
 #            (1 000 000) due within BURST_SPREAD_MS (1 000), published ahead (e2e_load burst):
 #            the time to drain, the lateness CDF, records out of due order per partition, none
 #            early; meanwhile OTHER_RATE (1 000) other jobs a second published, each due 2 s
-#            later (e2e_load rate, tag "other"): their lateness while the burst drains.
+#            later (e2e_load rate, tag "burst-other"): their lateness while the burst drains.
+#            The same other jobs run through the capacity's drain (tag "burst-ref-other"), so
+#            that the million's rate is compared with a capacity measured under the same load.
 #            BURST_AOF_REWRITE=off: Redis's automatic AOF rewrite off for the phase, as
 #            FILL_AOF_REWRITE for the fill; burst_aof_rewrites counts them either way.
 #   soak     SOAK_SECONDS (3 600) of whole lives at SOAK_RATE (1 000) a second, each due
@@ -259,24 +261,44 @@ if has_phase burst; then
   start_delayd "$name"
   aof_rewrite_off "${BURST_AOF_REWRITE:-on}" burst
   rewrites_before="$(aof_rewrites)"
-  say "burst: the fire capacity on $N_REF jobs due over $REF_SPREAD_MS ms"
+  # others TAG LEAD_MS SECONDS: OTHER_RATE other jobs a second (e2e_load rate, due 2 s after
+  # publish) in the background, from 5 s before a burst due LEAD_MS from now, for SECONDS; their
+  # figures into data/last-TAG.jsonl. Sets other_pid.
+  others() {
+    local tag="$1" lead="$2" seconds="$3"
+    (
+      sleep $(((lead - 5000) / 1000))
+      "$load_bin" rate --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --tag "$tag" \
+        --rate "$OTHER_RATE" --seconds "$seconds" --delay-ms 2000 --figure "burst_other_lateness_per_s" \
+        --bootstrap "$KAFKA_BOOTSTRAP" --redis-url "$REDIS_URL" --data-dir "$data" >"$data/last-$tag.jsonl"
+    ) &
+    other_pid=$!
+    bg+=("$other_pid")
+  }
+  # The capacity on N_REF with the same other jobs through its drain as the million has through
+  # its own: what the million's rate is compared with. Its others run long enough for a drain at
+  # 5 000 jobs a second or more.
+  ref_lead=$((5000 + N_REF / 10))
+  ref_other_seconds=$(((5000 + REF_SPREAD_MS) / 1000 + 1 + N_REF / 5000))
+  [[ "$SMOKE" == 1 ]] && ref_other_seconds=5
+  say "burst: the fire capacity on $N_REF jobs due over $REF_SPREAD_MS ms; $OTHER_RATE other jobs a second meanwhile"
+  others burst-ref-other "$ref_lead" "$ref_other_seconds"
   load burst-ref burst --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --group "$name" --tag r \
-    --n "$N_REF" --spread-ms "$REF_SPREAD_MS" --cpu-pids "$(server_cpu_pids),delayd:$pid"
+    --n "$N_REF" --spread-ms "$REF_SPREAD_MS" --lead-ms "$ref_lead" --cpu-pids "$(server_cpu_pids),delayd:$pid"
+  wait "$other_pid" || { say "burst: the other jobs' run beside the capacity failed"; failed=1; }
+  record burst-ref-other <"$data/last-burst-ref-other.jsonl"
   lead="${BURST_LEAD_MS:-$((20000 + N_BURST / 10))}"
-  say "burst: $N_BURST jobs due within $BURST_SPREAD_MS ms, $((lead / 1000)) s ahead; $OTHER_RATE other jobs a second meanwhile"
-  other_seconds=$(((BURST_SPREAD_MS + 20000) / 1000))
+  # The million's others: through its whole drain, as long as the capacity above says it takes
+  # and half that again.
+  ref_rate="$(sed -n 's/.*"figure":"fire_jobs_per_s".*"value":\([0-9.]*\).*/\1/p' "$data/last-burst-ref.jsonl" | head -n 1)"
+  other_seconds=$(awk -v n="$N_BURST" -v r="${ref_rate:-0}" -v s="$BURST_SPREAD_MS" \
+    'BEGIN { d = r > 0 ? n / r : 60; printf "%d", 5 + s / 1000 + 1.5 * d + 1 }')
   [[ "$SMOKE" == 1 ]] && other_seconds=5
-  (
-    sleep $(((lead - 5000) / 1000))
-    "$load_bin" rate --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --tag other \
-      --rate "$OTHER_RATE" --seconds "$other_seconds" --delay-ms 2000 --figure "burst_other_lateness_per_s" \
-      --bootstrap "$KAFKA_BOOTSTRAP" --redis-url "$REDIS_URL" --data-dir "$data" >"$data/last-burst-other.jsonl"
-  ) &
-  other=$!
-  bg+=("$other")
+  say "burst: $N_BURST jobs due within $BURST_SPREAD_MS ms, $((lead / 1000)) s ahead; $OTHER_RATE other jobs a second meanwhile ($other_seconds s)"
+  others burst-other "$lead" "$other_seconds"
   load burst burst --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --group "$name" --tag b \
     --n "$N_BURST" --spread-ms "$BURST_SPREAD_MS" --lead-ms "$lead" --cpu-pids "$(server_cpu_pids),delayd:$pid"
-  wait "$other" || { say "burst: the other jobs' run failed"; failed=1; }
+  wait "$other_pid" || { say "burst: the other jobs' run failed"; failed=1; }
   record burst-other <"$data/last-burst-other.jsonl"
   rewrites_after="$(aof_rewrites)"
   figure burst_aof_rewrites "$((${rewrites_after:-0} - ${rewrites_before:-0}))" rewrites \

@@ -81,7 +81,9 @@ def main():
     if ("burst", "delayd", "fire_jobs_per_s") in fig:
         ref = get("burst-ref", "fire_jobs_per_s")
         burst = get("burst", "fire_jobs_per_s")
-        row(f"fire capacity on {fmt(get('burst-ref', 'fire_jobs_per_s', 'n'))}, jobs/s", fmt(ref, 0))
+        ref_other = fig.get(("burst-ref-other", "delayd", "burst_other_lateness_per_s"), {})
+        beside = f", {fmt(ref_other.get('target_rate'))} other jobs/s meanwhile" if ref_other else ""
+        row(f"fire capacity on {fmt(get('burst-ref', 'fire_jobs_per_s', 'n'))}{beside}, jobs/s", fmt(ref, 0))
         row(f"{fmt(get('burst', 'fire_jobs_per_s', 'n'))} due within {fmt(get('burst', 'fire_jobs_per_s', 'spread_ms'))} ms: drained in, s",
             fmt((get("burst", "fire_jobs_per_s", "last_ready_after_first_due_ms") or 0) / 1000, 1), "<= 15")
         row("  its rate over the capacity on the smaller burst", fmt(burst / ref if burst and ref else None, 2), ">= 0.9")
