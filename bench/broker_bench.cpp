@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   using namespace delayd::storage;
   using namespace delayd::redis;
   RedisConnection redis(parse_redis_url(url));
-  const std::string prefix = "bench-" + std::to_string(::getpid());
+  const std::string prefix = delayd::bench::run_prefix(redis, "bench-");
   JobStore store(redis, KeySchema(prefix), 3600);
   const std::int64_t base = 1'900'000'000'000;  // far in the future: nothing here is ever due
 

@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   const long pending = std::stol(option(*o, "--pending", "1000000"));
   const long finished = std::stol(option(*o, "--finished", "1000000"));
   delayd::redis::RedisConnection redis(delayd::redis::parse_redis_url(url));
-  const std::string prefix = "console-bench-" + std::to_string(::getpid());
+  const std::string prefix = delayd::bench::run_prefix(redis, "console-bench-");
   JobStore store(redis, KeySchema(prefix), 7 * 86400);
   constexpr int kShards = 4;
   constexpr std::size_t kBatch = 500;

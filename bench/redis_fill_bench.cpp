@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
 
   using namespace delayd::storage;
   RedisConnection redis(delayd::redis::parse_redis_url(url));
-  const std::string prefix = "fillbench-" + std::to_string(::getpid());
+  const std::string prefix = delayd::bench::run_prefix(redis, "fillbench-");
   const auto now =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();

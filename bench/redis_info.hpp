@@ -1,8 +1,13 @@
-// Reading and clearing the Redis a benchmark runs against, shared by broker_bench and
-// redis_fill_bench (both link delayd's Redis client).
+// Reading and clearing the Redis a benchmark runs against, shared by broker_bench,
+// console_bench and redis_fill_bench (each links delayd's Redis client).
 #pragma once
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -38,6 +43,33 @@ inline void unlink_matching(redis::RedisClient& redis, const std::string& patter
   } while (cursor != "0");
   for (int i = 0; i < 600 && info_number(redis, "memory", "lazyfree_pending_objects") > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+// The key prefix of this run of a benchmark, `<name><pid>`. First unlinks the keys that earlier
+// runs of it left behind (killed before their own cleanup: the pid their prefix names no longer
+// runs; a pid taken again by another process keeps its keys), and ignores SIGPIPE, so that a
+// reader that closes this run's output (`| head`) makes its writes fail instead of killing it
+// before it cleans up. Keys are `<name><pid>` followed by ':' or '-'.
+inline std::string run_prefix(redis::RedisClient& redis, const std::string& name) {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::set<std::string> stale;
+  std::string cursor = "0";
+  do {
+    auto r = redis.command({"SCAN", cursor, "MATCH", name + "[0-9]*", "COUNT", "5000"});
+    cursor = std::string(r.view()[0].str());
+    for (size_t i = 0; i < r.view()[1].size(); ++i) {
+      const std::string key(r.view()[1][i].str());
+      const auto end = key.find_first_not_of("0123456789", name.size());
+      if (end == std::string::npos || (key[end] != ':' && key[end] != '-')) continue;
+      const long pid = std::stol(key.substr(name.size(), end - name.size()));
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.insert(key.substr(0, end));
+    }
+  } while (cursor != "0");
+  for (const auto& prefix : stale) {
+    unlink_matching(redis, prefix + ":*");
+    unlink_matching(redis, prefix + "-*");
+  }
+  return name + std::to_string(::getpid());
 }
 
 }  // namespace delayd::bench
