@@ -249,6 +249,21 @@ std::string up_word(DelaydProcess& delayd) {
   return "no";
 }
 
+bool ShardsLost::none_expected() const {
+  return librdkafka.has_value() && !connectors::commits_lose_assignment(*librdkafka);
+}
+
+ShardsLost note_shards_lost(CaseLine& line, const std::string& log_path) {
+  ShardsLost lost;
+  lost.count = e2e::count_in_log(log_path, "lost (the group took it away without a revoke)");
+  lost.librdkafka = e2e::logged_librdkafka(log_path);
+  line.note("shards lost by the others", std::to_string(lost.count));
+  const auto& v = lost.librdkafka;
+  line.note("librdkafka",
+            v ? std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) : "?");
+  return lost;
+}
+
 std::string log_tail(const World& world, std::size_t lines) {
   std::ifstream in(world.log_path);
   std::deque<std::string> last;

@@ -163,6 +163,19 @@ void check_outcome(const Tally& t, const World& world, bool expect_up, const std
 // The last lines of the world's delayd log, for failure messages.
 std::string log_tail(const World& world, std::size_t lines = 25);
 
+// Shards the instances that log to `log_path` lost without a revoke (broker/ownership.cpp's
+// "lost" line), and the librdkafka they ran on, both noted on the case's line ("shards lost by
+// the others", "librdkafka"). An instance a case faults logs apart (Fleet::log_apart()), so the
+// log holds the others only, which keep their shards through a rebalance unless their librdkafka
+// drops an assignment when an offset commit meets one (connectors::commits_lose_assignment()).
+struct ShardsLost {
+  std::size_t count = 0;
+  std::optional<connectors::LibrdkafkaVersion> librdkafka;  // none: the log names none
+  // True when none may be lost: a librdkafka that keeps its assignment.
+  bool none_expected() const;
+};
+ShardsLost note_shards_lost(CaseLine& line, const std::string& log_path);
+
 // ---- the stack ----
 
 struct ScriptResult {

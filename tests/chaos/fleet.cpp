@@ -51,10 +51,10 @@ bool Fleet::launch(std::size_t i, const std::string& until) {
   if (admin_ports_[i] == 0) admin_ports_[i] = e2e::free_port();
   members_[i] = std::make_unique<DelaydProcess>(world_);
   members_[i]->set_env("DELAYD_ADMIN_LISTEN", "127.0.0.1:" + std::to_string(admin_ports_[i]));
-  if (const auto user = users_.find(i); user != users_.end()) {
+  if (const auto user = users_.find(i); user != users_.end())
     members_[i]->run_as(user->second.first, user->second.second);
-    members_[i]->set_log_path(world_.log_path + ".cut");  // the instance a partition test cuts off
-  }
+  if (const auto apart = log_suffixes_.find(i); apart != log_suffixes_.end())
+    members_[i]->set_log_path(world_.log_path + apart->second);
   if (until.empty()) return start_delayd(*members_[i]);
   members_[i]->set_die_with_test(true);
   try {

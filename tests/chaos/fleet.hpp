@@ -37,8 +37,15 @@ class Fleet {
   // The same, but waits only until it runs (an instance may get no partition of a topic).
   bool start_member(std::size_t i);
   DelaydProcess& at(std::size_t i) { return *members_.at(i); }
-  // Slot i's instances run as this user from their next start (the one a partition test cuts off).
-  void run_as(std::size_t i, uid_t uid, gid_t gid) { users_[i] = {uid, gid}; }
+  // Slot i's instances run as this user from their next start (the one a partition test cuts off),
+  // and log apart, to the world's log path + ".cut".
+  void run_as(std::size_t i, uid_t uid, gid_t gid) {
+    users_[i] = {uid, gid};
+    log_apart(i, ".cut");
+  }
+  // Slot i's instances log to the world's log path + `suffix` from their next start, so that the
+  // world's log holds the others' lines only (what the instance a case faults says apart).
+  void log_apart(std::size_t i, std::string suffix) { log_suffixes_[i] = std::move(suffix); }
   // How many instances run now; any that died by itself is reported.
   std::size_t running(std::vector<std::string>* died = nullptr);
   void stop_all();
@@ -55,6 +62,7 @@ class Fleet {
   std::vector<std::unique_ptr<DelaydProcess>> members_;
   std::vector<std::uint16_t> admin_ports_;
   std::map<std::size_t, std::pair<uid_t, gid_t>> users_;  // run_as()'s
+  std::map<std::size_t, std::string> log_suffixes_;       // log_apart()'s
 };
 
 }  // namespace delayd::chaos

@@ -124,13 +124,7 @@ void run_partition(const std::string& name, Cut what) {
   const std::size_t left = delayd::e2e::groups_left(c.w) + delayd::e2e::groups_left(c.w.log_path + ".cut");
   line.note("groups left", std::to_string(left));
   // Shards the two instances that were never cut off lost without a revoke (ownership.hpp, "lost").
-  const std::size_t lost_by_others =
-      delayd::e2e::count_in_log(c.w.log_path, "lost (the group took it away without a revoke)");
-  const auto rdkafka = delayd::e2e::logged_librdkafka(c.w.log_path);
-  line.note("shards lost by the others", std::to_string(lost_by_others));
-  line.note("librdkafka", rdkafka ? std::to_string(rdkafka->major) + "." + std::to_string(rdkafka->minor) + "." +
-                                        std::to_string(rdkafka->patch)
-                                  : "?");
+  const ShardsLost lost_by_others = note_shards_lost(line, c.w.log_path);
   const Tally t = line.print();
   INFO("wrong states, the first: " << (v.wrong_examples.empty() ? "-" : v.wrong_examples.front()));
   INFO("lost, the first: " << (t.lost_ids.empty() ? "-" : t.lost_ids.front()));
@@ -153,8 +147,8 @@ void run_partition(const std::string& name, Cut what) {
   // A member that never lost its connections keeps its shards through the others' rebalances,
   // unless its librdkafka drops its assignment when an offset commit meets one
   // (connectors::commits_lose_assignment(): before 2.10.0).
-  REQUIRE(rdkafka.has_value());
-  if (!delayd::connectors::commits_lose_assignment(*rdkafka)) CHECK(lost_by_others == 0);
+  REQUIRE(lost_by_others.librdkafka.has_value());
+  if (lost_by_others.none_expected()) CHECK(lost_by_others.count == 0);
   if (eos) {
     CHECK(t.duplicates == 0);
   } else {
