@@ -41,7 +41,9 @@
 #            The same other jobs run through the capacity's drain (tag "burst-ref-other"), so
 #            that the million's rate is compared with a capacity measured under the same load.
 #            BURST_AOF_REWRITE=off: Redis's automatic AOF rewrite off for the phase, as
-#            FILL_AOF_REWRITE for the fill; burst_aof_rewrites counts them either way.
+#            FILL_AOF_REWRITE for the fill; burst_aof_rewrites counts them either way. Before
+#            both, the capacity on N_REF with no other jobs (phase burst-alone): what the other
+#            jobs take from it.
 #   soak     SOAK_SECONDS (3 600) of whole lives at SOAK_RATE (1 000) a second, each due
 #            SOAK_DELAY_MS (5 000) after its publish, of every kind (e2e_load lives: one job in
 #            20 cancelled halfway to its time, one rescheduled later, one reported failed and
@@ -261,6 +263,11 @@ if has_phase burst; then
   start_delayd "$name"
   aof_rewrite_off "${BURST_AOF_REWRITE:-on}" burst
   rewrites_before="$(aof_rewrites)"
+  # The capacity alone first (no other jobs): what the other jobs take from it, and a start for
+  # a Kafka that has just started.
+  say "burst: the fire capacity on $N_REF jobs due over $REF_SPREAD_MS ms, alone"
+  load burst-alone burst --ingest-topic "$name.ingest" --ready-topic "$name.ready.bench" --group "$name" --tag a \
+    --n "$N_REF" --spread-ms "$REF_SPREAD_MS" --lead-ms "$((5000 + N_REF / 10))" --cpu-pids "$(server_cpu_pids),delayd:$pid"
   # others TAG LEAD_MS SECONDS: OTHER_RATE other jobs a second (e2e_load rate, due 2 s after
   # publish) in the background, from 5 s before a burst due LEAD_MS from now, for SECONDS; their
   # figures into data/last-TAG.jsonl. Sets other_pid.

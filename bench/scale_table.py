@@ -83,6 +83,9 @@ def main():
         burst = get("burst", "fire_jobs_per_s")
         ref_other = fig.get(("burst-ref-other", "delayd", "burst_other_lateness_per_s"), {})
         beside = f", {fmt(ref_other.get('target_rate'))} other jobs/s meanwhile" if ref_other else ""
+        alone = get("burst-alone", "fire_jobs_per_s")
+        if alone:
+            row(f"fire capacity on {fmt(get('burst-alone', 'fire_jobs_per_s', 'n'))}, no other jobs, jobs/s", fmt(alone, 0))
         row(f"fire capacity on {fmt(get('burst-ref', 'fire_jobs_per_s', 'n'))}{beside}, jobs/s", fmt(ref, 0))
         row(f"{fmt(get('burst', 'fire_jobs_per_s', 'n'))} due within {fmt(get('burst', 'fire_jobs_per_s', 'spread_ms'))} ms: drained in, s",
             fmt((get("burst", "fire_jobs_per_s", "last_ready_after_first_due_ms") or 0) / 1000, 1), "<= 15")
