@@ -124,18 +124,24 @@ int main(int argc, char** argv) {
       auto r = redis.command({"HSTRLEN", records, ids[static_cast<size_t>(k * 4)]});
       record_len += static_cast<double>(r.view().integer());
     }
-    // The pending set: its directory and every leaf (key_schema.hpp).
+    // The pending set: its directory of seconds, each second's directory and every leaf (key_schema.hpp).
     double entries = 0, set_bytes = usage(store.keys().pending(shard));
-    auto leaves = redis.command({"ZRANGE", store.keys().pending(shard), "0", "-1"});
-    for (std::size_t k = 0; k < leaves.view().size(); ++k) {
-      const std::string leaf = store.keys().pending_leaf(shard, leaves.view()[k].str());
-      set_bytes += usage(leaf);
-      entries += static_cast<double>(redis.command({"ZCARD", leaf}).view().integer());
+    std::size_t leaves = 0;
+    auto seconds = redis.command({"ZRANGE", store.keys().pending(shard), "0", "-1"});
+    for (std::size_t k = 0; k < seconds.view().size(); ++k) {
+      const std::string second = store.keys().pending_second(shard, seconds.view()[k].str());
+      set_bytes += usage(second);
+      auto separators = redis.command({"ZRANGE", second, "0", "-1"});
+      for (std::size_t i = 0; i < separators.view().size(); ++i, ++leaves) {
+        const std::string leaf = store.keys().pending_leaf(shard, separators.view()[i].str());
+        set_bytes += usage(leaf);
+        entries += static_cast<double>(redis.command({"ZCARD", leaf}).view().integer());
+      }
     }
     std::printf(
         "{\"bench\":\"redis_pending_job_parts\",\"record_bytes\":%.1f,\"record_length\":%.1f,"
-        "\"pending_entry_bytes\":%.1f,\"leaves\":%zu}\n",
-        record, record_len / static_cast<double>(sampled), set_bytes / entries, leaves.view().size());
+        "\"pending_entry_bytes\":%.1f,\"seconds\":%zu,\"leaves\":%zu}\n",
+        record, record_len / static_cast<double>(sampled), set_bytes / entries, seconds.view().size(), leaves);
   }
 
   // claim, then mark_ready: what the fire path does per batch, around the Kafka round trip.

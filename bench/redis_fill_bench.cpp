@@ -2,11 +2,15 @@
 // (docs/performance.md, "Ten million waiting"): is the fall of the accept rate along ten million
 // delayd's, or Redis's own on this machine?
 //
-// Up to three fills of N jobs each, one after the other on the same Redis, each from an empty
+// Up to four fills of N jobs each, one after the other on the same Redis, each from an empty
 // prefix (the one before unlinked and freed first):
 //   hash     the floor: a job's record written with one HSET into its shard's hash, pipelined, a
 //            batch at a time (any store that finds a job by its id writes at least this)
 //   plain    the same plus one ZADD of its due time into its shard's sorted set
+//   buckets  the same, the due time into a sorted set of the shard's second it falls in (its key
+//            named by arithmetic: no lookup finds it), plus that second's ZADD NX into the
+//            shard's directory of seconds (a member already there costs a hash lookup, not a
+//            walk): the layout docs/performance.md weighs against the leaves
 //   accept   the same jobs through JobStore::accept, delayd's accept script, as ingest calls it
 //            (four shards, one call per shard and batch)
 // Each job is due 10 s (e2e_load fill's lead) plus a scattered delay under --span-ms after the
@@ -18,7 +22,7 @@
 // when its client keeps it busy, so the CPU a job, not this client's rate, is the figure.
 //
 //   redis_fill_bench --redis-url redis://127.0.0.1:16379 --n 10000000 [--step 1000000]
-//                    [--value-bytes 200] [--batch 500] [--span-ms 86400000] [--fills hash,plain,accept]
+//                    [--value-bytes 200] [--batch 500] [--span-ms 86400000] [--fills hash,plain,buckets,accept]
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,7 +62,7 @@ int main(int argc, char** argv) {
   if (!o) return 2;
   using delayd::bench::option;
   const std::string url = option(*o, "--redis-url", "redis://127.0.0.1:16379");
-  const std::string fills = option(*o, "--fills", "hash,plain,accept");
+  const std::string fills = option(*o, "--fills", "hash,plain,buckets,accept");
   const long n = std::stol(option(*o, "--n", "10000000")), step = std::stol(option(*o, "--step", "1000000"));
   const std::size_t value_bytes = std::stoul(option(*o, "--value-bytes", "200"));
   const std::size_t batch = std::stoul(option(*o, "--batch", "500"));
@@ -119,7 +123,7 @@ int main(int argc, char** argv) {
   auto wanted = [&](const std::string& fill) {
     return ("," + fills + ",").find("," + fill + ",") != std::string::npos;
   };
-  for (const std::string fill : {"hash", "plain"}) {
+  for (const std::string fill : {"hash", "plain", "buckets"}) {
     if (!wanted(fill)) continue;
     const std::string base = prefix + "-" + fill + ":";
     std::vector<Command> commands;
@@ -131,6 +135,11 @@ int main(int argc, char** argv) {
         const std::string id = "fill-job-" + std::to_string(i);
         commands.push_back({"HSET", base + shard + ":jobs", id, value});
         if (fill == "plain") commands.push_back({"ZADD", base + shard + ":due", std::to_string(due[k]), id});
+        if (fill == "buckets") {
+          const std::string second = std::to_string(due[k] / 1000);
+          commands.push_back({"ZADD", base + shard + ":s:" + second, std::to_string(due[k]), id});
+          commands.push_back({"ZADD", base + shard + ":seconds", "NX", second, second});
+        }
       }
       redis.pipeline(commands);
     });

@@ -25,8 +25,9 @@
 #            fill_aof_rewrites counts the rewrites and their seconds during the fill either way.
 #            Then the machine's limit for the same fill, with delayd's keys gone: Redis alone
 #            (bench/redis_fill_bench, no Kafka, no delayd), N_FILL jobs due as scattered written
-#            with one HSET each, then with an HSET and a ZADD each, then through delayd's accept
-#            script: Redis's main thread's CPU a job for each tenth of each (redis_fill_step_*)
+#            with one HSET each, then with an HSET and a ZADD each (one sorted set a shard), then
+#            with the ZADD into a sorted set of its second (the pending set's layout), then
+#            through delayd's accept script: Redis's main thread's CPU a job for each tenth of each (redis_fill_step_*)
 #            and the first tenth's over the last's (redis_fill_*): how much of the fill's fall
 #            is Redis's own.
 #   restart  with the fill's jobs waiting: delayd stopped (SIGTERM) and started again; the time to
@@ -246,7 +247,7 @@ if has_phase fill; then
   stop_delayd TERM
   remove_run "$name" "$name*" "$name" "$name.delay-status"
   compact_aof
-  say "fill: Redis alone along $N_FILL jobs: HSET, HSET and ZADD, then delayd's accept script"
+  say "fill: Redis alone along $N_FILL jobs: HSET, HSET and ZADD, the same into seconds, then delayd's accept script"
   aof_rewrite_off "${FILL_AOF_REWRITE:-on}" fill
   status=0
   "$fill_bench_bin" --redis-url "$REDIS_URL" --n "$N_FILL" --step "$(((N_FILL + 9) / 10))" --span-ms "$SPAN_MS" \

@@ -61,7 +61,7 @@ def main():
         due = fig.get(("fill", "delayd", "fill_due_lateness_ms"), {})
         row("jobs due during the fill: count, p99 ms, early",
             f"{fmt(due.get('count'))}, {fmt(due.get('p99'))}, {fmt(due.get('early'))}", "early 0")
-    for fill, what in (("hash", "HSET"), ("plain", "HSET and ZADD"), ("accept", "delayd's accept script")):
+    for fill, what in (("hash", "HSET"), ("plain", "HSET and ZADD"), ("buckets", "HSET, ZADD into its second"), ("accept", "delayd's accept script")):
         if ("redis-fill", "delayd", f"redis_fill_{fill}") in fig:
             f = fig[("redis-fill", "delayd", f"redis_fill_{fill}")]
             row(f"Redis alone, {what}: µs a job, the first / the last tenth",

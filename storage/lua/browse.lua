@@ -74,18 +74,30 @@ if key then
     return got
   end
 else
-  -- The leaves, from the one whose range holds the start, at the start's rank in it.
-  local start = from_id == '' and entry_key(lo, '') or entry_key(tonumber(from_score), from_id)
-  local leaf = leaf_at(start) or first_leaf()
+  -- The leaves, from the one whose range holds the start (in the first second at or after the
+  -- start's), at the start's rank in it; then the leaves after, second after second.
+  local at = from_id == '' and lo or tonumber(from_score)
+  local n, leaf = first_second(second_of(at)), nil
+  if n then
+    use_second(n)
+    leaf = leaf_at(entry_key(at, from_id)) or first_leaf()
+  end
   local rank = leaf and first_rank(LEAF .. leaf) or 0
-  next_batch = function(n)
+  next_batch = function(count)
     while leaf do
-      local got = redis.call('ZRANGE', LEAF .. leaf, rank, rank + n - 1, 'WITHSCORES')
+      local got = redis.call('ZRANGE', LEAF .. leaf, rank, rank + count - 1, 'WITHSCORES')
       if #got > 0 then
         rank = rank + #got / 2
         return got
       end
       leaf, rank = next_leaf(leaf), 0
+      if not leaf then
+        n = next_second(n)
+        if n then
+          use_second(n)
+          leaf = first_leaf()
+        end
+      end
     end
     return {}
   end

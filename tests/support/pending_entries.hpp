@@ -1,6 +1,6 @@
-// A test's access to a shard's pending set, whose layout is prelude_pending.lua's alone (leaves under a
-// directory): each helper runs the prelude's own entry_* helpers through EVAL, so no test
-// knows the layout. Throws redis::RedisCommandError when Redis answers with an error.
+// A test's access to a shard's pending set, whose layout is prelude_pending.lua's alone (leaves in seconds): each
+// helper runs the prelude's own entry_* helpers through EVAL, so no test knows the layout. Throws
+// redis::RedisCommandError when Redis answers with an error.
 #pragma once
 
 #include <cstdint>
@@ -81,31 +81,51 @@ inline std::optional<std::int64_t> pending_score_of(redis::RedisClient& redis, c
   return std::nullopt;
 }
 
-// The leaves' invariants (prelude_pending.lua, L1..L3), checked the slow way: every leaf read whole.
-// Returns one line per violation; empty when they all hold. Leaves hold listpacks only while
-// job-ids are at most zset-max-listpack-value (64) bytes: `listpacks` asks for that too.
+// The layout's invariants (prelude_pending.lua, S1 and L1..L3), checked the slow way: every
+// second's directory and every leaf read whole, and every key of the shard that looks like a
+// second's directory (one the shard's directory of seconds does not list breaks S1). Returns one
+// line per violation; empty when they all hold. Leaves hold listpacks only while job-ids are at
+// most zset-max-listpack-value (64) bytes: `listpacks` asks for that too.
 inline std::vector<std::string> pending_leaf_violations(redis::RedisClient& redis, const storage::KeySchema& keys,
                                                         std::string_view shard, bool listpacks = true) {
   static constexpr std::string_view kCheck = R"(
-local bad, total = {}, 0
-local seps = redis.call('ZRANGE', LEAVES, 0, -1)
-for i, s in ipairs(seps) do
-  local got = redis.call('ZRANGE', LEAF .. s, 0, -1, 'WITHSCORES')
-  local n = #got / 2
-  total = total + n
-  if n == 0 or n > LEAF_MAX then bad[#bad + 1] = 'L2: leaf ' .. s .. ' holds ' .. n .. ' entries' end
-  local enc = redis.call('OBJECT', 'ENCODING', LEAF .. s)
-  if n > 0 and ARGV[5] == '1' and enc ~= 'listpack' and enc ~= 'ziplist' then
-    bad[#bad + 1] = 'leaf ' .. s .. ' is a ' .. enc
-  end
-  for k = 1, #got, 2 do
-    local key = entry_key(tonumber(got[k + 1]), got[k])
-    if bytes_less(key, s) then bad[#bad + 1] = 'L1: ' .. key .. ' is below its leaf ' .. s end
-    if seps[i + 1] and not bytes_less(key, seps[i + 1]) then
-      bad[#bad + 1] = 'L1: ' .. key .. ' of leaf ' .. s .. ' is not below the next, ' .. seps[i + 1]
+local bad, total, listed = {}, 0, {}
+local seconds = redis.call('ZRANGE', SECONDS, 0, -1, 'WITHSCORES')
+for q = 1, #seconds, 2 do
+  local n = seconds[q]
+  listed[n] = true
+  if tonumber(seconds[q + 1]) ~= tonumber(n) then bad[#bad + 1] = 'S1: second ' .. n .. ' scored ' .. seconds[q + 1] end
+  local seps = redis.call('ZRANGE', SECOND .. n, 0, -1)
+  if #seps == 0 then bad[#bad + 1] = 'S1: second ' .. n .. ' is listed and has no leaf' end
+  for i, s in ipairs(seps) do
+    if second_of(separator_score(s)) ~= tonumber(n) then bad[#bad + 1] = 'S1: leaf ' .. s .. ' in second ' .. n end
+    local got = redis.call('ZRANGE', LEAF .. s, 0, -1, 'WITHSCORES')
+    local count = #got / 2
+    total = total + count
+    if count == 0 or count > LEAF_MAX then bad[#bad + 1] = 'L2: leaf ' .. s .. ' holds ' .. count .. ' entries' end
+    local enc = redis.call('OBJECT', 'ENCODING', LEAF .. s)
+    if count > 0 and ARGV[5] == '1' and enc ~= 'listpack' and enc ~= 'ziplist' then
+      bad[#bad + 1] = 'leaf ' .. s .. ' is a ' .. enc
+    end
+    for k = 1, #got, 2 do
+      local key = entry_key(tonumber(got[k + 1]), got[k])
+      if bytes_less(key, s) then bad[#bad + 1] = 'L1: ' .. key .. ' is below its leaf ' .. s end
+      if seps[i + 1] and not bytes_less(key, seps[i + 1]) then
+        bad[#bad + 1] = 'L1: ' .. key .. ' of leaf ' .. s .. ' is not below the next, ' .. seps[i + 1]
+      end
+      if second_of(tonumber(got[k + 1])) ~= tonumber(n) then bad[#bad + 1] = 'L1: ' .. key .. ' in second ' .. n end
     end
   end
 end
+local cursor = '0'
+repeat
+  local r = redis.call('SCAN', cursor, 'MATCH', SECOND .. '*', 'COUNT', 1000)
+  cursor = r[1]
+  for _, key in ipairs(r[2]) do
+    local n = string.sub(key, #SECOND + 1)
+    if not listed[n] then bad[#bad + 1] = 'S1: second ' .. n .. ' is not listed' end
+  end
+until cursor == '0'
 local size = tonumber(redis.call('GET', SIZE)) or 0
 if size ~= total then bad[#bad + 1] = 'L3: size ' .. size .. ', leaves hold ' .. total end
 return bad
