@@ -124,14 +124,14 @@ int main(int argc, char** argv) {
       auto r = redis.command({"HSTRLEN", records, ids[static_cast<size_t>(k * 4)]});
       record_len += static_cast<double>(r.view().integer());
     }
-    // The pending set: its directory of seconds, each second's directory and every leaf (key_schema.hpp).
+    // The pending set: its directory of windows, each window's directory and every leaf (key_schema.hpp).
     double entries = 0, set_bytes = usage(store.keys().pending(shard));
     std::size_t leaves = 0;
-    auto seconds = redis.command({"ZRANGE", store.keys().pending(shard), "0", "-1"});
-    for (std::size_t k = 0; k < seconds.view().size(); ++k) {
-      const std::string second = store.keys().pending_second(shard, seconds.view()[k].str());
-      set_bytes += usage(second);
-      auto separators = redis.command({"ZRANGE", second, "0", "-1"});
+    auto windows = redis.command({"ZRANGE", store.keys().pending(shard), "0", "-1"});
+    for (std::size_t k = 0; k < windows.view().size(); ++k) {
+      const std::string window = store.keys().pending_window(shard, windows.view()[k].str());
+      set_bytes += usage(window);
+      auto separators = redis.command({"ZRANGE", window, "0", "-1"});
       for (std::size_t i = 0; i < separators.view().size(); ++i, ++leaves) {
         const std::string leaf = store.keys().pending_leaf(shard, separators.view()[i].str());
         set_bytes += usage(leaf);
@@ -140,8 +140,8 @@ int main(int argc, char** argv) {
     }
     std::printf(
         "{\"bench\":\"redis_pending_job_parts\",\"record_bytes\":%.1f,\"record_length\":%.1f,"
-        "\"pending_entry_bytes\":%.1f,\"seconds\":%zu,\"leaves\":%zu}\n",
-        record, record_len / static_cast<double>(sampled), set_bytes / entries, seconds.view().size(), leaves);
+        "\"pending_entry_bytes\":%.1f,\"windows\":%zu,\"leaves\":%zu}\n",
+        record, record_len / static_cast<double>(sampled), set_bytes / entries, windows.view().size(), leaves);
   }
 
   // claim, then mark_ready: what the fire path does per batch, around the Kafka round trip.

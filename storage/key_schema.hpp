@@ -6,15 +6,15 @@
 //   <prefix>:{<shard>}:job:<job-id>  string  the record of a job in any other state (ready,
 //                                            running, finished, cancelled, failed), which
 //                                            expires after the retention once settled
-//   <prefix>:{<shard>}:pending:seconds zset  the pending set's directory: the shard's jobs not yet
+//   <prefix>:{<shard>}:pending:windows zset  the pending set's directory: the shard's jobs not yet
 //                                            delivered, and the delivered ones waiting for an ack
 //                                            deadline, each scored where its record says
 //                                            (job_record.hpp, pending_score()), are kept in leaves
 //                                            of at most kPendingLeafMax entries,
 //                                            <prefix>:{<shard>}:pending:<separator>, each listed
-//                                            in the directory of its second of score
-//                                            (kPendingSecondMs), <prefix>:{<shard>}:pending:s:<n>;
-//                                            this one lists the seconds that hold entries, each
+//                                            in the directory of its window of score
+//                                            (kPendingWindowMs), <prefix>:{<shard>}:pending:w:<n>;
+//                                            this one lists the windows that hold entries, each
 //                                            scored by its number (prelude_pending.lua has the layout)
 //   <prefix>:{<shard>}:pending:size  string  how many entries the leaves hold
 //   <prefix>:{<shard>}:pending       zset    0.3's pending set (one sorted set): moved into leaves
@@ -150,14 +150,16 @@ inline constexpr std::size_t kWaitingIndexMax = 4096;
 // (bench/broker_bench, 200-byte values, 2026-11-27). A Redis configured below 64 keeps leaves as
 // skiplists: correct, only larger.
 inline constexpr std::size_t kPendingLeafMax = 64;
-// The width of one second of the pending set (prelude_pending.lua), in ms of score: a leaf's
-// entries all fall in one second, floor(score / kPendingSecondMs), found by arithmetic, whose own
-// directory lists its leaves. A wider second would hold more leaves (a directory past 128 is a
-// skiplist again, walked at each insert); a narrower one costs more directories (about 150 B each
-// with its entry in the shard's directory of seconds) where jobs are sparse. A second is what ten
-// million jobs due within a day fill to about 29 entries in each of four shards, one leaf
-// (docs/performance.md, "Ten million waiting").
-inline constexpr std::int64_t kPendingSecondMs = 1000;
+// The width of one window of the pending set (prelude_pending.lua), in ms of score: a leaf's
+// entries all fall in one window, floor(score / kPendingWindowMs), found by arithmetic, whose own
+// directory lists its leaves. A wider window holds more leaves (a directory past 128 is a
+// skiplist again, walked at each insert); a narrower one costs more directories (about 250 B
+// each, with its first leaf's key and its entry in the shard's directory of windows) where jobs
+// are sparse, and more of them to make. Ten seconds: ten million jobs due within a day fill a
+// window of each of four shards with about 290 entries, a directory of six leaves; a hundred
+// thousand, with three, each window's cost shared by three jobs (docs/performance.md, "Ten
+// million waiting").
+inline constexpr std::int64_t kPendingWindowMs = 10'000;
 
 class KeySchema {
  public:
@@ -172,17 +174,17 @@ class KeySchema {
   // The shard's delay jobs' records, one field per job-id (prelude_jobs.lua, read() and write(): a
   // record is in exactly one of this hash and job(); see the layout at the top of this file).
   std::string delay_records(std::string_view shard) const { return tagged(shard) + ":jobs"; }
-  // The pending set's directory of seconds (KEYS[1] of every batch script; prelude_pending.lua
-  // reads and writes the seconds' directories, pending_second(), their leaves, pending_leaf(), and
+  // The pending set's directory of windows (KEYS[1] of every batch script; prelude_pending.lua
+  // reads and writes the windows' directories, pending_window(), their leaves, pending_leaf(), and
   // the count, pending_size(), beside it). record_lua_gen.cpp gives prelude.lua these names and
   // the others its scripts build (KEY).
-  std::string pending(std::string_view shard) const { return tagged(shard) + ":pending:seconds"; }
-  // The directory of one second's leaves, by the second's number (a member of pending():
-  // floor(score / kPendingSecondMs) in decimal), as prelude_pending.lua names it (SECOND).
-  std::string pending_second(std::string_view shard, std::string_view second) const {
-    return tagged(shard) + ":pending:s:" + std::string(second);
+  std::string pending(std::string_view shard) const { return tagged(shard) + ":pending:windows"; }
+  // The directory of one window's leaves, by the window's number (a member of pending():
+  // floor(score / kPendingWindowMs) in decimal), as prelude_pending.lua names it (WINDOW).
+  std::string pending_window(std::string_view shard, std::string_view window) const {
+    return tagged(shard) + ":pending:w:" + std::string(window);
   }
-  // A leaf, by its separator (a member of its second's directory), as prelude_pending.lua names
+  // A leaf, by its separator (a member of its window's directory), as prelude_pending.lua names
   // it (LEAF).
   std::string pending_leaf(std::string_view shard, std::string_view separator) const {
     return tagged(shard) + ":pending:" + std::string(separator);

@@ -1,5 +1,5 @@
 // Writes the Lua lines that give prelude.lua the record's facts from job_record.hpp: STATES,
-// FIELDS, AT_DIGITS and ATT_DIGITS; and WAITING_MAX, LEAF_MAX, SECOND_MS and the shard keys' names (KEY) from
+// FIELDS, AT_DIGITS and ATT_DIGITS; and WAITING_MAX, LEAF_MAX, WINDOW_MS and the shard keys' names (KEY) from
 // key_schema.hpp. Run by the build (storage/CMakeLists.txt), which puts its output in front of
 // prelude.lua; so the Lua reading of a record can never know other states, names, limits or
 // keys than the C++ one.
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
          std::to_string(job_record::kMaxAttemptDigits) + "\n";
   lua += "local WAITING_MAX = " + std::to_string(kWaitingIndexMax) + "\n";
   lua +=
-      "local LEAF_MAX, SECOND_MS = " + std::to_string(kPendingLeafMax) + ", " + std::to_string(kPendingSecondMs) + "\n";
+      "local LEAF_MAX, WINDOW_MS = " + std::to_string(kPendingLeafMax) + ", " + std::to_string(kPendingWindowMs) + "\n";
   // What follows "<prefix>:{<shard>}" in each key of a shard the scripts name themselves, from
   // KeySchema: a key ending in ':' takes its last part (a job-id, a state, ...) after it.
   const KeySchema keys("p");
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
       {"waiting", after_tag(keys.waiting("s", ""))},
       {"wake", after_tag(keys.wake("s"))},
       {"leaf", after_tag(keys.pending_leaf("s", ""))},
-      {"second", after_tag(keys.pending_second("s", ""))},
+      {"window", after_tag(keys.pending_window("s", ""))},
       {"size", after_tag(keys.pending_size("s"))},
       {"set_0_3", after_tag(keys.pending_0_3("s"))},
   };

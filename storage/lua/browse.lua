@@ -74,12 +74,12 @@ if key then
     return got
   end
 else
-  -- The leaves, from the one whose range holds the start (in the first second at or after the
-  -- start's), at the start's rank in it; then the leaves after, second after second.
+  -- The leaves, from the one whose range holds the start (in the first window at or after the
+  -- start's), at the start's rank in it; then the leaves after, window after window.
   local at = from_id == '' and lo or tonumber(from_score)
-  local n, leaf = first_second(second_of(at)), nil
+  local n, leaf = first_window(window_of(at)), nil
   if n then
-    use_second(n)
+    use_window(n)
     leaf = leaf_at(entry_key(at, from_id)) or first_leaf()
   end
   local rank = leaf and first_rank(LEAF .. leaf) or 0
@@ -92,9 +92,9 @@ else
       end
       leaf, rank = next_leaf(leaf), 0
       if not leaf then
-        n = next_second(n)
+        n = next_window(n)
         if n then
-          use_second(n)
+          use_window(n)
           leaf = first_leaf()
         end
       end

@@ -8,7 +8,7 @@
 -- lua_scripts.hpp, "How Redis runs them"). So the prelude's top level runs once per library
 -- load, not per call: whatever belongs to one call is a local set by begin().
 --   prelude.lua          a job's keys, parse() of its record, the state and waiting indexes
---   prelude_pending.lua  the pending set in seconds of leaves (the entry_* helpers, entry_move())
+--   prelude_pending.lua  the pending set in windows of leaves (the entry_* helpers, entry_move())
 --   prelude_jobs.lua     write() of a record, its history, counts and flush(), read(), the
 --                        shard's fence, and settling a delivered job
 --
@@ -21,9 +21,9 @@
 local FIRST = 6  -- KEYS index of the first job record; its arguments start at ARGV[5]
 -- STATES, FIELDS (in the order write() puts them), AT_DIGITS and ATT_DIGITS come before this
 -- text: the build writes them from storage/job_record.hpp, the one list C++ reads too; and
--- WAITING_MAX, LEAF_MAX, SECOND_MS and KEY (what follows "<prefix>:{<shard>}" in the name of each key of
+-- WAITING_MAX, LEAF_MAX, WINDOW_MS and KEY (what follows "<prefix>:{<shard>}" in the name of each key of
 -- the shard a script builds), from key_schema.hpp.
--- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("<prefix>:{<shard>}:pending:seconds";
+-- The shard's key prefix "<prefix>:{<shard>}", from KEYS[1] ("<prefix>:{<shard>}:pending:windows";
 -- the prefix and the shard hold no '}'): a job's history list and the shard's wake list live
 -- beside its other keys, in the same hash slot.
 -- Set for each call by begin_record() (at the end of this file), like every local of the prelude

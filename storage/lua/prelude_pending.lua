@@ -1,5 +1,5 @@
 -- The prelude's second part (prelude.lua says how the parts join): the shard's pending set, in
--- seconds of leaves. It uses SHARD, KEY, AT_DIGITS, SECOND_MS, LEAF_MAX and entry_at() from
+-- windows of leaves. It uses SHARD, KEY, AT_DIGITS, WINDOW_MS, LEAF_MAX and entry_at() from
 -- prelude.lua.
 -- The pending set (key_schema.hpp): every job's entry, at entry_at() of its record. Scripts
 -- reach it only through the entry_* helpers below, so its layout is theirs alone. Each is told
@@ -13,43 +13,43 @@
 -- listpack, about 32 B. So the entries live in leaves of at most LEAF_MAX (64: key_schema.hpp
 -- says why not 128), which together keep them in the order Redis keeps a sorted set's: by
 -- score, then job-id bytes.
--- Why seconds. Leaves found through one directory a shard cost an insert two walks of that
+-- Why windows. Leaves found through one directory a shard cost an insert two walks of that
 -- directory, and at ten million jobs scattered over a day it no longer stays in the cache: the
--- insert cost grew with the backlog (docs/performance.md, "Ten million waiting"). So each second
--- of scores (SECOND_MS) has a directory of its own, named by arithmetic from the score: an insert
--- reads one small directory (a listpack while the second holds fewer than 128 leaves) whatever
--- the backlog. The shard's directory of seconds (KEYS[1], SECONDS) lists the seconds that hold
--- entries, each scored by its number, so that a range of scores is read second after second; it
--- is written only when a second gains its first leaf or loses its last.
+-- insert cost grew with the backlog (docs/performance.md, "Ten million waiting"). So each window
+-- of scores (WINDOW_MS, ten seconds) has a directory of its own, named by arithmetic from the
+-- score: an insert reads one small directory (a listpack while the window holds fewer than 128
+-- leaves) whatever the backlog. The shard's directory of windows (KEYS[1], WINDOWS) lists the windows that hold
+-- entries, each scored by its number, so that a range of scores is read window after window; it
+-- is written only when a window gains its first leaf or loses its last.
 -- Each entry has a key, entry_key(score, id) = the score in AT_DIGITS digits, ':', the job-id,
 -- whose byte order is that order. A leaf is named by its separator, the key of the first entry
--- it held when it was made (LEAF .. separator); its second's directory (second_key(n)) lists the
--- separators of the second's leaves, all scored 0, so in byte order. A leaf holds the entries of
--- its second whose key is >= its separator and < the next leaf's of the second: so an entry's
+-- it held when it was made (LEAF .. separator); its window's directory (window_key(n)) lists the
+-- separators of the window's leaves, all scored 0, so in byte order. A leaf holds the entries of
+-- its window whose key is >= its separator and < the next leaf's of the window: so an entry's
 -- leaf is found from its score and id alone (leaf_at(): the last separator <= its key in the
--- directory of its second, one ZREVRANGEBYLEX), and a range of scores is read leaf after leaf.
+-- directory of its window, one ZREVRANGEBYLEX), and a range of scores is read leaf after leaf.
 -- Invariants, at every point between two calls:
---   S1  every separator in second n's directory starts with a score of second n
---       (second_of(score) = n), and second n is in SECONDS exactly when its directory exists;
---   L1  every entry of leaf s has a key >= s, and < the next separator of its second (if any),
---       and the score of its second;
+--   S1  every separator in window n's directory starts with a score of window n
+--       (window_of(score) = n), and window n is in WINDOWS exactly when its directory exists;
+--   L1  every entry of leaf s has a key >= s, and < the next separator of its window (if any),
+--       and the score of its window;
 --   L2  every leaf has 1..LEAF_MAX entries (never more: Redis does not turn a skiplist back
 --       into a listpack), and every separator in a directory names a leaf;
 --   L3  SIZE counts the entries of all leaves.
 -- A leaf that would grow past LEAF_MAX is split first (its upper half becomes a new leaf), or,
 -- for an entry after its last one (jobs that arrive in the order they are due), a new leaf
--- starts at the entry; a leaf that becomes empty leaves its directory (and a second whose last
--- leaf goes, SECONDS); an entry before every leaf of its second goes into the second's first
--- leaf, renamed to start at it (a new first leaf if that one is full, or the second's first).
+-- starts at the entry; a leaf that becomes empty leaves its directory (and a window whose last
+-- leaf goes, WINDOWS); an entry before every leaf of its window goes into the window's first
+-- leaf, renamed to start at it (a new first leaf if that one is full, or the window's first).
 -- Leaves are not merged: cancels that hollow a leaf out leave it small until its jobs are due.
 -- The set of 0.3, one sorted set (OLD_SET), is moved into leaves by migrate(), a chunk per
 -- call, when the shard's loader first reads; until it is empty, an entry not found in a leaf
 -- is looked for there too.
--- Per call (begin_pending(), at the end of this file): SECONDS (KEYS[1]), LEAF (a leaf's key:
--- LEAF .. its separator), SECOND (a second's directory: SECOND .. its number), SIZE, OLD_SET,
+-- Per call (begin_pending(), at the end of this file): WINDOWS (KEYS[1]), LEAF (a leaf's key:
+-- LEAF .. its separator), WINDOW (a window's directory: WINDOW .. its number), SIZE, OLD_SET,
 -- and size_delta, the entries added minus the entries removed by this call (flush() adds it to
--- SIZE); LEAVES and AT, the directory of the second the helpers last used and its number.
-local SECONDS, LEAF, SECOND, SIZE, OLD_SET
+-- SIZE); LEAVES and AT, the directory of the window the helpers last used and its number.
+local WINDOWS, LEAF, WINDOW, SIZE, OLD_SET
 local LEAVES, AT
 local size_delta
 local KEY_FORMAT = '%0' .. AT_DIGITS .. '.0f'
@@ -69,58 +69,58 @@ local function clamp(score) return math.min(math.max(score, 0), 10 ^ AT_DIGITS -
 local function entry_key(score, id) return string.format(KEY_FORMAT, clamp(score)) .. ':' .. id end
 -- The score a separator starts at.
 local function separator_score(s) return tonumber(string.sub(s, 1, AT_DIGITS)) end
--- second_of(score) -> the number of the second a score falls in (clamped as entry_key() does);
--- second_key(n) -> its directory's key.
-local function second_of(score) return math.floor(clamp(score) / SECOND_MS) end
-local function second_key(n) return SECOND .. whole(n) end
--- first_second(from) -> the number of the earliest second >= from (nil: from the first) that
--- holds entries, or nil; next_second(n) -> the same after n.
-local function first_second(from)
-  local got = redis.call('ZRANGEBYSCORE', SECONDS, from and whole(from) or '-inf', '+inf', 'LIMIT', 0, 1)[1]
+-- window_of(score) -> the number of the window a score falls in (clamped as entry_key() does);
+-- window_key(n) -> its directory's key.
+local function window_of(score) return math.floor(clamp(score) / WINDOW_MS) end
+local function window_key(n) return WINDOW .. whole(n) end
+-- first_window(from) -> the number of the earliest window >= from (nil: from the first) that
+-- holds entries, or nil; next_window(n) -> the same after n.
+local function first_window(from)
+  local got = redis.call('ZRANGEBYSCORE', WINDOWS, from and whole(from) or '-inf', '+inf', 'LIMIT', 0, 1)[1]
   return got and tonumber(got)
 end
-local function next_second(n) return first_second(n + 1) end
+local function next_window(n) return first_window(n + 1) end
 -- near: the leaf this call last used, so that a run of entries in one leaf (a batch of jobs due
 -- together, claimed and marked together) costs one command each: {s = separator, lo, lo_id =
--- where its range starts, hi, hi_id = where the next leaf's starts (nil: the second's end),
--- n = its entries}; it is a leaf of second AT. Any change to the leaves' bounds forgets it.
+-- where its range starts, hi, hi_id = where the next leaf's starts (nil: the window's end),
+-- n = its entries}; it is a leaf of window AT. Any change to the leaves' bounds forgets it.
 local near
--- use_second(n): the helpers below work in second n's directory (LEAVES).
-local function use_second(n)
+-- use_window(n): the helpers below work in window n's directory (LEAVES).
+local function use_window(n)
   if AT ~= n then
-    AT, LEAVES, near = n, second_key(n), nil
+    AT, LEAVES, near = n, window_key(n), nil
   end
 end
 local function in_near(score, id)
-  if not near or second_of(score) ~= AT or score < near.lo or (score == near.lo and bytes_less(id, near.lo_id)) then
+  if not near or window_of(score) ~= AT or score < near.lo or (score == near.lo and bytes_less(id, near.lo_id)) then
     return false
   end
   return not near.hi or score < near.hi or (score == near.hi and bytes_less(id, near.hi_id))
 end
--- leaf_at(k) -> the separator of the leaf of the current second whose range holds key k, or nil
+-- leaf_at(k) -> the separator of the leaf of the current window whose range holds key k, or nil
 -- (k is before every leaf of it).
 local function leaf_at(k) return redis.call('ZREVRANGEBYLEX', LEAVES, '[' .. k, '-', 'LIMIT', 0, 1)[1] end
--- first_leaf(), next_leaf(s) -> a separator of the current second in directory order, or nil.
+-- first_leaf(), next_leaf(s) -> a separator of the current window in directory order, or nil.
 local function first_leaf() return redis.call('ZRANGE', LEAVES, 0, 0)[1] end
 local function next_leaf(s) return redis.call('ZRANGEBYLEX', LEAVES, '(' .. s, '+', 'LIMIT', 0, 1)[1] end
--- remember(s): near is leaf s (of the current second).
+-- remember(s): near is leaf s (of the current window).
 local function remember(s)
   local nxt = next_leaf(s)
   near = {s = s, lo = separator_score(s), lo_id = string.sub(s, AT_DIGITS + 2), hi = nxt and separator_score(nxt),
           hi_id = nxt and string.sub(nxt, AT_DIGITS + 2), n = redis.call('ZCARD', LEAF .. s)}
 end
--- add_leaf(k): a new leaf starts at k in the current second (listed in SECONDS if it is the
--- second's first).
+-- add_leaf(k): a new leaf starts at k in the current window (listed in WINDOWS if it is the
+-- window's first).
 local function add_leaf(k)
   if redis.call('ZADD', LEAVES, 0, k) == 1 and redis.call('ZCARD', LEAVES) == 1 then
-    redis.call('ZADD', SECONDS, AT, whole(AT))
+    redis.call('ZADD', WINDOWS, AT, whole(AT))
   end
 end
--- drop_leaf(s): the emptied leaf s leaves the current second's directory (and the second
--- SECONDS, if it was its last): its range joins the one before (L2).
+-- drop_leaf(s): the emptied leaf s leaves the current window's directory (and the window
+-- WINDOWS, if it was its last): its range joins the one before (L2).
 local function drop_leaf(s)
   redis.call('ZREM', LEAVES, s)
-  if redis.call('EXISTS', LEAVES) == 0 then redis.call('ZREM', SECONDS, whole(AT)) end
+  if redis.call('EXISTS', LEAVES) == 0 then redis.call('ZREM', WINDOWS, whole(AT)) end
   near = nil
 end
 -- split(s) -> the separator of the new leaf that now holds the upper half of the full leaf s.
@@ -142,12 +142,12 @@ end
 -- with entry_move() if it had one). score: whole epoch ms.
 local function entry_put(id, score)
   if not in_near(score, id) then
-    use_second(second_of(score))
+    use_window(window_of(score))
     local k = entry_key(score, id)
     local s = leaf_at(k)
     if not s then
-      -- Before every leaf of the second (L1): its first leaf starts here from now on, if it has
-      -- room; else a new first leaf starts here (or the second's very first).
+      -- Before every leaf of the window (L1): its first leaf starts here from now on, if it has
+      -- room; else a new first leaf starts here (or the window's very first).
       local first = first_leaf()
       if first and redis.call('ZCARD', LEAF .. first) < LEAF_MAX then
         redis.call('RENAME', LEAF .. first, LEAF .. k)
@@ -201,7 +201,7 @@ end
 -- find_near(hint, id): near is the leaf that would hold the entry (hint, id), or nil (none).
 local function find_near(hint, id)
   if in_near(hint, id) then return end
-  use_second(second_of(hint))
+  use_window(window_of(hint))
   local s = leaf_at(entry_key(hint, id))
   if s then remember(s) else near = nil end
 end
@@ -252,17 +252,18 @@ local function entry_find(id, hint)
   return score and tonumber(score)
 end
 -- entries_between(after, upto, limit) -> {id, score, ...}: the entries with after < score <=
--- upto (after nil: from the first), ascending, at most limit (0: all). It reads the seconds that
--- hold them (SECONDS a hundred at a time), and in each the leaves that hold them and the first after.
+-- upto (after nil: from the first), ascending, at most limit (0: all). It reads the windows that
+-- hold them (WINDOWS a hundred at a time), and in each the leaves that hold them and the first after.
 local function entries_between(after, upto, limit)
   local out = {}
   local low, high = after and '(' .. whole(after) or '-inf', whole(upto)
-  local from, last = after and whole(second_of(after)) or '-inf', whole(second_of(upto))
+  local from, last = after and whole(window_of(after)) or '-inf', whole(window_of(upto))
   while true do
-    local seconds = redis.call('ZRANGEBYSCORE', SECONDS, from, last, 'LIMIT', 0, 100)
-    for _, n in ipairs(seconds) do
-      use_second(tonumber(n))
-      local s = (after and leaf_at(entry_key(after + 1, ''))) or first_leaf()
+    local windows = redis.call('ZRANGEBYSCORE', WINDOWS, from, last, 'LIMIT', 0, 100)
+    for _, n in ipairs(windows) do
+      use_window(tonumber(n))
+      -- In the window that holds after + 1, the leaf that holds it; in a later one, the first.
+      local s = (after and AT == window_of(after + 1) and leaf_at(entry_key(after + 1, ''))) or first_leaf()
       while s and separator_score(s) <= upto do
         local got
         if limit > 0 then
@@ -275,8 +276,8 @@ local function entries_between(after, upto, limit)
         s = next_leaf(s)
       end
     end
-    if #seconds < 100 then return out end
-    from = '(' .. seconds[#seconds]
+    if #windows < 100 then return out end
+    from = '(' .. windows[#windows]
   end
 end
 -- entries_size(): all entries (SIZE, and the set of 0.3 while it is moved).
@@ -284,19 +285,19 @@ local function entries_size()
   return (tonumber(redis.call('GET', SIZE)) or 0) + redis.call('ZCARD', OLD_SET)
 end
 -- entries_count(bounds) -> {n1, n2, ...}: the entries with score in (bounds[k-1], bounds[k]]
--- ((-inf, bounds[1]] first; bounds ascending). The seconds before the one that holds a bound hold
+-- ((-inf, bounds[1]] first; bounds ascending). The windows before the one that holds a bound hold
 -- only entries below it, and the first COUNT_LEAVES leaves of them are counted by their size
 -- (one ZCARD each, once for all bounds); past that, a count would block Redis for milliseconds
--- (a million jobs due within the day are 16 000 leaves), so the further seconds are counted at
--- the shard's average second: exact up to COUNT_LEAVES leaves before a bound, an estimate above
--- (the console's due timeline). In the bound's own second, its leaves before the bound are
+-- (a million jobs due within the day are 16 000 leaves), so the further windows are counted at
+-- the shard's average window: exact up to COUNT_LEAVES leaves before a bound, an estimate above
+-- (the console's due timeline). In the bound's own window, its leaves before the bound are
 -- counted one by one.
 local COUNT_LEAVES = 1000
 local function entries_count(bounds)
   local counts, prev = {}, 0
-  local size, seconds = entries_size(), redis.call('ZCARD', SECONDS)
-  local average = seconds > 0 and (tonumber(redis.call('GET', SIZE)) or 0) / seconds or 0
-  -- The first `summed` seconds hold `sum` entries; `last`: the last of them; `leaves`: how
+  local size, windows = entries_size(), redis.call('ZCARD', WINDOWS)
+  local average = windows > 0 and (tonumber(redis.call('GET', SIZE)) or 0) / windows or 0
+  -- The first `summed` windows hold `sum` entries; `last`: the last of them; `leaves`: how
   -- many leaves they have; `exact`: whether they were all counted.
   local summed, sum, last, leaves, exact = 0, 0, nil, 0, true
   for b = 1, #bounds do
@@ -305,16 +306,16 @@ local function entries_count(bounds)
     if x >= 10 ^ AT_DIGITS then
       upto = size
     else
-      local at = second_of(x)
-      local before = redis.call('ZCOUNT', SECONDS, '-inf', '(' .. whole(at))
+      local at = window_of(x)
+      local before = redis.call('ZCOUNT', WINDOWS, '-inf', '(' .. whole(at))
       if exact and before > summed then
-        for _, n in ipairs(redis.call('ZRANGEBYSCORE', SECONDS, last and '(' .. last or '-inf', '(' .. whole(at),
+        for _, n in ipairs(redis.call('ZRANGEBYSCORE', WINDOWS, last and '(' .. last or '-inf', '(' .. whole(at),
                                       'LIMIT', 0, before - summed)) do
           if leaves >= COUNT_LEAVES then
             exact = false
             break
           end
-          for _, s in ipairs(redis.call('ZRANGE', second_key(tonumber(n)), 0, -1)) do
+          for _, s in ipairs(redis.call('ZRANGE', window_key(tonumber(n)), 0, -1)) do
             sum = sum + redis.call('ZCARD', LEAF .. s)
             leaves = leaves + 1
           end
@@ -322,10 +323,10 @@ local function entries_count(bounds)
         end
       end
       local whole_seconds = sum + (before > summed and math.floor((before - summed) * average + 0.5) or 0)
-      -- In x's own second: its leaves before the one that holds the first key above x, and that one's.
-      -- (A second of a burst can hold thousands of leaves: past COUNT_LEAVES of them, the rest
+      -- In x's own window: its leaves before the one that holds the first key above x, and that one's.
+      -- (A window of a burst can hold thousands of leaves: past COUNT_LEAVES of them, the rest
       -- are counted at the average of those.)
-      use_second(at)
+      use_window(at)
       local s = leaf_at(entry_key(x + 1, ''))
       local own = 0
       if s then
@@ -346,10 +347,10 @@ local function entries_count(bounds)
 end
 -- entries_first() -> the earliest entry's score, or nil when there is none.
 local function entries_first()
-  local n = first_second(nil)
+  local n = first_window(nil)
   local s
   if n then
-    use_second(n)
+    use_window(n)
     s = first_leaf()
   end
   local r = s and redis.call('ZRANGE', LEAF .. s, 0, 0, 'WITHSCORES') or {}
@@ -372,7 +373,7 @@ local function entry_move(id, j, again)
 end
 -- begin_pending(keys): this part's state for a call with these KEYS (after begin_record()).
 local function begin_pending(keys)
-  SECONDS, LEAF, SECOND = keys[1], SHARD .. KEY.leaf, SHARD .. KEY.second
+  WINDOWS, LEAF, WINDOW = keys[1], SHARD .. KEY.leaf, SHARD .. KEY.window
   SIZE, OLD_SET = SHARD .. KEY.size, SHARD .. KEY.set_0_3
   LEAVES, AT, size_delta, near = nil, nil, 0, nil
 end

@@ -19,24 +19,25 @@ using namespace delayd::storage;
 using namespace delayd::storage::test;
 using namespace delayd::redis;
 
-// The leaves in seconds (prelude_pending.lua) under every kind of write, in random order: many
-// jobs of one millisecond (ties ordered by id across leaves), seconds of one entry and of hundreds,
-// batches that fill and split leaves, cancels that empty them and their seconds, moves, and
+// The leaves in windows (prelude_pending.lua) under every kind of write, in random order: many
+// jobs of one millisecond (ties ordered by id across leaves), windows of one entry and of hundreds,
+// batches that fill and split leaves, cancels that empty them and their windows, moves, and
 // deliveries from the front. After each round the entries are the model's and the layout's
 // invariants hold, checked the slow way.
 TEST_CASE_METHOD(Fixture,
-                 "the pending set's leaves hold every entry in order, in its second, at most kPendingLeafMax each",
+                 "the pending set's leaves hold every entry in order, in its window, at most kPendingLeafMax each",
                  "[store][leaves]") {
   std::mt19937_64 rng(11);
   std::set<std::pair<std::int64_t, std::string>> model;  // (score, job-id): Redis's order
   std::map<std::string, std::int64_t> at;
-  // Half within the second 1 (ties, a second of hundreds), half scattered over 30 seconds, some
-  // at a second's first and last millisecond.
+  // Half within 40 ms of the window 0 (ties, a window of hundreds), half scattered over 35
+  // windows, some at a window's first and last millisecond.
+  constexpr std::int64_t w = delayd::storage::kPendingWindowMs;
   auto time = [&] {
     const auto r = static_cast<std::int64_t>(rng() % 90);
     if (r < 40) return 1000 + r;
-    if (r < 60) return (r - 38) * 1000 + (r % 2 == 0 ? 0 : 999);
-    return (r - 55) * 1000 + static_cast<std::int64_t>(rng() % 1000);
+    if (r < 60) return (r - 38) * w + (r % 2 == 0 ? 0 : w - 1);
+    return (r - 55) * w + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(w));
   };
   int next = 0;
   std::size_t most = 0;
@@ -68,7 +69,7 @@ TEST_CASE_METHOD(Fixture,
     // The earliest due are claimed and marked ready, as the fire path does.
     Ids due;
     for (auto it = model.begin(); it != model.end() && due.size() < 50; ++it) due.push_back(it->second);
-    const auto claims = store.claim(shard, due, 40'000);
+    const auto claims = store.claim(shard, due, 40 * w);
     std::vector<JobStore::Delivered> done;
     for (const auto& c : claims) {
       REQUIRE(c.kind == Claim::Kind::deliver);
@@ -76,7 +77,7 @@ TEST_CASE_METHOD(Fixture,
       model.erase({at[c.job_id], c.job_id});
       at.erase(c.job_id);
     }
-    store.mark_ready(shard, std::span<const JobStore::Delivered>(done), 40'000);
+    store.mark_ready(shard, std::span<const JobStore::Delivered>(done), 40 * w);
     std::vector<PendingEntry> want;
     for (const auto& [t, id] : model) want.push_back({id, t});
     CHECK(store.pending_between(shard, std::nullopt, INT64_MAX, 0) == want);
@@ -84,11 +85,11 @@ TEST_CASE_METHOD(Fixture,
     CHECK(store.stats().pending == static_cast<std::int64_t>(model.size()));
     most = std::max(most, model.size());
   }
-  CHECK(most > 1000);  // the second 1 alone held many leaves
+  CHECK(most > 1000);  // the window 0 alone held many leaves
   CHECK(misplaced() == Ids{});
-  // The check sees a stray: a second's directory that the shard's does not list.
-  redis.command({"ZADD", keys.pending_second(shard, "500"), "0", "0000000500123:stray"});
-  CHECK(delayd::testing::pending_leaf_violations(redis, keys, shard) == Ids{"S1: second 500 is not listed"});
+  // The check sees a stray: a window's directory that the shard's does not list.
+  redis.command({"ZADD", keys.pending_window(shard, "500"), "0", "000000000500123:stray"});
+  CHECK(delayd::testing::pending_leaf_violations(redis, keys, shard) == Ids{"S1: window 500 is not listed"});
 }
 
 // An upgrade from 0.3, whose pending set was one sorted set and whose records were all keys: the
@@ -203,39 +204,41 @@ TEST_CASE_METHOD(Fixture, "a job's record is in the shard's hash while delay and
   CHECK(misplaced() == Ids{});
 }
 
-// Past 1 000 leaves in the seconds before a bound, pending.lua counts further seconds at the
-// shard's average second instead of reading each (the console's timeline must not block Redis):
-// an estimate, off by less than one second's entries when the seconds hold alike.
-TEST_CASE_METHOD(Fixture, "due_counts past a thousand leaves is estimated within one second", "[store][leaves]") {
-  constexpr int kEntries = 70'000;  // at 50, 100, ... ms: 20 a second (19 in the second 0, 1 in the last)
+// Past 1 000 leaves in the windows before a bound, pending.lua counts further windows at the
+// shard's average window instead of reading each (the console's timeline must not block Redis):
+// an estimate, off by less than one window's entries when the windows hold alike.
+TEST_CASE_METHOD(Fixture, "due_counts past a thousand leaves is estimated within one window", "[store][leaves]") {
+  static_assert(delayd::storage::kPendingWindowMs == 10'000 && delayd::storage::kPendingLeafMax == 64);
+  constexpr int kEntries = 70'000;  // at 50, 100, ... ms: 200 a window in 4 leaves (199 in the window 0)
   redis.command({"SADD", keys.shards(), shard});
   delayd::testing::checked(redis.command(delayd::testing::prelude_eval(
       keys, shard,
       "local args = {} for i = 1, tonumber(ARGV[5]) do args[2 * i - 1] = 50 * i; args[2 * i] = 'e' .. i end "
       "entries_put(args) flush() return 1",
       {std::to_string(kEntries)})));
-  const std::vector<std::int64_t> bounds{50'000, 1'000'000, 1'300'000, INT64_MAX};
+  const std::vector<std::int64_t> bounds{50'000, 1'000'000, 3'000'000, INT64_MAX};
   const auto got = store.due_counts(bounds);
   REQUIRE(got.size() == 4);
-  CHECK(got[0] == 1'000);                                // 50 seconds (a leaf each) before it: read one by one, exact
-  CHECK(got[1] == 19'000);                               // 1 000 seconds before it: exact too
-  CHECK(std::abs(got[2] - 6'000) < 20);                  // 1 300: the last 300 estimated
+  CHECK(got[0] == 1'000);                                // 5 windows (20 leaves) before it: read one by one, exact
+  CHECK(got[1] == 19'000);                               // 100 windows before it: exact too
+  CHECK(std::abs(got[2] - 40'000) < 200);                // 300 windows, 1 200 leaves: the last 50 windows estimated
   CHECK(got[0] + got[1] + got[2] + got[3] == kEntries);  // the last window takes the rest of the count
   CHECK(store.stats().pending == kEntries);
 }
 
-// A second of a burst holds thousands of leaves: past 1 000 of them before a bound, pending.lua
-// counts the rest of the second at the average of those it read.
-TEST_CASE_METHOD(Fixture, "due_counts in a second of thousands of leaves is exact up to a thousand, then close",
+// A window of a burst holds thousands of leaves: past 1 000 of them before a bound, pending.lua
+// counts the rest of the window at the average of those it read.
+TEST_CASE_METHOD(Fixture, "due_counts in a window of thousands of leaves is exact up to a thousand, then close",
                  "[store][leaves]") {
-  constexpr int kEntries = 80'000;  // 80 at each millisecond of the second 5, arriving in no order of time
+  constexpr int kEntries =
+      80'000;  // 80 at each millisecond of 5 000-5 999 (the window 0), arriving in no order of time
   redis.command({"SADD", keys.shards(), shard});
   delayd::testing::checked(redis.command(delayd::testing::prelude_eval(
       keys, shard,
       "local args = {} for i = 1, tonumber(ARGV[5]) do args[2 * i - 1] = 5000 + (i * 7919) % 1000; "
       "args[2 * i] = 'e' .. i end entries_put(args) flush() return 1",
       {std::to_string(kEntries)})));
-  REQUIRE(redis.command({"ZCARD", keys.pending_second(shard, "5")}).view().integer() > 1'100);  // the leaves
+  REQUIRE(redis.command({"ZCARD", keys.pending_window(shard, "0")}).view().integer() > 1'100);  // the leaves
   const std::vector<std::int64_t> bounds{5'299, 5'899, INT64_MAX};
   const auto got = store.due_counts(bounds);
   REQUIRE(got.size() == 3);

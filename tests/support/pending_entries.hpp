@@ -1,4 +1,4 @@
-// A test's access to a shard's pending set, whose layout is prelude_pending.lua's alone (leaves in seconds): each
+// A test's access to a shard's pending set, whose layout is prelude_pending.lua's alone (leaves in windows): each
 // helper runs the prelude's own entry_* helpers through EVAL, so no test knows the layout. Throws
 // redis::RedisCommandError when Redis answers with an error.
 #pragma once
@@ -82,23 +82,23 @@ inline std::optional<std::int64_t> pending_score_of(redis::RedisClient& redis, c
 }
 
 // The layout's invariants (prelude_pending.lua, S1 and L1..L3), checked the slow way: every
-// second's directory and every leaf read whole, and every key of the shard that looks like a
-// second's directory (one the shard's directory of seconds does not list breaks S1). Returns one
+// window's directory and every leaf read whole, and every key of the shard that looks like a
+// window's directory (one the shard's directory of windows does not list breaks S1). Returns one
 // line per violation; empty when they all hold. Leaves hold listpacks only while job-ids are at
 // most zset-max-listpack-value (64) bytes: `listpacks` asks for that too.
 inline std::vector<std::string> pending_leaf_violations(redis::RedisClient& redis, const storage::KeySchema& keys,
                                                         std::string_view shard, bool listpacks = true) {
   static constexpr std::string_view kCheck = R"(
 local bad, total, listed = {}, 0, {}
-local seconds = redis.call('ZRANGE', SECONDS, 0, -1, 'WITHSCORES')
-for q = 1, #seconds, 2 do
-  local n = seconds[q]
+local windows = redis.call('ZRANGE', WINDOWS, 0, -1, 'WITHSCORES')
+for q = 1, #windows, 2 do
+  local n = windows[q]
   listed[n] = true
-  if tonumber(seconds[q + 1]) ~= tonumber(n) then bad[#bad + 1] = 'S1: second ' .. n .. ' scored ' .. seconds[q + 1] end
-  local seps = redis.call('ZRANGE', SECOND .. n, 0, -1)
-  if #seps == 0 then bad[#bad + 1] = 'S1: second ' .. n .. ' is listed and has no leaf' end
+  if tonumber(windows[q + 1]) ~= tonumber(n) then bad[#bad + 1] = 'S1: window ' .. n .. ' scored ' .. windows[q + 1] end
+  local seps = redis.call('ZRANGE', WINDOW .. n, 0, -1)
+  if #seps == 0 then bad[#bad + 1] = 'S1: window ' .. n .. ' is listed and has no leaf' end
   for i, s in ipairs(seps) do
-    if second_of(separator_score(s)) ~= tonumber(n) then bad[#bad + 1] = 'S1: leaf ' .. s .. ' in second ' .. n end
+    if window_of(separator_score(s)) ~= tonumber(n) then bad[#bad + 1] = 'S1: leaf ' .. s .. ' in window ' .. n end
     local got = redis.call('ZRANGE', LEAF .. s, 0, -1, 'WITHSCORES')
     local count = #got / 2
     total = total + count
@@ -113,17 +113,17 @@ for q = 1, #seconds, 2 do
       if seps[i + 1] and not bytes_less(key, seps[i + 1]) then
         bad[#bad + 1] = 'L1: ' .. key .. ' of leaf ' .. s .. ' is not below the next, ' .. seps[i + 1]
       end
-      if second_of(tonumber(got[k + 1])) ~= tonumber(n) then bad[#bad + 1] = 'L1: ' .. key .. ' in second ' .. n end
+      if window_of(tonumber(got[k + 1])) ~= tonumber(n) then bad[#bad + 1] = 'L1: ' .. key .. ' in window ' .. n end
     end
   end
 end
 local cursor = '0'
 repeat
-  local r = redis.call('SCAN', cursor, 'MATCH', SECOND .. '*', 'COUNT', 1000)
+  local r = redis.call('SCAN', cursor, 'MATCH', WINDOW .. '*', 'COUNT', 1000)
   cursor = r[1]
   for _, key in ipairs(r[2]) do
-    local n = string.sub(key, #SECOND + 1)
-    if not listed[n] then bad[#bad + 1] = 'S1: second ' .. n .. ' is not listed' end
+    local n = string.sub(key, #WINDOW + 1)
+    if not listed[n] then bad[#bad + 1] = 'S1: window ' .. n .. ' is not listed' end
   end
 until cursor == '0'
 local size = tonumber(redis.call('GET', SIZE)) or 0
