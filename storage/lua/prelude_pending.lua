@@ -16,11 +16,11 @@
 -- Why windows. Leaves found through one directory a shard cost an insert two walks of that
 -- directory, and at ten million jobs scattered over a day it no longer stays in the cache: the
 -- insert cost grew with the backlog (docs/performance.md, "Ten million waiting"). So each window
--- of scores (WINDOW_MS, ten seconds) has a directory of its own, named by arithmetic from the
+-- of scores (WINDOW_MS, a minute) has a directory of its own, named by arithmetic from the
 -- score: an insert reads one small directory (a listpack while the window holds fewer than 128
--- leaves) whatever the backlog. The shard's directory of windows (KEYS[1], WINDOWS) lists the windows that hold
--- entries, each scored by its number, so that a range of scores is read window after window; it
--- is written only when a window gains its first leaf or loses its last.
+-- leaves), found without a walk. The shard's directory of windows (KEYS[1], WINDOWS) lists the
+-- windows that hold entries, each scored by its number, so that a range of scores is read
+-- window after window; it is written only when a window gains its first leaf or loses its last.
 -- Each entry has a key, entry_key(score, id) = the score in AT_DIGITS digits, ':', the job-id,
 -- whose byte order is that order. A leaf is named by its separator, the key of the first entry
 -- it held when it was made (LEAF .. separator); its window's directory (window_key(n)) lists the

@@ -208,20 +208,20 @@ TEST_CASE_METHOD(Fixture, "a job's record is in the shard's hash while delay and
 // shard's average window instead of reading each (the console's timeline must not block Redis):
 // an estimate, off by less than one window's entries when the windows hold alike.
 TEST_CASE_METHOD(Fixture, "due_counts past a thousand leaves is estimated within one window", "[store][leaves]") {
-  static_assert(delayd::storage::kPendingWindowMs == 10'000 && delayd::storage::kPendingLeafMax == 64);
-  constexpr int kEntries = 70'000;  // at 50, 100, ... ms: 200 a window in 4 leaves (199 in the window 0)
+  static_assert(delayd::storage::kPendingWindowMs == 60'000 && delayd::storage::kPendingLeafMax == 64);
+  constexpr int kEntries = 70'000;  // at 50, 100, ... ms: 1 200 a window in 19 leaves (1 199 in the window 0)
   redis.command({"SADD", keys.shards(), shard});
   delayd::testing::checked(redis.command(delayd::testing::prelude_eval(
       keys, shard,
       "local args = {} for i = 1, tonumber(ARGV[5]) do args[2 * i - 1] = 50 * i; args[2 * i] = 'e' .. i end "
       "entries_put(args) flush() return 1",
       {std::to_string(kEntries)})));
-  const std::vector<std::int64_t> bounds{50'000, 1'000'000, 3'000'000, INT64_MAX};
+  const std::vector<std::int64_t> bounds{50'000, 1'000'000, 3'300'000, INT64_MAX};
   const auto got = store.due_counts(bounds);
   REQUIRE(got.size() == 4);
-  CHECK(got[0] == 1'000);                                // 5 windows (20 leaves) before it: read one by one, exact
-  CHECK(got[1] == 19'000);                               // 100 windows before it: exact too
-  CHECK(std::abs(got[2] - 40'000) < 200);                // 300 windows, 1 200 leaves: the last 50 windows estimated
+  CHECK(got[0] == 1'000);                    // in the window 0: its leaves before it, read one by one, exact
+  CHECK(got[1] == 19'000);                   // 16 windows (304 leaves) before it: exact too
+  CHECK(std::abs(got[2] - 46'000) < 1'200);  // 55 windows (1 045 leaves): the last 2 windows estimated
   CHECK(got[0] + got[1] + got[2] + got[3] == kEntries);  // the last window takes the rest of the count
   CHECK(store.stats().pending == kEntries);
 }
