@@ -10,7 +10,7 @@
 //   buckets  the same, the due time into a sorted set of the shard's second it falls in (its key
 //            named by arithmetic: no lookup finds it), plus that second's ZADD NX into the
 //            shard's directory of seconds (a member already there costs a hash lookup, not a
-//            walk): the layout docs/performance.md weighs against the leaves
+//            walk): an index found by arithmetic, as the pending set's windows find their leaves
 //   accept   the same jobs through JobStore::accept, delayd's accept script, as ingest calls it
 //            (four shards, one call per shard and batch)
 // Each job is due 10 s (e2e_load fill's lead) plus a scattered delay under --span-ms after the
