@@ -64,7 +64,7 @@ find_binaries() {
   if [[ -n "${DELAYD_LIBRDKAFKA_DIR:-}" ]]; then
     librdkafka_dir="$(realpath -m "$DELAYD_LIBRDKAFKA_DIR")"
     [[ -f "$librdkafka_dir/librdkafka.so.1" ]] ||
-      die "DELAYD_LIBRDKAFKA_DIR=$DELAYD_LIBRDKAFKA_DIR holds no librdkafka.so.1 (build one: docs/performance.md, \"Which librdkafka\")"
+      die "DELAYD_LIBRDKAFKA_DIR=$DELAYD_LIBRDKAFKA_DIR holds no librdkafka.so.1 (build one: docs/performance/cost.md, \"Which librdkafka\")"
   fi
   unset DELAYD_LIBRDKAFKA_DIR
   # A delayd older than 0.4 (compare-e2e.sh's "before") does not name it: "unknown".

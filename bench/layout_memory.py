@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Redis bytes per pending job under the storage layouts delayd could use, measured.
 
-A design aid for the pending-job layout (docs/performance.md, "Where a target is missed"): it
+A design aid for the pending-job layout (docs/performance/history-2026-11-24.md, "Where a target is missed"): it
 starts a redis-server of its own (from PATH, on a free port, no persistence), fills it with N
 pending jobs in each layout, and prints used_memory per job. Nothing of delayd runs: the records
 are of the size delayd writes (a header line and a payload of VALUE bytes, as storage/job_record.hpp

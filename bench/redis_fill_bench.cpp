@@ -1,5 +1,5 @@
 // What Redis alone does along a fill, the machine's limit for the fill phase of run-scale.sh
-// (docs/performance.md, "Ten million waiting"): is the fall of the accept rate along ten million
+// (docs/performance/scale.md, "Ten million waiting"): is the fall of the accept rate along ten million
 // delayd's, or Redis's own on this machine?
 //
 // Up to four fills of N jobs each, one after the other on the same Redis, each from an empty

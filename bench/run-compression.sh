@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compressed payloads: what redis.compress_payloads_above_bytes saves in Redis and costs in CPU,
-# on realistic values (docs/performance.md, "Compressed payloads"). A corpus of JSON documents
+# on realistic values (docs/performance/compression.md, "Compressed payloads"). A corpus of JSON documents
 # of about 1 KiB (bench/json_corpus.py: order timeouts and reminders) is published as N jobs due
 # DUE_MS after publish, through bench/e2e_load's ingest phase, against three delayds, each on
 # topics, a group and a Redis prefix of its own, alternated for ROUNDS rounds: one that

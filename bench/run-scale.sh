@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # delayd at scale and for long: many jobs waiting, a million due at once, a long run under
-# faults, and the cost of a job in CPU and bytes beside BullMQ's (docs/performance.md, "At scale
+# faults, and the cost of a job in CPU and bytes beside BullMQ's (docs/performance/scale.md, "At scale
 # and for long"). Each phase runs against a delayd of its own (its own topics, group and Redis
 # prefix, removed after it), through bench/e2e_load, on the local stack (started if it is not up).
 #

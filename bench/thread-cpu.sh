@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU and context switches of a running process's threads over a window, summed by thread name
 # (librdkafka's rdk:main, rdk:broker<N>; delayd's txn, ingest, claim, mark, ...): where a
-# process's CPU goes, without a profiler (docs/performance.md, "Where a shard's cost is in delayd").
+# process's CPU goes, without a profiler (docs/performance/cost.md, "Where a shard's cost is in delayd").
 #
 #   bench/thread-cpu.sh PID [SECONDS]      (SECONDS: 10 by default)
 #

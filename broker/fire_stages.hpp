@@ -10,7 +10,7 @@
 //                per shard per turn (one mark_ready call each, its script calls pipelined). A
 //                turn gathers for scheduler.mark_gather_ms (store_worker.hpp): at 2 000 jobs/s
 //                Redis then runs 13 500 script calls for 40 000 jobs instead of 23 500 and
-//                spends a quarter less CPU a job (docs/performance.md, "Marks gathered").
+//                spends a quarter less CPU a job (docs/performance/cost.md, "Marks gathered").
 //                Not every shard's calls in one round trip: tried, and on one Redis the claims
 //                then waited behind the larger pipeline (lateness at 10 000/s, max 77-111 ms
 //                against 6-78 ms, four runs each, alternated).

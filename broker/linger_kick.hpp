@@ -4,7 +4,7 @@
 // Why. The producer waits linger.ms (5 ms by default, loop_settings.cpp) before it sends a
 // batch that is not full, so that under load records leave in few, large requests: at 10 000
 // jobs a second, about 40 % fewer TCP segments to Kafka than with linger.ms 1, and two shared
-// cores 64-78 % busy instead of 82-93 % (docs/performance.md, "Five milliseconds of linger, and
+// cores 64-78 % busy instead of 82-93 % (docs/performance/history-2026-11-29.md, "Five milliseconds of linger, and
 // a kick"). A lone record would wait the whole linger too, which a reader sees. So when the
 // loop is about to sleep anyway, it kicks: KafkaProducer::flush() for at most kKickWait, during
 // which librdkafka sends what it holds without waiting out the linger (a flush overrides it)
@@ -19,7 +19,7 @@
 //   (b) the loop is about to sleep at least kMinSleep, twice kKickWait: nothing is due before
 //       the kick is over (a due record is not held up by it), and the loop is idle, not between
 //       two of the milliseconds a steady load fills (at 10 000 jobs a second it sleeps less than
-//       that, and kicks there made jobs later: docs/performance.md);
+//       that, and kicks there made jobs later: docs/performance/history-2026-11-29.md);
 //   (c) the last kick is at least one linger ago (kicks add at most one request per linger to
 //       those the linger sends by itself, so a steady load keeps the linger's batches).
 // At light load, with records more than a linger apart, each leaves as soon as the loop is idle;

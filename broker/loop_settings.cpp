@@ -23,10 +23,11 @@ connectors::Properties producer_properties_lingering(const config::Config& c, st
   // Batches for the load, and a kick for a lone record: linger.ms 5 (librdkafka's own default)
   // lets records produced within 5 ms leave in one request: at 10 000 jobs a second about 40 %
   // fewer TCP segments to Kafka than linger.ms 1, which on a machine short of CPU keeps jobs
-  // from being late (docs/performance.md, "Five milliseconds of linger, and a kick"). A record produced when
-  // nothing follows does not wait it out: the loop kicks the producer when it is about to sleep
-  // (linger_kick.hpp). Not 0: then the idempotent producer's broker thread polls without
-  // sleeping while its five requests are in flight ("One millisecond of linger").
+  // from being late (docs/performance/history-2026-11-29.md, "Five milliseconds of linger, and
+  // a kick"). A record produced when nothing follows does not wait it out: the loop kicks the
+  // producer when it is about to sleep (linger_kick.hpp). Not 0: then the idempotent
+  // producer's broker thread polls without sleeping while its five requests are in flight
+  // ("One millisecond of linger").
   // batch.num.messages 10000 lets one request carry a whole turn's records (100 000 due in 2 s
   // is 5 000 per 100 ms).
   // reconnect.backoff.max.ms 1000 (librdkafka: 10 s): after a broker restart, records go
@@ -61,7 +62,7 @@ connectors::Properties consumer_properties(const config::Config& c, const config
   // record or two at moderate rates, and each woke the broker thread, the ingest thread, its
   // Redis batch and the loop: at 2 000 jobs/s, at_least_once, 8 KiB (about twenty 400-byte
   // records) cut delayd's CPU a job by a third, Kafka's by a fifth, Redis's by a tenth
-  // (docs/performance.md, "Fetching in batches"). The wait bounds what a record may wait for
+  // (docs/performance/cost.md, "Fetching in batches"). The wait bounds what a record may wait for
   // others: 10 ms at most, where a job due 20 ms after it was published still fires on time.
   // It also bounds how long partitions assigned at a start or a rebalance wait behind the
   // fetch in flight (with 500, records published right after a start reached delayd up to
@@ -97,7 +98,7 @@ connectors::Properties transactional_properties(const config::Config& c, const s
   // without sleeping until Kafka answers one (a flush asks it to wake at once while records
   // wait), taking a core from Kafka on a small machine. At 5 000 jobs/s with a linger of 20 ms:
   // p99 17-148 ms against 226-348 with linger.ms 5, delayd's CPU a job down by a quarter
-  // (docs/performance.md, "The linger's records sent at its commit").
+  // (docs/performance/cost.md, "The linger's records sent at its commit").
   const std::int64_t linger_ms = c.kafka.transaction_linger_ms > 0 ? c.kafka.transaction_linger_ms : 5;
   connectors::Properties props =
       with_defaults({{"transaction.timeout.ms", "10000"}}, producer_properties_lingering(c, linger_ms));

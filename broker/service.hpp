@@ -32,7 +32,7 @@
 // main thread, which keeps the program's name (delayd), so that pidof, killall and top still
 // find the process by it.
 // The loop's own wake list pop (every duty::kWakeLists) stays on its thread: a stage of its own
-// was tried and measured no better (docs/performance.md, "Where the tail at 10 000/s comes from").
+// was tried and measured no better (docs/performance/history-2026-11-24.md, "Where the tail at 10 000/s comes from").
 //
 // What crosses, and how (broker/handover.hpp, one FIFO queue guarded by a mutex):
 //   ingest -> loop  offer / cancel / move of a job, after ingest's Redis write is acknowledged;

@@ -104,7 +104,7 @@ struct KafkaConfig {
   // transaction's records leave at its commit (broker/loop_settings.cpp). Each commit costs the
   // broker a few requests and log writes whatever it holds, so fewer of them is less of Kafka's
   // CPU: 20 ms halved it from 2 000 to 10 000 jobs a second with the p99 as good or better, and
-  // changed nothing at 100 and 500 (docs/performance.md, "The linger's records sent at its
+  // changed nothing at 100 and 500 (docs/performance/cost.md, "The linger's records sent at its
   // commit"). 0: every batch commits at once.
   std::int64_t transaction_linger_ms = 20;
   PropertyMap properties;           // every client: consumer, producer, admin

@@ -191,16 +191,16 @@ constexpr std::array kSettings = {
           " transaction begun sooner after the previous commit stays open until then for the records"
           " that fire meanwhile; one begun later (a lone job after a quiet spell) commits at once, and so"
           " does every one of a shard taking only a few records a linger (a sparse shard: see"
-          " [Performance](../performance.md#linger-sent-at-commit)). Each"
+          " [Performance](../performance/cost.md#linger-sent-at-commit)). Each"
           " record's timestamp is when it fires; the shards' producers linger as long (`linger.ms`, unless"
           " set in `kafka.producer_properties`), so a transaction's records leave at its commit, and a"
           " `read_committed` consumer sees them then, at most this much later. Each commit costs the"
           " broker a few requests and log writes whatever it holds: fewer, larger transactions under load"
-          " cost Kafka and delayd less CPU (see [Performance](../performance.md#the-cost-of-a-job)); 0"
+          " cost Kafka and delayd less CPU (see [Performance](../performance/cost.md#the-cost-of-a-job)); 0"
           " commits each batch at once. The default, 20, measured on two cores: from 2 000 to 10 000 jobs"
           " a second half of Kafka's CPU a job and a quarter to a half less of delayd's, the p99 lateness"
           " as good or better; at 100 and 500 a second the same as with 0"
-          " ([Performance](../performance.md#linger-sent-at-commit))",
+          " ([Performance](../performance/cost.md#linger-sent-at-commit))",
           field<Int>([](auto& c) -> auto& { return c.kafka.transaction_linger_ms; }), 0, 1000},
   Setting{"kafka.sasl_password",
           "`sasl.password` for every Kafka client (SASL PLAIN or SCRAM; the rest goes in "

@@ -34,7 +34,7 @@ LibrdkafkaVersion transactions_stop_spinning();
 // its main thread serves the 1 ms timer that registers a transaction's partitions
 // (AddPartitionsToTxn) by polling without sleeping through that millisecond
 // (confluentinc/librdkafka#4671), so each transaction costs one to two milliseconds of a busy
-// thread. docs/performance.md has the measurement.
+// thread. docs/performance/cost.md has the measurement.
 bool transactions_spin(const LibrdkafkaVersion& v) noexcept;
 
 // The first librdkafka whose cooperative consumer keeps its assignment when the coordinator

@@ -21,7 +21,7 @@
 # before each of its timers, and every transaction sets two, so each costs one to two
 # milliseconds of CPU whatever it holds (confluentinc/librdkafka#4671). Where fires are sparse,
 # each is a transaction of its own, and delayd on 2.0.2 pays about 1.3 ms of CPU a fire
-# (docs/performance.md, "Why delayd's CPU a job rises along a fill"). delayd is built against
+# (docs/performance/scale.md, "Why delayd's CPU a job rises along a fill"). delayd is built against
 # Debian's headers and runs on any later librdkafka.so.1 (the C ABI and the C++ wrapper's stay
 # compatible); its first log line and `delayd --version` name the one it loaded.
 #

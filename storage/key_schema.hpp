@@ -63,7 +63,7 @@
 // record is in exactly one of the two: every write of a record (prelude_jobs.lua, write(); the fast
 // mark of mark_ready.lua) puts it in its place and deletes it from the other. A pending job so
 // costs a hash field and a leaf entry: 32 B less than a key of its own (the key's object and
-// its longer name; docs/performance.md, "Redis bytes per pending job"). Reads look in the hash
+// its longer name; docs/performance/history-2026-11-24.md, "Redis bytes per pending job"). Reads look in the hash
 // first, then at the key: 0.3 kept every record in a key, and a delay record of 0.3 is moved
 // into the hash when a claim or any write meets it.
 //
@@ -102,8 +102,8 @@
 //              job keeps it for the retention (an operator may retry it)
 // So `HGET <prefix>:{<shard>}:jobs <id>` (a delay job) or `GET <prefix>:{<shard>}:job:<id>` (any
 // other) shows the state as the first word; a settled job's record expires after the retention. The first line is short
-// on purpose: with a 200-byte value the whole record stays within one allocator size class (see docs/performance.md,
-// "Throughput and memory per job").
+// on purpose: with a 200-byte value the whole record stays within one allocator size class (see
+// docs/performance/components.md, "Throughput and memory per job").
 //
 // Invariant: the prefix matches [A-Za-z0-9._-]+ (the config checks it), so the first "{...}" in a
 // shard key is always the shard's hash tag.
@@ -159,7 +159,7 @@ inline constexpr std::size_t kPendingLeafMax = 64;
 // window of each of four shards with about 1 700 entries, a directory of about 40 leaves; a
 // hundred thousand, 17, one leaf. With windows of ten seconds, a hundred thousand jobs scattered
 // over a day cost Redis 480 B each against 351 with one directory a shard; with a minute, 367
-// (docs/performance.md, "The pending set in windows").
+// (docs/performance/scale.md, "The pending set in windows").
 inline constexpr std::int64_t kPendingWindowMs = 60'000;
 
 class KeySchema {

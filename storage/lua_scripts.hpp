@@ -115,7 +115,7 @@ constexpr const ScriptInfo& info(Script s) { return kScripts[static_cast<std::si
 //    function of the library, function_name(), whose body starts with begin(KEYS, ARGV)
 //    (prelude_jobs.lua: every local of the prelude that holds something of one call is set
 //    there). A call then pays for its body only, where as EVAL it defined the prelude's 50-odd
-//    helpers again each time (docs/performance.md, "Redis Functions").
+//    helpers again each time (docs/performance/cost.md, "Redis Functions").
 //  - as EVAL scripts (SCRIPT LOAD, EVALSHA: a Redis before 7, or a user the ACL denies FUNCTION):
 //    each batch script is the prelude, begin(KEYS, ARGV), then its body, one chunk.
 // The library is named by a hash of its text (library_name()), so that two versions of delayd

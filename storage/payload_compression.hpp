@@ -7,7 +7,7 @@
 //
 // Why zstd at level 1: on the JSON documents jobs carry (names repeated, about 1 KiB), a pending
 // job keeps 0.22 of its bytes in Redis for about 3 us more of delayd's CPU a job, which Redis
-// and Kafka save more than (docs/performance.md, "Compressed payloads"); Debian ships it (libzstd).
+// and Kafka save more than (docs/performance/compression.md, "Compressed payloads"); Debian ships it (libzstd).
 //
 // The dictionary. What repeats in a job's value is mostly what it shares with the other jobs
 // (field names, enum values, URLs, currencies), which a value compressed alone cannot take. So

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     spdlog::warn(
         "kafka.delivery = exactly_once on librdkafka {}: before {} each transaction keeps a producer thread "
         "spinning for one to two milliseconds, so delayd uses more CPU a job and its lateness tail is longer "
-        "than on librdkafka {} or later (docs/performance.md, \"The cost of a job\"); scripts/librdkafka.sh "
+        "than on librdkafka {} or later (docs/performance/cost.md, \"The cost of a job\"); scripts/librdkafka.sh "
         "builds a later one, and LD_LIBRARY_PATH makes delayd load it",
         rdkafka.text, first, first);
   }

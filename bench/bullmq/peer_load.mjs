@@ -1,5 +1,5 @@
 // BullMQ, the peer, through the phases of bench/run-e2e.sh, on the same Redis: the figures that
-// README and docs/performance.md put beside delayd's come from here, measured in the same run.
+// README and docs/performance/cost.md put beside delayd's come from here, measured in the same run.
 //
 //   node bench/bullmq/peer_load.mjs --redis-url URL --tag T [sizes]   (bench/run-bullmq.sh runs it)
 //

@@ -15,7 +15,7 @@
 -- score, then job-id bytes.
 -- Why windows. Leaves found through one directory a shard cost an insert two walks of that
 -- directory, and at ten million jobs scattered over a day it no longer stays in the cache: the
--- insert cost grew with the backlog (docs/performance.md, "Ten million waiting"). So each window
+-- insert cost grew with the backlog (docs/performance/scale.md, "Ten million waiting"). So each window
 -- of scores (WINDOW_MS, a minute) has a directory of its own, named by arithmetic from the
 -- score: an insert reads one small directory (a listpack while the window holds fewer than 128
 -- leaves), found without a walk. The shard's directory of windows (KEYS[1], WINDOWS) lists the
