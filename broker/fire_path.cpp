@@ -51,7 +51,7 @@ FirePath::FirePath(Scheduler& scheduler, storage::JobStore& store, RecordSink& s
       claimer_(workers.claims),
       marker_(workers.marks) {}
 
-void FirePath::produce(InFlight entry, TagKind kind) {
+void FirePath::produce(InFlight entry, TagKind kind, std::int64_t late_ms) {
   const std::uint64_t tag = make_tag(kind, ++seq_);
   entry.record.tag = tag;
   entry.produced_at = std::chrono::steady_clock::now();
@@ -60,9 +60,9 @@ void FirePath::produce(InFlight entry, TagKind kind) {
   // A refusal at enqueue time, or a full queue (this thread must not block), comes back through
   // on_report() as the sink reports it, so there is one failure path.
   if (options_.tracer != nullptr && kind == TagKind::ready) {
-    produce_traced(it->second, shard);
+    produce_traced(it->second, shard, late_ms);
   } else {
-    sink_.produce(it->second.record, shard);
+    sink_.produce(it->second.record, shard, late_ms);
   }
   // In a transaction, an etf1 job's follow-ups ride with its ready record (FireOptions).
   if (kind == TagKind::ready && options_.follow_ups_with_record) {
@@ -70,12 +70,12 @@ void FirePath::produce(InFlight entry, TagKind kind) {
   }
 }
 
-void FirePath::produce_traced(InFlight& f, const std::string& shard) {
+void FirePath::produce_traced(InFlight& f, const std::string& shard, std::int64_t late_ms) {
   f.trace.link = trace_context(f.record.headers);
   f.trace.context = options_.tracer->new_trace(f.trace.link);
   f.trace.start = telemetry::wall_now();
   const TraceHeaders scope(f.record.headers, f.trace.context);  // the producer's are back after it
-  sink_.produce(f.record, shard);
+  sink_.produce(f.record, shard, late_ms);
 }
 
 void FirePath::end_span(InFlight& f, const connectors::DeliveryReport& report) {
@@ -101,7 +101,7 @@ std::size_t FirePath::send_prepared(std::int64_t now_ms) {
       continue;
     }
     lateness_.observe(static_cast<double>(now_ms - due) / 1000.0);
-    produce(std::move(entry), TagKind::ready);
+    produce(std::move(entry), TagKind::ready, now_ms - due);
     ++sent;
   }
   counters_.produced += sent;

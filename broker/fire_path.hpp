@@ -304,10 +304,12 @@ class FirePath {
   std::string shard_of(Scheduler::Slot slot) const;
   // Whether the job's shard is still ours, by the scheduler and by Redis (one round trip).
   bool still_ours(Scheduler::Slot slot);
-  void produce(InFlight entry, TagKind kind);
+  // Hands the record to the sink; `late_ms`: how late a ready record is as it goes (0 for the
+  // other kinds), which a transactional sink lingers by (ShardStream::Options::late_linger_ms).
+  void produce(InFlight entry, TagKind kind, std::int64_t late_ms = 0);
   // produce() of a ready record with tracing on: a publish span begins, the record goes with its
   // context as traceparent, and keeps the producer's own headers for a retry or dead letter.
-  void produce_traced(InFlight& f, const std::string& shard);
+  void produce_traced(InFlight& f, const std::string& shard, std::int64_t late_ms);
   // The publish span of the ready record `f` ends with its delivery report.
   void end_span(InFlight& f, const connectors::DeliveryReport& report);
   // The delivery recover() found logged for each of `slots`' jobs at `index` (attempt 0: none),

@@ -156,7 +156,7 @@ void FirePath::after_etf1_delivery(const InFlight& f, const std::string& shard) 
   if (!partition) return;  // not read from its schedules topic: not an etf1 job
   auto send = [&](connectors::OutRecord r) {
     r.tag = make_tag(TagKind::follow_up, ++follow_up_seq_);
-    sink_.produce(r, shard);  // a failure is reported, and told (on_report())
+    sink_.produce(r, shard, 0);  // a failure is reported, and told (on_report())
   };
   if (options_.etf1_tombstone_topics.count(**topic) > 0) {
     send(contract::etf1_tombstone(**topic, *partition, **key, "fired"));

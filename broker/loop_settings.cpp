@@ -122,6 +122,7 @@ std::unique_ptr<RecordSink> make_record_sink(const config::Config& c,
   o.producer = [&c](const std::string& shard) { return transactional_properties(c, shard); };
   o.reader = config::kafka_properties(c, config::KafkaClient::consumer);
   o.linger_ms = c.kafka.transaction_linger_ms;
+  o.late_linger_ms = c.kafka.transaction_late_linger_ms;
   std::vector<std::string> topics;
   for (const auto& t : config::ingest_topics(c)) topics.push_back(t.topic);
   o.log_of = [topics](const std::string& shard) -> std::pair<std::string, std::int32_t> {

@@ -4,7 +4,7 @@
 
 namespace delayd::broker {
 
-void IdempotentSink::produce(const connectors::OutRecord& rec, const std::string& /*shard*/) {
+void IdempotentSink::produce(const connectors::OutRecord& rec, const std::string& /*shard*/, std::int64_t /*late_ms*/) {
   // A full queue is not waited for (the loop must not block): a transient failure, reported like
   // any other, so that there is one failure path.
   try {

@@ -44,8 +44,9 @@ class RecordSink {
   virtual ~RecordSink() = default;
 
   // Queues `rec`, a record of `shard`'s jobs (its tag says which kind: delivery_tags.hpp); never
-  // blocks.
-  virtual void produce(const connectors::OutRecord& rec, const std::string& shard) = 0;
+  // blocks. `late_ms`: how far past its due time a ready record goes (0: on time, or another
+  // kind); ShardTransactions lingers longer while a shard's records go late (a backlog).
+  virtual void produce(const connectors::OutRecord& rec, const std::string& shard, std::int64_t late_ms) = 0;
   // Lets the producer that will carry `shard`'s records learn `topic` ahead of its first record.
   virtual void prepare(const std::string& topic, const std::string& shard) = 0;
   // Serves reports for up to timeout_ms; returns how many were served.
@@ -89,7 +90,7 @@ class IdempotentSink final : public RecordSink {
   IdempotentSink(const connectors::Properties& props, connectors::KafkaProducer::ReportHandler on_report)
       : producer_(props, std::move(on_report)) {}
 
-  void produce(const connectors::OutRecord& rec, const std::string& shard) override;
+  void produce(const connectors::OutRecord& rec, const std::string& shard, std::int64_t late_ms) override;
   void prepare(const std::string& topic, const std::string& /*shard*/) override { producer_.prepare(topic); }
   int poll(int timeout_ms) override { return producer_.poll(timeout_ms); }
   bool flush(int timeout_ms) override { return producer_.flush(timeout_ms); }

@@ -50,11 +50,14 @@ ShardStream::~ShardStream() {
   if (thread_.joinable()) thread_.join();
 }
 
-void ShardStream::produce(connectors::OutRecord rec) {
+void ShardStream::produce(connectors::OutRecord rec, std::int64_t late_ms) {
   {
     std::lock_guard lock(mutex_);
     if (state_.load() != State::ended && !stop_) {
       if (options_.linger_ms > 0 && rec.timestamp_ms < 0) rec.timestamp_ms = system_now_ms();
+      if (options_.late_linger_ms > options_.linger_ms && late_ms >= options_.late_linger_ms) {
+        late_at_ = std::chrono::steady_clock::now();
+      }
       outbox_.push_back(std::move(rec));
       if (wake_at_ == 0 || outbox_.size() >= wake_at_) queued_.notify_one();
       return;
@@ -376,7 +379,14 @@ void ShardStream::linger(std::vector<connectors::OutRecord>& batch) {
   taken_.add(batch.size(), now);
   const double per_linger = taken_.per_second(now) * static_cast<double>(options_.linger_ms) / 1000.0;
   if (per_linger < static_cast<double>(options_.linger_min_records)) return;  // sparse: commit at once
-  const auto until = last_commit_ + std::chrono::milliseconds(options_.linger_ms);
+  std::int64_t linger_ms = options_.linger_ms;
+  {
+    std::lock_guard lock(mutex_);
+    if (late_at_ != std::chrono::steady_clock::time_point{} && now - late_at_ < kRateWindow) {
+      linger_ms = options_.late_linger_ms;  // a backlog: its jobs are late already
+    }
+  }
+  const auto until = last_commit_ + std::chrono::milliseconds(linger_ms);
   bool stopping = false;
   while (batch.size() < kMaxPerTransaction) {
     std::vector<connectors::OutRecord> more;

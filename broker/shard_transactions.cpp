@@ -55,11 +55,11 @@ void ShardTransactions::on_reports_queued(std::function<void()> wake) {
   wake_ = std::move(wake);
 }
 
-void ShardTransactions::produce(const connectors::OutRecord& rec, const std::string& shard) {
+void ShardTransactions::produce(const connectors::OutRecord& rec, const std::string& shard, std::int64_t late_ms) {
   ++produced_;
   const auto it = streams_.find(shard);
   if (it != streams_.end() && it->second.stream) {
-    it->second.stream->produce(rec);  // an ended stream reports it fenced
+    it->second.stream->produce(rec, late_ms);  // an ended stream reports it fenced
     return;
   }
   if (it != streams_.end()) {  // not open yet (the fire path waits for opened()): try again later
@@ -183,6 +183,7 @@ void ShardTransactions::open(const std::string& shard, std::vector<storage::InFl
   std::tie(o.log_topic, o.log_partition) = options_.log_of(shard);
   o.timeout_ms = options_.timeout_ms;
   o.linger_ms = options_.linger_ms;
+  o.late_linger_ms = options_.late_linger_ms;
   if (!earlier.empty()) {
     std::int64_t oldest = earlier.front().firing_at;
     for (const auto& e : earlier) oldest = std::min(oldest, e.firing_at);

@@ -117,12 +117,13 @@ class ShardTransactions final : public RecordSink {
     // `shard`'s delivery log: its topic and partition (config::delivery_log_topic()).
     std::function<std::pair<std::string, std::int32_t>(const std::string& shard)> log_of;
     int timeout_ms = 5000;
-    std::int64_t linger_ms = 0;  // ShardStream::Options::linger_ms (kafka.transaction_linger_ms)
+    std::int64_t linger_ms = 0;       // ShardStream::Options::linger_ms (kafka.transaction_linger_ms)
+    std::int64_t late_linger_ms = 0;  // ShardStream::Options::late_linger_ms (kafka.transaction_late_linger_ms)
   };
   ShardTransactions(Options options, connectors::KafkaProducer::ReportHandler on_report);
   ~ShardTransactions() override;
 
-  void produce(const connectors::OutRecord& rec, const std::string& shard) override;
+  void produce(const connectors::OutRecord& rec, const std::string& shard, std::int64_t late_ms) override;
   void prepare(const std::string& /*topic*/, const std::string& /*shard*/) override {}
   int poll(int timeout_ms) override;
   bool flush(int timeout_ms) override;

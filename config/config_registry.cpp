@@ -202,6 +202,18 @@ constexpr std::array kSettings = {
           " as good or better; at 100 and 500 a second the same as with 0"
           " ([Performance](../performance/cost.md#linger-sent-at-commit))",
           field<Int>([](auto& c) -> auto& { return c.kafka.transaction_linger_ms; }), 0, 1000},
+  Setting{"kafka.transaction_late_linger_ms",
+          "`exactly_once` only: the linger of a shard draining a backlog. A shard that fired a job at"
+          " least this late within the last 100 ms lingers this long after its previous commit instead"
+          " of `kafka.transaction_linger_ms` (the same gate for sparse shards applies): its jobs are late"
+          " already, and fewer, larger commits cost Kafka and delayd less a job, so the backlog drains"
+          " sooner. A shard whose jobs fire on time never waits longer than"
+          " `kafka.transaction_linger_ms`. The default, 100, measured on two cores: a million jobs due"
+          " within one second drained in 29.9-30.5 s against 32.5-35.0 without it, a fired job costing"
+          " delayd a fifth less CPU and Kafka nearly half less"
+          " ([Performance](../performance/burst.md#a-longer-linger-for-a-backlog)); 0, or a value not"
+          " above `kafka.transaction_linger_ms`: off",
+          field<Int>([](auto& c) -> auto& { return c.kafka.transaction_late_linger_ms; }), 0, 5000},
   Setting{"kafka.sasl_password",
           "`sasl.password` for every Kafka client (SASL PLAIN or SCRAM; the rest goes in "
           "`[kafka.properties]`, see [Kafka security](../operating/configuration.md#kafka-security)); "

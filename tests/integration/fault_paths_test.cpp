@@ -762,7 +762,9 @@ class CountingSink final : public broker::RecordSink {
  public:
   CountingSink(const connectors::Properties& props, connectors::KafkaProducer::ReportHandler on_report)
       : inner_(props, std::move(on_report)) {}
-  void produce(const connectors::OutRecord& rec, const std::string& shard) override { inner_.produce(rec, shard); }
+  void produce(const connectors::OutRecord& rec, const std::string& shard, std::int64_t late_ms) override {
+    inner_.produce(rec, shard, late_ms);
+  }
   void prepare(const std::string& topic, const std::string& shard) override { inner_.prepare(topic, shard); }
   int poll(int timeout_ms) override { return inner_.poll(timeout_ms); }
   bool flush(int timeout_ms) override { return inner_.flush(timeout_ms); }

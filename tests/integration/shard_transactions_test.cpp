@@ -63,13 +63,13 @@ bool wait_for(Done done) {
 }
 
 // A lone ShardStream of the shard `name`-ingest:0 (its own transactional id, its ready and log
-// topics of one partition each) lingering `linger_ms` with the gate `min_records`, and the
-// reports it posted.
+// topics of one partition each) lingering `linger_ms` (`late_linger_ms` while its records go
+// late) with the gate `min_records`, and the reports it posted.
 struct LingeringStream {
-  LingeringStream(const std::string& name, std::int64_t linger_ms, int min_records)
+  LingeringStream(const std::string& name, std::int64_t linger_ms, int min_records, std::int64_t late_linger_ms = 0)
       : ready(connectors::test::create_topic(name + "-ready", 1)),
         stream(
-            make_options(name, linger_ms, min_records),
+            make_options(name, linger_ms, min_records, late_linger_ms),
             [this](std::vector<DeliveryReport> r) {
               std::lock_guard lock(mutex);
               reports.insert(reports.end(), r.begin(), r.end());
@@ -79,7 +79,8 @@ struct LingeringStream {
     std::lock_guard lock(mutex);
     return reports.size();
   }
-  static broker::ShardStream::Options make_options(const std::string& name, std::int64_t linger_ms, int min_records) {
+  static broker::ShardStream::Options make_options(const std::string& name, std::int64_t linger_ms, int min_records,
+                                                   std::int64_t late_linger_ms) {
     broker::ShardStream::Options o;
     o.shard = name + "-ingest:0";
     o.producer = connectors::test::base_props();
@@ -89,6 +90,7 @@ struct LingeringStream {
     o.log_topic = connectors::test::create_topic(name + "-log", 1);
     o.linger_ms = linger_ms;
     o.linger_min_records = min_records;
+    o.late_linger_ms = late_linger_ms;
     return o;
   }
 
@@ -116,7 +118,7 @@ TEST_CASE("a shard closed as lost and opened again: the old stream's records are
   // and opened again before any of its reports is served.
   constexpr std::uint64_t kOld = 20;
   sink.open(shard, {});
-  for (std::uint64_t i = 1; i <= kOld; ++i) sink.produce(ready_record(ready, "old-" + std::to_string(i), i), shard);
+  for (std::uint64_t i = 1; i <= kOld; ++i) sink.produce(ready_record(ready, "old-" + std::to_string(i), i), shard, 0);
   sink.close(shard, true);
   sink.open(shard, {});
 
@@ -138,7 +140,7 @@ TEST_CASE("a shard closed as lost and opened again: the old stream's records are
 
   // The new stream is the shard's and commits.
   const std::uint64_t tag = broker::make_tag(broker::TagKind::ready, kOld + 1);
-  sink.produce(ready_record(ready, "new-1", kOld + 1), shard);
+  sink.produce(ready_record(ready, "new-1", kOld + 1), shard, 0);
   const auto until = std::chrono::steady_clock::now() + 30s;
   while (std::chrono::steady_clock::now() < until && reports.count(tag) == 0) sink.poll(50);
   INFO("the new stream: " << (sink.opened(shard).ready ? "open" : sink.opened(shard).problem) << ", "
@@ -214,6 +216,50 @@ TEST_CASE("with a transaction linger, a sparse shard's records commit at once, o
   for (const auto& r : s.reports) CHECK(r.ok);
   stream.stop(false);
   REQUIRE(wait_for([&] { return stream.done(); }));
+}
+
+TEST_CASE(
+    "with a late linger, a shard whose records go late holds its transaction open longer, and on time the linger only",
+    "[kafka][transactions]") {
+  using namespace std::chrono_literals;
+  // A linger of 1 ms, and a late linger far longer than the test for records at least a minute
+  // late. Every transaction lingers, however sparse the shard.
+  constexpr std::int64_t kLate = 60'000;
+  constexpr std::uint64_t kRecords = 10;
+  SECTION("late records: the transaction stays open past the linger, until the stop commits it") {
+    LingeringStream s("stk", 1, 0, kLate);
+    broker::ShardStream& stream = s.stream;
+    REQUIRE(wait_for([&] { return stream.state() == broker::ShardStream::State::open; }));
+    stream.produce(ready_record(s.ready, "k-0", 100), kLate);  // a lone record: commits at once
+    REQUIRE(wait_for([&] { return s.reported() == 1; }));
+    stream.produce(ready_record(s.ready, "k-1", 1), kLate);  // begins a transaction
+    REQUIRE(wait_for([&] { return stream.queued() == 0; }));
+    for (std::uint64_t i = 2; i <= kRecords; ++i) {
+      stream.produce(ready_record(s.ready, "k-" + std::to_string(i), i), kLate);
+    }
+    // 300 linger_ms later: with the linger alone the transaction would have committed by now.
+    const auto until = std::chrono::steady_clock::now() + 300ms;
+    REQUIRE(wait_for([&] { return std::chrono::steady_clock::now() >= until; }));
+    CHECK(s.reported() == 1);
+    CHECK(stream.queued() == kRecords - 1);
+    stream.stop(false);
+    REQUIRE(wait_for([&] { return s.reported() == kRecords + 1; }));
+    for (const auto& r : s.reports) CHECK(r.ok);
+    CHECK(stream.committed() == 2);
+    REQUIRE(wait_for([&] { return stream.done(); }));
+  }
+  SECTION("records on time (or late by less than the late linger) commit after the linger, without a stop") {
+    LingeringStream s("stn", 1, 0, kLate);
+    broker::ShardStream& stream = s.stream;
+    REQUIRE(wait_for([&] { return stream.state() == broker::ShardStream::State::open; }));
+    for (std::uint64_t i = 0; i <= kRecords; ++i) {
+      stream.produce(ready_record(s.ready, "n-" + std::to_string(i), i + 1), i % 2 == 0 ? 0 : kLate - 1);
+    }
+    REQUIRE(wait_for([&] { return s.reported() == kRecords + 1; }));
+    for (const auto& r : s.reports) CHECK(r.ok);
+    stream.stop(false);
+    REQUIRE(wait_for([&] { return stream.done(); }));
+  }
 }
 
 TEST_CASE("a record queued again after its transaction aborted carries the time it was sent again as its timestamp",
