@@ -99,7 +99,8 @@ class ShardStream {
     // alike. Its jobs are late already, and fewer, larger commits drain the backlog sooner: a
     // million due at once drained in 29.9-30.5 s with 100 and 32.5-35.0 without on two cores
     // (docs/performance/burst.md, "A longer linger for a backlog"). 0, or not above linger_ms:
-    // linger_ms throughout. A shard whose records are on time never waits longer than linger_ms.
+    // linger_ms throughout. A shard whose records are on time never waits longer than linger_ms;
+    // late_ms counts from the job's due time, so jobs published already that late count too.
     std::int64_t late_linger_ms = 0;
   };
   // The window over which a shard's record rate is measured for linger_min_records.
