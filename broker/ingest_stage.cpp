@@ -241,6 +241,14 @@ void IngestStage::turn() {
   } catch (const redis::RedisCommandError& e) {
     failed();
     nap(outages_.failed(OutageTracker::Failure::redis, std::string("refused: ") + e.what()), stop_);
+  } catch (const connectors::KafkaFencedMember& e) {
+    failed();
+    nap(outages_.failed(OutageTracker::Failure::kafka,
+                        "another instance joined consumer group " + group_.group_id +
+                            " with the same kafka.group_instance_id \"" + c_.kafka.group_instance_id +
+                            "\" and fenced this one out; each instance needs an id of its own: this one reads " +
+                            group_.topic + " no more until it is restarted (" + e.what() + ")"),
+        stop_);
   } catch (const connectors::KafkaError& e) {
     failed();
     nap(outages_.failed(OutageTracker::Failure::kafka, e.what()), stop_);
@@ -284,11 +292,25 @@ void IngestStage::finish() {
     spdlog::warn("committing at shutdown: {}", e.what());
   }
   try {
+    if (subscribed_ && !c_.kafka.group_instance_id.empty()) leave_static_group();
     consumer_.close();  // the revoke is relayed to the loop's thread, which serves it
   } catch (const std::exception& e) {
     spdlog::warn("leaving the consumer group: {}", e.what());
   }
   producer_.flush(1000);
+}
+
+void IngestStage::leave_static_group() {
+  // A static member's close() sends no LeaveGroup (KIP-345), and librdkafka sends the one an
+  // unsubscribe() asks for only once the revoke is served: so leave, and serve the consumer (what
+  // it still hands over is dropped, uncommitted: the next owner reads it) until the assignment is
+  // gone, for up to the dead-letter flush's 2 s; the others then take the shards now, not after
+  // this member's session.
+  consumer_.unsubscribe();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
+  while (!consumer_.assignment().empty() && std::chrono::steady_clock::now() < until) {
+    (void)consumer_.poll_batch(static_cast<std::size_t>(c_.scheduler.ingest_batch), 50);
+  }
 }
 
 void IngestStage::publish_status() {

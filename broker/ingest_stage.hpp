@@ -45,6 +45,19 @@
 // dead-letter copies (up to 2 s), commits what is done, and leaves the group (close(): the revoke
 // is relayed, so the loop's thread must go on serving the Handover until finished()). join()
 // waits for the thread.
+// Static membership (kafka.group_instance_id, KIP-345): the consumer joins with the instance's
+// id, and a member that dies without leaving (kill -9, a crash, an OOM kill) keeps its
+// partitions in the group until its session ends, as any member does, but an instance that
+// starts again with the same id replaces it at once: the group hands it the same partitions
+// without waiting out the dead member's session (10 s by default), and its shards are taken
+// over as at any assignment (ownership.hpp; with exactly_once each shard's producer fences the
+// dead one's transactions). A static member sends no LeaveGroup when its consumer closes, so a
+// stop leaves the group explicitly first (unsubscribe(): the revoke is relayed as any other),
+// and the others take the shards at once, as without an id. Two instances with one id: the
+// group fences the member that joined first out (librdkafka's fatal error FENCED_INSTANCE_ID,
+// its partitions revoked as lost); that stage then reads nothing until the process is
+// restarted, and says so, naming the setting, as an outage of its own (/healthz degraded):
+// joining again would only fence the other in turn.
 // Threading: the public methods from the loop's thread; the rest on the ingest thread. Several
 // stages run side by side, sharing only the Handover and the TopicCreator (both thread-safe).
 #pragma once
@@ -125,6 +138,8 @@ class IngestStage {
   static constexpr std::int64_t kLeftProbeMs = 1000;
   // Leaves as request_stop() says. Logs failures; never throws.
   void finish();
+  // At a stop with kafka.group_instance_id: leaves the group before the consumer closes.
+  void leave_static_group();
   void publish_status();
   std::int64_t poll_wait_ms() const;
   // The consumer's listeners (relayed to the loop's thread; see the .cpp).

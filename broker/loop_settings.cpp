@@ -80,6 +80,9 @@ connectors::Properties consumer_properties(const config::Config& c, const config
   for (auto& [name, value] : props) {
     if (name == "group.id") value = group.group_id;
   }
+  // Static membership (ingest_stage.hpp): the same id in each of the instance's groups, where it
+  // is unique among that group's members as long as it is unique among the instances.
+  if (!c.kafka.group_instance_id.empty()) props.emplace_back("group.instance.id", c.kafka.group_instance_id);
   // The member names its version and layout to the others (broker/version_interlock.hpp).
   return with_client_id(std::move(props));
 }

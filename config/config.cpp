@@ -484,6 +484,7 @@ void check_properties(const Config& c, const Setting& s, const PropertyMap& prop
   constexpr Owned kOwned[] = {{"bootstrap.servers", "kafka.bootstrap"},
                               {"metadata.broker.list", "kafka.bootstrap"},
                               {"group.id", "kafka.group_id"},
+                              {"group.instance.id", "kafka.group_instance_id"},
                               {"message.timeout.ms", "kafka.message_timeout_ms"},
                               {"delivery.timeout.ms", "kafka.message_timeout_ms"}};
   for (const auto& [k, v] : props) {

@@ -64,6 +64,11 @@ using KafkaProperties = std::vector<std::pair<std::string, std::string>>;
 struct KafkaConfig {
   std::string bootstrap = "127.0.0.1:19092";
   std::string group_id = "delayd";
+  // This instance's static membership of each of its consumer groups (Kafka's group.instance.id,
+  // KIP-345); empty: dynamic membership. Unique per instance, and the same across its restarts: a
+  // restarted instance then takes its shards back at once instead of after the dead member's
+  // session (broker/ingest_stage.hpp, "Static membership").
+  std::string group_instance_id;
   // The topic delayd's own tools publish to (delayctl, the console's cancels), read in
   // delayd's format; always read, listed in ingest_topics or not.
   std::string ingest_topic = "delay-ingest";

@@ -22,6 +22,11 @@ bool is_valid_topic_name(std::string_view name) noexcept {
   return true;
 }
 
+bool is_valid_group_instance_id(std::string_view id) noexcept {
+  if (id.empty() || id.size() > 249 || id == "." || id == "..") return false;
+  return std::all_of(id.begin(), id.end(), is_topic_char);
+}
+
 std::string render_ready_topic(std::string_view topic_template, std::string_view business) {
   if (business.starts_with(kTopicBusinessPrefix)) return std::string(business.substr(kTopicBusinessPrefix.size()));
   std::string out(topic_template);

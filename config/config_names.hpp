@@ -21,6 +21,10 @@ inline constexpr std::string_view kBusinessPlaceholder = "{business}";
 // reserves them for internal topics such as __consumer_offsets.
 bool is_valid_topic_name(std::string_view name) noexcept;
 
+// Kafka's rule for a group.instance.id (kafka.group_instance_id): 1-249 characters of
+// [A-Za-z0-9._-], and not "." or "..".
+bool is_valid_group_instance_id(std::string_view id) noexcept;
+
 // A business that names its ready topic itself: "topic:<topic>", the business of the etf1 and
 // Chronos formats' jobs (their records name the topic to deliver to, not a business). A
 // producer's business header cannot take this form (':' is not a business character).

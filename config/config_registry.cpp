@@ -32,6 +32,12 @@ std::string check_topic(std::string_view v) {
 
 std::string check_optional_topic(std::string_view v) { return v.empty() ? "" : check_topic(v); }
 
+std::string check_group_instance_id(std::string_view v) {
+  return v.empty() || is_valid_group_instance_id(v)
+             ? ""
+             : "must be empty or 1-249 characters of [A-Za-z0-9._-], not \".\" or \"..\" (Kafka's rule)";
+}
+
 std::string check_ready_template(std::string_view v) {
   const auto first = v.find(kBusinessPlaceholder);
   if (first == std::string_view::npos || v.find(kBusinessPlaceholder, first + 1) != std::string_view::npos) {
@@ -132,6 +138,11 @@ constexpr std::array kSettings = {
   Setting{"kafka.group_id",
           "consumer group of kafka.ingest_topic (each other topic read: <group_id>.<topic>); instances with the same group share the shards",
           field<Str>([](auto& c) -> auto& { return c.kafka.group_id; }), 0, 0, check_non_empty},
+  Setting{"kafka.group_instance_id",
+          "this instance's static membership of its consumer groups (Kafka's group.instance.id), unique per instance and kept across its restarts: "
+          "a restarted instance takes its shards back at once, not after the session timeout; empty: dynamic membership. "
+          "See [Scaling out](../operating/scaling.md#static-membership)",
+          field<Str>([](auto& c) -> auto& { return c.kafka.group_instance_id; }), 0, 0, check_group_instance_id},
   Setting{"kafka.ingest_topic",
           "where producers publish (delayd's format); always read, also by delayctl and the console",
           field<Str>([](auto& c) -> auto& { return c.kafka.ingest_topic; }), 0, 0, check_topic},

@@ -170,7 +170,8 @@ struct KafkaConsumer::Impl final : RdKafka::RebalanceCb, RdKafka::OffsetCommitCb
 
   [[noreturn]] void throw_fatal() const {
     std::string reason;
-    consumer->fatal_error(reason);
+    const RdKafka::ErrorCode code = consumer->fatal_error(reason);
+    if (code == RdKafka::ERR_FENCED_INSTANCE_ID) throw KafkaFencedMember(consumer->name() + ": fenced: " + reason);
     throw KafkaError(consumer->name() + ": fatal error: " + reason);
   }
 
@@ -273,6 +274,8 @@ void KafkaConsumer::unsubscribe() {
 std::vector<Record> KafkaConsumer::poll_batch(std::size_t max, int timeout_ms) {
   Impl& impl = *impl_;
   impl.ensure_open();
+  // Fatal for good: librdkafka reports it once, and the consumer reads nothing after it.
+  if (std::string reason; impl.consumer->fatal_error(reason) != RdKafka::ERR_NO_ERROR) impl.throw_fatal();
   std::vector<Record> out;
   if (max == 0) return out;
   const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));

@@ -74,7 +74,8 @@ class KafkaConsumer {
   // Waits up to timeout_ms for a first record, then takes, without waiting, what is already
   // fetched, up to `max` records (max == 0 returns at once with nothing). Rebalance callbacks
   // run inside. Non-fatal consumer errors (partition EOF, transport trouble, unknown topic) are
-  // logged and skipped; a fatal one throws KafkaError.
+  // logged and skipped; a fatal one throws KafkaError (KafkaFencedMember when another member
+  // joined with this one's group.instance.id), at this call and every later one.
   std::vector<Record> poll_batch(std::size_t max, int timeout_ms);
 
   // A refusal the consumer has met (kafka_error.hpp: its login failed, or an ACL on the group or

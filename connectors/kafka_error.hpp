@@ -50,6 +50,12 @@ struct KafkaRefused : KafkaError {
   using KafkaError::KafkaError;
 };
 
+// A consumer's fatal error because another member joined its group with the same
+// group.instance.id (FENCED_INSTANCE_ID): this consumer is out of the group for good.
+struct KafkaFencedMember : KafkaError {
+  using KafkaError::KafkaError;
+};
+
 struct KafkaConfigError : KafkaError {
   // `property` is empty when librdkafka refused the configuration as a whole (for example two
   // properties that contradict each other), which it reports only when the client is created.

@@ -211,6 +211,23 @@ TEST_CASE("the ingest groups fetch in batches within 10 ms, the status group wit
   }
 }
 
+TEST_CASE("kafka.group_instance_id makes the instance a static member of each of its groups, and only then",
+          "[loop_settings]") {
+  using delayd::connectors::find_property;
+  delayd::config::ConsumerGroup ingest{.group_id = "g", .topic = "delay-ingest", .reports = false, .seed_from = ""};
+  delayd::config::ConsumerGroup status{
+      .group_id = "g.delay-status", .topic = "delay-status", .reports = true, .seed_from = ""};
+  const delayd::config::Config dynamic = delayd::config::load_config({}, {});
+  delayd::config::ConfigFlags flags;
+  flags.sets = {"kafka.group_instance_id=delayd-0"};
+  const delayd::config::Config fixed = delayd::config::load_config(flags, {});
+  for (const auto& group : {ingest, status}) {
+    CHECK_FALSE(find_property(consumer_properties(dynamic, group), "group.instance.id").has_value());
+    CHECK(find_property(consumer_properties(fixed, group), "group.instance.id") == "delayd-0");
+    CHECK(find_property(consumer_properties(fixed, group), "group.id") == group.group_id);
+  }
+}
+
 TEST_CASE("the groups rebalance cooperatively unless the user names another strategy", "[loop_settings]") {
   CHECK(delayd::broker::cooperative_rebalancing(delayd::config::load_config({}, {})));
   delayd::config::ConfigFlags flags;

@@ -51,6 +51,9 @@ bool Fleet::launch(std::size_t i, const std::string& until) {
   if (admin_ports_[i] == 0) admin_ports_[i] = e2e::free_port();
   members_[i] = std::make_unique<DelaydProcess>(world_);
   members_[i]->set_env("DELAYD_ADMIN_LISTEN", "127.0.0.1:" + std::to_string(admin_ports_[i]));
+  if (const auto env = envs_.find(i); env != envs_.end()) {
+    for (const auto& [name, value] : env->second) members_[i]->set_env(name, value);
+  }
   if (const auto user = users_.find(i); user != users_.end())
     members_[i]->run_as(user->second.first, user->second.second);
   if (const auto apart = log_suffixes_.find(i); apart != log_suffixes_.end())

@@ -46,6 +46,9 @@ class Fleet {
   // Slot i's instances log to the world's log path + `suffix` from their next start, so that the
   // world's log holds the others' lines only (what the instance a case faults says apart).
   void log_apart(std::size_t i, std::string suffix) { log_suffixes_[i] = std::move(suffix); }
+  // Slot i's instances get this environment variable (a setting of their own, e.g.
+  // DELAYD_KAFKA_GROUP_INSTANCE_ID) from their next start.
+  void set_env(std::size_t i, std::string name, std::string value) { envs_[i][std::move(name)] = std::move(value); }
   // How many instances run now; any that died by itself is reported.
   std::size_t running(std::vector<std::string>* died = nullptr);
   void stop_all();
@@ -63,6 +66,7 @@ class Fleet {
   std::vector<std::uint16_t> admin_ports_;
   std::map<std::size_t, std::pair<uid_t, gid_t>> users_;  // run_as()'s
   std::map<std::size_t, std::string> log_suffixes_;       // log_apart()'s
+  std::map<std::size_t, std::map<std::string, std::string>> envs_;  // set_env()'s
 };
 
 }  // namespace delayd::chaos

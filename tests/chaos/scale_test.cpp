@@ -4,6 +4,14 @@
 //   scale_sigstop           one instance stopped (SIGSTOP) past the session timeout, then resumed
 //   scale_add_remove        a third instance joins mid-flight, then one leaves (SIGTERM)
 //   scale_rolling_restart   each of the three stopped (SIGTERM) and started again in turn
+//   scale_kill9_static      each instance with a kafka.group_instance_id of its own and sessions
+//                           of 30 s: kill -9 of one after another, each restarted at once, must
+//                           have the group settled again well inside the dead member's session
+//                           (15 s); then one stopped (SIGTERM) must leave at once all the same;
+//                           then an instance started with another's id fences that one out,
+//                           which must say so naming the setting. The line adds "settled after
+//                           kill" (seconds from each kill -9 to every partition assigned, spread)
+//                           and "settled after stop"
 //   scale_issue_run         the run of the scale-out issue: 10 000 jobs over 40 s, six kill -9
 //                           with restarts and one SIGSTOP of 15 s (long; only with
 //                           DELAYD_CHAOS_LONG=1, see scripts/chaos.sh; skipped otherwise)
@@ -26,6 +34,7 @@
 // at_least_once (DELAYD_TEST_KAFKA_DELIVERY; CMake registers the .at_least_once variants).
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 
@@ -177,6 +186,77 @@ TEST_CASE("scale_rolling_restart", "[chaos][scale]") {
     c.run_for(pub, ready, 3s);
   }
   c.run_for(pub, ready, 8s);
+  finish(c, ready, fleet, line, 60s);
+  fleet.stop_all();
+}
+
+TEST_CASE("scale_kill9_static", "[chaos][scale]") {
+  ScaleCase c("scale-kill9-static", kPartitions);
+  // Sessions of 30 s: an instance that had to wait out its dead member's session could not have
+  // the group settled within the 15 s a step allows (the harness's 6 s could).
+  c.w.settings["DELAYD_KAFKA_CONSUMER_PROPERTIES"] = "session.timeout.ms=30000,heartbeat.interval.ms=1000";
+  ReadyWatcher ready(c.w, topics_of(c.w));
+  Fleet fleet(c.w);
+  CaseLine line("scale_kill9_static", c.expected, ready, [&] { return std::to_string(fleet.running()) + "/2"; });
+  for (std::size_t i = 0; i < 3; ++i) fleet.set_env(i, "DELAYD_KAFKA_GROUP_INSTANCE_ID", "member-" + std::to_string(i));
+  // The one another instance will fence out logs apart: its shards' loss is the fault.
+  fleet.log_apart(1, ".fenced");
+  for (std::size_t i = 0; i < 3; ++i) REQUIRE(fleet.start(i));
+  Sender pub(c.w);
+  c.publish(pub, "job-", 3000, now_ms() + 4000, 30000);
+  c.run_for(pub, ready, 6s);
+  const std::map<std::string, int> partitions{{c.w.ingest_topic, kPartitions}, {c.w.status_topic, kPartitions}};
+  // Runs the case on (cancels, the watcher) until the group is settled or `within` passed since
+  // `from`; the seconds it took.
+  const auto settled_within = [&](std::chrono::steady_clock::time_point from, std::chrono::seconds within) {
+    Spread s = fleet.spread();
+    while (!s.even(partitions) && std::chrono::steady_clock::now() - from < within) {
+      c.run_for(pub, ready, 250ms);
+      s = fleet.spread();
+    }
+    INFO("spread: " << s.text() << "\ndelayd log:\n" << log_tail(c.w, 30));
+    CHECK(s.even(partitions));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  };
+  const auto seconds = [](double s) {
+    char out[16];
+    std::snprintf(out, sizeof out, "%.1f", s);
+    return std::string(out);
+  };
+  std::string after_kills;
+  for (std::size_t k = 0; k < 3; ++k) {
+    const auto killed = std::chrono::steady_clock::now();
+    fleet.at(k).kill9();
+    c.count_fault();
+    c.run_for(pub, ready, 500ms);
+    REQUIRE(fleet.start(k));
+    after_kills += (after_kills.empty() ? "" : "/") + seconds(settled_within(killed, 15s));
+    c.run_for(pub, ready, 2s);
+  }
+  line.note("settled after kill", after_kills + " s");
+  // A stop leaves the group although the member is static: the other two take its partitions now.
+  const auto stopped = std::chrono::steady_clock::now();
+  c.count_fault();
+  REQUIRE(fleet.at(0).stop() == 0);
+  line.note("settled after stop", seconds(settled_within(stopped, 15s)) + " s");
+  c.run_for(pub, ready, 2s);
+  // An instance started with member-1's id takes member-1's place; member-1 is fenced out, says
+  // so naming the setting, and reads nothing more.
+  fleet.set_env(3, "DELAYD_KAFKA_GROUP_INSTANCE_ID", "member-1");
+  c.count_fault();
+  REQUIRE(fleet.start(3));
+  const std::string fenced_log = c.w.log_path + ".fenced";
+  const auto fenced_by = std::chrono::steady_clock::now() + 15s;
+  while (delayd::e2e::count_in_log(fenced_log, "with the same kafka.group_instance_id \"member-1\"") == 0 &&
+         std::chrono::steady_clock::now() < fenced_by) {
+    c.run_for(pub, ready, 250ms);
+  }
+  {
+    INFO("the fenced instance's log: " << fenced_log);
+    CHECK(delayd::e2e::count_in_log(fenced_log, "with the same kafka.group_instance_id \"member-1\"") > 0);
+  }
+  fleet.at(1).stop();
+  c.run_for(pub, ready, 4s);
   finish(c, ready, fleet, line, 60s);
   fleet.stop_all();
 }

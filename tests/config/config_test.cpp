@@ -393,6 +393,9 @@ TEST_CASE("every kind of bad setting is refused with the setting and its source 
     {"", {}, {"etf1.past_due=later"}, {"etf1.past_due = \"later\"", "must be fire or drop"}},
     {"", {}, {"kafka.bootstrap="}, {"kafka.bootstrap = \"\"", "must not be empty"}},
     {"", {}, {"kafka.group_id="}, {"kafka.group_id", "must not be empty"}},
+    {"", {}, {"kafka.group_instance_id=a b"}, {"kafka.group_instance_id = \"a b\"", "1-249 characters of [A-Za-z0-9._-]"}},
+    {"", {}, {"kafka.group_instance_id=.."}, {"kafka.group_instance_id = \"..\"", "not \".\" or \"..\""}},
+    {"", {}, {"kafka.group_instance_id=" + std::string(250, 'm')}, {"kafka.group_instance_id", "1-249"}},
     {"", {}, {"redis.prefix=a:b"}, {"redis.prefix = \"a:b\"", "[A-Za-z0-9._-]"}},
     {"", {}, {"redis.prefix="}, {"redis.prefix"}},
     {"", {}, {"redis.prefix=" + std::string(65, 'p')}, {"redis.prefix", "1-64"}},
@@ -407,6 +410,7 @@ TEST_CASE("every kind of bad setting is refused with the setting and its source 
     // Passthrough entries that would fight delayd's own settings.
     {"", {}, {"kafka.properties.bootstrap.servers=x:1"}, {"kafka.properties.bootstrap.servers", "use kafka.bootstrap"}},
     {"", {}, {"kafka.consumer_properties.group.id=g"}, {"use kafka.group_id"}},
+    {"", {}, {"kafka.consumer_properties.group.instance.id=m"}, {"use kafka.group_instance_id"}},
     {"", {}, {"kafka.producer_properties.message.timeout.ms=5"}, {"use kafka.message_timeout_ms"}},
     {"", {}, {"kafka.properties.bad name=1"}, {"property name"}},
   };

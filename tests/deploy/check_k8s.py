@@ -229,6 +229,13 @@ def check_objects(root, docs, where, all_on):
     expect(len(containers) == 1, f"{where}: expected one container")
     c = containers[0]
     env = {e["name"]: e.get("value") for e in c.get("env") or []}
+    # Static membership: an id of each pod's own; one value for all replicas would have them fence
+    # each other out of the groups (broker/ingest_stage.hpp, "Static membership").
+    for e in c.get("env") or []:
+        if e["name"] == "DELAYD_KAFKA_GROUP_INSTANCE_ID":
+            field = ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+            expect(field == "metadata.name", f"{where}: DELAYD_KAFKA_GROUP_INSTANCE_ID is not the pod's name "
+                                             f"(metadata.name) but {e.get('value') or e.get('valueFrom')!r}")
     known = settings(root)
     for name in env:
         expect(name in {env_name(s) for s in known}, f"{where}: {name} is no setting of delayd (config/config_registry.cpp)")
