@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "broker/linger_kick.hpp"
@@ -191,12 +192,22 @@ TEST_CASE("a lingering transaction's producer lingers as long, unless the user s
   CHECK(producer_linger(producer_properties(delayd::config::load_config(flags, {}))) == 5ms);
 }
 
+namespace {
+
+// An ingest topic's group and the status topic's, as config::consumer_groups() names them for
+// kafka.group_id = "g".
+std::pair<delayd::config::ConsumerGroup, delayd::config::ConsumerGroup> ingest_and_status_groups() {
+  return {delayd::config::ConsumerGroup{.group_id = "g", .topic = "delay-ingest", .reports = false, .seed_from = ""},
+          delayd::config::ConsumerGroup{
+              .group_id = "g.delay-status", .topic = "delay-status", .reports = true, .seed_from = ""}};
+}
+
+}  // namespace
+
 TEST_CASE("the ingest groups fetch in batches within 10 ms, the status group within 50, and a user's setting wins",
           "[broker][loop]") {
   using delayd::connectors::find_property;
-  delayd::config::ConsumerGroup ingest{.group_id = "g", .topic = "delay-ingest", .reports = false, .seed_from = ""};
-  delayd::config::ConsumerGroup status{
-      .group_id = "g.delay-status", .topic = "delay-status", .reports = true, .seed_from = ""};
+  const auto [ingest, status] = ingest_and_status_groups();
   const delayd::config::Config c = delayd::config::load_config({}, {});
   CHECK(find_property(consumer_properties(c, ingest), "fetch.min.bytes") == "8192");
   CHECK(find_property(consumer_properties(c, ingest), "fetch.wait.max.ms") == "10");
@@ -214,9 +225,7 @@ TEST_CASE("the ingest groups fetch in batches within 10 ms, the status group wit
 TEST_CASE("kafka.group_instance_id makes the instance a static member of each of its groups, and only then",
           "[loop_settings]") {
   using delayd::connectors::find_property;
-  delayd::config::ConsumerGroup ingest{.group_id = "g", .topic = "delay-ingest", .reports = false, .seed_from = ""};
-  delayd::config::ConsumerGroup status{
-      .group_id = "g.delay-status", .topic = "delay-status", .reports = true, .seed_from = ""};
+  const auto [ingest, status] = ingest_and_status_groups();
   const delayd::config::Config dynamic = delayd::config::load_config({}, {});
   delayd::config::ConfigFlags flags;
   flags.sets = {"kafka.group_instance_id=delayd-0"};

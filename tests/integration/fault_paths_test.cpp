@@ -2,7 +2,8 @@
 // and the topic creator, in-process against the stack's real Redis and Kafka (no delayd process,
 // so each fault can be made exactly: a producer limit, a dead broker address, a fatal error,
 // a revoke in the middle of a delivery, a clock that steps).
-// The numbers in the test names are those of the fault-tolerance issue's list.
+// The numbers in the test names are those of the fault-tolerance issue's list. The fencing cases
+// (a shard moved on to another member) are in fencing_paths_test.cpp, over the same rig.
 #include <array>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "broker/topic_creator.hpp"
 #include "broker/wall_clock.hpp"
 #include "connectors/kafka_test_support.hpp"
+#include "fire_rig.hpp"
 #include "redis/url.hpp"
 #include "storage/job_store.hpp"
 #include "support/pending_entries.hpp"
@@ -29,90 +31,7 @@ using broker::Scheduler;
 using connectors::DeliveryError;
 namespace kt = connectors::test;
 
-namespace {
-
-std::int64_t wall_now() { return broker::system_now_ms(); }
-
-struct Fixture {
-  redis::RedisConnection redis{testing::redis_options(testing::require_env("REDIS_URL"))};
-  storage::KeySchema keys{testing::unique_name("f")};
-  storage::JobStore store{redis, keys, 600};
-  const std::string shard = storage::shard_id("delay-ingest", 0);
-
-  static broker::SchedulerOptions options(std::size_t load_batch = 1000) {
-    broker::SchedulerOptions o;
-    o.load_window_ms = 60000;
-    o.load_batch = load_batch;
-    o.fire_batch = 100000;
-    return o;
-  }
-  storage::NewJob job(const std::string& id, std::int64_t at, const std::string& topic, std::string value = "v") {
-    storage::NewJob j;
-    j.job_id = id;
-    j.deliver_at = at;
-    j.business = topic;  // fire_options() names the ready topic "{business}"
-    j.shard = shard;
-    j.value = std::move(value);
-    return j;
-  }
-  void put(const std::vector<storage::NewJob>& jobs) { store.accept(jobs, wall_now()); }
-  std::string field(const std::string& id, const std::string& f) {
-    auto job = store.get(id);
-    return job && job->count(f) != 0 ? job->at(f) : "<nil>";
-  }
-  ~Fixture() { delayd::testing::delete_prefixed_keys(redis, keys.prefix()); }
-};
-
-// The fire side of one delayd, driven by hand: scheduler, producer and fire path.
-struct FireRig {
-  Scheduler scheduler;
-  FirePath* fire = nullptr;
-  broker::IdempotentSink sink;
-  connectors::KafkaProducer& producer;
-  FirePath path;
-
-  FireRig(Fixture& f, connectors::Properties producer_props, FireOptions options)
-      : scheduler(Fixture::options(), wall_now(), f.store),
-        sink(std::move(producer_props), [this](const connectors::DeliveryReport& r) { fire->on_report(r); }),
-        producer(sink.producer()),
-        path(scheduler, f.store, sink, std::move(options)) {
-    fire = &path;
-    scheduler.assign(f.shard);
-  }
-  // Turns the loop's fire half until `done` or the timeout; returns whether `done` was reached.
-  bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const std::int64_t now = wall_now();
-      path.fire_due(now);
-      producer.poll(10);
-      path.settle(wall_now());
-      scheduler.refill(now);
-      if (done()) return true;
-    }
-    return false;
-  }
-};
-
-FireOptions fire_options(const std::string& dlq, int max_attempts = 3) {
-  FireOptions o;
-  o.max_attempts = max_attempts;
-  o.retry_backoff_ms = 50;
-  o.retry_backoff_max_ms = 200;
-  o.retry_outage_ms = 50;
-  o.dlq_topic = dlq;
-  o.ready_topic_template = "{business}";  // each test names its ready topic as the business
-  return o;
-}
-
-connectors::Properties producer_props(std::vector<std::pair<std::string, std::string>> extra = {}) {
-  connectors::Properties p = kt::base_props();
-  p.emplace_back("linger.ms", "1");
-  for (auto& kv : extra) p.push_back(std::move(kv));
-  return p;
-}
-
-}  // namespace
+using namespace delayd::testing::fire;
 
 TEST_CASE("what a failed delivery costs depends on what Kafka said", "[unit][fire]") {
   FireOptions o;
@@ -686,146 +605,4 @@ TEST_CASE_METHOD(Fixture, "a claim round takes the jobs due within the gather wi
   CHECK(field("gathered", "attempt") == "1");
   CHECK(field("left", "attempt") == "0");
   CHECK(rig.path.claim_wait_ms(t0) == std::optional<std::int64_t>(8'500 - 5'000));
-}
-
-// ---- fencing (scale-out): a broker whose shard moved on to another member ----
-
-namespace {
-
-// The fixture's store as a fencing broker that owns the shard, and a second member's store.
-struct Fenced : Fixture {
-  storage::JobStore other{redis, keys, 600};
-  Fenced() {
-    store.enable_fencing("old/1");
-    store.take_shard(shard, wall_now());
-    other.enable_fencing("new/2");
-  }
-};
-
-}  // namespace
-
-TEST_CASE_METHOD(Fenced, "a broker whose shard moved on produces nothing from its wheel and gives the shard up",
-                 "[fire][fence]") {
-  const std::string ready = kt::create_topic("ready", 1);
-  FireRig rig(*this, producer_props(), fire_options(kt::create_topic("dlq", 1)));
-  const std::int64_t t0 = wall_now();
-  put({job("w1", t0, ready), job("w2", t0, ready)});
-  rig.scheduler.refill(t0);
-  REQUIRE(rig.scheduler.held() == 2);
-  other.take_shard(shard, t0);  // the shard moved while this broker was busy
-
-  CHECK(rig.path.fire_due(wall_now()) == 0);
-  CHECK(rig.path.unsettled() == 0);  // no record handed to Kafka
-  CHECK(rig.path.counters().fenced == 1);
-  CHECK_FALSE(rig.scheduler.owns(shard));
-  CHECK(rig.scheduler.held() == 0);
-  CHECK(field("w1", "state") == "delay");  // the new owner's to deliver
-  CHECK(field("w1", "firing_at") == "<nil>");
-}
-
-TEST_CASE_METHOD(Fenced, "a record held across a stall is sent only after the fences are confirmed", "[fire][fence]") {
-  const std::string ready = kt::create_topic("ready", 1);
-  FireOptions o = fire_options(kt::create_topic("dlq", 1));
-  o.claim_ahead_ms = 5'000;
-  o.fence_recheck = std::chrono::milliseconds(100);
-  FireRig rig(*this, producer_props(), o);
-  const std::int64_t t0 = wall_now();
-  put({job("kept", t0 + 200, ready)});
-  rig.scheduler.refill(t0);
-  CHECK(rig.path.fire_due(t0) == 0);
-  REQUIRE(rig.path.prepared() == 1);
-
-  bool moved = false;
-  SECTION("the shard moved during the stall: the record is dropped unsent") { moved = true; }
-  SECTION("the shard is still ours: the record goes out after the check") {}
-  if (moved) other.take_shard(shard, t0);
-  // The stall itself (a SIGSTOP, a starved process): longer than fence_recheck.
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  const std::int64_t due = t0 + 200;
-  CHECK(rig.path.send_prepared(std::max(due, wall_now())) == 0);  // not trusted without a check
-  rig.path.fire_due(std::max(due, wall_now()));                   // checks, then sends or drops
-  CHECK(rig.path.prepared() == 0);
-  if (moved) {
-    CHECK(rig.path.unsettled() == 0);
-    CHECK(rig.path.counters().fenced == 1);
-    CHECK(field("kept", "state") == "delay");
-  } else {
-    CHECK(rig.path.counters().fenced == 0);
-    REQUIRE(rig.run_until([&] { return field("kept", "state") == "ready"; }));
-  }
-}
-
-namespace {
-
-// An IdempotentSink that counts the closes of each kind (everything else passes through).
-class CountingSink final : public broker::RecordSink {
- public:
-  CountingSink(const connectors::Properties& props, connectors::KafkaProducer::ReportHandler on_report)
-      : inner_(props, std::move(on_report)) {}
-  void produce(const connectors::OutRecord& rec, const std::string& shard, std::int64_t late_ms) override {
-    inner_.produce(rec, shard, late_ms);
-  }
-  void prepare(const std::string& topic, const std::string& shard) override { inner_.prepare(topic, shard); }
-  int poll(int timeout_ms) override { return inner_.poll(timeout_ms); }
-  bool flush(int timeout_ms) override { return inner_.flush(timeout_ms); }
-  std::uint64_t produced() const override { return inner_.produced(); }
-  bool lingers() const override { return inner_.lingers(); }
-  void on_reports_queued(std::function<void()> wake) override { inner_.on_reports_queued(std::move(wake)); }
-  bool healthy() override { return inner_.healthy(); }
-  void open(const std::string& shard, std::vector<storage::InFlightEntry> earlier) override {
-    inner_.open(shard, std::move(earlier));
-  }
-  Opened opened(const std::string& shard) override { return inner_.opened(shard); }
-  void close(const std::string& shard, bool lost) override {
-    ++(lost ? lost_closes : revoke_closes);
-    inner_.close(shard, lost);
-  }
-  broker::DeliveryCounters counters() const override { return inner_.counters(); }
-
-  int lost_closes = 0;
-  int revoke_closes = 0;
-
- private:
-  broker::IdempotentSink inner_;
-};
-
-}  // namespace
-
-TEST_CASE_METHOD(Fenced, "a lost shard's purged records give it up once: its stream is closed once, not once a record",
-                 "[fire][fence]") {
-  const std::string ready = kt::create_topic("ready", 1);
-  FirePath* fire = nullptr;
-  // A long linger keeps the records queued, so that the loss purges them.
-  CountingSink sink(producer_props({{"linger.ms", "5000"}}),
-                    [&](const connectors::DeliveryReport& r) { fire->on_report(r); });
-  Scheduler scheduler(Fixture::options(), wall_now(), store);
-  FirePath path(scheduler, store, sink, fire_options(kt::create_topic("dlq", 1)));
-  fire = &path;
-  scheduler.assign(shard);
-  const std::int64_t t0 = wall_now();
-  put({job("q1", t0, ready), job("q2", t0, ready), job("q3", t0, ready)});
-  scheduler.refill(t0);
-  REQUIRE(path.fire_due(wall_now()) == 3);
-  REQUIRE(path.unsettled() == 3);
-
-  // The group takes the shard away without a revoke (Ownership::give_up(shard, true)), and
-  // another member takes its fence.
-  sink.close(shard, true);
-  scheduler.revoke(shard);
-  store.drop_shard(shard);
-  other.take_shard(shard, wall_now());
-  REQUIRE(sink.lost_closes == 1);
-
-  // Each purged record fails; its retry finds the fence gone (ShardFenced) and the path gives the
-  // shard up, which it had already.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (path.unsettled() > 0 && std::chrono::steady_clock::now() < deadline) {
-    sink.poll(10);
-    path.settle(wall_now());
-  }
-  REQUIRE(path.unsettled() == 0);
-  CHECK(sink.counters().purged == 3);
-  CHECK(sink.lost_closes == 1);  // not once more a purged record
-  CHECK(path.take_lost().empty());
-  CHECK(field("q1", "state") == "delay");  // the new owner's to deliver: its claim stands
 }
