@@ -35,6 +35,9 @@ struct EventDeleter {
 struct MetadataDeleter {
   void operator()(const rd_kafka_metadata_t* m) const noexcept { rd_kafka_metadata_destroy(m); }
 };
+struct GroupListDeleter {
+  void operator()(const rd_kafka_group_list* l) const noexcept { rd_kafka_group_list_destroy(l); }
+};
 
 using KafkaPtr = std::unique_ptr<rd_kafka_t, KafkaDeleter>;
 using NewTopicPtr = std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter>;
@@ -43,6 +46,7 @@ using AdminOptionsPtr = std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptionsDel
 using QueuePtr = std::unique_ptr<rd_kafka_queue_t, QueueDeleter>;
 using EventPtr = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
 using MetadataPtr = std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>;
+using GroupListPtr = std::unique_ptr<const rd_kafka_group_list, GroupListDeleter>;
 
 using Clock = std::chrono::steady_clock;
 
@@ -233,49 +237,47 @@ void KafkaAdmin::ensure_topics(const std::vector<std::string>& topics, int parti
 }
 
 std::vector<KafkaAdmin::GroupMember> KafkaAdmin::group_members(const std::string& group, int timeout_ms) {
-  std::array<char, 512> errstr{};
-  AdminOptionsPtr options(rd_kafka_AdminOptions_new(impl_->rk.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS));
+  // rd_kafka_list_groups (ListGroups to every broker, DescribeGroups to the one that lists the
+  // group), not the admin API's DescribeConsumerGroups: that one goes through librdkafka's
+  // coordinator-request machine, which aborts the process (`eonce->refcnt > 0`) when the
+  // coordinator's connection drops under a request (confluentinc/librdkafka#4605, fix #5397 not
+  // merged; seen on 2.0.2 and 2.12.1 with delayd cut off from Kafka). This path's replies go to a
+  // queue of its own, dropped on a timeout.
   const int budget = std::max(timeout_ms, 1);
-  if (rd_kafka_AdminOptions_set_request_timeout(options.get(), budget, errstr.data(), errstr.size())) {
-    throw KafkaError(std::string("kafka admin options: ") + errstr.data());
-  }
-  QueuePtr queue(rd_kafka_queue_new(impl_->rk.get()));
-  const char* groups[] = {group.c_str()};
-  rd_kafka_DescribeConsumerGroups(impl_->rk.get(), groups, 1, options.get(), queue.get());
-  EventPtr event(rd_kafka_queue_poll(queue.get(), budget + 1000));
+  const rd_kafka_group_list* raw = nullptr;
+  const rd_kafka_resp_err_t err = rd_kafka_list_groups(impl_->rk.get(), group.c_str(), &raw, budget);
+  const GroupListPtr list(raw);
   const std::string what = "kafka describe consumer group " + group + ": ";
-  if (!event) {
-    impl_->throw_if_login_refused();
-    throw KafkaError(what + "no answer within " + std::to_string(budget) + " ms");
-  }
   // A login or an ACL Kafka refuses is a KafkaRefused (Describe on the group: Read implies it).
   const auto refused = [&](int code, const std::string& detail) {
     if (const Refusal kind = refusal_of(code); kind != Refusal::none) {
       throw KafkaRefused(refusal_sentence(kind, impl_->principal, "Describe", "group " + group, detail));
     }
   };
-  if (const rd_kafka_resp_err_t err = rd_kafka_event_error(event.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    refused(static_cast<int>(err), rd_kafka_event_error_string(event.get()));
+  // __PARTIAL: some broker did not answer, but a group came back; with one group asked for, it is
+  // the answer of the coordinator that lists it.
+  const bool found = err == RD_KAFKA_RESP_ERR__PARTIAL && list && list->group_cnt > 0;
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR && !found) {
+    refused(static_cast<int>(err), rd_kafka_err2str(err));
     impl_->throw_if_login_refused();
-    throw KafkaError(what + rd_kafka_event_error_string(event.get()));
-  }
-  const rd_kafka_DescribeConsumerGroups_result_t* result = rd_kafka_event_DescribeConsumerGroups_result(event.get());
-  if (result == nullptr) throw KafkaError(what + "unexpected event type");
-  std::size_t count = 0;
-  const rd_kafka_ConsumerGroupDescription_t** descs = rd_kafka_DescribeConsumerGroups_result_groups(result, &count);
-  std::vector<GroupMember> out;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (const rd_kafka_error_t* e = rd_kafka_ConsumerGroupDescription_error(descs[i])) {
-      if (rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND) continue;  // no such group: no members
-      refused(static_cast<int>(rd_kafka_error_code(e)), rd_kafka_error_string(e));
-      throw KafkaError(what + rd_kafka_error_string(e));
+    if (err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR__PARTIAL) {
+      throw KafkaError(what + "no answer within " + std::to_string(budget) + " ms");
     }
-    const std::size_t n = rd_kafka_ConsumerGroupDescription_member_count(descs[i]);
-    for (std::size_t m = 0; m < n; ++m) {
-      const rd_kafka_MemberDescription_t* member = rd_kafka_ConsumerGroupDescription_member(descs[i], m);
-      auto text = [](const char* s) { return s != nullptr ? std::string(s) : std::string(); };
-      out.push_back({text(rd_kafka_MemberDescription_client_id(member)), text(rd_kafka_MemberDescription_host(member)),
-                     text(rd_kafka_MemberDescription_consumer_id(member))});
+    throw KafkaError(what + rd_kafka_err2str(err));
+  }
+  std::vector<GroupMember> out;
+  for (int i = 0; list && i < list->group_cnt; ++i) {
+    const rd_kafka_group_info& info = list->groups[i];
+    if (info.group == nullptr || group != info.group) continue;
+    if (info.err == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND) continue;  // no such group: no members
+    if (info.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      refused(static_cast<int>(info.err), rd_kafka_err2str(info.err));
+      throw KafkaError(what + rd_kafka_err2str(info.err));
+    }
+    auto text = [](const char* s) { return s != nullptr ? std::string(s) : std::string(); };
+    for (int m = 0; m < info.member_cnt; ++m) {
+      const rd_kafka_group_member_info& member = info.members[m];
+      out.push_back({text(member.client_id), text(member.client_host), text(member.member_id)});
     }
   }
   return out;

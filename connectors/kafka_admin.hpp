@@ -46,8 +46,8 @@ class KafkaAdmin {
   // Throws KafkaError naming the topic and the broker's reason, or the timeout.
   void delete_topics(const std::vector<std::string>& topics, int timeout_ms = 30000);
 
-  // The members of a consumer group as its coordinator describes them (DescribeConsumerGroups):
-  // none for a group that has no members, or does not exist. Throws KafkaRefused when Kafka
+  // The members of a consumer group as its coordinator describes them (DescribeGroups, through
+  // rd_kafka_list_groups): none for a group that has no members, or does not exist. Throws KafkaRefused when Kafka
   // refuses the login or Describe on the group, else KafkaError naming the group and the broker's
   // reason, or the timeout.
   struct GroupMember {

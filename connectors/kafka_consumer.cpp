@@ -413,6 +413,11 @@ std::map<TopicPartition, std::int64_t> KafkaConsumer::lag() const {
   return out;
 }
 
+std::string KafkaConsumer::member_id() const {
+  impl_->ensure_open();
+  return impl_->consumer->memberid();
+}
+
 void KafkaConsumer::close() {
   if (!impl_ || impl_->closed) return;
   impl_->closed = true;

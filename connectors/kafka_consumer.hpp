@@ -103,6 +103,8 @@ class KafkaConsumer {
 
   // The partitions currently assigned to this member.
   std::vector<TopicPartition> assignment() const;
+  // The member id the group's coordinator gave this consumer at its last join; empty before one.
+  std::string member_id() const;
 
   // Records of each assigned partition not read yet: the high watermark librdkafka last saw
   // (from its fetch responses, so no request is made) less this member's position. Partitions
