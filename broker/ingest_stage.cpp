@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 
 #include "base/thread_name.hpp"
 #include "broker/loop_settings.hpp"
@@ -141,6 +142,27 @@ bool IngestStage::redis_cut_long() const {
   return steady_now_ms() - since >= after;
 }
 
+bool IngestStage::others_in_group() {
+  const std::int64_t now = steady_now_ms();
+  if (members_asked_at_ != 0 && now - members_asked_at_ < kMembersRecheckMs) return others_;
+  members_asked_at_ = now;
+  try {
+    if (!admin_) {
+      admin_ = std::make_unique<connectors::KafkaAdmin>(config::kafka_properties(c_, config::KafkaClient::admin));
+    }
+    const std::string me = consumer_.member_id();
+    const auto members = admin_->group_members(group_.group_id, 2000);
+    others_ =
+        me.empty() || std::any_of(members.begin(), members.end(),
+                                  [&](const connectors::KafkaAdmin::GroupMember& m) { return m.member_id != me; });
+  } catch (const std::exception& e) {
+    spdlog::debug("consumer group {}: its members could not be asked ({}); leaving as if it had others",
+                  group_.group_id, e.what());
+    others_ = true;
+  }
+  return others_;
+}
+
 void IngestStage::leave_group() {
   spdlog::warn(
       "redis unreachable for {} ms or more: leaving consumer group {} so that an instance that reaches Redis "
@@ -177,9 +199,16 @@ void IngestStage::turn() {
       while_left();
       return;
     }
-    if (redis_cut_long()) {
+    if (!redis_cut_long()) {
+      kept_alone_said_ = false;
+    } else if (others_in_group()) {
       leave_group();
       return;
+    } else if (!std::exchange(kept_alone_said_, true)) {
+      spdlog::warn(
+          "redis unreachable for {} ms or more, but consumer group {} has no other member that could take {}'s "
+          "partitions: keeping them (leaving would only add a takeover once Redis answers)",
+          c_.redis.leave_group_after_ms, group_.group_id, group_.topic);
     }
     if (!subscribed_ && !join_group()) {
       // Refused (an ACL, the login): reported as the consumer's refusals are, asked again shortly.

@@ -12,6 +12,11 @@
 //      loop's: Handover::redis_down_since()), leave the group instead, so that an instance that
 //      reaches Redis takes the partitions (the revoke is relayed and drained as any other); then
 //      only serve the consumer and ask Redis (PING) once a second, and join again once it answers.
+//      Unless the group has no other member (asked of its coordinator, DescribeGroups, at
+//      most every kMembersRecheckMs; when Kafka cannot be asked, it leaves): nobody could take a
+//      lone member's partitions, and leaving would only add a takeover after Redis answers again
+//      (a single instance through a Redis restart: the shards taken over again a second after).
+//      It keeps them, and says so once an outage.
 //      An outage is counted from no earlier than the last join: the loop's mark may still carry
 //      the outage just ended (it clears on the loop's next good turn, which may wait out a
 //      backoff), and must not make it leave again at once (a leave-join storm: every join undone
@@ -82,6 +87,7 @@
 #include "broker/snapshot.hpp"
 #include "broker/wall_clock.hpp"
 #include "config/config.hpp"
+#include "connectors/kafka_admin.hpp"
 #include "connectors/kafka_consumer.hpp"
 #include "connectors/kafka_producer.hpp"
 #include "storage/job_store.hpp"
@@ -133,6 +139,10 @@ class IngestStage {
   // Step 0's other half: whether Redis has been down long enough to leave; leaving; and, once
   // left, serving the consumer and asking Redis whether it answers again.
   bool redis_cut_long() const;
+  // Whether the group has a member besides this one, from the coordinator's description at most
+  // kMembersRecheckMs old; true when Kafka cannot be asked (so the stage leaves, as without it).
+  bool others_in_group();
+  static constexpr std::int64_t kMembersRecheckMs = 5000;
   void leave_group();
   void while_left();
   static constexpr std::int64_t kLeftProbeMs = 1000;
@@ -161,6 +171,10 @@ class IngestStage {
   std::int64_t joined_at_ = 0;               // steady ms of the last join after a leave; 0: never left
   std::int64_t answered_at_ = 0;             // steady ms of the last turn that wrote batches to Redis; 0: none
   std::optional<std::string> seed_refusal_;  // Kafka refused the seed: its sentence
+  std::unique_ptr<connectors::KafkaAdmin> admin_;  // others_in_group()'s, made at its first question
+  std::int64_t members_asked_at_ = 0;              // steady ms of others_in_group()'s last question; 0: never
+  bool others_ = true;                             // its last answer
+  bool kept_alone_said_ = false;                   // this outage's "keeping them" was logged
   Handover& handover_;
   const DurationHistogram& redis_latency_;
   WallClock clock_;

@@ -300,8 +300,9 @@ constexpr std::array kSettings = {
           field<Int>([](auto& c) -> auto& { return c.redis.wait_timeout_ms; }), 1, 60'000},
 
   Setting{"redis.leave_group_after_ms",
-          "an instance that cannot reach Redis for this long leaves its consumer groups, so that an "
-          "instance that can takes its shards over, and joins again once Redis answers; 0: it never leaves",
+          "an instance that cannot reach Redis for this long leaves its consumer groups (each that has "
+          "another member), so that an instance that can takes its shards over, and joins again once Redis "
+          "answers; 0: it never leaves",
           field<Int>([](auto& c) -> auto& { return c.redis.leave_group_after_ms; }), 0, kMaxInt32},
   Setting{"redis.compress_payloads_above_bytes",
           "a job's payload (key, value and headers) longer than this is kept zstd-compressed in Redis, "

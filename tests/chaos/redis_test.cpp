@@ -6,17 +6,19 @@
 //                       LOADING meanwhile. So that delayd surely meets LOADING (its reconnects
 //                       back off, 0.1 s doubling), the case rewrites the AOF first and restarts
 //                       Redis with a key-load-delay sized to make loading last about 4 s.
+//                       The one instance is its groups' only member: past
+//                       redis.leave_group_after_ms (3 s) it keeps its shards and says so, since
+//                       nobody could take them ("groups left" 0).
 //   redis_client_pause  CLIENT PAUSE 3000 ALL: Redis answers nobody for 3 s.
 //   redis_debug_sleep   DEBUG SLEEP 3: the server is blocked for 3 s (connections stay open,
 //                       commands time out). Needs enable-debug-command, which scripts/stack.sh
 //                       turns on for loopback; a Redis started before that is restarted first.
-#include "chaos_support.hpp"
-
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
+
+#include "chaos_support.hpp"
 
 using namespace delayd::chaos;
 using namespace std::chrono_literals;
@@ -78,6 +80,8 @@ std::string key_load_delay(long long keys, std::int64_t target_ms) {
 
 }  // namespace
 
+constexpr long long kFillerKeys = 40000;
+
 TEST_CASE("redis_restart_aof", "[chaos]") {
   World w("chaos-redis-restart");
   w.create_topics({"orders"});
@@ -85,6 +89,18 @@ TEST_CASE("redis_restart_aof", "[chaos]") {
   std::string delay;
   {
     auto redis = redis_for(w, 10000);
+    // The delay applies to every key the AOF loads, the case's own writes after the rewrite too
+    // (some 30 000 commands): on a Redis of a few keys it would be tens of milliseconds a key and
+    // the loading minutes long. Filler keys of the world's make it 100 us a key or less.
+    const long long have = redis.command({"DBSIZE"}).view().integer();
+    for (long long i = have; i < kFillerKeys; i += 1000) {
+      std::vector<std::string> mset{"MSET"};
+      for (long long k = i; k < std::min(i + 1000, kFillerKeys); ++k) {
+        mset.push_back(w.redis_prefix + ":filler:" + std::to_string(k));
+        mset.push_back("x");
+      }
+      redis.command(mset);
+    }
     rewrite_aof(redis);
     delay = key_load_delay(redis.command({"DBSIZE"}).view().integer(), 4000);
   }
@@ -93,6 +109,7 @@ TEST_CASE("redis_restart_aof", "[chaos]") {
   DelaydProcess delayd(w);
   CaseLine line("redis_restart_aof", expected, ready, [&] { return up_word(delayd); });
   REQUIRE(start_delayd(delayd));
+  std::int64_t gap_ms = 0;
 
   Sender pub(w);
   publish_spread(pub, expected, "before-", 2700, now_ms() + 500, 6000);
@@ -115,6 +132,7 @@ TEST_CASE("redis_restart_aof", "[chaos]") {
     pinger.stop();
     line.note("LOADING for ms", pinger.saw_loading() ? std::to_string(pinger.loading_ms()) : "none seen");
     line.note("redis not answering ms", std::to_string(pinger.longest_gap_ms()));
+    gap_ms = pinger.longest_gap_ms();
     INFO("scripts/stack.sh restart redis:\n" << restart.output);
     REQUIRE(restart.status == 0);
     redis_for(w).command({"CONFIG", "SET", "key-load-delay", "0"});
@@ -123,9 +141,23 @@ TEST_CASE("redis_restart_aof", "[chaos]") {
 
   settle(ready, expected, delayd, 45s);
   const std::string up = up_word(delayd);
+  const std::size_t left = delayd::e2e::groups_left(w.log_path);
+  const std::size_t kept = delayd::e2e::count_in_log(w.log_path, "has no other member that could take");
+  line.note("groups left", std::to_string(left));
+  line.note("groups kept alone", std::to_string(kept));
   const Tally t = line.print();
   check_outcome(t, w, true, up);
+  CHECK(left == 0);
+  // Redis out for longer than redis.leave_group_after_ms (3 s) and a margin: the keeping said.
+  if (gap_ms >= 3500) CHECK(kept > 0);
   if (delayd.running()) delayd.stop();
+  auto redis = redis_for(w);
+  for (long long i = 0; i < kFillerKeys; i += 1000) {
+    std::vector<std::string> unlink{"UNLINK"};
+    for (long long k = i; k < std::min(i + 1000, kFillerKeys); ++k)
+      unlink.push_back(w.redis_prefix + ":filler:" + std::to_string(k));
+    redis.command(unlink);
+  }
 }
 
 TEST_CASE("redis_client_pause", "[chaos]") {
