@@ -63,8 +63,8 @@
 namespace delayd::admin {
 
 struct AdminOptions {
-  std::string listen;  // host:port; port 0 picks a free one
-  std::string token;   // may read and write; empty: none (no token asked unless read_token is set)
+  std::string listen;      // host:port; port 0 picks a free one
+  std::string token;       // may read and write; empty: none (no token asked unless read_token is set)
   std::string read_token;  // may only read; empty: none
   HttpLimits limits;
 };

@@ -1,5 +1,6 @@
 #include "admin/http_server.hpp"
 
+#include <atomic>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -8,8 +9,6 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-
-#include <atomic>
 #include <list>
 #include <optional>
 
@@ -80,9 +79,8 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(core_->limits.max_body_bytes);
     stream_.expires_after(core_->limits.read_timeout);
     waiting_ = true;
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->on_read(ec);
-    });
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
   void on_read(beast::error_code ec) {
@@ -95,8 +93,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == http::error::header_limit || ec == http::error::body_limit) {
       ++core_->counters.too_large;
       const bool header = ec == http::error::header_limit;
-      return send(make_response(header ? 431 : 413, header ? "request header fields too large\n" : "request body too large\n"),
-                  false, 11);
+      return send(
+          make_response(header ? 431 : 413, header ? "request header fields too large\n" : "request body too large\n"),
+          false, 11);
     }
     if (ec) {
       ++core_->counters.bad;
@@ -126,9 +125,8 @@ class Session : public std::enable_shared_from_this<Session> {
     response_->keep_alive(keep_alive);
     response_->prepare_payload();
     stream_.expires_after(core_->limits.read_timeout);
-    http::async_write(stream_, *response_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->on_write(ec);
-    });
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
   }
 
   void on_write(beast::error_code ec) {

@@ -25,7 +25,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -47,12 +46,12 @@ struct HttpLimits {
 
 // What the server counts of its own defences (read on the server's thread).
 struct HttpServerCounters {
-  std::uint64_t accepted = 0;    // connections accepted
-  std::uint64_t evicted = 0;     // waiting connections closed to make room for a new one
-  std::uint64_t refused = 0;     // new connections closed because every slot was busy answering
-  std::uint64_t timed_out = 0;   // connections closed by the read/write deadline
-  std::uint64_t too_large = 0;   // requests refused by the header or body limit
-  std::uint64_t bad = 0;         // requests the parser refused otherwise
+  std::uint64_t accepted = 0;   // connections accepted
+  std::uint64_t evicted = 0;    // waiting connections closed to make room for a new one
+  std::uint64_t refused = 0;    // new connections closed because every slot was busy answering
+  std::uint64_t timed_out = 0;  // connections closed by the read/write deadline
+  std::uint64_t too_large = 0;  // requests refused by the header or body limit
+  std::uint64_t bad = 0;        // requests the parser refused otherwise
 };
 
 // Answers one request, once. Callable from any thread; copies share the one answer.

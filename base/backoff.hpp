@@ -31,7 +31,8 @@ static_assert(doubling(std::chrono::milliseconds(500), std::chrono::milliseconds
 class Backoff {
  public:
   // Precondition: 0 < base <= cap.
-  constexpr Backoff(std::chrono::milliseconds base, std::chrono::milliseconds cap) : base_(base), cap_(cap), next_(base) {}
+  constexpr Backoff(std::chrono::milliseconds base, std::chrono::milliseconds cap)
+      : base_(base), cap_(cap), next_(base) {}
 
   // The wait before this retry; the one after it doubles, up to the cap.
   constexpr std::chrono::milliseconds next() {

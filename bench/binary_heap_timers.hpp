@@ -4,15 +4,15 @@
 // wheel uses); the node stays in the heap until it reaches the top and is dropped there.
 #pragma once
 
-#include "bench/heap_node.hpp"
-#include "wheel/handle_table.hpp"
-#include "wheel/timing_wheel.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <queue>
 #include <vector>
+
+#include "bench/heap_node.hpp"
+#include "wheel/handle_table.hpp"
+#include "wheel/timing_wheel.hpp"
 
 namespace delayd::bench {
 

@@ -4,9 +4,9 @@
 // deadlines come out in schedule order from a heap too (the wheel gets that from its FIFO slots).
 #pragma once
 
-#include "wheel/timing_wheel.hpp"
-
 #include <cstdint>
+
+#include "wheel/timing_wheel.hpp"
 
 namespace delayd::bench {
 

@@ -5,14 +5,14 @@
 // and put siblings next to each other in memory, the usual remedy for a heap's cache misses.
 #pragma once
 
-#include "bench/heap_node.hpp"
-#include "wheel/handle_table.hpp"
-#include "wheel/timing_wheel.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
+
+#include "bench/heap_node.hpp"
+#include "wheel/handle_table.hpp"
+#include "wheel/timing_wheel.hpp"
 
 namespace delayd::bench {
 

@@ -11,9 +11,6 @@
 //             delay, until 2n operations                            ops = fired + scheduled
 #pragma once
 
-#include "bench/bench_support.hpp"
-#include "wheel/timing_wheel.hpp"
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -21,15 +18,18 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.hpp"
+#include "wheel/timing_wheel.hpp"
+
 namespace delayd::bench {
 
 struct WorkloadSpec {
   std::string workload;
   std::uint64_t n = 0;
   bool clustered = false;
-  std::uint64_t start = 0;  // "now" at the beginning, caller units (ms)
-  std::uint64_t range = 0;  // deadlines fall in [start + 1, start + range - 1]
-  std::size_t batch = 4096; // advance() limit
+  std::uint64_t start = 0;   // "now" at the beginning, caller units (ms)
+  std::uint64_t range = 0;   // deadlines fall in [start + 1, start + range - 1]
+  std::size_t batch = 4096;  // advance() limit
   std::uint64_t seed = 42;
 };
 

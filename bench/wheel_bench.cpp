@@ -6,18 +6,18 @@
 // A fresh process per measurement keeps the resident-memory figure honest: nothing freed by an
 // earlier run sits in the allocator to absorb the next one's growth. The schedule run also prints
 // the bytes_per_timer record. bench/run-wheel.sh drives the whole matrix.
-#include "bench/bench_support.hpp"
-#include "bench/binary_heap_timers.hpp"
-#include "bench/quad_heap_timers.hpp"
-#include "bench/timer_workloads.hpp"
-#include "wheel/timing_wheel.hpp"
-
 #include <malloc.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include "bench/bench_support.hpp"
+#include "bench/binary_heap_timers.hpp"
+#include "bench/quad_heap_timers.hpp"
+#include "bench/timer_workloads.hpp"
+#include "wheel/timing_wheel.hpp"
 
 namespace {
 

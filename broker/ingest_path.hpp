@@ -104,8 +104,8 @@ struct IngestOptions {
   std::size_t max_waiting_batches = 64;  // backlogged() beyond this many uncommittable batches
   // how long a cancel for an unknown id is remembered
   std::int64_t cancel_memory_s = config::SchedulerConfig{}.cancel_memory_s;
-  std::string status_topic;              // records of this topic are reports; empty: none
-  config::BusinessPolicies policies;     // what a report does to each business's jobs
+  std::string status_topic;           // records of this topic are reports; empty: none
+  config::BusinessPolicies policies;  // what a report does to each business's jobs
   // Durability: the client the store writes through, and how many replicas must acknowledge each
   // batch's writes before it may be committed (0 or no client: no wait).
   redis::RedisClient* wait_on = nullptr;

@@ -167,10 +167,10 @@ class IngestStage {
   bool subscribed_ = false;
   bool left_ = false;  // out of the group while Redis is unreachable
   std::uint64_t groups_left_ = 0;
-  std::int64_t redis_down_since_ = 0;        // steady ms of this thread's first failed Redis call; 0: up
-  std::int64_t joined_at_ = 0;               // steady ms of the last join after a leave; 0: never left
-  std::int64_t answered_at_ = 0;             // steady ms of the last turn that wrote batches to Redis; 0: none
-  std::optional<std::string> seed_refusal_;  // Kafka refused the seed: its sentence
+  std::int64_t redis_down_since_ = 0;              // steady ms of this thread's first failed Redis call; 0: up
+  std::int64_t joined_at_ = 0;                     // steady ms of the last join after a leave; 0: never left
+  std::int64_t answered_at_ = 0;                   // steady ms of the last turn that wrote batches to Redis; 0: none
+  std::optional<std::string> seed_refusal_;        // Kafka refused the seed: its sentence
   std::unique_ptr<connectors::KafkaAdmin> admin_;  // others_in_group()'s, made at its first question
   std::int64_t members_asked_at_ = 0;              // steady ms of others_in_group()'s last question; 0: never
   bool others_ = true;                             // its last answer

@@ -30,7 +30,7 @@ class LogThrottle {
 
  private:
   Clock::duration period_;
-  Clock::time_point next_{};    // no line before this
+  Clock::time_point next_{};   // no line before this
   std::uint64_t pending_ = 0;  // events not reported in a line yet
 };
 

@@ -32,7 +32,7 @@ struct LoopSnapshot {
   DeliveryCounters delivery;  // transactions, purges, re-takes, groups left
   // Payloads the process stored compressed, their bytes before and after, the dictionary in use.
   storage::CompressionTotals compression;
-  std::string problem;        // the last outage, while it lasts; empty when all is well
+  std::string problem;  // the last outage, while it lasts; empty when all is well
   // Per dependency ("redis", "kafka", "kafka (deliveries)", "delayd"): whether an outage is on.
   std::map<std::string, bool> outages;
   std::uint64_t rebalances = 0;     // assignments and revokes seen since start

@@ -11,8 +11,7 @@
 
 namespace delayd::broker {
 
-TopicCreator::TopicCreator(const connectors::Properties& admin_properties, Options options)
-    : options_(options) {
+TopicCreator::TopicCreator(const connectors::Properties& admin_properties, Options options) : options_(options) {
   // Built here, so that a bad property fails start-up instead of a thread.
   connectors::KafkaAdmin probe(admin_properties);
   worker_ = std::thread([this, admin_properties] { work(admin_properties); });
@@ -88,8 +87,8 @@ void TopicCreator::work(const connectors::Properties& admin_properties) {
         retry.erase(topic);
         spdlog::info("ready topic {} is in place", topic);
       } catch (const std::exception& e) {
-        auto [it, inserted] =
-            retry.try_emplace(topic, Clock::time_point{}, base::Backoff(std::chrono::seconds(1), std::chrono::seconds(60)));
+        auto [it, inserted] = retry.try_emplace(topic, Clock::time_point{},
+                                                base::Backoff(std::chrono::seconds(1), std::chrono::seconds(60)));
         const std::chrono::milliseconds wait = it->second.second.next();
         it->second.first = Clock::now() + wait;
         spdlog::warn("could not create ready topic {} ({}); trying again in {} ms", topic, e.what(), wait.count());

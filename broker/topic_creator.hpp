@@ -24,8 +24,6 @@
 // admin call).
 #pragma once
 
-#include "connectors/kafka_admin.hpp"
-
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -33,6 +31,8 @@
 #include <set>
 #include <string>
 #include <thread>
+
+#include "connectors/kafka_admin.hpp"
 
 namespace delayd::broker {
 

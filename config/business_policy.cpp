@@ -1,10 +1,10 @@
 #include "config/business_policy.hpp"
 
-#include "base/backoff.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+
+#include "base/backoff.hpp"
 
 namespace delayd::config {
 

@@ -9,8 +9,7 @@
 namespace delayd::connectors {
 namespace {
 
-std::string config_message(const std::string& property, const std::string& value,
-                           const std::string& reason) {
+std::string config_message(const std::string& property, const std::string& value, const std::string& reason) {
   if (property.empty()) return "kafka configuration: " + reason;
   return "kafka property '" + property + "' = '" + printable_value(property, value) + "': " + reason;
 }
@@ -50,8 +49,7 @@ std::string refusal_sentence(Refusal kind, const std::string& principal, const s
   return "Kafka refused " + what + " to " + principal + ": " + detail + " (an ACL is missing)";
 }
 
-KafkaConfigError::KafkaConfigError(std::string property_name, const std::string& value,
-                                   std::string why)
+KafkaConfigError::KafkaConfigError(std::string property_name, const std::string& value, std::string why)
     : KafkaError(config_message(property_name, value, why)),
       property(std::move(property_name)),
       reason(std::move(why)) {}

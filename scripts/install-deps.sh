@@ -74,6 +74,7 @@ TEST_PACKAGES=(
   openjdk-17-jdk-headless  # javac: clients/java, its round trip and examples/java-spring (scripts/maven.sh)
   systemd  # systemd-analyze verify of the package's unit (tests/deploy/package_test.sh); nothing starts it
   ccache  # scripts/test.sh's builds: clones of the same tree on one machine share their compiles
+  clang-format-14  # tests/style: every .cpp and .hpp as the repository's .clang-format says
 )
 # Debian 12's clang: libFuzzer and the sanitizer runtimes live in libclang-rt-14-dev, which
 # clang-14 only recommends; llvm-14 brings llvm-symbolizer for readable crash reports.

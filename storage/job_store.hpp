@@ -686,12 +686,12 @@ class JobStore {
  public:
   // What accept_post() sent, for its accept_collect().
   struct PostedAccept {
-    std::vector<std::int64_t> asked;         // each job's deliver_at, as given (asked_times())
-    Calls calls;                             // its groups moved to the connection: left empty
-    std::vector<size_t> sizes;               // how many commands each of calls' groups held
-    std::vector<std::vector<size_t>> index;  // as accept_calls()'s
-    std::vector<std::string> registering;    // shards whose SADD (register_shard()) leads the post
-    DictionaryUse dictionary;                // the dictionary its payloads use, if any
+    std::vector<std::int64_t> asked;             // each job's deliver_at, as given (asked_times())
+    Calls calls;                                 // its groups moved to the connection: left empty
+    std::vector<size_t> sizes;                   // how many commands each of calls' groups held
+    std::vector<std::vector<size_t>> index;      // as accept_calls()'s
+    std::vector<std::string> registering;        // shards whose SADD (register_shard()) leads the post
+    DictionaryUse dictionary;                    // the dictionary its payloads use, if any
     std::vector<std::string> dictionary_shards;  // dictionary_writes() after the SADDs: its shards,
     bool dictionary_prefix = false;              // and whether <prefix>:zdict's write ends them
   };
@@ -738,16 +738,16 @@ class JobStore {
   redis::RedisClient& redis_;
   KeySchema keys_;
   std::int64_t retention_s_;
-  std::size_t compress_above_ = 0;  // bytes of an encoded payload; 0: never compressed
-  bool use_dictionary_ = false;     // compress_payloads_above()'s `dictionary`
+  std::size_t compress_above_ = 0;                     // bytes of an encoded payload; 0: never compressed
+  bool use_dictionary_ = false;                        // compress_payloads_above()'s `dictionary`
   std::shared_ptr<PayloadDictionaries> dictionaries_;  // the prefix's, shared in the process
   std::uint32_t dictionary_id_ = 0;                    // the dictionary whose keys this store has written:
   std::set<std::string> dictionary_shards_;            // in these shards,
   bool dictionary_prefix_ = false;                     // and as <prefix>:zdict (or found it there)
   ScriptCalls calls_;                                  // functions until load_scripts() finds Redis cannot have them
-  std::vector<std::string> shas_;  // with ScriptCalls::eval: each script's SHA1, in kScripts's order
-  std::set<std::string> registered_shards_;                  // added to <prefix>:shards by this process
-  std::optional<std::string> member_;                        // set by enable_fencing()
+  std::vector<std::string> shas_;            // with ScriptCalls::eval: each script's SHA1, in kScripts's order
+  std::set<std::string> registered_shards_;  // added to <prefix>:shards by this process
+  std::optional<std::string> member_;        // set by enable_fencing()
   std::map<std::string, std::int64_t, std::less<>> fences_;  // shard -> epoch held
 };
 

@@ -1,12 +1,11 @@
 // JobStore's compressed payloads: the zstd dictionaries a store compresses with, read from Redis,
 // written beside the records that use them (job_store.hpp: compress_payloads_above(); the
 // format in payload_compression.hpp).
-#include "storage/job_store.hpp"
-
 #include <algorithm>
 #include <string>
 
 #include "storage/job_record.hpp"
+#include "storage/job_store.hpp"
 #include "storage/payload_compression.hpp"
 
 namespace delayd::storage {

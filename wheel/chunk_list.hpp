@@ -17,14 +17,14 @@
 // drain()) before it is destroyed, or its chunks are lost to the pool until the wheel dies.
 #pragma once
 
-#include "wheel/timer_entry.hpp"
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
+
+#include "wheel/timer_entry.hpp"
 
 namespace delayd::wheel {
 

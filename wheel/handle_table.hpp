@@ -31,13 +31,13 @@
 //   - generations_[i] != 0 for every index ever handed out.
 #pragma once
 
-#include "wheel/free_index_queue.hpp"
-#include "wheel/timer_handle.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#include "wheel/free_index_queue.hpp"
+#include "wheel/timer_handle.hpp"
 
 namespace delayd::wheel {
 
@@ -92,9 +92,7 @@ class HandleTable {
 
   // The wheel dropped the entry of a cancelled timer. Pre: !pending(index), generation current,
   // index not already free. Post: the index is free for reuse.
-  void release(std::uint32_t index, std::uint32_t generation) {
-    free_.push_back(FreeIndex{index, generation});
-  }
+  void release(std::uint32_t index, std::uint32_t generation) { free_.push_back(FreeIndex{index, generation}); }
 
   // Indices ever handed out (in use or free).
   [[nodiscard]] std::size_t capacity() const noexcept { return generations_.size(); }

@@ -28,9 +28,7 @@ class OccupancyBitmap {
   [[nodiscard]] std::size_t slots() const noexcept { return slots_; }
   [[nodiscard]] bool any() const noexcept { return summary_ != 0; }
 
-  [[nodiscard]] bool test(std::size_t slot) const noexcept {
-    return (words_[slot >> 6] >> (slot & 63)) & 1U;
-  }
+  [[nodiscard]] bool test(std::size_t slot) const noexcept { return (words_[slot >> 6] >> (slot & 63)) & 1U; }
 
   void set(std::size_t slot) noexcept {
     words_[slot >> 6] |= bit(slot & 63);

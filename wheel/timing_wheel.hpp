@@ -121,17 +121,17 @@
 //       indices are exactly size().
 #pragma once
 
-#include "wheel/chunk_list.hpp"
-#include "wheel/handle_table.hpp"
-#include "wheel/occupancy_bitmap.hpp"
-#include "wheel/timer_entry.hpp"
-#include "wheel/timer_handle.hpp"
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
+
+#include "wheel/chunk_list.hpp"
+#include "wheel/handle_table.hpp"
+#include "wheel/occupancy_bitmap.hpp"
+#include "wheel/timer_entry.hpp"
+#include "wheel/timer_handle.hpp"
 
 namespace delayd::wheel {
 
@@ -160,12 +160,12 @@ struct LevelStats {
 
 struct WheelStats {
   std::array<LevelStats, 3> levels;
-  std::size_t due_entries = 0;      // on the due list, cancelled ones included
-  std::size_t pending = 0;          // == size()
-  std::size_t orphans = 0;          // cancelled entries still held in slots or on the due list
-  std::size_t chunks_total = 0;     // pool high-water mark
+  std::size_t due_entries = 0;   // on the due list, cancelled ones included
+  std::size_t pending = 0;       // == size()
+  std::size_t orphans = 0;       // cancelled entries still held in slots or on the due list
+  std::size_t chunks_total = 0;  // pool high-water mark
   std::size_t chunks_free = 0;
-  std::size_t bytes_reserved = 0;   // chunks + handle table
+  std::size_t bytes_reserved = 0;  // chunks + handle table
 };
 
 class TimingWheel {
@@ -269,10 +269,10 @@ class TimingWheel {
   std::uint64_t tick_;
   unsigned bits_;
   std::uint64_t slot_mask_;
-  std::uint64_t span_;        // 2^(3b) ticks: the window the levels can hold
-  std::uint64_t now_;         // caller units
-  std::uint64_t now_tick_;    // floor(now_ / tick_)
-  std::uint64_t cursor_;      // ticks
+  std::uint64_t span_;      // 2^(3b) ticks: the window the levels can hold
+  std::uint64_t now_;       // caller units
+  std::uint64_t now_tick_;  // floor(now_ / tick_)
+  std::uint64_t cursor_;    // ticks
   std::size_t pending_ = 0;
 
   ChunkPool pool_;

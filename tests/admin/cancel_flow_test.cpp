@@ -3,7 +3,6 @@
 #include "admin/cancel_flow.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 

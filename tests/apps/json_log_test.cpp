@@ -1,13 +1,12 @@
 // The JSON log lines of log.format = json: one parseable object per line, the message intact
 // (quotes, newlines, invalid UTF-8), the job-id lifted out where a line names one, and the trace
 // and span of a traced job's lines.
-#include <catch2/catch.hpp>
-
 #include "apps/delayd/json_log.hpp"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/sinks/ostream_sink.h>
 
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace {
@@ -41,7 +40,8 @@ TEST_CASE("a JSON log line is one object with time, level and the message intact
 }
 
 TEST_CASE("a line about one job carries its id", "[log]") {
-  CHECK(nlohmann::json::parse(log_line(spdlog::level::err, "job order-17: attempt 2 failed (x)")).at("job_id") == "order-17");
+  CHECK(nlohmann::json::parse(log_line(spdlog::level::err, "job order-17: attempt 2 failed (x)")).at("job_id") ==
+        "order-17");
   CHECK(nlohmann::json::parse(log_line(spdlog::level::info, "job a1 set aside: corrupt")).at("job_id") == "a1");
   CHECK(nlohmann::json::parse(log_line(spdlog::level::info, "cancel for job-id z9, unknown")).at("job_id") == "z9");
   CHECK_FALSE(nlohmann::json::parse(log_line(spdlog::level::info, "the job is late")).contains("job_id"));

@@ -2,7 +2,6 @@
 #include "base/backoff.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 using std::chrono::milliseconds;

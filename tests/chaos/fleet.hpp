@@ -64,8 +64,8 @@ class Fleet {
   const World& world_;
   std::vector<std::unique_ptr<DelaydProcess>> members_;
   std::vector<std::uint16_t> admin_ports_;
-  std::map<std::size_t, std::pair<uid_t, gid_t>> users_;  // run_as()'s
-  std::map<std::size_t, std::string> log_suffixes_;       // log_apart()'s
+  std::map<std::size_t, std::pair<uid_t, gid_t>> users_;            // run_as()'s
+  std::map<std::size_t, std::string> log_suffixes_;                 // log_apart()'s
   std::map<std::size_t, std::map<std::string, std::string>> envs_;  // set_env()'s
 };
 

@@ -8,12 +8,11 @@
 //                           none early. The line also gives the worst lateness of the existing
 //                           business's jobs (what creating topics on the way costs them) and
 //                           max_turn_ms from delayd's /stats when it reports one (else n/a).
-#include "chaos_support.hpp"
-
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
+
+#include "chaos_support.hpp"
 
 using namespace delayd::chaos;
 using namespace std::chrono_literals;
@@ -87,7 +86,8 @@ TEST_CASE("new_business_while_due", "[chaos]") {
     for (int i = 0; i < 20; ++i) {
       const std::string id = fresh[static_cast<std::size_t>(b)] + "-" + std::to_string(i);
       expected[id] = now_ms() + 25 * i;
-      pub.send(delayd::e2e::job_at(id, expected[id], "value of " + id, std::nullopt, fresh[static_cast<std::size_t>(b)]));
+      pub.send(
+          delayd::e2e::job_at(id, expected[id], "value of " + id, std::nullopt, fresh[static_cast<std::size_t>(b)]));
     }
     pub.poll();
   }

@@ -3,9 +3,9 @@
 // crash and counted), none early, every restart comes up and the last one still runs at the end.
 // "delayd up" prints "restarted <came up>/<restarts>": here the original process is meant to be
 // gone.
-#include "chaos_support.hpp"
-
 #include <catch2/catch.hpp>
+
+#include "chaos_support.hpp"
 
 using namespace delayd::chaos;
 using namespace std::chrono_literals;

@@ -100,8 +100,7 @@ TEST_CASE("a secret's value never appears in a configuration error", "[kafka]") 
   CHECK_THAT(e.what(), Catch::Contains("sasl.password"));
 }
 
-TEST_CASE("a consumer property that would break manual commits is overridden, with a warning",
-          "[kafka]") {
+TEST_CASE("a consumer property that would break manual commits is overridden, with a warning", "[kafka]") {
   std::mutex mutex;
   std::vector<std::string> warnings;
   set_log_hook([&](LogLevel level, std::string_view message) {

@@ -2,11 +2,11 @@
 // loops that poll until a condition holds or a deadline passes (never forever).
 #pragma once
 
-#include <catch2/catch.hpp>
 #include <librdkafka/rdkafkacpp.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -21,8 +21,9 @@ namespace delayd::connectors::test {
 inline std::string bootstrap() {
   const char* v = std::getenv("KAFKA_BOOTSTRAP");
   if (v == nullptr || *v == '\0') {
-    FAIL("KAFKA_BOOTSTRAP is not set: start the stack with scripts/stack.sh up and export its env "
-         "(eval \"$(scripts/stack.sh env | sed 's/^/export /')\"), or run scripts/test.sh");
+    FAIL(
+        "KAFKA_BOOTSTRAP is not set: start the stack with scripts/stack.sh up and export its env "
+        "(eval \"$(scripts/stack.sh env | sed 's/^/export /')\"), or run scripts/test.sh");
   }
   return v;
 }
@@ -32,13 +33,10 @@ inline std::string bootstrap() {
 inline std::string unique_name(const std::string& prefix) {
   static std::atomic<int> counter{0};
   return "delayd-test." + prefix + "." + std::to_string(::getpid()) + "-" +
-         std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" +
-         std::to_string(counter++);
+         std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" + std::to_string(counter++);
 }
 
-inline Properties base_props() {
-  return {{"bootstrap.servers", bootstrap()}};
-}
+inline Properties base_props() { return {{"bootstrap.servers", bootstrap()}}; }
 
 inline std::string create_topic(const std::string& prefix, int partitions) {
   const std::string topic = unique_name(prefix);
@@ -68,8 +66,6 @@ inline std::vector<Record> consume_n(KafkaConsumer& consumer, std::size_t want,
 
 // Every librdkafka handle a test made must be gone when it ends, or the sanitizer build would
 // report librdkafka's memory as leaked.
-inline void require_all_clients_destroyed() {
-  REQUIRE(RdKafka::wait_destroyed(10000) == 0);
-}
+inline void require_all_clients_destroyed() { REQUIRE(RdKafka::wait_destroyed(10000) == 0); }
 
 }  // namespace delayd::connectors::test

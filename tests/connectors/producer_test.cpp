@@ -24,8 +24,7 @@ void poll_until(KafkaProducer& producer, const std::vector<DeliveryReport>& repo
 
 }  // namespace
 
-TEST_CASE("a record for a topic that does not exist is reported failed within message.timeout.ms",
-          "[kafka]") {
+TEST_CASE("a record for a topic that does not exist is reported failed within message.timeout.ms", "[kafka]") {
   std::vector<DeliveryReport> reports;
   {
     Properties props = base_props();
@@ -107,10 +106,9 @@ TEST_CASE("an exception from the report handler leaves the call that served the 
 TEST_CASE("produce throws KafkaError when the queue stays full for the whole timeout", "[kafka]") {
   {
     // Nothing listens on port 1, so nothing leaves the queue.
-    KafkaProducer producer({{"bootstrap.servers", "127.0.0.1:1"},
-                            {"queue.buffering.max.messages", "1"},
-                            {"log_level", "0"}},
-                           [](const DeliveryReport&) {});
+    KafkaProducer producer(
+        {{"bootstrap.servers", "127.0.0.1:1"}, {"queue.buffering.max.messages", "1"}, {"log_level", "0"}},
+        [](const DeliveryReport&) {});
     OutRecord rec;
     rec.topic = "anything";
     rec.value = "v";

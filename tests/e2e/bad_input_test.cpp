@@ -1,9 +1,9 @@
 // Invalid ingest records land on the dead-letter topic with a reason, between valid jobs that
 // keep flowing; and a job whose ready topic cannot be written ends failed, on the dead-letter
 // topic, after its attempts.
-#include "harness.hpp"
-
 #include <catch2/catch.hpp>
+
+#include "harness.hpp"
 
 using namespace delayd::e2e;
 using delayd::connectors::OutRecord;
@@ -95,8 +95,7 @@ TEST_CASE("a job whose ready topic does not exist is dead-lettered after the mis
   CHECK(header(r, "job-id") == "lost-cause");
   CHECK(header(r, "attempt") == "1");  // every wait for the topic was refunded
   REQUIRE(header(r, "error").has_value());
-  CHECK_THAT(*header(r, "error"),
-             Catch::Contains("ready topic " + w.ready_topic("nowhere") + " has not existed for"));
+  CHECK_THAT(*header(r, "error"), Catch::Contains("ready topic " + w.ready_topic("nowhere") + " has not existed for"));
   CHECK(r.value == "v");
 
   // The dead-letter record is written before the state changes; a clean stop settles it.

@@ -1,14 +1,13 @@
 // kill -9 of delayd while jobs are pending and in flight, more jobs published while it is down,
 // then a restart: every job is delivered at least once, none early, and Redis ends with every
 // job ready. Duplicates are allowed (at-least-once) and counted; each carries its job-id.
-#include "harness.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <iostream>
 #include <map>
 #include <random>
 #include <set>
+
+#include "harness.hpp"
 
 using namespace delayd::e2e;
 

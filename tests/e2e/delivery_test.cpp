@@ -35,7 +35,7 @@ TEST_CASE("every job arrives exactly once, never early, and is marked ready", "[
   const std::int64_t shared_instant = base + 4000;
   std::map<std::string, std::int64_t> expected;  // job-id -> deliver-at
   std::map<std::string, std::int64_t> sent_at;   // job-id -> when it was handed to the producer
-  std::set<std::string> overdue;                  // deliver-at already past when published
+  std::set<std::string> overdue;                 // deliver-at already past when published
   for (int i = 0; i < kJobs; ++i) {
     Job j;
     j.job_id = "job-" + std::to_string(i);
@@ -60,8 +60,8 @@ TEST_CASE("every job arrives exactly once, never early, and is marked ready", "[
   }
   pub.flush();
 
-  const bool all = ready.collect_until([&](const auto& recs) { return recs.size() >= expected.size(); },
-                                       std::chrono::seconds(90));
+  const bool all =
+      ready.collect_until([&](const auto& recs) { return recs.size() >= expected.size(); }, std::chrono::seconds(90));
   // Anything extra would show up right behind the last expected record.
   ready.collect_until([](const auto&) { return false; }, std::chrono::milliseconds(1500));
   INFO("received " << ready.records().size() << " of " << expected.size());

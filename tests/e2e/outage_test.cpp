@@ -151,10 +151,11 @@ TEST_CASE("a ready topic deleted under delayd is created again and its jobs go o
   // Said once for the topic, not once per job.
   CHECK(count_lines(log, "does not exist: its jobs wait") == 1);
   CHECK(count_lines(log, "failed (") <= 3);
-  std::printf("missing topic (create_topics on): %d of %d jobs delivered after the topic was deleted; "
-              "%zu log lines about the missing topic, %zu about failed attempts\n",
-              static_cast<int>(std::count(states.begin(), states.end(), "ready")), kJobs,
-              count_lines(log, "does not exist"), count_lines(log, "failed ("));
+  std::printf(
+      "missing topic (create_topics on): %d of %d jobs delivered after the topic was deleted; "
+      "%zu log lines about the missing topic, %zu about failed attempts\n",
+      static_cast<int>(std::count(states.begin(), states.end(), "ready")), kJobs, count_lines(log, "does not exist"),
+      count_lines(log, "failed ("));
 }
 
 // With kafka.create_topics off, the jobs of a missing topic wait without spending attempts,
@@ -206,8 +207,9 @@ TEST_CASE("with topic creation off, a missing ready topic's jobs wait, then are 
   const std::string log = log_text(w);
   CHECK(count_lines(log, "does not exist: its jobs wait") == 1);
   CHECK(count_lines(log, "failed (") <= 3);
-  std::printf("missing topic (create_topics off): %d of %d jobs dead-lettered, the first %lld ms after due; "
-              "%zu log lines about the missing topic\n",
-              static_cast<int>(std::count(states.begin(), states.end(), "failed")), kJobs,
-              static_cast<long long>(first_dead - due), count_lines(log, "does not exist"));
+  std::printf(
+      "missing topic (create_topics off): %d of %d jobs dead-lettered, the first %lld ms after due; "
+      "%zu log lines about the missing topic\n",
+      static_cast<int>(std::count(states.begin(), states.end(), "failed")), kJobs,
+      static_cast<long long>(first_dead - due), count_lines(log, "does not exist"));
 }

@@ -5,7 +5,6 @@
 // give the same id back.
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-
 #include <cstdint>
 #include <string>
 #include <string_view>

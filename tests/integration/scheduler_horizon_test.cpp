@@ -58,7 +58,9 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE_METHOD(Fixture, "a job due exactly at the horizon is held at once but one a millisecond later waits for the loader", "[horizon]") {
+TEST_CASE_METHOD(Fixture,
+                 "a job due exactly at the horizon is held at once but one a millisecond later waits for the loader",
+                 "[horizon]") {
   Scheduler s(options(1000), T, store);
   s.assign(shard);
   CHECK_FALSE(s.horizon(shard).has_value());
@@ -118,7 +120,9 @@ TEST_CASE_METHOD(Fixture, "timers come out at their deliver-at, never before", "
   CHECK(s.job(due[0]).job_id == "a");
 }
 
-TEST_CASE_METHOD(Fixture, "one job-id in two shards is two jobs: both are held and fire, a cancel takes only its shard's", "[horizon]") {
+TEST_CASE_METHOD(Fixture,
+                 "one job-id in two shards is two jobs: both are held and fire, a cancel takes only its shard's",
+                 "[horizon]") {
   Scheduler s(options(1000), T, store);
   s.assign(shard);
   s.assign(other_shard);
@@ -151,7 +155,7 @@ TEST_CASE_METHOD(Fixture, "one job-id in two shards is two jobs: both are held a
   CHECK(c.cancel(other_shard, "twin"));
   CHECK(c.holds(shard, "twin"));
   CHECK_FALSE(c.holds(other_shard, "twin"));
-  CHECK_FALSE(c.cancel(other_shard, "twin"));  // already gone
+  CHECK_FALSE(c.cancel(other_shard, "twin"));               // already gone
   std::vector<std::pair<std::string, std::int64_t>> twins;  // (shard, due_at) of each "twin" fired
   for (auto slot : c.take_due(T + 60)) {
     if (c.job(slot).job_id == "twin") twins.emplace_back(c.shard_name(c.job(slot).shard), c.job(slot).due_at);

@@ -2,20 +2,19 @@
 // own wrappers) so that it tells "the stack is broken" apart from "delayd is broken":
 //   - a record with headers goes to a real Kafka topic and comes back with the same headers;
 //   - a Redis sorted set is written and read back in score order.
-#include <catch2/catch.hpp>
-
-#include "support/test_env.hpp"
-
 #include <hiredis/hiredis.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "support/test_env.hpp"
 
 namespace {
 
@@ -26,20 +25,19 @@ using delayd::testing::unique_name;
 void create_topic(const std::string& bootstrap, const std::string& topic) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  REQUIRE(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err) ==
-          RD_KAFKA_CONF_OK);
-  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk(
-      rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
+  REQUIRE(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err) == RD_KAFKA_CONF_OK);
+  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err),
+                                                              &rd_kafka_destroy);
   REQUIRE(rk != nullptr);
   std::unique_ptr<rd_kafka_NewTopic_t, decltype(&rd_kafka_NewTopic_destroy)> nt(
       rd_kafka_NewTopic_new(topic.c_str(), 1, 1, err, sizeof err), &rd_kafka_NewTopic_destroy);
   REQUIRE(nt != nullptr);
   std::unique_ptr<rd_kafka_queue_t, decltype(&rd_kafka_queue_destroy)> q(rd_kafka_queue_new(rk.get()),
-                                                                        &rd_kafka_queue_destroy);
+                                                                         &rd_kafka_queue_destroy);
   rd_kafka_NewTopic_t* topics[] = {nt.get()};
   rd_kafka_CreateTopics(rk.get(), topics, 1, nullptr, q.get());
-  std::unique_ptr<rd_kafka_event_t, decltype(&rd_kafka_event_destroy)> ev(
-      rd_kafka_queue_poll(q.get(), 30000), &rd_kafka_event_destroy);
+  std::unique_ptr<rd_kafka_event_t, decltype(&rd_kafka_event_destroy)> ev(rd_kafka_queue_poll(q.get(), 30000),
+                                                                          &rd_kafka_event_destroy);
   REQUIRE(ev != nullptr);
   REQUIRE(rd_kafka_event_error(ev.get()) == RD_KAFKA_RESP_ERR_NO_ERROR);
   size_t n = 0;
@@ -76,9 +74,8 @@ TEST_CASE("a record with headers makes the round trip through the real Kafka", "
     headers->add("deliver-at", "1795000000123");
     headers->add("business", "orders");
     std::string key = "k1", value = "hello, stack";
-    const RdKafka::ErrorCode rc = producer->produce(
-        topic, 0, RdKafka::Producer::RK_MSG_COPY, value.data(), value.size(), key.data(), key.size(),
-        0, headers.get(), nullptr);
+    const RdKafka::ErrorCode rc = producer->produce(topic, 0, RdKafka::Producer::RK_MSG_COPY, value.data(),
+                                                    value.size(), key.data(), key.size(), 0, headers.get(), nullptr);
     if (rc == RdKafka::ERR_NO_ERROR) (void)headers.release();  // librdkafka owns them now
     REQUIRE(rc == RdKafka::ERR_NO_ERROR);
     REQUIRE(producer->flush(30000) == RdKafka::ERR_NO_ERROR);
@@ -134,8 +131,8 @@ TEST_CASE("a sorted set is written to and read back from the real Redis", "[redi
   INFO(c->errstr);
   REQUIRE(c->err == 0);
   auto cmd = [&](auto... args) {
-    std::unique_ptr<redisReply, decltype(&freeReplyObject)> r(
-        static_cast<redisReply*>(redisCommand(c.get(), args...)), &freeReplyObject);
+    std::unique_ptr<redisReply, decltype(&freeReplyObject)> r(static_cast<redisReply*>(redisCommand(c.get(), args...)),
+                                                              &freeReplyObject);
     REQUIRE(r != nullptr);
     REQUIRE(r->type != REDIS_REPLY_ERROR);
     return r;

@@ -70,7 +70,8 @@ class LocalCluster {
     if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
     const int n = primaries * (1 + replicas);
-    std::mt19937 rng(static_cast<unsigned>(::getpid()) ^ static_cast<unsigned>(Clock::now().time_since_epoch().count()));
+    std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
+                     static_cast<unsigned>(Clock::now().time_since_epoch().count()));
     for (int attempt = 0; attempt < 100 && ports_.empty(); ++attempt) {
       const int base = 20000 + static_cast<int>(rng() % 20000);  // bus ports (+10000) stay below 50000
       bool ok = true;
@@ -105,13 +106,9 @@ class LocalCluster {
     return o;
   }
   // A shell command, output appended to the cluster's log; its exit status.
-  int run(const std::string& cmd) const {
-    return std::system((cmd + " >>" + dir_ + "/cli.log 2>&1").c_str());
-  }
+  int run(const std::string& cmd) const { return std::system((cmd + " >>" + dir_ + "/cli.log 2>&1").c_str()); }
   // The same in the background: its pid.
-  pid_t run_async(const std::string& cmd) const {
-    return spawn({"/bin/sh", "-c", cmd}, dir_ + "/cli.log");
-  }
+  pid_t run_async(const std::string& cmd) const { return spawn({"/bin/sh", "-c", cmd}, dir_ + "/cli.log"); }
   std::string node_id(int port) const {
     RedisConnection c(node_options(port));
     return std::string(c.command({"CLUSTER", "MYID"}).view().str());
@@ -165,10 +162,29 @@ class LocalCluster {
   }
   void start(int port) {
     const std::string p = std::to_string(port);
-    pids_[port] = spawn({"redis-server", "--port", p, "--bind", "127.0.0.1", "--dir", dir_, "--cluster-enabled", "yes",
-                         "--cluster-config-file", "nodes-" + p + ".conf", "--cluster-node-timeout", "1000",
-                         "--save", "", "--appendonly", "no", "--repl-diskless-sync", "yes",
-                         "--repl-diskless-sync-delay", "0", "--protected-mode", "no"},
+    pids_[port] = spawn({"redis-server",
+                         "--port",
+                         p,
+                         "--bind",
+                         "127.0.0.1",
+                         "--dir",
+                         dir_,
+                         "--cluster-enabled",
+                         "yes",
+                         "--cluster-config-file",
+                         "nodes-" + p + ".conf",
+                         "--cluster-node-timeout",
+                         "1000",
+                         "--save",
+                         "",
+                         "--appendonly",
+                         "no",
+                         "--repl-diskless-sync",
+                         "yes",
+                         "--repl-diskless-sync-delay",
+                         "0",
+                         "--protected-mode",
+                         "no"},
                         dir_ + "/" + p + ".log");
   }
   static void wait_ping(int port) {
@@ -179,7 +195,8 @@ class LocalCluster {
         if (c.command({"PING"}).view().is_string()) return;
       } catch (const RedisIoError&) {
       }
-      if (Clock::now() > deadline) throw std::runtime_error("redis-server on " + std::to_string(port) + " did not start");
+      if (Clock::now() > deadline)
+        throw std::runtime_error("redis-server on " + std::to_string(port) + " did not start");
       std::this_thread::sleep_for(50ms);
     }
   }
@@ -415,9 +432,8 @@ TEST_CASE("cluster: a migrating slot is followed with ASK, a moved one with MOVE
   REQUIRE(redis.command_on(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", from_id}).view().str() == "OK");
   REQUIRE(redis.command_on(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", to_id}).view().str() == "OK");
   const std::string moved_key = keys.delay_records(shard);
-  REQUIRE(redis.command_on(from, {"MIGRATE", to.host, std::to_string(to.port), moved_key, "0", "5000"})
-              .view()
-              .str() == "OK");
+  REQUIRE(redis.command_on(from, {"MIGRATE", to.host, std::to_string(to.port), moved_key, "0", "5000"}).view().str() ==
+          "OK");
 
   // A single key that moved: ASK, followed (ASKING + the command on the target), map unchanged.
   const auto moved_record = redis.command({"HGET", moved_key, "a0"});
@@ -473,7 +489,8 @@ TEST_CASE("cluster: redis-cli --cluster reshard while JobStore calls run", "[clu
   auto one_round = [&] {
     std::vector<NewJob> jobs;
     for (const auto& shard : shards) {
-      for (int j = 0; j < 25; ++j) jobs.push_back(job(shard, "r" + std::to_string(round) + "-" + std::to_string(j), 100));
+      for (int j = 0; j < 25; ++j)
+        jobs.push_back(job(shard, "r" + std::to_string(round) + "-" + std::to_string(j), 100));
     }
     retrying([&] { return store.accept(jobs, 1); }, &retries);
     for (const auto& j : jobs) accepted.insert(j.shard + "/" + j.job_id);
@@ -493,9 +510,9 @@ TEST_CASE("cluster: redis-cli --cluster reshard while JobStore calls run", "[clu
   };
   for (int i = 0; i < 5; ++i) one_round();
 
-  const pid_t reshard = lc.run_async("redis-cli --cluster reshard " + from.to_string() + " --cluster-from " +
-                                     lc.node_id(from.port) + " --cluster-to " + lc.node_id(to.port) +
-                                     " --cluster-slots 400 --cluster-yes --cluster-pipeline 5");
+  const pid_t reshard =
+      lc.run_async("redis-cli --cluster reshard " + from.to_string() + " --cluster-from " + lc.node_id(from.port) +
+                   " --cluster-to " + lc.node_id(to.port) + " --cluster-slots 400 --cluster-yes --cluster-pipeline 5");
   int status = -1;
   const auto deadline = Clock::now() + 30s;
   while (::waitpid(reshard, &status, WNOHANG) == 0 && Clock::now() < deadline) one_round();
@@ -546,7 +563,8 @@ TEST_CASE("cluster: a primary fails over while jobs flow, and with wait_replicas
   auto chunk = [&] {
     std::vector<NewJob> jobs;
     for (const auto& shard : shards) {
-      for (int j = 0; j < 10; ++j) jobs.push_back(job(shard, "f" + std::to_string(batch_no) + "-" + std::to_string(j), 100));
+      for (int j = 0; j < 10; ++j)
+        jobs.push_back(job(shard, "f" + std::to_string(batch_no) + "-" + std::to_string(j), 100));
     }
     const auto deadline = Clock::now() + 40s;
     for (;;) {

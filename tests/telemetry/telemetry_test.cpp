@@ -184,11 +184,11 @@ TEST_CASE("exporter: with no collector listening, spans are dropped and counted,
   const ExporterCounters c = exporter.counters();
   CHECK(c.exported == 0);
   CHECK(c.dropped_full == kSpans - taken);
-  CHECK(c.dropped_full + c.dropped_failed == kSpans);           // every span accounted for
+  CHECK(c.dropped_full + c.dropped_failed == kSpans);  // every span accounted for
   // The queue never grew past its bound: the exporter takes at most max_queue spans a round, and
   // after the first failed round it waits a second (the backoff) before the next.
   CHECK(c.dropped_full >= kSpans - 3 * o.max_queue);
-  CHECK_FALSE(exporter.submit(SpanData{}));                     // after shutdown: refused, counted
+  CHECK_FALSE(exporter.submit(SpanData{}));  // after shutdown: refused, counted
   CHECK(exporter.counters().dropped_full == c.dropped_full + 1);
 }
 

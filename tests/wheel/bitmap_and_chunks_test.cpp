@@ -1,11 +1,10 @@
 // The wheel's building blocks: the occupancy bitmap and the chunked slot lists.
-#include "wheel/chunk_list.hpp"
-#include "wheel/occupancy_bitmap.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <vector>
+
+#include "wheel/chunk_list.hpp"
+#include "wheel/occupancy_bitmap.hpp"
 
 using delayd::wheel::ChunkList;
 using delayd::wheel::ChunkPool;

@@ -8,12 +8,8 @@
 // about three million operations in all; sanitizer builds default to a third of that. The [.long]
 // case runs ten times the default. DELAYD_WHEEL_DIFF_VERBOSE=1 prints what each run covered
 // (timers scheduled, refused, cancelled, released, batches cut by the limit, peak size).
-#include "tests/wheel/reference_wheel.hpp"
-#include "wheel/timing_wheel.hpp"
-
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +17,9 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "tests/wheel/reference_wheel.hpp"
+#include "wheel/timing_wheel.hpp"
 
 namespace {
 
@@ -105,7 +104,8 @@ class Driver {
     REQUIRE(wheel_.size() == 0);
     wheel_.check_invariants();
     if (std::getenv("DELAYD_WHEEL_DIFF_VERBOSE")) {
-      std::printf("%s: sched=%zu refused=%zu cancels_ok=%zu released=%zu cut=%zu maxsize=%zu\n", shape_.name, handles_.size(), refused_, cancelled_, released_, cut_, max_size_);
+      std::printf("%s: sched=%zu refused=%zu cancels_ok=%zu released=%zu cut=%zu maxsize=%zu\n", shape_.name,
+                  handles_.size(), refused_, cancelled_, released_, cut_, max_size_);
     }
   }
 

@@ -2,7 +2,6 @@
 #include "wheel/timing_wheel.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -169,11 +168,24 @@ TEST_CASE("timers on slot and level boundaries fire exactly on time", "[wheel][b
   const std::uint64_t aligned2 = (start / 65'536 + 1) * 65'536;
   const std::uint64_t aligned3 = (start / default_range + 1) * default_range;
   const std::vector<std::uint64_t> deadlines = {
-      start + 1,        start + 255,          start + 256,       start + 257,
-      aligned1 - 1,     aligned1,             aligned1 + 1,      start + 65'535,
-      start + 65'536,   start + 65'537,       aligned2 - 1,      aligned2,
-      aligned2 + 1,     aligned3 - 1,         aligned3,          aligned3 + 1,
-      start + default_range - 256, start + default_range - 1,
+      start + 1,
+      start + 255,
+      start + 256,
+      start + 257,
+      aligned1 - 1,
+      aligned1,
+      aligned1 + 1,
+      start + 65'535,
+      start + 65'536,
+      start + 65'537,
+      aligned2 - 1,
+      aligned2,
+      aligned2 + 1,
+      aligned3 - 1,
+      aligned3,
+      aligned3 + 1,
+      start + default_range - 256,
+      start + default_range - 1,
   };
   for (std::uint64_t d : deadlines) must_schedule(wheel, d, d);
   wheel.check_invariants();
@@ -211,7 +223,8 @@ TEST_CASE("timers with the same deadline come out in the order they were schedul
   std::uint64_t payload = 0;
   // Schedule some now, more after each cascade has moved the earlier ones down a level, and the
   // last ones when the deadline is inside level 0.
-  for (std::uint64_t step : {std::uint64_t{0}, std::uint64_t{2'990'000}, std::uint64_t{2'999'900}, std::uint64_t{2'999'999}}) {
+  for (std::uint64_t step :
+       {std::uint64_t{0}, std::uint64_t{2'990'000}, std::uint64_t{2'999'900}, std::uint64_t{2'999'999}}) {
     advance(wheel, epoch_ms + step);
     for (int i = 0; i < 100; ++i) must_schedule(wheel, deadline, payload++);
   }
@@ -321,7 +334,8 @@ TEST_CASE("cancelling a timer whose slot is cascading", "[wheel][cancel]") {
   wheel.check_invariants();
 }
 
-TEST_CASE("a cancelled entry in a due batch is skipped and does not count against the limit", "[wheel][cancel][limit]") {
+TEST_CASE("a cancelled entry in a due batch is skipped and does not count against the limit",
+          "[wheel][cancel][limit]") {
   TimingWheel wheel(WheelConfig{}, 0);
   std::vector<TimerHandle> h;
   for (std::uint64_t i = 0; i < 6; ++i) h.push_back(must_schedule(wheel, 50, i));
