@@ -137,6 +137,12 @@ HttpResponse readyz(State& state) {
                                   (s.snapshot.problem.empty() ? "" : " (" + s.snapshot.problem + ")") + "\n");
   }
   if (!s.snapshot.problem.empty()) return make_response(503, "not ready: " + s.snapshot.problem + "\n");
+  if (!s.snapshot.joining.empty()) {
+    std::string names;
+    for (const auto& group : s.snapshot.joining) names += (names.empty() ? "" : ", ") + group;
+    return make_response(503, "not ready: joining consumer group" +
+                                  std::string(s.snapshot.joining.size() > 1 ? "s " : " ") + names + "\n");
+  }
   if (!s.snapshot.loading.empty()) {
     std::string names;
     for (const auto& shard : s.snapshot.loading) names += (names.empty() ? "" : ", ") + shard;

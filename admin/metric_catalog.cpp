@@ -167,8 +167,8 @@ constexpr MetricDef kMetricCatalog[] = {
    ""},
   {Metric::outage, "delayd_outage", MetricType::gauge, "dependency",
    "1 while an outage of the dependency is being ridden out",
-   "1 while an outage of `redis`, `kafka`, `kafka (deliveries)` or `delayd` is being ridden out,"
-   " else 0"},
+   "1 while an outage of `redis`, `kafka`, `kafka (access)`, `kafka (group)`, `kafka (deliveries)` or"
+   " `delayd` is being ridden out, else 0"},
   {Metric::jobs_pending, "delayd_jobs_pending", MetricType::gauge, "shard",
    "Jobs waiting in Redis, by shard (refreshed every few seconds)",
    "jobs waiting in Redis per shard (`<ingest topic>:<partition>`), read from Redis at most "
@@ -191,7 +191,7 @@ constexpr MetricDef kMetricCatalog[] = {
    "`bulk-retry`, `stop-operation`, `redrive`, `other`; `outcome` `ok`, `pending`, `invalid`, "
    "`refused` (the read token asked), `not_found`, `conflict`, `stopped`, `error`"},
   {Metric::ready, "delayd_ready", MetricType::gauge, "",
-   "1 while /readyz answers 200, 0 while it answers 503 (starting, outage, loading, stopping)",
+   "1 while /readyz answers 200, 0 while it answers 503 (starting, outage, joining, loading, stopping)",
    "1 while `/readyz` answers 200, 0 while it answers 503"},
   {Metric::build_info, "delayd_build_info", MetricType::gauge, "version,revision,build_type",
    "delayd's version, the git revision it was built from and the build type; always 1",

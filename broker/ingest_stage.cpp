@@ -18,15 +18,23 @@ namespace delayd::broker {
 
 IngestStage::IngestStage(const config::Config& c, config::ConsumerGroup group, storage::JobStore& store,
                          redis::RedisClient& redis, const DurationHistogram& redis_latency, Handover& handover,
-                         TopicCreator* topics, telemetry::Tracer* tracer)
+                         TopicCreator* topics, telemetry::Tracer* tracer, bool kafka_silent)
     : c_(c),
       group_(std::move(group)),
       redis_(redis),
+      join_bound_ms_(kafka_silent ? 0 : kJoinBoundMs),
       handover_(handover),
       redis_latency_(redis_latency),
       producer_(producer_properties(c), [this](const connectors::DeliveryReport& r) { ingest_.on_report(r); }),
       ingest_(handover, store, producer_, topics, ingest_options(c, redis, tracer)),
-      consumer_(consumer_properties(c, group_), relaying()) {}
+      consumer_(consumer_properties(c, group_), relaying()) {
+  // Until its thread says otherwise; with Kafka silent at start-up, out of reach from the first
+  // snapshot on.
+  outages_.not_joined(not_joined());
+  status_.joining = {group_.group_id};
+  status_.problem = outages_.problem(false);
+  status_.outages = outages_.outages();
+}
 
 IngestStage::~IngestStage() {
   request_stop();
@@ -126,7 +134,26 @@ bool IngestStage::join_group() {
   seed_refusal_.reset();
   consumer_.subscribe({group_.topic});
   subscribed_ = true;
+  member_ = false;
+  subscribed_at_ = steady_now_ms();
   return true;
+}
+
+std::optional<std::string> IngestStage::not_joined() {
+  if (member_ || left_) return std::nullopt;
+  const std::int64_t waited = subscribed_ ? steady_now_ms() - subscribed_at_ : 0;
+  if (subscribed_) {
+    if (const std::string id = consumer_.member_id(); !id.empty()) {
+      member_ = true;
+      spdlog::info("consumer group {} joined after {} ms (member {})", group_.group_id, waited, id);
+      return std::nullopt;
+    }
+  }
+  if (waited < join_bound_ms_) return std::nullopt;
+  const std::string why = join_bound_ms_ == 0
+                              ? "Kafka has not answered since start-up"
+                              : "no group coordinator has answered for " + std::to_string(waited / 1000) + " s";
+  return "consumer group " + group_.group_id + " not joined: " + why + "; records wait in Kafka";
 }
 
 bool IngestStage::redis_cut_long() const {
@@ -173,6 +200,7 @@ void IngestStage::leave_group() {
   consumer_.unsubscribe();
   left_ = true;
   subscribed_ = false;
+  outages_.not_joined(std::nullopt);  // out by its own choice now
   ++groups_left_;
 }
 
@@ -285,7 +313,15 @@ void IngestStage::turn() {
     failed();
     nap(outages_.failed(OutageTracker::Failure::other, e.what()), stop_);
   }
-  outages_.refusal(subscribed_ ? consumer_.refusal() : seed_refusal_);
+  const std::optional<std::string> refused = subscribed_ ? consumer_.refusal() : seed_refusal_;
+  outages_.refusal(refused);
+  // A refusal is the outage said while it lasts (and an answer from Kafka): the join's bound
+  // counts from its end.
+  if (refused) {
+    subscribed_at_ = steady_now_ms();
+    join_bound_ms_ = kJoinBoundMs;
+  }
+  outages_.not_joined(refused ? std::nullopt : not_joined());
 }
 
 void IngestStage::failed() noexcept {
@@ -366,14 +402,16 @@ void IngestStage::publish_status() {
   status_.redis_request = redis_latency_;
   status_.partitions = std::move(partitions);
   status_.groups_left = groups_left_;
+  status_.joining.clear();
+  if (!member_ && !left_) status_.joining.push_back(group_.group_id);
 }
 
 IngestStages::IngestStages(const config::Config& c, const std::vector<RedisParts>& redis, Handover& handover,
-                           TopicCreator* topics, telemetry::Tracer* tracer) {
+                           TopicCreator* topics, telemetry::Tracer* tracer, bool kafka_silent) {
   const auto groups = config::consumer_groups(c);
   for (std::size_t i = 0; i < groups.size(); ++i) {
     stages_.push_back(std::make_unique<IngestStage>(c, groups[i], *redis.at(i).store, *redis.at(i).redis,
-                                                    *redis.at(i).latency, handover, topics, tracer));
+                                                    *redis.at(i).latency, handover, topics, tracer, kafka_silent));
   }
 }
 
@@ -409,6 +447,7 @@ IngestStatus IngestStages::status() const {
     sum.redis_request.add(s.redis_request);
     for (const auto& [topic, n] : s.partitions) sum.partitions[topic] += n;
     sum.groups_left += s.groups_left;
+    sum.joining.insert(sum.joining.end(), s.joining.begin(), s.joining.end());
   }
   return sum;
 }

@@ -17,6 +17,13 @@
 //      lone member's partitions, and leaving would only add a takeover after Redis answers again
 //      (a single instance through a Redis restart: the shards taken over again a second after).
 //      It keeps them, and says so once an outage.
+//      Subscribed is not joined: the group has this instance as a member once its coordinator
+//      answered (the member id, with the first JoinGroup answer, KIP-394). Until then status()
+//      lists the group as joining (/readyz is 503: an instance that has not joined does no work,
+//      and a rolling update must not take it for one that does), and once that has lasted
+//      kJoinBoundMs, or at once when Kafka did not answer start-up's own questions either, it is
+//      the "kafka (group)" outage (/healthz degraded naming it) until the member id comes. Not
+//      while Kafka refuses the consumer: that refusal is the outage said.
 //      An outage is counted from no earlier than the last join: the loop's mark may still carry
 //      the outage just ended (it clears on the loop's next good turn, which may wait out a
 //      backoff), and must not make it leave again at once (a leave-join storm: every join undone
@@ -105,6 +112,8 @@ struct IngestStatus {
   // Partitions of its topic the group assigned to this instance, as of the last snapshot.
   std::map<std::string, std::size_t> partitions;  // topic -> count
   std::uint64_t groups_left = 0;                  // times it left its group because Redis was unreachable
+  // Its group while it has not joined it (subscribed or about to, no member id yet): /readyz waits.
+  std::vector<std::string> joining;
 };
 
 class IngestStage {
@@ -112,10 +121,11 @@ class IngestStage {
   // Reads `group`'s topic in that group. `store` and `redis_latency` belong to this stage's own
   // Redis client (`redis`: WAIT is sent on it); `topics` may be null. All must outlive the stage.
   // Throws if a Kafka client cannot be built; joins the group once its thread runs. `tracer`
-  // (null: off) gets the accept spans.
+  // (null: off) gets the accept spans. `kafka_silent`: start-up's questions to Kafka went
+  // unanswered (broker/service.cpp), so a join that does not come at once is an outage at once.
   IngestStage(const config::Config& c, config::ConsumerGroup group, storage::JobStore& store, redis::RedisClient& redis,
               const DurationHistogram& redis_latency, Handover& handover, TopicCreator* topics,
-              telemetry::Tracer* tracer);
+              telemetry::Tracer* tracer, bool kafka_silent);
   ~IngestStage();  // requests a stop and joins, if the thread still runs
   IngestStage(const IngestStage&) = delete;
   IngestStage& operator=(const IngestStage&) = delete;
@@ -136,6 +146,13 @@ class IngestStage {
   // outage). Either way it is tried again next turn.
   bool join_group();
   static constexpr std::int64_t kRefusedRetryMs = 1000;
+  // Notes the member id once the consumer has one; while it has none, the "kafka (group)"
+  // outage's sentence once the join has lasted join_bound_ms_ (else nullopt).
+  std::optional<std::string> not_joined();
+  // How long a join may take before it is an outage, in ms: a round trip to the coordinator,
+  // plus the broker's group.initial.rebalance.delay.ms (3 s by default) for a group's first
+  // member, with room for a slow day.
+  static constexpr std::int64_t kJoinBoundMs = 10000;
   // Step 0's other half: whether Redis has been down long enough to leave; leaving; and, once
   // left, serving the consumer and asking Redis whether it answers again.
   bool redis_cut_long() const;
@@ -165,7 +182,10 @@ class IngestStage {
   const config::ConsumerGroup group_;
   redis::RedisClient& redis_;  // this stage's connection: the PING while it is out of its group
   bool subscribed_ = false;
-  bool left_ = false;  // out of the group while Redis is unreachable
+  bool member_ = false;             // the consumer has had a member id since the last subscribe: joined
+  std::int64_t subscribed_at_ = 0;  // steady ms of the last subscribe, or of the last refusal seen after it; 0: never
+  std::int64_t join_bound_ms_;      // kJoinBoundMs, or 0 while Kafka has been silent since start-up
+  bool left_ = false;               // out of the group while Redis is unreachable
   std::uint64_t groups_left_ = 0;
   std::int64_t redis_down_since_ = 0;              // steady ms of this thread's first failed Redis call; 0: up
   std::int64_t joined_at_ = 0;                     // steady ms of the last join after a leave; 0: never left
@@ -213,8 +233,9 @@ class IngestStages {
     const DurationHistogram* latency = nullptr;
   };
   // Precondition: redis.size() == config::consumer_groups(c).size(), in that order.
+  // `kafka_silent`: as IngestStage's.
   IngestStages(const config::Config& c, const std::vector<RedisParts>& redis, Handover& handover, TopicCreator* topics,
-               telemetry::Tracer* tracer);
+               telemetry::Tracer* tracer, bool kafka_silent);
 
   void start();
   void request_stop();
@@ -222,7 +243,7 @@ class IngestStages {
   void join();
   bool fatal() const;  // any stage's
   // Summed: counters added, lag, partitions and histograms merged, an outage on if any stage's
-  // is, paused if any is; the problem of the first stage that has one.
+  // is, paused if any is; the problem of the first stage that has one; the groups joining listed.
   IngestStatus status() const;
 
  private:

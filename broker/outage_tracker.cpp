@@ -37,14 +37,22 @@ void OutageTracker::refusal(const std::optional<std::string>& refused) {
   }
 }
 
+void OutageTracker::not_joined(const std::optional<std::string>& why) {
+  if (why) {
+    group_.failed(*why);
+  } else {
+    group_.recovered();
+  }
+}
+
 std::map<std::string, bool> OutageTracker::outages() const {
   std::map<std::string, bool> out;
-  for (const Outage* o : {&redis_, &kafka_, &access_, &other_, &delivery_}) out[o->dependency()] = o->active();
+  for (const Outage* o : {&redis_, &kafka_, &access_, &group_, &other_, &delivery_}) out[o->dependency()] = o->active();
   return out;
 }
 
 std::string OutageTracker::problem(bool ingest_paused) const {
-  for (const Outage* o : {&redis_, &kafka_, &access_, &other_, &delivery_}) {
+  for (const Outage* o : {&redis_, &kafka_, &access_, &group_, &other_, &delivery_}) {
     if (o->active()) return o->problem();
   }
   if (ingest_paused) return "ingest paused: Kafka is not acknowledging records fast enough";

@@ -73,10 +73,10 @@ auto until_up(const char* what, const std::atomic<bool>& stop, const StartupRepo
 // the consumer groups, listing the shards): tried like until_up() for up to `bound`, then given up
 // with one warning that says what was skipped and why; a refusal (a login or an ACL Kafka
 // refuses) gives up at once and quietly, since the step that needs the same access reports it by
-// name. nullopt when given up or stopped.
+// name. nullopt when given up or stopped; `unanswered` is set when given up for want of an answer.
 template <typename Make>
-auto if_up_within(const char* what, const std::atomic<bool>& stop, std::chrono::milliseconds bound, Make make)
-    -> std::optional<decltype(make())> {
+auto if_up_within(const char* what, const std::atomic<bool>& stop, std::chrono::milliseconds bound, bool& unanswered,
+                  Make make) -> std::optional<decltype(make())> {
   base::Backoff backoff = outage_backoff();
   const auto until = std::chrono::steady_clock::now() + bound;
   while (!stop) {
@@ -89,6 +89,7 @@ auto if_up_within(const char* what, const std::atomic<bool>& stop, std::chrono::
       if (std::chrono::steady_clock::now() >= until) {
         spdlog::warn("{}: skipped after {} s without an answer ({})", what,
                      std::chrono::duration_cast<std::chrono::seconds>(bound).count(), e.what());
+        unanswered = true;
         return std::nullopt;
       }
       nap(backoff.next().count(), stop);
@@ -118,6 +119,10 @@ struct Connections {
   std::deque<Store> ingest;  // one per ingest stage (config::consumer_groups()); a deque: never moved
 
   std::optional<connectors::KafkaAdmin> admin;  // only with kafka.create_topics
+  // Start-up's own questions to Kafka (the version interlock's, the shards' listing) went
+  // unanswered within their bound: the ingest stages do not wait out a join's bound before saying
+  // Kafka is out of reach (IngestStage, "Subscribed is not joined").
+  bool kafka_silent = false;
 };
 
 // The scheduling loop: what one turn does, in what order, and the bookkeeping around it. The
@@ -155,7 +160,8 @@ class Loop {
               FireWorkers{&claimer_, &marker_}),
         ownership_(ownership_options(c), clock_, scheduler_, store_, fire_, *sink_),
         rebalance_(ownership_.listener()),
-        ingest_(c, ingest_redis(conn), handover_, topics(c, conn.admin ? &*conn.admin : nullptr), tracer) {
+        ingest_(c, ingest_redis(conn), handover_, topics(c, conn.admin ? &*conn.admin : nullptr), tracer,
+                conn.kafka_silent) {
     // Kafka's answers wake the loop, which hands what they acknowledged to the mark stage at
     // once: in at_least_once a record written and not yet marked is delivered again after a
     // crash, so the shorter that spell, the fewer duplicates a kill -9 leaves (the mark stage
@@ -379,6 +385,7 @@ class Loop {
     snapshot.delivery.groups_left = ingest.groups_left;
     snapshot.compression = store_.compression();
     snapshot.loading = ownership_.loading();
+    snapshot.joining = ingest.joining;
     snapshot.missing_topics = missing_topics();
     snapshot.missing_topics_problem = fire_.missing_topics().problem();
     if (tracer_ != nullptr) snapshot.traces = tracer_->counters();
@@ -475,10 +482,11 @@ bool interlock(const config::Config& c, const std::atomic<bool>& stop, const Sta
   for (const auto& g : config::consumer_groups(c)) groups.push_back(g.group_id);
   // Without an answer (Kafka refusing the login or Describe on a group, or not answering) the
   // check is skipped: the consumer groups' own join then reports what is wrong.
-  const auto found = if_up_within("the version interlock's look at the consumer groups", stop, kOptionalStepBound, [&] {
-    connectors::KafkaAdmin admin(config::kafka_properties(c, config::KafkaClient::admin));
-    return strangers(admin, groups);
-  });
+  const auto found = if_up_within(
+      "the version interlock's look at the consumer groups", stop, kOptionalStepBound, conn.kafka_silent, [&] {
+        connectors::KafkaAdmin admin(config::kafka_properties(c, config::KafkaClient::admin));
+        return strangers(admin, groups);
+      });
   if (stop) return true;
   if (found && !found->empty()) {
     spdlog::critical("{}", members_refusal(*found));
@@ -559,7 +567,7 @@ StartUp start_up(const config::Config& c, const std::atomic<bool>& stop, const S
   // for its producer) or first accepts into it would miss the cancel, and deliver the job.
   // Without Kafka's metadata in time, each shard is listed when it is first loaded or accepted
   // into, as before 0.4.
-  if_up_within("listing the ingest topics' shards", stop, kOptionalStepBound, [&] {
+  if_up_within("listing the ingest topics' shards", stop, kOptionalStepBound, conn->kafka_silent, [&] {
     connectors::KafkaAdmin admin(config::kafka_properties(c, config::KafkaClient::admin));
     for (const auto& t : config::ingest_topics(c)) {
       const int partitions = admin.partition_count(t.topic).value_or(0);  // a missing topic: when it is made

@@ -48,6 +48,9 @@ struct LoopSnapshot {
   // Shards assigned to this instance whose jobs are not loaded yet (their fence not taken, or
   // their first refill not done): /readyz is 503 while there are any.
   std::vector<std::string> loading;
+  // Consumer groups this instance is not a member of yet (subscribed, no member id from the
+  // coordinator; IngestStage): /readyz is 503 while there are any.
+  std::vector<std::string> joining;
   // Ready topics Kafka says do not exist while their jobs wait (FirePath::missing_topics()), and
   // the sentence about them: /healthz is degraded naming them, /readyz stays ready (one
   // business's topic is not this instance's fault).

@@ -18,8 +18,10 @@ TEST_CASE("healthz is 503 until the loop publishes, then ok, then degraded durin
   CHECK(body(get(r.port(), "/healthz")) == "degraded: redis unavailable: connection refused\n");
 }
 
-TEST_CASE("readyz is 503 while starting, during an outage and while shards load, with the reason, 200 otherwise",
-          "[admin]") {
+TEST_CASE(
+    "readyz is 503 while starting, during an outage, while joining its groups and while shards load, with the reason, "
+    "200 otherwise",
+    "[admin]") {
   Running r;
   CHECK_THAT(get(r.port(), "/readyz"), Catch::StartsWith("HTTP/1.1 503") && Catch::EndsWith("starting up\n"));
   r.server.publish(sample_snapshot());
@@ -39,6 +41,14 @@ TEST_CASE("readyz is 503 while starting, during an outage and while shards load,
   const std::string not_loaded = get(r.port(), "/readyz");
   CHECK_THAT(not_loaded, Catch::StartsWith("HTTP/1.1 503"));
   CHECK(body(not_loaded) == "not ready: loading 2 assigned shards (delay-ingest:2, delay-ingest:3)\n");
+  AdminSnapshot joining = loading;
+  joining.joining = {"delayd"};
+  r.server.publish(joining);
+  CHECK(body(get(r.port(), "/readyz")) == "not ready: joining consumer group delayd\n");
+  joining.joining = {"delayd", "delayd.status"};
+  r.server.publish(joining);
+  CHECK(body(get(r.port(), "/readyz")) == "not ready: joining consumer groups delayd, delayd.status\n");
+  CHECK(body(get(r.port(), "/healthz")) == "ok\n");  // a join is no outage until its bound
 }
 
 TEST_CASE("livez answers as healthz does, without the token", "[admin]") {

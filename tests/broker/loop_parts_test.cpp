@@ -91,6 +91,22 @@ TEST_CASE("OutageTracker: problem in dependency order, backoff doubling to 1 s, 
   t.refusal(std::nullopt);
   CHECK(t.problem(false).empty());
   for (const auto& [dependency, active] : t.outages()) CHECK_FALSE(active);
+
+  // Kept out of the group: on until the consumer has joined, whatever the turns do; after a
+  // refusal, before a deliveries' outage.
+  t.not_joined(std::string("consumer group g not joined: no group coordinator has answered for 10 s"));
+  t.turn_done(std::string("queue full"));
+  CHECK(t.outages().at("kafka (group)"));
+  CHECK(t.problem(false) ==
+        "kafka (group) unavailable: consumer group g not joined: no group coordinator has answered for 10 s");
+  t.refusal(std::string("denied"));
+  CHECK(t.problem(false) == "kafka (access) unavailable: denied");
+  t.refusal(std::nullopt);
+  t.turn_done(std::nullopt);
+  CHECK(t.outages().at("kafka (group)"));
+  t.not_joined(std::nullopt);
+  CHECK(t.problem(false).empty());
+  for (const auto& [dependency, active] : t.outages()) CHECK_FALSE(active);
 }
 
 TEST_CASE("every counter has one name, and the names are those /stats has always shown (and 0.4's recovered)",

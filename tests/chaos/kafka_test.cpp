@@ -6,8 +6,8 @@
 // cut: network_cut.hpp), jobs for it already waiting in the ingest topic. Start-up must not end
 // the process: the version interlock's look at the consumer groups gives up after its bound with
 // one warning (broker/service.cpp, kOptionalStepBound), and the rest waits for Kafka, /healthz
-// saying so, while the jobs fall due. Once the cut heals, it joins and delivers every job: none
-// lost, none early, none twice.
+// saying so from the loop's first turn on and /readyz 503 throughout, while the jobs fall due. Once the cut heals, it
+// joins and delivers every job: none lost, none early, none twice.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
@@ -95,22 +95,50 @@ TEST_CASE("partition_kafka_at_start", "[chaos][partition]") {
     // if delayd exits before the line, or the line does not come.
     delayd.start_until("the version interlock's look at the consumer groups: skipped", 30s);
     line.note("interlock skipped after ms", std::to_string(now_ms() - started));
-    // Still cut off, it runs on and says so: /healthz names Kafka once a request of its clients
-    // has failed (each waits out its own timeout first, under a cut that answers nothing).
+    // Still cut off, it runs on and says so as soon as its loop turns: start-up's questions to
+    // Kafka went unanswered, so a consumer group not joined is an outage at once (/healthz
+    // degraded naming it), and /readyz is 503 throughout: an instance that has not joined its
+    // groups does no work, and a rolling update must not take it for one that does.
     std::string health;
+    std::string readiness;
+    std::int64_t loop_turning = 0;  // ms after the start of /healthz's first answer past start-up
+    std::int64_t named = 0;         // ... of its first answer naming the group's outage
     while (now_ms() - started < 40000 && delayd.running()) {
       health = delayd::e2e::http_get(admin_port, "/healthz");
-      if (health.find("kafka unavailable") != std::string::npos) break;
+      readiness = delayd::e2e::http_get(admin_port, "/readyz");
+      {
+        INFO("/readyz while cut off:\n" << readiness);
+        CHECK_THAT(readiness, Catch::StartsWith("HTTP/1.0 503"));
+      }
+      const bool past_start_up = health.find("starting up") == std::string::npos && !health.empty();
+      if (past_start_up && loop_turning == 0) loop_turning = now_ms() - started;
+      if (health.find("kafka (group) unavailable") != std::string::npos) {
+        named = now_ms() - started;
+        break;
+      }
+      if (past_start_up) CHECK_THAT(health, !Catch::Contains("ok\n"));  // never "ok" while it has never joined
       ready.poll(200ms);
     }
-    line.note("healthz named kafka after ms", std::to_string(now_ms() - started));
+    line.note("loop turning after ms", std::to_string(loop_turning));
+    line.note("healthz named kafka after ms", std::to_string(named));
     REQUIRE(delayd.running());
-    INFO("/healthz during the cut:\n" << health);
-    CHECK_THAT(health, Catch::Contains("kafka unavailable"));
+    INFO("/healthz during the cut:\n" << health << "\n/readyz:\n" << readiness);
+    CHECK_THAT(health, Catch::Contains("kafka (group) unavailable: consumer group " + w.group + " not joined"));
+    CHECK_THAT(readiness, Catch::Contains("kafka (group)"));
     CHECK(ready.seen_of(expected) == 0);
     cut.heal();
   }
   settle(ready, expected, delayd, 90s);
+  // Joined once the cut healed: ready, and the outage said over.
+  std::string readiness = delayd::e2e::http_get(admin_port, "/readyz");
+  for (int i = 0; i < 50 && readiness.find("HTTP/1.0 200") != 0; ++i) {
+    ready.poll(200ms);
+    readiness = delayd::e2e::http_get(admin_port, "/readyz");
+  }
+  CHECK_THAT(readiness, Catch::StartsWith("HTTP/1.0 200"));
+  // One outage a group (the ingest topic's and the status topic's), each said over once.
+  CHECK(delayd::e2e::count_in_log(w.log_path, "kafka (group) unavailable: ") == 2);
+  CHECK(delayd::e2e::count_in_log(w.log_path, "kafka (group) is back") == 2);
   const std::string up = up_word(delayd);
   const Tally t = line.print();
   check_outcome(t, w, true, up);
