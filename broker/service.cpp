@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "broker/eviction_check.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/handover.hpp"
 #include "broker/ingest_stage.hpp"
@@ -495,6 +496,36 @@ bool interlock(const config::Config& c, const std::atomic<bool>& stop, const Sta
   return true;
 }
 
+// The eviction check (broker/eviction_check.hpp): false (the refusal logged) when a server may
+// drop waiting jobs once full; the warnings and what could not be read logged. Retried while
+// Redis does not answer, or answers "not now"; nullopt when a stop was requested first.
+std::optional<bool> keeps_waiting_jobs(const config::Config& c, const std::atomic<bool>& stop,
+                                       const StartupReport& report, redis::RedisClient& redis) {
+  const auto found = until_up("redis", stop, report, [&] {
+    std::vector<InfoMemory> answers;
+    for (const auto& reply : redis.command_on_every_server({"INFO", "memory"})) {
+      const auto view = reply.view();
+      if (view.is_error() && redis::is_transient_error_reply(view.error())) {
+        throw redis::RedisIoError("INFO memory: " + view.error());
+      }
+      if (view.is_string()) {
+        answers.push_back({std::string(view.str()), ""});
+      } else {
+        answers.push_back({"", view.is_error() ? view.error() : "not a text reply"});
+      }
+    }
+    return judge_eviction(answers, redis::mask_redis_url(c.redis.url));
+  });
+  if (!found) return std::nullopt;
+  for (const auto& line : found->unread) spdlog::info("{}", line);
+  for (const auto& line : found->warnings) spdlog::warn("{}", line);
+  if (!found->refusal.empty()) {
+    spdlog::critical("{}", found->refusal);
+    return false;
+  }
+  return true;
+}
+
 // Says how payloads are kept (storage/payload_compression.hpp): the dictionary read from Redis,
 // or that one will be trained, and (later, from the ingest thread that trains it) what it made.
 void log_compression(const config::Config& c) {
@@ -534,6 +565,9 @@ StartUp start_up(const config::Config& c, const std::atomic<bool>& stop, const S
   }
   conn->claim.store->enable_fencing(Ownership::member_name());
   spdlog::info("redis {} ready (prefix '{}')", redis::mask_redis_url(c.redis.url), c.redis.prefix);
+  const auto keeps = keeps_waiting_jobs(c, stop, report, *conn->loop.redis);
+  if (!keeps) return {};
+  if (!*keeps) return {nullptr, true};
   log_compression(c);
   if (!interlock(c, stop, report, *conn)) return {nullptr, true};
 

@@ -1,16 +1,22 @@
 // An outage of Redis while jobs are due and more are arriving: delayd logs it, backs off,
 // and when Redis answers again every job is delivered, none early, none lost. The outage is
-// real: CLIENT PAUSE makes the stack's Redis stop answering every client for a while.
+// real: CLIENT PAUSE makes the stack's Redis stop answering every client for a while. Then a
+// missing ready topic, and a Redis that would evict waiting jobs once full.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "harness.hpp"
 #include "redis/cluster.hpp"
+#include "redis/connection.hpp"
 #include "support/redis_connect.hpp"
+#include "support/requires.hpp"
 
 using namespace delayd::e2e;
 
@@ -212,4 +218,77 @@ TEST_CASE("with topic creation off, a missing ready topic's jobs wait, then are 
       "%zu log lines about the missing topic\n",
       static_cast<int>(std::count(states.begin(), states.end(), "failed")), kJobs,
       static_cast<long long>(first_dead - due), count_lines(log, "does not exist"));
+}
+
+namespace {
+
+// A redis-server of the test's own on a free loopback port, with no persistence, started with
+// `args` and shut down by the destructor.
+struct OwnRedis {
+  std::uint16_t port = free_port();
+  explicit OwnRedis(const std::string& args) {
+    delayd::testing::require_tool("redis-server", "Debian package redis-server");
+    const std::string cmd = "redis-server --port " + std::to_string(port) +
+                            " --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --logfile /dev/null"
+                            " --pidfile /tmp/delayd-own-redis-" +
+                            std::to_string(port) + ".pid " + args;
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    for (int i = 0; i < 100; ++i) {
+      try {
+        if (client().command({"PING"}).view().is_string()) return;
+      } catch (const delayd::redis::RedisIoError&) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL("redis-server on port " << port << " did not answer");
+  }
+  ~OwnRedis() {
+    try {
+      client().command({"SHUTDOWN", "NOSAVE"});
+    } catch (const std::exception&) {
+      // it went: the connection closes under SHUTDOWN
+    }
+  }
+  OwnRedis(const OwnRedis&) = delete;
+  OwnRedis& operator=(const OwnRedis&) = delete;
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port); }
+  delayd::redis::RedisConnection client() const {
+    return delayd::redis::RedisConnection(delayd::testing::redis_options(url()));
+  }
+};
+
+}  // namespace
+
+// A Redis that may drop any key once full (a limit with allkeys-lru) would lose waiting jobs
+// without a trace: delayd refuses to start against it, saying what to set, exit status 2. With
+// volatile-lru (only keys with a time to live, which no waiting job has) it starts, warns once,
+// and delivers.
+TEST_CASE("delayd refuses a Redis that may evict waiting jobs, and warns of one that evicts settled records",
+          "[e2e][outage][eviction]") {
+  OwnRedis server("--maxmemory 64mb --maxmemory-policy allkeys-lru");
+  World w("redis-eviction");
+  w.create_topics({"orders"});
+  DelaydProcess delayd(w);
+  delayd.set_env("DELAYD_REDIS_URL", server.url());
+  delayd.set_die_with_test(true);
+  CHECK(delayd.run_to_exit(std::chrono::seconds(30)) == 2);
+  const std::string refused = delayd.log_since_start();
+  INFO("delayd's log:\n" << refused);
+  CHECK_THAT(refused, Catch::Contains("redis redis://127.0.0.1:" + std::to_string(server.port) +
+                                      " may drop any key once it holds its maxmemory (64 MiB): maxmemory-policy "
+                                      "allkeys-lru would take jobs waiting in it") &&
+                          Catch::Contains("Set maxmemory-policy noeviction"));
+  CHECK_THAT(refused, !Catch::Contains("delayd running"));
+
+  REQUIRE(server.client().command({"CONFIG", "SET", "maxmemory-policy", "volatile-lru"}).view().str() == "OK");
+  delayd.start();
+  Publisher pub(w);
+  Collector ready(w, {w.ready_topic("orders")});
+  pub.send(job_at("after-eviction-check", now_ms() + 500, "v"));
+  pub.flush();
+  CHECK(ready.collect_until([](const auto& recs) { return !recs.empty(); }, std::chrono::seconds(30)));
+  CHECK(count_in_log(delayd.log_path(),
+                     "drops keys with a time to live once it holds its maxmemory (64 MiB, "
+                     "maxmemory-policy volatile-lru)") == 1);
+  CHECK(delayd.stop() == 0);
 }

@@ -1,0 +1,74 @@
+#include "broker/eviction_check.hpp"
+
+#include <algorithm>
+
+#include "storage/redis_eviction.hpp"
+
+namespace delayd::broker {
+
+namespace {
+
+std::string mib(std::uint64_t bytes) { return std::to_string((bytes + (1U << 20) - 1) >> 20) + " MiB"; }
+
+void add_once(std::vector<std::string>& to, std::string sentence) {
+  if (std::find(to.begin(), to.end(), sentence) == to.end()) to.push_back(std::move(sentence));
+}
+
+}  // namespace
+
+EvictionFindings judge_eviction(const std::vector<InfoMemory>& info_memory, const std::string& redis) {
+  EvictionFindings out;
+  const std::string servers = info_memory.size() > 1 ? "a primary of redis " + redis : "redis " + redis;
+  for (const auto& server : info_memory) {
+    if (!server.error.empty()) {
+      add_once(out.unread, "redis " + redis + ": its eviction policy could not be read (INFO memory: " + server.error +
+                               "); delayd expects maxmemory-policy noeviction, so that a full Redis refuses "
+                               "writes rather than dropping waiting jobs");
+      continue;
+    }
+    const auto policy = storage::parse_eviction_policy(server.text);
+    if (!policy) {
+      add_once(out.unread, "redis " + redis +
+                               ": its eviction policy could not be read (INFO memory names no maxmemory_policy); "
+                               "delayd expects maxmemory-policy noeviction");
+      continue;
+    }
+    const std::string named = "maxmemory-policy " + policy->policy;
+    switch (policy->eviction()) {
+      case storage::Eviction::none:
+        break;
+      case storage::Eviction::any_key:
+        if (policy->drops_waiting_jobs()) {
+          if (out.refusal.empty()) {
+            out.refusal = servers + " may drop any key once it holds its maxmemory (" + mib(policy->maxmemory) +
+                          "): " + named +
+                          " would take jobs waiting in it, undelivered and without a trace. Set maxmemory-policy "
+                          "noeviction on it (a full Redis then refuses writes, an outage delayd rides out with "
+                          "nothing lost), or give delayd a Redis of its own; delayd does not start against it";
+          }
+        } else {
+          add_once(out.warnings, servers + " has " + named +
+                                     " and no maxmemory: should a limit be set, it would drop jobs waiting in it; "
+                                     "set maxmemory-policy noeviction");
+        }
+        break;
+      case storage::Eviction::settled_only:
+        if (policy->maxmemory > 0) {
+          add_once(out.warnings, servers + " drops keys with a time to live once it holds its maxmemory (" +
+                                     mib(policy->maxmemory) + ", " + named +
+                                     "): settled jobs' records may go before redis.job_retention_s ends (a "
+                                     "lookup then finds none); waiting jobs have none and stay. noeviction keeps "
+                                     "them");
+        }
+        break;
+      case storage::Eviction::unknown:
+        add_once(out.warnings, servers + " has " + named +
+                                   ", a policy this delayd does not know: with noeviction nothing of delayd's is "
+                                   "dropped");
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace delayd::broker
