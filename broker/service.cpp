@@ -442,13 +442,6 @@ bool connect_store(const config::Config& c, const std::atomic<bool>& stop, const
   });
   if (!store) return false;
   s.store = std::move(*store);
-  if (s.store->script_calls() == storage::ScriptCalls::functions) {
-    spdlog::info("redis: scripts run as the function library {}", storage::lua::library_name());
-  } else {
-    spdlog::info(
-        "redis: scripts run as EVAL scripts ({})",
-        c.redis.functions ? "this Redis has no functions, or its ACL denies FUNCTION" : "redis.functions = false");
-  }
   s.store->compress_payloads_above(static_cast<std::size_t>(c.redis.compress_payloads_above_bytes),
                                    c.redis.compression_dictionary);
   return true;
@@ -564,6 +557,13 @@ StartUp start_up(const config::Config& c, const std::atomic<bool>& stop, const S
     if (!connect_store(c, stop, report, conn->ingest.emplace_back())) return {};
   }
   conn->claim.store->enable_fencing(Ownership::member_name());
+  if (conn->loop.store->script_calls() == storage::ScriptCalls::functions) {
+    spdlog::info("redis: scripts run as the function library {}", storage::lua::library_name());
+  } else {
+    spdlog::info(
+        "redis: scripts run as EVAL scripts ({})",
+        c.redis.functions ? "this Redis has no functions, or its ACL denies FUNCTION" : "redis.functions = false");
+  }
   spdlog::info("redis {} ready (prefix '{}')", redis::mask_redis_url(c.redis.url), c.redis.prefix);
   const auto keeps = keeps_waiting_jobs(c, stop, report, *conn->loop.redis);
   if (!keeps) return {};
