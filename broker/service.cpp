@@ -9,7 +9,6 @@
 #include <optional>
 #include <thread>
 
-#include "broker/eviction_check.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/handover.hpp"
 #include "broker/ingest_stage.hpp"
@@ -20,6 +19,7 @@
 #include "broker/ownership.hpp"
 #include "broker/periodic.hpp"
 #include "broker/record_sink.hpp"
+#include "broker/redis_settings_check.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/timed_redis.hpp"
 #include "broker/topic_creator.hpp"
@@ -489,17 +489,17 @@ bool interlock(const config::Config& c, const std::atomic<bool>& stop, const Sta
   return true;
 }
 
-// The eviction check (broker/eviction_check.hpp): false (the refusal logged) when a server may
-// drop waiting jobs once full; the warnings and what could not be read logged. Retried while
+// The Redis settings check (broker/redis_settings_check.hpp): false (the refusal logged) when a
+// server may drop waiting jobs once full; the warnings and what could not be read logged. Retried while
 // Redis does not answer, or answers "not now"; nullopt when a stop was requested first.
 std::optional<bool> keeps_waiting_jobs(const config::Config& c, const std::atomic<bool>& stop,
                                        const StartupReport& report, redis::RedisClient& redis) {
   const auto found = until_up("redis", stop, report, [&] {
-    std::vector<InfoMemory> answers;
-    for (const auto& reply : redis.command_on_every_server({"INFO", "memory"})) {
+    std::vector<ServerInfo> answers;
+    for (const auto& reply : redis.command_on_every_server({"INFO"})) {
       const auto view = reply.view();
       if (view.is_error() && redis::is_transient_error_reply(view.error())) {
-        throw redis::RedisIoError("INFO memory: " + view.error());
+        throw redis::RedisIoError("INFO: " + view.error());
       }
       if (view.is_string()) {
         answers.push_back({std::string(view.str()), ""});
@@ -507,7 +507,7 @@ std::optional<bool> keeps_waiting_jobs(const config::Config& c, const std::atomi
         answers.push_back({"", view.is_error() ? view.error() : "not a text reply"});
       }
     }
-    return judge_eviction(answers, redis::mask_redis_url(c.redis.url));
+    return judge_redis_settings(answers, redis::mask_redis_url(c.redis.url), c.redis.wait_replicas > 0);
   });
   if (!found) return std::nullopt;
   for (const auto& line : found->unread) spdlog::info("{}", line);

@@ -133,8 +133,8 @@
 //              before Kafka says so (broker/fire_path.hpp).
 //
 // Start: Redis must answer on every connection (retried with backoff until it does or a stop is
-// requested); the eviction check refuses a Redis that may drop waiting jobs once full
-// (broker/eviction_check.hpp), and the version interlock checks Redis's layout and the groups'
+// requested); the Redis settings check refuses a Redis that may drop waiting jobs once full
+// (broker/redis_settings_check.hpp), and the version interlock checks Redis's layout and the groups'
 // members (either refusal ends start-up, exit status 2); missing
 // ingest and dead-letter topics are created when kafka.create_topics is on (retried likewise).
 // Jobs of each shard that were due while delayd was down are loaded at assignment and fire at
@@ -177,7 +177,7 @@ class Service {
   // Returns the process exit status: 0 after a clean stop (also when the stop came while
   // start-up was still retrying), 1 if a fatal error (see the error model) stopped the loop, 2 if
   // the version interlock refused to start (broker/version_interlock.hpp: another version shares
-  // the consumer groups or has written a newer layout to Redis), or the eviction check did (a
+  // the consumer groups or has written a newer layout to Redis), or the Redis settings check did (a
   // Redis that may drop waiting jobs once full); each refusal logged as one sentence.
   // Throws if the loop's Kafka clients cannot be built (a property librdkafka refuses).
   // `publish`, if given, receives a snapshot of the loop's state about five times a second

@@ -261,10 +261,11 @@ struct OwnRedis {
 
 // A Redis that may drop any key once full (a limit with allkeys-lru) would lose waiting jobs
 // without a trace: delayd refuses to start against it, saying what to set, exit status 2. With
-// volatile-lru (only keys with a time to live, which no waiting job has) it starts, warns once,
-// and delivers.
-TEST_CASE("delayd refuses a Redis that may evict waiting jobs, and warns of one that evicts settled records",
-          "[e2e][outage][eviction]") {
+// volatile-lru (only keys with a time to live, which no waiting job has) it starts, warns once
+// (and once that the server keeps no append-only file), and delivers.
+TEST_CASE(
+    "delayd refuses a Redis that may evict waiting jobs, and warns of one that evicts settled records or keeps no AOF",
+    "[e2e][outage][eviction]") {
   OwnRedis server("--maxmemory 64mb --maxmemory-policy allkeys-lru");
   World w("redis-eviction");
   w.create_topics({"orders"});
@@ -290,5 +291,7 @@ TEST_CASE("delayd refuses a Redis that may evict waiting jobs, and warns of one 
   CHECK(count_in_log(delayd.log_path(),
                      "drops keys with a time to live once it holds its maxmemory (64 MiB, "
                      "maxmemory-policy volatile-lru)") == 1);
+  // The test's server keeps no append-only file: said once a start (the refused one too).
+  CHECK(count_in_log(delayd.log_path(), "keeps no append-only file (appendonly no)") == 2);
   CHECK(delayd.stop() == 0);
 }

@@ -1,5 +1,6 @@
-// What a full Redis may drop of delayd's keys: the server's maxmemory and maxmemory-policy, read
-// from INFO memory, and what each policy would take.
+// What delayd reads of a Redis server's settings from INFO: what it may drop of delayd's keys once
+// full (its maxmemory and maxmemory-policy, and what each policy would take), and whether it keeps
+// an append-only file (what a restart forgets).
 //
 // delayd gives no time to live to anything a waiting job needs (its shard's hash of records, its
 // pending set and windows, the shard's fence and in-flight entries): only to what it lets go
@@ -16,6 +17,11 @@
 //                                                        undelivered and without a trace
 //
 // A server without maxmemory (0) never evicts, whatever its policy says.
+//
+// A restart: with appendonly yes (and appendfsync everysec, Redis's default for it) the server
+// comes back with all but at most its last second of writes; without it, with what its last RDB
+// snapshot held, if any: every job accepted or settled since is forgotten, or comes back in an
+// older state (a delivered job delivered again, a new one lost).
 #pragma once
 
 #include <cstdint>
@@ -45,9 +51,12 @@ struct EvictionPolicy {
 // The policy named `name` may take (unknown for a name this build does not know).
 Eviction eviction_of(std::string_view name);
 
-// From the text of INFO memory ("maxmemory:<bytes>" and "maxmemory_policy:<name>" lines, "\r\n"
-// or "\n" ended). nullopt when it has no maxmemory_policy line (a server older than Redis 3.2, or
-// a reply cut short); a missing or unreadable maxmemory reads as 0.
+// From the text of INFO (its memory section: "maxmemory:<bytes>" and "maxmemory_policy:<name>"
+// lines, "\r\n" or "\n" ended). nullopt when it has no maxmemory_policy line (a server older than
+// Redis 3.2, or a reply cut short); a missing or unreadable maxmemory reads as 0.
 std::optional<EvictionPolicy> parse_eviction_policy(std::string_view info);
+// From the text of INFO (its persistence section's "aof_enabled:<0|1>"): whether the server keeps
+// an append-only file; nullopt when INFO does not say.
+std::optional<bool> parse_aof_enabled(std::string_view info);
 
 }  // namespace delayd::storage

@@ -1,6 +1,6 @@
-// What a full Redis may drop of delayd's keys (storage/redis_eviction.hpp): INFO memory read, and
-// each policy classed. The start-up refusal it feeds: tests/e2e/outage_test.cpp.
-#include "storage/redis_eviction.hpp"
+// What delayd reads of a Redis server's settings (storage/redis_server_info.hpp): INFO read, each
+// eviction policy classed, the append-only file. The start-up check it feeds: tests/e2e/outage_test.cpp.
+#include "storage/redis_server_info.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -41,12 +41,20 @@ TEST_CASE("INFO memory gives the limit and the policy, and only a limit set with
   CHECK(garbled->maxmemory == 0);
 }
 
-TEST_CASE("the stack's Redis names its policy in INFO memory", "[eviction]") {
+TEST_CASE("INFO's aof_enabled says whether the server keeps an append-only file", "[unit][eviction]") {
+  CHECK(parse_aof_enabled("# Persistence\r\nloading:0\r\naof_enabled:1\r\n") == true);
+  CHECK(parse_aof_enabled("aof_enabled:0\n") == false);
+  CHECK_FALSE(parse_aof_enabled("# Persistence\r\nloading:0\r\n"));
+  CHECK_FALSE(parse_aof_enabled("aof_enabled:yes\r\n"));
+}
+
+TEST_CASE("the stack's Redis names its policy and its append-only file in INFO", "[eviction]") {
   const auto redis = delayd::testing::connect_redis(delayd::testing::require_env("REDIS_URL"));
-  for (const auto& reply : redis->command_on_every_server({"INFO", "memory"})) {
+  for (const auto& reply : redis->command_on_every_server({"INFO"})) {
     REQUIRE(reply.view().is_string());
     const auto p = parse_eviction_policy(reply.view().str());
     REQUIRE(p);
     CHECK(p->eviction() != Eviction::unknown);
+    CHECK(parse_aof_enabled(reply.view().str()) == true);  // scripts/stack.sh: appendonly yes
   }
 }

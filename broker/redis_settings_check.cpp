@@ -1,8 +1,8 @@
-#include "broker/eviction_check.hpp"
+#include "broker/redis_settings_check.hpp"
 
 #include <algorithm>
 
-#include "storage/redis_eviction.hpp"
+#include "storage/redis_server_info.hpp"
 
 namespace delayd::broker {
 
@@ -16,20 +16,28 @@ void add_once(std::vector<std::string>& to, std::string sentence) {
 
 }  // namespace
 
-EvictionFindings judge_eviction(const std::vector<InfoMemory>& info_memory, const std::string& redis) {
-  EvictionFindings out;
-  const std::string servers = info_memory.size() > 1 ? "a primary of redis " + redis : "redis " + redis;
-  for (const auto& server : info_memory) {
+RedisSettingsFindings judge_redis_settings(const std::vector<ServerInfo>& info, const std::string& redis,
+                                           bool replicas_acknowledge) {
+  RedisSettingsFindings out;
+  const std::string servers = info.size() > 1 ? "a primary of redis " + redis : "redis " + redis;
+  for (const auto& server : info) {
     if (!server.error.empty()) {
-      add_once(out.unread, "redis " + redis + ": its eviction policy could not be read (INFO memory: " + server.error +
+      add_once(out.unread, "redis " + redis + ": its eviction policy could not be read (INFO: " + server.error +
                                "); delayd expects maxmemory-policy noeviction, so that a full Redis refuses "
                                "writes rather than dropping waiting jobs");
       continue;
     }
+    if (storage::parse_aof_enabled(server.text) == false && !replicas_acknowledge) {
+      add_once(out.warnings, servers +
+                                 " keeps no append-only file (appendonly no): a restart forgets what it was told since "
+                                 "its last snapshot, so a job accepted since is lost and one delivered since is "
+                                 "delivered again. Set appendonly yes (appendfsync everysec: at most its last second), "
+                                 "or redis.wait_replicas for replicas that take over");
+    }
     const auto policy = storage::parse_eviction_policy(server.text);
     if (!policy) {
       add_once(out.unread, "redis " + redis +
-                               ": its eviction policy could not be read (INFO memory names no maxmemory_policy); "
+                               ": its eviction policy could not be read (INFO names no maxmemory_policy); "
                                "delayd expects maxmemory-policy noeviction");
       continue;
     }
