@@ -165,6 +165,11 @@ constexpr MetricDef kMetricCatalog[] = {
   {Metric::loop_max_turn_seconds, "delayd_loop_max_turn_seconds", MetricType::gauge, "",
    "Longest turn of the scheduling loop over the last 10 to 20 s",
    ""},
+  {Metric::clock_offset_seconds, "delayd_clock_offset_seconds", MetricType::gauge, "",
+   "This host's clock less Redis's (TIME), read once a minute; positive: jobs fire early by Redis's clock",
+   "this host's wall clock less Redis's (`TIME`, the middle of the round trip), read once a minute "
+   "(absent before the first reading, or where Redis refuses `TIME`); beyond 0.1 s either way "
+   "`/healthz` is degraded naming it: jobs fire that much early (positive) or late by Redis's clock"},
   {Metric::outage, "delayd_outage", MetricType::gauge, "dependency",
    "1 while an outage of the dependency is being ridden out",
    "1 while an outage of `redis`, `kafka`, `kafka (access)`, `kafka (group)`, `kafka (deliveries)` or"

@@ -58,6 +58,7 @@ enum class Metric {
   compression_dictionary,
   next_due_seconds,
   loop_max_turn_seconds,
+  clock_offset_seconds,
   outage,
   jobs_pending,
   admin_connections_closed,

@@ -165,6 +165,8 @@ struct Metrics::Impl {
   pm::Family<pm::Gauge>& next_due_family = gauges(Metric::next_due_seconds);
   pm::Gauge* next_due = nullptr;
   pm::Gauge& max_turn = gauges(Metric::loop_max_turn_seconds).Add({});
+  pm::Family<pm::Gauge>& clock_offset_family = gauges(Metric::clock_offset_seconds);
+  pm::Gauge* clock_offset = nullptr;
   pm::Family<pm::Gauge>& outage = gauges(Metric::outage);
   pm::Family<pm::Gauge>& pending = gauges(Metric::jobs_pending);
   std::map<std::string, pm::Gauge*> pending_by_shard;
@@ -287,6 +289,10 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   m.topics_missing.Set(static_cast<double>(s.missing_topics.size()));
   m.dictionary.Set(static_cast<double>(s.compression.dictionary));
   m.max_turn.Set(std::chrono::duration<double>(s.max_turn).count());
+  if (s.clock_offset_s) {
+    if (!m.clock_offset) m.clock_offset = &m.clock_offset_family.Add({});
+    m.clock_offset->Set(*s.clock_offset_s);
+  }
   if (s.next_due) {
     if (!m.next_due) m.next_due = &m.next_due_family.Add({});
     const auto now_ms =

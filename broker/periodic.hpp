@@ -65,6 +65,8 @@ inline constexpr auto kSnapshot = 200ms;
 inline constexpr auto kProgressLog = 10s;
 // The window of the longest turn (WindowMax): the gauge covers one to two of these.
 inline constexpr auto kTurnWindow = 10s;
+// Comparing this host's clock with Redis's (ClockSkew, clock_skew.hpp): one TIME round trip.
+inline constexpr auto kClockCheck = 60s;
 }  // namespace duty
 
 // The largest value noted over the current window and the one before it: a gauge over the last

@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "broker/clock_skew.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/handover.hpp"
 #include "broker/ingest_stage.hpp"
@@ -191,6 +192,7 @@ class Loop {
       scheduler_.refill(clock_.now_ms(), 2);
       handover_.serve(scheduler_, rebalance_);
       fire_and_settle();  // what the refill and ingest found due within claim_ahead_ms
+      if (clock_every_.due()) check_clock();
       handover_.set_fire_state(fire_.stuck(), fire_.unsettled());
       outages_.turn_done(fire_.delivery_outage());
       handover_.set_redis_down_since(0);
@@ -389,8 +391,19 @@ class Loop {
     snapshot.joining = ingest.joining;
     snapshot.missing_topics = missing_topics();
     snapshot.missing_topics_problem = fire_.missing_topics().problem();
+    snapshot.clock_problem = clock_skew_.problem();
+    snapshot.clock_offset_s = clock_skew_.offset_seconds();
     if (tracer_ != nullptr) snapshot.traces = tracer_->counters();
     return snapshot;
+  }
+
+  // Compares this host's clock with Redis's (clock_skew.hpp), every duty::kClockCheck; skipped
+  // where Redis refuses TIME.
+  void check_clock() {
+    const std::int64_t before = clock_.now_ms();
+    const std::optional<std::int64_t> redis_us = store_.server_time_us();
+    const std::int64_t after = clock_.now_ms();
+    if (redis_us) clock_skew_.note(clock_reading(before * 1000, *redis_us, after * 1000));
   }
 
   // The progress line of the log, every duty::kProgressLog.
@@ -424,6 +437,8 @@ class Loop {
   OutageTracker outages_;
   LingerKick kick_{producer_linger(producer_properties(c_))};  // sends a lone record without the linger
   WindowMax longest_turn_{duty::kTurnWindow};
+  ClockSkew clock_skew_;  // this host's clock against Redis's
+  Every clock_every_{duty::kClockCheck};
   Every snapshot_every_{duty::kSnapshot};
   Every wakes_every_{duty::kWakeLists};
   Every progress_log_every_{duty::kProgressLog, Every::First::after_period};

@@ -56,6 +56,11 @@ struct LoopSnapshot {
   // business's topic is not this instance's fault).
   std::vector<std::string> missing_topics;
   std::string missing_topics_problem;
+  // This host's clock against Redis's (ClockSkew): the sentence while they are further apart than
+  // its bound (/healthz is degraded naming it, /readyz stays ready), and the last offset in
+  // seconds (this host's less Redis's; nullopt before the first reading).
+  std::string clock_problem;
+  std::optional<double> clock_offset_s;
   // The span exporter's totals since start (all zero with tracing off).
   telemetry::ExporterCounters traces;
 };

@@ -16,6 +16,14 @@ TEST_CASE("healthz is 503 until the loop publishes, then ok, then degraded durin
   s.problem = "redis unavailable: connection refused";
   r.server.publish(s);
   CHECK(body(get(r.port(), "/healthz")) == "degraded: redis unavailable: connection refused\n");
+  AdminSnapshot skewed;
+  skewed.clock_problem = "this host's clock is 2.31 s ahead of Redis's (TIME)";
+  r.server.publish(skewed);
+  CHECK(body(get(r.port(), "/healthz")) == "degraded: this host's clock is 2.31 s ahead of Redis's (TIME)\n");
+  skewed.problem = "redis unavailable: connection refused";
+  r.server.publish(skewed);
+  CHECK(body(get(r.port(), "/healthz")) ==
+        "degraded: redis unavailable: connection refused; this host's clock is 2.31 s ahead of Redis's (TIME)\n");
 }
 
 TEST_CASE(

@@ -10,6 +10,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -113,6 +114,9 @@ TEST_CASE("the counters on /metrics move as jobs are published, cancelled and de
   CHECK(sample(text, "delayd_outage{dependency=\"redis\"}") == 0);
   CHECK(sample(text, "process_resident_memory_bytes") > 0);
   CHECK(sample(text, "delayd_ready") == 1);
+  // This host's clock against the stack's Redis, on this host too: read at the first turn, no skew.
+  CHECK(text.find("\ndelayd_clock_offset_seconds ") != std::string::npos);
+  CHECK(std::abs(sample(text, "delayd_clock_offset_seconds")) < 0.1);
 
   // GET and DELETE /jobs/{id}, as delayctl get and cancel.
   const std::string job = call(port, "GET", "/jobs/m-later");
