@@ -271,6 +271,10 @@ TEST_CASE(
   w.create_topics({"orders"});
   DelaydProcess delayd(w);
   delayd.set_env("DELAYD_REDIS_URL", server.url());
+  // A plain server of its own, also where the stack's Redis is TLS (its files in the world's env).
+  for (const char* tls : {"DELAYD_REDIS_TLS_CA_FILE", "DELAYD_REDIS_TLS_CERT_FILE", "DELAYD_REDIS_TLS_KEY_FILE"}) {
+    delayd.set_env(tls, "");
+  }
   delayd.set_die_with_test(true);
   CHECK(delayd.run_to_exit(std::chrono::seconds(30)) == 2);
   const std::string refused = delayd.log_since_start();
