@@ -113,7 +113,8 @@ HttpResponse healthz(State& state) {
   if (!s.started && !s.starting.empty()) return make_response(503, "starting up: " + s.starting + "\n");
   if (!s.alive) return make_response(503, "the scheduling loop is not turning (still starting up, or stuck)\n");
   std::string problems = s.snapshot.problem;
-  for (const std::string* more : {&s.snapshot.missing_topics_problem, &s.snapshot.clock_problem}) {
+  for (const std::string* more :
+       {&s.snapshot.missing_topics_problem, &s.snapshot.clock_problem, &s.snapshot.redis_settings_problem}) {
     if (!more->empty()) problems += (problems.empty() ? "" : "; ") + *more;
   }
   return make_response(200, problems.empty() ? "ok\n" : "degraded: " + problems + "\n");

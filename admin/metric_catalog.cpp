@@ -170,6 +170,11 @@ constexpr MetricDef kMetricCatalog[] = {
    "this host's wall clock less Redis's (`TIME`, the middle of the round trip), read once a minute "
    "(absent before the first reading, or where Redis refuses `TIME`); beyond 0.1 s either way "
    "`/healthz` is degraded naming it: jobs fire that much early (positive) or late by Redis's clock"},
+  {Metric::redis_may_drop_waiting_jobs, "delayd_redis_may_drop_waiting_jobs", MetricType::gauge, "",
+   "1 while a Redis server may drop waiting jobs once full (a maxmemory with an allkeys-* policy)",
+   "1 while a Redis server may drop waiting jobs once full (a `maxmemory` with an `allkeys-*` policy, set "
+   "while delayd runs: at start it refuses), read every `redis.settings_check_interval_ms`; `/healthz` is "
+   "degraded naming it. Set `maxmemory-policy noeviction`"},
   {Metric::outage, "delayd_outage", MetricType::gauge, "dependency",
    "1 while an outage of the dependency is being ridden out",
    "1 while an outage of `redis`, `kafka`, `kafka (access)`, `kafka (group)`, `kafka (deliveries)` or"

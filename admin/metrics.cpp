@@ -167,6 +167,7 @@ struct Metrics::Impl {
   pm::Gauge& max_turn = gauges(Metric::loop_max_turn_seconds).Add({});
   pm::Family<pm::Gauge>& clock_offset_family = gauges(Metric::clock_offset_seconds);
   pm::Gauge* clock_offset = nullptr;
+  pm::Gauge& redis_may_drop = gauges(Metric::redis_may_drop_waiting_jobs).Add({});
   pm::Family<pm::Gauge>& outage = gauges(Metric::outage);
   pm::Family<pm::Gauge>& pending = gauges(Metric::jobs_pending);
   std::map<std::string, pm::Gauge*> pending_by_shard;
@@ -289,6 +290,7 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   m.topics_missing.Set(static_cast<double>(s.missing_topics.size()));
   m.dictionary.Set(static_cast<double>(s.compression.dictionary));
   m.max_turn.Set(std::chrono::duration<double>(s.max_turn).count());
+  m.redis_may_drop.Set(s.redis_settings_problem.empty() ? 0.0 : 1.0);
   if (s.clock_offset_s) {
     if (!m.clock_offset) m.clock_offset = &m.clock_offset_family.Add({});
     m.clock_offset->Set(*s.clock_offset_s);

@@ -1,7 +1,10 @@
 #include "broker/redis_settings_check.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
+#include "redis/connection.hpp"
 #include "storage/redis_server_info.hpp"
 
 namespace delayd::broker {
@@ -52,7 +55,7 @@ RedisSettingsFindings judge_redis_settings(const std::vector<ServerInfo>& info, 
                           "): " + named +
                           " would take jobs waiting in it, undelivered and without a trace. Set maxmemory-policy "
                           "noeviction on it (a full Redis then refuses writes, an outage delayd rides out with "
-                          "nothing lost), or give delayd a Redis of its own; delayd does not start against it";
+                          "nothing lost), or give delayd a Redis of its own";
           }
         } else {
           add_once(out.warnings, servers + " has " + named +
@@ -77,6 +80,41 @@ RedisSettingsFindings judge_redis_settings(const std::vector<ServerInfo>& info, 
     }
   }
   return out;
+}
+
+std::vector<ServerInfo> read_redis_settings(redis::RedisClient& redis) {
+  std::vector<ServerInfo> answers;
+  for (const auto& reply : redis.command_on_every_server({"INFO"})) {
+    const auto view = reply.view();
+    if (view.is_error() && redis::is_transient_error_reply(view.error())) {
+      throw redis::RedisIoError("INFO: " + view.error());
+    }
+    if (view.is_string()) {
+      answers.push_back({std::string(view.str()), ""});
+    } else {
+      answers.push_back({"", view.is_error() ? view.error() : "not a text reply"});
+    }
+  }
+  return answers;
+}
+
+RedisSettingsWatch::RedisSettingsWatch(const RedisSettingsFindings& at_start)
+    : problem_(at_start.refusal), said_(at_start.warnings) {}
+
+void RedisSettingsWatch::note(const RedisSettingsFindings& now) {
+  for (const auto& warning : now.warnings) {
+    if (std::find(said_.begin(), said_.end(), warning) != said_.end()) continue;
+    spdlog::warn("{}", warning);
+    said_.push_back(warning);
+  }
+  if (now.refusal == problem_) return;
+  if (!now.refusal.empty()) {
+    spdlog::critical("{} (its settings changed while delayd runs; /healthz is degraded until they are safe)",
+                     now.refusal);
+  } else {
+    spdlog::info("redis: no server may drop waiting jobs any more (maxmemory-policy changed)");
+  }
+  problem_ = now.refusal;
 }
 
 }  // namespace delayd::broker

@@ -16,19 +16,34 @@
 // (a deployment that keeps its jobs on replicas has chosen so).
 // A server that does not answer INFO (an ACL without it, a proxy) is said once (info) and start-up
 // goes on: delayd cannot see its policy, and a check that held delayd down for it would be worse
-// than none. Read once: a policy changed while delayd runs (CONFIG SET) is not seen until its
-// next start; docs/operating/deploying.md says what to set.
-// Threading: a pure function.
+// than none.
+//
+// While delayd runs. A policy can change under a running instance (CONFIG SET, a failover to a
+// replica configured otherwise), so the scheduling loop reads INFO again every
+// redis.settings_check_interval_ms (60 s by default; 0: at start only) and hands the verdict to a
+// RedisSettingsWatch. It cannot refuse to start any more, and stopping would not keep a job (the
+// evicting server holds them all): a server that may now drop waiting jobs is a problem /healthz
+// names (degraded, like a skewed clock: a restart would not mend it), the gauge
+// delayd_redis_may_drop_waiting_jobs is 1 and the alert DelaydRedisMayDropJobs fires, and the log
+// says it once at its start (critical) and once at its end. A warning not said before (at start or
+// since) is logged once; what cannot be read is not said again; a Redis that does not answer
+// skips the reading (the loop's own calls say that outage).
+// Threading: judge_redis_settings() is a pure function; read_redis_settings() blocks on its client;
+// a RedisSettingsWatch has one owner thread (the scheduling loop).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "redis/client.hpp"
+
 namespace delayd::broker {
 
 // What start-up does about the servers' settings.
 struct RedisSettingsFindings {
-  std::string refusal;                // the refusal's sentence; empty: start
+  // What makes a server unsafe (a limit with allkeys-*): one sentence naming it, the limit, the
+  // policy and what to set; empty: none is. At start the refusal, at run time the problem.
+  std::string refusal;
   std::vector<std::string> warnings;  // each said once, as a warning
   std::vector<std::string> unread;    // servers whose policy could not be read, said as info
 };
@@ -43,5 +58,28 @@ struct ServerInfo {
 // masked); `replicas_acknowledge`: redis.wait_replicas > 0. Identical sentences once.
 RedisSettingsFindings judge_redis_settings(const std::vector<ServerInfo>& info, const std::string& redis,
                                            bool replicas_acknowledge);
+
+// Asks every server that holds data INFO (RedisClient::command_on_every_server()): one answer a
+// server, its text or why there is none. Throws redis::RedisIoError when Redis does not answer,
+// or answers with a transient error (LOADING, ...): "not now".
+std::vector<ServerInfo> read_redis_settings(redis::RedisClient& redis);
+
+// What a running instance says of its servers' settings (the essay above, "While delayd runs").
+// Invariants: problem() is the last verdict's refusal (empty: none); each warning is logged at most
+// once over the instance's life.
+class RedisSettingsWatch {
+ public:
+  // Starts from start-up's verdict, already logged: its warnings are not said again.
+  explicit RedisSettingsWatch(const RedisSettingsFindings& at_start);
+
+  // Notes a new verdict: logs the problem's start (critical) or end (info), and new warnings.
+  void note(const RedisSettingsFindings& now);
+  // What /healthz says; empty when no server may drop waiting jobs.
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string problem_;
+  std::vector<std::string> said_;  // the warnings logged so far
+};
 
 }  // namespace delayd::broker

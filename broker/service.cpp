@@ -135,11 +135,14 @@ class Loop {
  public:
   // `conn` holds a store per thread (the loop's, each stage's, the ingest thread's), each over a
   // Redis client of its own timed into its histogram; it must outlive the loop.
-  Loop(const config::Config& c, const std::atomic<bool>& stop, Connections& conn, telemetry::Tracer* tracer)
+  // `redis_settings`: start-up's verdict on Redis's settings, which the loop goes on watching.
+  Loop(const config::Config& c, const std::atomic<bool>& stop, Connections& conn,
+       const RedisSettingsFindings& redis_settings, telemetry::Tracer* tracer)
       : c_(c),
         tracer_(tracer),
         stop_(stop),
         store_(*conn.loop.store),
+        redis_(*conn.loop.redis),
         redis_latency_(conn.loop.redis_latency),
         scheduler_(scheduler_options(c), clock_.now_ms(), store_),
         sink_(make_record_sink(c, [this](const connectors::DeliveryReport& r) { route_report(r); })),
@@ -163,7 +166,12 @@ class Loop {
         ownership_(ownership_options(c), clock_, scheduler_, store_, fire_, *sink_),
         rebalance_(ownership_.listener()),
         ingest_(c, ingest_redis(conn), handover_, topics(c, conn.admin ? &*conn.admin : nullptr), tracer,
-                conn.kafka_silent) {
+                conn.kafka_silent),
+        settings_watch_(redis_settings) {
+    if (c.redis.settings_check_interval_ms > 0) {
+      settings_every_.emplace(std::chrono::milliseconds(c.redis.settings_check_interval_ms),
+                              Every::First::after_period);
+    }
     // Kafka's answers wake the loop, which hands what they acknowledged to the mark stage at
     // once: in at_least_once a record written and not yet marked is delivered again after a
     // crash, so the shorter that spell, the fewer duplicates a kill -9 leaves (the mark stage
@@ -193,6 +201,7 @@ class Loop {
       handover_.serve(scheduler_, rebalance_);
       fire_and_settle();  // what the refill and ingest found due within claim_ahead_ms
       if (clock_every_.due()) check_clock();
+      if (settings_every_ && settings_every_->due()) check_redis_settings();
       handover_.set_fire_state(fire_.stuck(), fire_.unsettled());
       outages_.turn_done(fire_.delivery_outage());
       handover_.set_redis_down_since(0);
@@ -393,6 +402,7 @@ class Loop {
     snapshot.missing_topics_problem = fire_.missing_topics().problem();
     snapshot.clock_problem = clock_skew_.problem();
     snapshot.clock_offset_s = clock_skew_.offset_seconds();
+    snapshot.redis_settings_problem = settings_watch_.problem();
     if (tracer_ != nullptr) snapshot.traces = tracer_->counters();
     return snapshot;
   }
@@ -404,6 +414,17 @@ class Loop {
     const std::optional<std::int64_t> redis_us = store_.server_time_us();
     const std::int64_t after = clock_.now_ms();
     if (redis_us) clock_skew_.note(clock_reading(before * 1000, *redis_us, after * 1000));
+  }
+
+  // Reads every Redis server's settings again (redis_settings_check.hpp, "While delayd runs"),
+  // every redis.settings_check_interval_ms; skipped while Redis does not answer (the turn's own
+  // calls say that outage).
+  void check_redis_settings() {
+    try {
+      settings_watch_.note(judge_redis_settings(read_redis_settings(redis_), redis::mask_redis_url(c_.redis.url),
+                                                c_.redis.wait_replicas > 0));
+    } catch (const redis::RedisIoError&) {
+    }
   }
 
   // The progress line of the log, every duty::kProgressLog.
@@ -421,6 +442,7 @@ class Loop {
   telemetry::Tracer* tracer_;  // null: tracing off; its counters go into the snapshot
   const std::atomic<bool>& stop_;
   storage::JobStore& store_;
+  redis::RedisClient& redis_;  // the loop's store's client: the settings check's INFO
   const DurationHistogram& redis_latency_;
   WallClock clock_;
   Scheduler scheduler_;
@@ -439,6 +461,8 @@ class Loop {
   WindowMax longest_turn_{duty::kTurnWindow};
   ClockSkew clock_skew_;  // this host's clock against Redis's
   Every clock_every_{duty::kClockCheck};
+  RedisSettingsWatch settings_watch_;
+  std::optional<Every> settings_every_;  // none: redis.settings_check_interval_ms = 0
   Every snapshot_every_{duty::kSnapshot};
   Every wakes_every_{duty::kWakeLists};
   Every progress_log_every_{duty::kProgressLog, Every::First::after_period};
@@ -470,6 +494,7 @@ bool connect_store(const config::Config& c, const std::atomic<bool>& stop, const
 struct StartUp {
   std::unique_ptr<Connections> conn;
   bool refused = false;
+  RedisSettingsFindings redis_settings;  // start-up's verdict on Redis's settings (the loop watches them)
 };
 
 // The version interlock's two checks; false (the refusal logged) when one refuses.
@@ -504,34 +529,20 @@ bool interlock(const config::Config& c, const std::atomic<bool>& stop, const Sta
   return true;
 }
 
-// The Redis settings check (broker/redis_settings_check.hpp): false (the refusal logged) when a
-// server may drop waiting jobs once full; the warnings and what could not be read logged. Retried while
-// Redis does not answer, or answers "not now"; nullopt when a stop was requested first.
-std::optional<bool> keeps_waiting_jobs(const config::Config& c, const std::atomic<bool>& stop,
-                                       const StartupReport& report, redis::RedisClient& redis) {
+// The Redis settings check (broker/redis_settings_check.hpp): the verdict, its warnings and what
+// could not be read logged, and its refusal when a server may drop waiting jobs once full. Retried
+// while Redis does not answer, or answers "not now"; nullopt when a stop was requested first.
+std::optional<RedisSettingsFindings> keeps_waiting_jobs(const config::Config& c, const std::atomic<bool>& stop,
+                                                        const StartupReport& report, redis::RedisClient& redis) {
   const auto found = until_up("redis", stop, report, [&] {
-    std::vector<ServerInfo> answers;
-    for (const auto& reply : redis.command_on_every_server({"INFO"})) {
-      const auto view = reply.view();
-      if (view.is_error() && redis::is_transient_error_reply(view.error())) {
-        throw redis::RedisIoError("INFO: " + view.error());
-      }
-      if (view.is_string()) {
-        answers.push_back({std::string(view.str()), ""});
-      } else {
-        answers.push_back({"", view.is_error() ? view.error() : "not a text reply"});
-      }
-    }
-    return judge_redis_settings(answers, redis::mask_redis_url(c.redis.url), c.redis.wait_replicas > 0);
+    return judge_redis_settings(read_redis_settings(redis), redis::mask_redis_url(c.redis.url),
+                                c.redis.wait_replicas > 0);
   });
   if (!found) return std::nullopt;
   for (const auto& line : found->unread) spdlog::info("{}", line);
   for (const auto& line : found->warnings) spdlog::warn("{}", line);
-  if (!found->refusal.empty()) {
-    spdlog::critical("{}", found->refusal);
-    return false;
-  }
-  return true;
+  if (!found->refusal.empty()) spdlog::critical("{}; delayd does not start against it", found->refusal);
+  return found;
 }
 
 // Says how payloads are kept (storage/payload_compression.hpp): the dictionary read from Redis,
@@ -580,11 +591,11 @@ StartUp start_up(const config::Config& c, const std::atomic<bool>& stop, const S
         c.redis.functions ? "this Redis has no functions, or its ACL denies FUNCTION" : "redis.functions = false");
   }
   spdlog::info("redis {} ready (prefix '{}')", redis::mask_redis_url(c.redis.url), c.redis.prefix);
-  const auto keeps = keeps_waiting_jobs(c, stop, report, *conn->loop.redis);
-  if (!keeps) return {};
-  if (!*keeps) return {nullptr, true};
+  auto settings = keeps_waiting_jobs(c, stop, report, *conn->loop.redis);
+  if (!settings) return {};
+  if (!settings->refusal.empty()) return {nullptr, true, {}};
   log_compression(c);
-  if (!interlock(c, stop, report, *conn)) return {nullptr, true};
+  if (!interlock(c, stop, report, *conn)) return {nullptr, true, {}};
 
   if (c.kafka.create_topics) {
     conn->admin.emplace(config::kafka_properties(c, config::KafkaClient::admin));
@@ -625,7 +636,7 @@ StartUp start_up(const config::Config& c, const std::atomic<bool>& stop, const S
     return true;
   });
   if (stop) return {};
-  return {std::move(conn), false};
+  return {std::move(conn), false, std::move(*settings)};
 }
 
 // Turns the loop until a stop is requested (0) or a fatal error ends it (1).
@@ -645,7 +656,7 @@ int Service::run(const std::atomic<bool>& stop, const std::function<void(LoopSna
   if (up.refused) return 2;
   if (!up.conn) return 0;
   const auto conn = std::move(up.conn);
-  Loop loop(c, stop, *conn, tracer_);
+  Loop loop(c, stop, *conn, up.redis_settings, tracer_);
   loop.publish = publish;
   std::string ingest;
   for (const auto& t : config::ingest_topics(c)) {

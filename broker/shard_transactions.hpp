@@ -14,10 +14,15 @@
 // not delayd's bookkeeping: a member paused past its session, cut off from Kafka, or simply slow
 // to learn of a rebalance can never commit a record of a shard that another member has opened.
 // (The alternative, one producer per instance fenced by the consumer group's generation through
-// send_offsets_to_transaction (KIP-447), would leave a gap: a zombie whose offsets went into its
-// transaction before the cut, and whose records were still in its queue, could commit them after
-// the new owner had looked. A transactional id per shard leaves none. Its cost is a producer
-// (and a thread) per owned shard.)
+// send_offsets_to_transaction (KIP-447), leaves a gap as such: a zombie whose offsets went into
+// its transaction before the cut, and whose records were still in its queue, could commit them
+// after the new owner had looked. It closes only if every transaction carries offsets of each
+// shard it holds records of (the group then refuses a zombie's later ones, its transaction
+// aborts), and a new owner looks only once the shard's committed offsets are stable (an
+// OffsetFetch with require_stable, which librdkafka sends for a read_committed consumer, waits
+// for a pending transaction's offsets): the ingest offsets would move into the transactions, a
+// redesign of the ingest commit not made. A transactional id per shard leaves no gap. Its cost is
+// a producer (and a thread) per owned shard: docs/performance/cost.md, "Where a shard's cost is".)
 //
 // What a transaction holds. The records of one shard produced since the last commit began (at
 // most ShardStream::kMaxPerTransaction), each job record with its log record (delivery_log.hpp),

@@ -61,6 +61,10 @@ struct LoopSnapshot {
   // seconds (this host's less Redis's; nullopt before the first reading).
   std::string clock_problem;
   std::optional<double> clock_offset_s;
+  // A Redis server that may drop waiting jobs once full (RedisSettingsWatch, seen while running):
+  // the sentence (/healthz is degraded naming it, /readyz stays ready; the gauge
+  // delayd_redis_may_drop_waiting_jobs is 1); empty when none may.
+  std::string redis_settings_problem;
   // The span exporter's totals since start (all zero with tracing off).
   telemetry::ExporterCounters traces;
 };

@@ -162,6 +162,9 @@ struct RedisConfig {
   // Call the scripts as delayd's function library (FUNCTION LOAD, FCALL) where Redis has
   // functions; false: as EVAL scripts always (storage/lua_scripts.hpp, "How Redis runs them").
   bool functions = true;
+  // How often a running instance reads every server's eviction policy and persistence again
+  // (broker/redis_settings_check.hpp, "While delayd runs"); 0: at start only.
+  std::int64_t settings_check_interval_ms = 60000;
 };
 
 // The wheel's settings as a user writes them (milliseconds, signed like every integer setting).

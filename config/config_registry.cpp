@@ -319,6 +319,11 @@ constexpr std::array kSettings = {
           "defines the scripts' shared helpers again) where Redis has functions (7 and later) and the user may "
           "load them, else as EVAL scripts; false: EVAL scripts always (for a proxy that does not pass FCALL on)",
           field<bool>([](auto& c) -> auto& { return c.redis.functions; })},
+  Setting{"redis.settings_check_interval_ms",
+          "how often a running instance reads every Redis server's `maxmemory-policy` and persistence again "
+          "(`INFO`): one that may now drop waiting jobs degrades `/healthz` and sets "
+          "`delayd_redis_may_drop_waiting_jobs`; 0 = at start only (where it refuses to start)",
+          field<Int>([](auto& c) -> auto& { return c.redis.settings_check_interval_ms; }), 0, 86'400'000},
 
   Setting{"wheel.tick_ms",
           "wheel resolution",

@@ -3,7 +3,6 @@
 // and a capture of the log (the audit lines).
 #pragma once
 
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -22,6 +21,7 @@
 #include "admin/audit.hpp"
 #include "admin/request_target.hpp"
 #include "delayd/build_info.hpp"
+#include "support/captured_log.hpp"
 #include "support/requires.hpp"
 
 namespace delayd::admin::test {
@@ -145,26 +145,7 @@ inline std::string call(std::uint16_t port, const std::string& method, const std
                            (token.empty() ? "" : "Authorization: Bearer " + token + "\r\n") + "\r\n");
 }
 
-// What spdlog's default logger writes while this lives (the audit lines among it).
-class CapturedLog {
- public:
-  CapturedLog() : previous_(spdlog::default_logger()) {
-    auto logger = std::make_shared<spdlog::logger>("captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_));
-    logger->set_pattern("%v");
-    spdlog::set_default_logger(std::move(logger));
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  CapturedLog(const CapturedLog&) = delete;
-  CapturedLog& operator=(const CapturedLog&) = delete;
-  std::string text() {
-    spdlog::default_logger()->flush();
-    return out_.str();
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+using delayd::testing::CapturedLog;  // the audit lines among what it captures
 
 struct Running {
   explicit Running(AdminOptions o = options(), std::unique_ptr<delayd::admin::JobBackend> jobs = nullptr)

@@ -24,6 +24,13 @@ TEST_CASE("healthz is 503 until the loop publishes, then ok, then degraded durin
   r.server.publish(skewed);
   CHECK(body(get(r.port(), "/healthz")) ==
         "degraded: redis unavailable: connection refused; this host's clock is 2.31 s ahead of Redis's (TIME)\n");
+  AdminSnapshot evicting;
+  evicting.redis_settings_problem = "redis redis://r:6379 may drop any key once it holds its maxmemory (64 MiB)";
+  r.server.publish(evicting);
+  const std::string said = get(r.port(), "/healthz");
+  CHECK_THAT(said, Catch::StartsWith("HTTP/1.1 200"));
+  CHECK(body(said) == "degraded: redis redis://r:6379 may drop any key once it holds its maxmemory (64 MiB)\n");
+  CHECK_THAT(get(r.port(), "/readyz"), Catch::StartsWith("HTTP/1.1 200"));
 }
 
 TEST_CASE(
@@ -385,6 +392,7 @@ TEST_CASE("metrics: the counters follow the snapshots", "[admin][metrics]") {
   CHECK(text.find("delayd_next_due_seconds ") == std::string::npos);  // no timer, no value
   CHECK(sample(text, "delayd_payloads_compressed_total") == 0);
   CHECK(sample(text, "delayd_compression_dictionary") == 0);
+  CHECK(sample(text, "delayd_redis_may_drop_waiting_jobs") == 0);
 
   r.server.publish(busy_snapshot());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the pending counts come from the worker

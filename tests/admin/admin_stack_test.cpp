@@ -117,6 +117,7 @@ TEST_CASE("the counters on /metrics move as jobs are published, cancelled and de
   // This host's clock against the stack's Redis, on this host too: read at the first turn, no skew.
   CHECK(text.find("\ndelayd_clock_offset_seconds ") != std::string::npos);
   CHECK(std::abs(sample(text, "delayd_clock_offset_seconds")) < 0.1);
+  CHECK(sample(text, "delayd_redis_may_drop_waiting_jobs") == 0);  // the stack's Redis has no limit
 
   // GET and DELETE /jobs/{id}, as delayctl get and cancel.
   const std::string job = call(port, "GET", "/jobs/m-later");

@@ -1,11 +1,15 @@
 // The Redis settings check's verdicts (broker/redis_settings_check.hpp): what refuses, what warns,
-// what is only said, for one server and for a Cluster's primaries. Delayd refusing such a Redis,
+// what is only said, for one server and for a Cluster's primaries; what a running instance says
+// when they change (RedisSettingsWatch). Delayd refusing such a Redis,
 // and starting against a volatile-* one: tests/e2e/outage_test.cpp.
 #include "broker/redis_settings_check.hpp"
 
 #include <catch2/catch.hpp>
 
+#include "support/captured_log.hpp"
+
 using namespace delayd::broker;
+using delayd::testing::CapturedLog;
 
 namespace {
 
@@ -28,7 +32,7 @@ TEST_CASE("redis settings check: a limit with allkeys refuses, naming the server
         "redis redis://r:6379 may drop any key once it holds its maxmemory (1024 MiB): maxmemory-policy allkeys-lfu "
         "would take jobs waiting in it, undelivered and without a trace. Set maxmemory-policy noeviction on it (a "
         "full Redis then refuses writes, an outage delayd rides out with nothing lost), or give delayd a Redis of "
-        "its own; delayd does not start against it");
+        "its own");
   CHECK(f.warnings.empty());
   CHECK(f.unread.empty());
 }
@@ -96,4 +100,46 @@ TEST_CASE("redis settings check: no append-only file warns, unless replicas ackn
   CHECK(judge_redis_settings({info("0", "noeviction", "1")}, "redis://r:6379", false).warnings.empty());
   // Both said, for a server that would also drop settled records.
   CHECK(judge_redis_settings({info("4096", "volatile-lru", "0")}, "redis://r:6379", false).warnings.size() == 2);
+}
+
+TEST_CASE("redis settings watch: a policy that turns unsafe while running is a problem said once, and its end",
+          "[redis-settings]") {
+  CapturedLog log("%l: %v");
+  const auto safe = judge_eviction({info("4096", "noeviction")}, "redis://r:6379");
+  RedisSettingsWatch watch(safe);
+  CHECK(watch.problem().empty());
+  watch.note(safe);
+  CHECK(log.take().empty());
+
+  const auto unsafe = judge_eviction({info("1048576", "allkeys-lru")}, "redis://r:6379");
+  watch.note(unsafe);
+  CHECK(watch.problem() == unsafe.refusal);
+  CHECK(log.take() == "critical: " + unsafe.refusal +
+                          " (its settings changed while delayd runs; /healthz is degraded until they are safe)\n");
+  watch.note(unsafe);  // still so: nothing more said
+  CHECK(watch.problem() == unsafe.refusal);
+  CHECK(log.take().empty());
+
+  watch.note(safe);
+  CHECK(watch.problem().empty());
+  CHECK(log.take() == "info: redis: no server may drop waiting jobs any more (maxmemory-policy changed)\n");
+}
+
+TEST_CASE("redis settings watch: start-up's warnings are not said again, a new one once", "[redis-settings]") {
+  CapturedLog log("%l: %v");
+  const auto no_aof = judge_redis_settings({info("0", "noeviction", "0")}, "redis://r:6379", false);
+  REQUIRE(no_aof.warnings.size() == 1);
+  RedisSettingsWatch watch(no_aof);
+  watch.note(no_aof);
+  CHECK(log.take().empty());
+  const auto both = judge_redis_settings({info("4096", "volatile-lru", "0")}, "redis://r:6379", false);
+  watch.note(both);
+  watch.note(both);
+  CHECK(log.take() == "warning: " + both.warnings[1] + "\n");
+  CHECK(watch.problem().empty());
+}
+
+TEST_CASE("redis settings watch: a refusal at start is the problem from the start", "[redis-settings]") {
+  const auto unsafe = judge_eviction({info("1048576", "allkeys-lfu")}, "redis://r:6379");
+  CHECK(RedisSettingsWatch(unsafe).problem() == unsafe.refusal);
 }

@@ -262,12 +262,15 @@ struct OwnRedis {
 // A Redis that may drop any key once full (a limit with allkeys-lru) would lose waiting jobs
 // without a trace: delayd refuses to start against it, saying what to set, exit status 2. With
 // volatile-lru (only keys with a time to live, which no waiting job has) it starts, warns once
-// (and once that the server keeps no append-only file), and delivers.
+// (and once that the server keeps no append-only file), and delivers. Turned unsafe while it
+// runs, /healthz and the gauge say so until the policy is safe again.
 TEST_CASE(
     "delayd refuses a Redis that may evict waiting jobs, and warns of one that evicts settled records or keeps no AOF",
     "[e2e][outage][eviction]") {
   OwnRedis server("--maxmemory 64mb --maxmemory-policy allkeys-lru");
   World w("redis-eviction");
+  w.settings["DELAYD_ADMIN_LISTEN"] = "127.0.0.1:" + std::to_string(free_port());
+  w.settings["DELAYD_REDIS_SETTINGS_CHECK_INTERVAL_MS"] = "1000";
   w.create_topics({"orders"});
   DelaydProcess delayd(w);
   delayd.set_env("DELAYD_REDIS_URL", server.url());
@@ -297,5 +300,31 @@ TEST_CASE(
                      "maxmemory-policy volatile-lru)") == 1);
   // The test's server keeps no append-only file: said once a start (the refused one too).
   CHECK(count_in_log(delayd.log_path(), "keeps no append-only file (appendonly no)") == 2);
+
+  // While it runs, the policy turns unsafe (CONFIG SET): read again every second here, /healthz
+  // says it and the gauge is 1, the log once; the policy put back, both clear.
+  const auto admin = w.settings["DELAYD_ADMIN_LISTEN"];
+  const std::uint16_t port = static_cast<std::uint16_t>(std::stoi(admin.substr(admin.rfind(':') + 1)));
+  REQUIRE(server.client().command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"}).view().str() == "OK");
+  const auto waits = [&](const std::string& path, const std::string& text) {
+    std::string said;
+    ready.collect_until(
+        [&](const auto&) {
+          said = http_get(port, path);
+          return said.find(text) != std::string::npos;
+        },
+        std::chrono::seconds(20));
+    INFO(path << ": " << said);
+    CHECK_THAT(said, Catch::Contains(text));
+  };
+  waits("/healthz", "degraded: redis redis://127.0.0.1:" + std::to_string(server.port) +
+                        " may drop any key once it holds its maxmemory (64 MiB): maxmemory-policy allkeys-lfu");
+  waits("/metrics", "\ndelayd_redis_may_drop_waiting_jobs 1\n");
+  CHECK_THAT(http_get(port, "/readyz"), Catch::Contains(" 200 "));
+  REQUIRE(server.client().command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}).view().str() == "OK");
+  waits("/healthz", "\nok\n");
+  waits("/metrics", "\ndelayd_redis_may_drop_waiting_jobs 0\n");
+  CHECK(count_in_log(delayd.log_path(), "(its settings changed while delayd runs") == 1);
+  CHECK(count_in_log(delayd.log_path(), "no server may drop waiting jobs any more") == 1);
   CHECK(delayd.stop() == 0);
 }
