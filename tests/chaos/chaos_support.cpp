@@ -444,6 +444,17 @@ redis::RedisConnection redis_for(const World& world, int timeout_ms) {
   return redis::RedisConnection(opts);
 }
 
+RedisPause::RedisPause(const World& world, std::chrono::milliseconds how_long) : world_(world) {
+  REQUIRE(redis_for(world).command({"CLIENT", "PAUSE", std::to_string(how_long.count()), "ALL"}).view().str() == "OK");
+}
+
+RedisPause::~RedisPause() {
+  try {
+    redis_for(world_).command({"CLIENT", "UNPAUSE"});
+  } catch (...) {
+  }
+}
+
 RedisPinger::RedisPinger(const World& world) {
   const auto opts = testing::redis_options(world.redis_url);
   host_ = opts.host;

@@ -214,6 +214,19 @@ void create_topic_with_config(const World& world, const std::string& topic,
 // A Redis connection of the test's own to the world's Redis.
 redis::RedisConnection redis_for(const World& world, int timeout_ms = 2000);
 
+// Pauses the world's Redis for every client (CLIENT PAUSE <ms> ALL: it answers nobody until then)
+// and ends the pause when it goes, should the case end sooner.
+class RedisPause {
+ public:
+  RedisPause(const World& world, std::chrono::milliseconds how_long);
+  ~RedisPause();
+  RedisPause(const RedisPause&) = delete;
+  RedisPause& operator=(const RedisPause&) = delete;
+
+ private:
+  const World& world_;
+};
+
 // Pings Redis from a thread of its own with fresh connections every few ms, and records whether
 // it answered LOADING (and for how long) and for how long it did not answer PONG at all.
 class RedisPinger {

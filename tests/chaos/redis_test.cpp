@@ -174,19 +174,7 @@ TEST_CASE("redis_client_pause", "[chaos]") {
   pub.flush();
   ready.poll_until([&] { return ready.seen_of(expected) >= 100 || !delayd.running(); }, 30s);
 
-  struct Unpause {
-    const World& w;
-    ~Unpause() {
-      try {
-        redis_for(w).command({"CLIENT", "UNPAUSE"});
-      } catch (...) {
-      }
-    }
-  } unpause{w};
-  {
-    auto redis = redis_for(w);
-    REQUIRE(redis.command({"CLIENT", "PAUSE", "3000", "ALL"}).view().str() == "OK");
-  }
+  const RedisPause pause(w, 3000ms);
   // The pause ends by itself after 3 s; jobs keep arriving meanwhile.
   std::atomic<bool> over{false};
   const std::int64_t pause_end = now_ms() + 3000;
