@@ -39,15 +39,27 @@ void Handover::relay(Rebalance what, const std::vector<connectors::TopicPartitio
   std::unique_lock lock(mutex_);
   if (closed_) return;
   const std::uint64_t ticket = ++next_ticket_;
-  const Op::Kind kind = what == Rebalance::assigned  ? Op::Kind::assigned
-                        : what == Rebalance::revoked ? Op::Kind::revoked
-                                                     : Op::Kind::lost;
+  Op::Kind kind = Op::Kind::lost;
+  switch (what) {
+    case Rebalance::assigned:
+      kind = Op::Kind::assigned;
+      break;
+    case Rebalance::revoked:
+      kind = Op::Kind::revoked;
+      break;
+    case Rebalance::lost:
+      kind = Op::Kind::lost;
+      break;
+    case Rebalance::left:
+      kind = Op::Kind::left;
+      break;
+  }
   ops_.push_back(Op{kind, {}, {}, 0, partitions, ticket});
   queued_.notify_one();
   served_.wait(lock, [&] { return closed_ || served_ticket_ >= ticket; });
 }
 
-std::size_t Handover::serve(Scheduler& scheduler, const connectors::KafkaConsumer::Listener& listener) {
+std::size_t Handover::serve(Scheduler& scheduler, const Listener& listener) {
   std::vector<Op> ops;
   {
     std::lock_guard lock(mutex_);
@@ -66,13 +78,19 @@ std::size_t Handover::serve(Scheduler& scheduler, const connectors::KafkaConsume
         break;
       case Op::Kind::assigned:
       case Op::Kind::revoked:
-      case Op::Kind::lost: {
+      case Op::Kind::lost:
+      case Op::Kind::left: {
         try {
-          // A listener without `lost` hears of a loss as a revoke (KafkaConsumer does the same).
-          const auto& run = op.kind == Op::Kind::assigned                ? listener.assigned
-                            : op.kind == Op::Kind::lost && listener.lost ? listener.lost
-                                                                         : listener.revoked;
-          if (run) run(op.partitions);
+          const auto& g = listener.group;
+          if (op.kind == Op::Kind::left && listener.left) {
+            listener.left(op.partitions);
+          } else if (op.kind == Op::Kind::assigned) {
+            if (g.assigned) g.assigned(op.partitions);
+          } else if (op.kind != Op::Kind::revoked && g.lost) {
+            g.lost(op.partitions);
+          } else if (g.revoked) {
+            g.revoked(op.partitions);
+          }
         } catch (const std::exception& e) {
           spdlog::error("handling a rebalance: {}", e.what());
         }

@@ -4,8 +4,10 @@
 //   wheel ops   offer / cancel / move of one job (WheelFeed), queued after the ingest thread's
 //               Redis write is acknowledged and applied by the owner at its next drain(); the
 //               ingest thread wakes the owner once per batch (flush()) and never waits for them.
-//   rebalances  the consumer's assigned / revoked callbacks, which librdkafka runs on the ingest
-//               thread (inside poll_batch() or close()). relay() queues one and blocks until the
+//   rebalances  the consumer's assigned / revoked / lost callbacks, which librdkafka runs on the
+//               ingest thread (inside poll_batch() or close()), and `left`: the revoke of a member
+//               that left its group by itself with nothing drainable (IngestStage, Redis cut off
+//               long). relay() queues one and blocks until the
 //               owner has run it (serve()), so a revoke is complete (records drained, shards out of
 //               the wheel, fences dropped) before librdkafka lets the partitions go, as it was
 //               when one thread did everything.
@@ -39,6 +41,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -59,12 +62,19 @@ class Handover final : public WheelFeed {
   void flush() noexcept override;
 
   // Ingest side: queues the rebalance and returns once the owner has served it (or closed).
-  enum class Rebalance : unsigned char { assigned, revoked, lost };
+  enum class Rebalance : unsigned char { assigned, revoked, lost, left };
   void relay(Rebalance what, const std::vector<connectors::TopicPartition>& partitions);
 
-  // Owner side: applies the queued wheel ops and runs the queued rebalances through `listener`
-  // (Ownership's), in the order they were given. Returns how many things it applied.
-  std::size_t serve(Scheduler& scheduler, const connectors::KafkaConsumer::Listener& listener);
+  // What serve() runs for each rebalance (Ownership's): the group's three events, and `left` for
+  // the partitions of a member that left its group by itself without draining them. A `left`
+  // not set is run as `lost`, and a `lost` not set as `revoked` (as KafkaConsumer does).
+  struct Listener {
+    connectors::KafkaConsumer::Listener group;
+    std::function<void(const std::vector<connectors::TopicPartition>&)> left;
+  };
+  // Owner side: applies the queued wheel ops and runs the queued rebalances through `listener`,
+  // in the order they were given. Returns how many things it applied.
+  std::size_t serve(Scheduler& scheduler, const Listener& listener);
   // Owner side: returns when something is queued, notify() was called, or `timeout` passed.
   void wait(std::chrono::milliseconds timeout);
   // Wakes a wait() (a stop request, say).
@@ -87,12 +97,12 @@ class Handover final : public WheelFeed {
 
  private:
   struct Op {
-    enum class Kind : unsigned char { offer, cancel, move, assigned, revoked, lost } kind = Kind::offer;
+    enum class Kind : unsigned char { offer, cancel, move, assigned, revoked, lost, left } kind = Kind::offer;
     std::string shard;
     std::string job_id;
     std::int64_t at = 0;                                 // offer, move: epoch ms
-    std::vector<connectors::TopicPartition> partitions;  // assigned, revoked, lost
-    std::uint64_t ticket = 0;                            // assigned, revoked, lost: relay() waits for it
+    std::vector<connectors::TopicPartition> partitions;  // the rebalances'
+    std::uint64_t ticket = 0;                            // the rebalances': relay() waits for it
   };
   void push(Op op);
 

@@ -92,9 +92,9 @@ connectors::KafkaConsumer::Listener IngestStage::relaying() {
     // again: idempotent); a late commit of ours could set it back.
     for (const auto& tp : tps) committable_.erase(tp);
     settle_quietly();
-    // Leaving for want of Redis, nothing can be drained (the marks need Redis): the shards go as
-    // lost, at once, and their next owner's takeover settles what was in flight.
-    if (!group_.reports) handover_.relay(left_ ? Handover::Rebalance::lost : Handover::Rebalance::revoked, tps);
+    // Leaving for want of Redis, nothing can be drained (the marks need Redis): the shards go at
+    // once, as lost ones do, and their next owner's takeover settles what was in flight.
+    if (!group_.reports) handover_.relay(left_ ? Handover::Rebalance::left : Handover::Rebalance::revoked, tps);
   };
   l.lost = [this](const std::vector<connectors::TopicPartition>& tps) {
     ++rebalances_;

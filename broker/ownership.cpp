@@ -25,8 +25,9 @@ std::string Ownership::member_name() {
   return name;
 }
 
-connectors::KafkaConsumer::Listener Ownership::listener() {
-  connectors::KafkaConsumer::Listener l;
+Handover::Listener Ownership::listener() {
+  Handover::Listener h;
+  auto& l = h.group;
   l.assigned = [this](const std::vector<connectors::TopicPartition>& tps) {
     for (const auto& tp : tps) {
       if (options_.ingest_topics.count(tp.topic) == 0) continue;
@@ -43,7 +44,7 @@ connectors::KafkaConsumer::Listener Ownership::listener() {
     drain_before_revoke();
     for (const auto& tp : tps) {
       if (options_.ingest_topics.count(tp.topic) == 0) continue;
-      give_up(storage::shard_id(tp.topic, tp.partition), false);
+      give_up(storage::shard_id(tp.topic, tp.partition), GiveUp::revoked);
     }
     ++rebalances_;
   };
@@ -51,27 +52,44 @@ connectors::KafkaConsumer::Listener Ownership::listener() {
     // Another member may own them already: nothing of theirs may go out from here any more.
     for (const auto& tp : tps) {
       if (options_.ingest_topics.count(tp.topic) == 0) continue;
-      give_up(storage::shard_id(tp.topic, tp.partition), true);
+      give_up(storage::shard_id(tp.topic, tp.partition), GiveUp::lost);
     }
     ++rebalances_;
   };
-  return l;
+  h.left = [this](const std::vector<connectors::TopicPartition>& tps) {
+    // Nothing can be drained without Redis: the next owner's takeover settles what was in flight.
+    for (const auto& tp : tps) {
+      if (options_.ingest_topics.count(tp.topic) == 0) continue;
+      give_up(storage::shard_id(tp.topic, tp.partition), GiveUp::left);
+    }
+    ++rebalances_;
+  };
+  return h;
 }
 
-void Ownership::give_up(const std::string& shard, bool lost) {
+void Ownership::give_up(const std::string& shard, GiveUp why) {
   assigned_.erase(shard);
   to_take_.erase(shard);
   opening_.erase(shard);
   retake_.erase(shard);
-  sink_.close(shard, lost);
+  sink_.close(shard, why != GiveUp::revoked);
   fire_.recover(shard, {});
   scheduler_.revoke(shard);
   store_.drop_shard(shard);
-  if (lost) {
-    spdlog::warn("shard {} lost (the group took it away without a revoke): nothing of it is sent from here any more",
-                 shard);
-  } else {
-    spdlog::info("shard {} revoked", shard);
+  switch (why) {
+    case GiveUp::revoked:
+      spdlog::info("shard {} revoked", shard);
+      break;
+    case GiveUp::lost:
+      spdlog::warn("shard {} lost (the group took it away without a revoke): nothing of it is sent from here any more",
+                   shard);
+      break;
+    case GiveUp::left:
+      spdlog::info(
+          "shard {} given up undrained (this instance left its group for want of Redis): nothing of it is sent from "
+          "here any more; its next owner settles what was in flight",
+          shard);
+      break;
   }
 }
 

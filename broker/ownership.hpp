@@ -20,6 +20,9 @@
 //              already, so nothing is drained: each stream is closed at once (exactly_once: its
 //              open transaction abandoned, and the new owner's producer aborts it;
 //              at_least_once: the producer's unsent records purged), then as revoked.
+//   left       revoked because this member left its group by itself, cut off from Redis
+//              (IngestStage): nothing can be drained (settling needs Redis), so the shards go as
+//              lost ones do, and are logged as left, not as taken away.
 //   fenced     a call refused by Redis, or a stream that Kafka fenced, makes the fire path give
 //              the shard up itself (FirePath::lose()). If the group still says the shard is ours
 //              retake_after later (time for the group to tell of a loss), it is taken again, as if
@@ -42,6 +45,7 @@
 #include <vector>
 
 #include "broker/fire_path.hpp"
+#include "broker/handover.hpp"
 #include "broker/record_sink.hpp"
 #include "broker/scheduler.hpp"
 #include "broker/wall_clock.hpp"
@@ -75,8 +79,9 @@ class Ownership {
   // Makes the store fence every write of our shards under this member's name (host/pid).
   // Precondition: called once, before the first take_assigned().
   void enable_fencing();
-  // The listeners for the consumers: assignments noted, revokes drained, losses not.
-  connectors::KafkaConsumer::Listener listener();
+  // The listeners the handover runs (Handover::serve()): assignments noted, revokes drained,
+  // losses and leaves not.
+  Handover::Listener listener();
   // Takes the fence of every shard assigned (or to be re-taken) since the last turn and opens its
   // stream, then loads the shards whose streams are open. Throws storage errors; what is not
   // done yet is done next time.
@@ -98,8 +103,11 @@ class Ownership {
   // outcome. A failure only costs duplicates (at_least_once: the next owner produces them again;
   // exactly_once: its takeover finds them), so it is logged, not thrown.
   void drain_before_revoke();
-  // A revoked or lost shard leaves everything here.
-  void give_up(const std::string& shard, bool lost);
+  // How a shard stops being ours: drained (revoked), or not (lost, left).
+  enum class GiveUp : unsigned char { revoked, lost, left };
+  // A shard given up leaves everything here; `why` decides whether its stream is drained and
+  // what the log says.
+  void give_up(const std::string& shard, GiveUp why);
 
   using Clock = std::chrono::steady_clock;
   Options options_;

@@ -453,7 +453,7 @@ class Loop {
   MarkWorker marker_;                 // the settle stage's thread and connection
   FirePath fire_;
   Ownership ownership_;
-  connectors::KafkaConsumer::Listener rebalance_;  // Ownership's, run by handover_.serve()
+  Handover::Listener rebalance_;                   // Ownership's, run by handover_.serve()
   IngestStages ingest_;                            // last: their threads start once everything they hand over to exists
 
   OutageTracker outages_;

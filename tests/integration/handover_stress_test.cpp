@@ -80,8 +80,8 @@ TEST_CASE(
       "claim", claim_store, no_latency, broker::claim_work(), [&] { handover.notify(); }, 1);
   broker::MarkWorker marker("mark", mark_store, no_latency, broker::mark_work(), [&] { handover.notify(); });
   bool late_assigned = false;  // written by the owner in the listener, read by ingest after relay()
-  connectors::KafkaConsumer::Listener listener;
-  listener.assigned = [&](const std::vector<connectors::TopicPartition>& tps) {
+  broker::Handover::Listener listener;
+  listener.group.assigned = [&](const std::vector<connectors::TopicPartition>& tps) {
     for (const auto& tp : tps) scheduler.assign(storage::shard_id(tp.topic, tp.partition));
     late_assigned = true;
   };
