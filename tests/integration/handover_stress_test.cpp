@@ -6,6 +6,7 @@
 //     every pending job of an owned shard due by the horizon is held, or its offer is queued.
 // A rebalance is relayed mid-run and must be served before relay() returns. Built also with
 // ThreadSanitizer in CI (scripts/test.sh, build-tsan/), where a missing lock is a failure.
+// A second case checks which listener each kind of relayed rebalance runs.
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -283,4 +284,55 @@ TEST_CASE(
   for (const auto& id : cancelled) CHECK(fired.count(id) == 0);
   CHECK(checks > 10);
   testing::delete_prefixed_keys(loop_redis, keys.prefix());
+}
+
+TEST_CASE("a relayed rebalance runs the listener of its kind: a leave as left, else as lost, else as revoked",
+          "[handover]") {
+  const storage::KeySchema keys{testing::unique_name("hr")};
+  redis::RedisConnection redis = connect();
+  storage::JobStore store(redis, keys, 60);
+  Scheduler scheduler(broker::SchedulerOptions{}, now_ms(), store);
+  Handover handover;
+  std::vector<std::string> heard;  // the owner's, read after each relay() returned
+  auto hear = [&](const std::string& what) {
+    return [&heard, what](const std::vector<connectors::TopicPartition>& tps) {
+      heard.push_back(what + " " + tps.at(0).topic + "[" + std::to_string(tps.at(0).partition) + "]");
+    };
+  };
+  // Relays on an ingest thread while this one serves, as IngestStage and the loop do.
+  auto relay = [&](Handover::Rebalance what, const Handover::Listener& listener) {
+    std::atomic<bool> done{false};
+    std::thread ingest([&] {
+      handover.relay(what, {{"t", 3}});
+      done = true;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      handover.serve(scheduler, listener);
+      handover.wait(std::chrono::milliseconds(5));
+    }
+    ingest.join();
+    REQUIRE(done);
+  };
+
+  Handover::Listener all;
+  all.group.assigned = hear("assigned");
+  all.group.revoked = hear("revoked");
+  all.group.lost = hear("lost");
+  all.left = hear("left");
+  relay(Handover::Rebalance::assigned, all);
+  relay(Handover::Rebalance::revoked, all);
+  relay(Handover::Rebalance::lost, all);
+  relay(Handover::Rebalance::left, all);
+  CHECK(heard == std::vector<std::string>{"assigned t[3]", "revoked t[3]", "lost t[3]", "left t[3]"});
+
+  heard.clear();
+  Handover::Listener no_left = all;
+  no_left.left = nullptr;
+  relay(Handover::Rebalance::left, no_left);
+  Handover::Listener group_revoke_only;
+  group_revoke_only.group.revoked = hear("revoked");
+  relay(Handover::Rebalance::left, group_revoke_only);
+  relay(Handover::Rebalance::lost, group_revoke_only);
+  CHECK(heard == std::vector<std::string>{"lost t[3]", "revoked t[3]", "revoked t[3]"});
 }
