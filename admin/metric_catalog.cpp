@@ -170,6 +170,16 @@ constexpr MetricDef kMetricCatalog[] = {
    "this host's wall clock less Redis's (`TIME`, the middle of the round trip), read once a minute "
    "(absent before the first reading, or where Redis refuses `TIME`); beyond 0.1 s either way "
    "`/healthz` is degraded naming it: jobs fire that much early (positive) or late by Redis's clock"},
+  {Metric::clock_synchronized, "delayd_clock_synchronized", MetricType::gauge, "",
+   "1 while the kernel says a time-sync client disciplines this host's clock, 0 while it says the clock is "
+   "unsynchronized",
+   "1 while the kernel says a time-sync client (chrony, ntpd, systemd-timesyncd) disciplines this host's clock, 0 "
+   "while it says the clock is unsynchronized (`ntp_adjtime`, read once a minute; absent where the kernel does not "
+   "answer). Jobs fire by this clock; `/healthz` is not degraded by it (alert `DelaydClockUnsynchronized`)"},
+  {Metric::clock_max_error_seconds, "delayd_clock_max_error_seconds", MetricType::gauge, "",
+   "The kernel's bound on this host's clock error (maxerror), read once a minute",
+   "the kernel's bound on this host's clock error (`maxerror` of `ntp_adjtime`, kept by the time-sync client; "
+   "16 s on a clock nobody disciplines), read once a minute; absent where the kernel does not answer"},
   {Metric::redis_may_drop_waiting_jobs, "delayd_redis_may_drop_waiting_jobs", MetricType::gauge, "",
    "1 while a Redis server may drop waiting jobs once full (a maxmemory with an allkeys-* policy)",
    "1 while a Redis server may drop waiting jobs once full (a `maxmemory` with an `allkeys-*` policy, set "

@@ -59,6 +59,8 @@ enum class Metric {
   next_due_seconds,
   loop_max_turn_seconds,
   clock_offset_seconds,
+  clock_synchronized,
+  clock_max_error_seconds,
   redis_may_drop_waiting_jobs,
   outage,
   jobs_pending,

@@ -167,6 +167,10 @@ struct Metrics::Impl {
   pm::Gauge& max_turn = gauges(Metric::loop_max_turn_seconds).Add({});
   pm::Family<pm::Gauge>& clock_offset_family = gauges(Metric::clock_offset_seconds);
   pm::Gauge* clock_offset = nullptr;
+  pm::Family<pm::Gauge>& clock_synchronized_family = gauges(Metric::clock_synchronized);
+  pm::Gauge* clock_synchronized = nullptr;
+  pm::Family<pm::Gauge>& clock_max_error_family = gauges(Metric::clock_max_error_seconds);
+  pm::Gauge* clock_max_error = nullptr;
   pm::Gauge& redis_may_drop = gauges(Metric::redis_may_drop_waiting_jobs).Add({});
   pm::Family<pm::Gauge>& outage = gauges(Metric::outage);
   pm::Family<pm::Gauge>& pending = gauges(Metric::jobs_pending);
@@ -294,6 +298,14 @@ void Metrics::update(const broker::LoopSnapshot& s) {
   if (s.clock_offset_s) {
     if (!m.clock_offset) m.clock_offset = &m.clock_offset_family.Add({});
     m.clock_offset->Set(*s.clock_offset_s);
+  }
+  if (s.clock_synchronized) {
+    if (!m.clock_synchronized) m.clock_synchronized = &m.clock_synchronized_family.Add({});
+    m.clock_synchronized->Set(*s.clock_synchronized ? 1.0 : 0.0);
+  }
+  if (s.clock_max_error_s) {
+    if (!m.clock_max_error) m.clock_max_error = &m.clock_max_error_family.Add({});
+    m.clock_max_error->Set(*s.clock_max_error_s);
   }
   if (s.next_due) {
     if (!m.next_due) m.next_due = &m.next_due_family.Add({});

@@ -12,6 +12,7 @@
 #include "broker/clock_skew.hpp"
 #include "broker/fire_path.hpp"
 #include "broker/handover.hpp"
+#include "broker/host_clock.hpp"
 #include "broker/ingest_stage.hpp"
 #include "broker/linger_kick.hpp"
 #include "broker/loop_settings.hpp"
@@ -402,14 +403,19 @@ class Loop {
     snapshot.missing_topics_problem = fire_.missing_topics().problem();
     snapshot.clock_problem = clock_skew_.problem();
     snapshot.clock_offset_s = clock_skew_.offset_seconds();
+    if (const auto& sync = host_clock_.last()) {
+      snapshot.clock_synchronized = sync->synchronized;
+      snapshot.clock_max_error_s = static_cast<double>(sync->max_error_us) / 1e6;
+    }
     snapshot.redis_settings_problem = settings_watch_.problem();
     if (tracer_ != nullptr) snapshot.traces = tracer_->counters();
     return snapshot;
   }
 
   // Compares this host's clock with Redis's (clock_skew.hpp), every duty::kClockCheck; skipped
-  // where Redis refuses TIME.
+  // where Redis refuses TIME. Reads what the kernel says of it first (host_clock.hpp).
   void check_clock() {
+    if (const auto sync = read_host_clock_sync()) host_clock_.note(*sync);
     const std::int64_t before = clock_.now_ms();
     const std::optional<std::int64_t> redis_us = store_.server_time_us();
     const std::int64_t after = clock_.now_ms();
@@ -453,13 +459,14 @@ class Loop {
   MarkWorker marker_;                 // the settle stage's thread and connection
   FirePath fire_;
   Ownership ownership_;
-  Handover::Listener rebalance_;                   // Ownership's, run by handover_.serve()
-  IngestStages ingest_;                            // last: their threads start once everything they hand over to exists
+  Handover::Listener rebalance_;  // Ownership's, run by handover_.serve()
+  IngestStages ingest_;           // last: their threads start once everything they hand over to exists
 
   OutageTracker outages_;
   LingerKick kick_{producer_linger(producer_properties(c_))};  // sends a lone record without the linger
   WindowMax longest_turn_{duty::kTurnWindow};
   ClockSkew clock_skew_;  // this host's clock against Redis's
+  HostClock host_clock_;  // what the kernel says of this host's clock
   Every clock_every_{duty::kClockCheck};
   RedisSettingsWatch settings_watch_;
   std::optional<Every> settings_every_;  // none: redis.settings_check_interval_ms = 0

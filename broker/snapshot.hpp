@@ -61,6 +61,10 @@ struct LoopSnapshot {
   // seconds (this host's less Redis's; nullopt before the first reading).
   std::string clock_problem;
   std::optional<double> clock_offset_s;
+  // What the kernel says of this host's clock (HostClock): whether a time-sync client disciplines
+  // it, and its error bound in seconds; nullopt before the first reading or where it does not say.
+  std::optional<bool> clock_synchronized;
+  std::optional<double> clock_max_error_s;
   // A Redis server that may drop waiting jobs once full (RedisSettingsWatch, seen while running):
   // the sentence (/healthz is degraded naming it, /readyz stays ready; the gauge
   // delayd_redis_may_drop_waiting_jobs is 1); empty when none may.

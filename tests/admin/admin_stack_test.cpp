@@ -19,6 +19,7 @@
 #include <optional>
 #include <thread>
 
+#include "broker/host_clock.hpp"
 #include "e2e/harness.hpp"
 #include "support/requires.hpp"
 
@@ -118,6 +119,12 @@ TEST_CASE("the counters on /metrics move as jobs are published, cancelled and de
   CHECK(text.find("\ndelayd_clock_offset_seconds ") != std::string::npos);
   CHECK(std::abs(sample(text, "delayd_clock_offset_seconds")) < 0.1);
   CHECK(sample(text, "delayd_redis_may_drop_waiting_jobs") == 0);  // the stack's Redis has no limit
+  // What this host's kernel says of its clock, read at the first turn too.
+  const auto sync = delayd::broker::read_host_clock_sync();
+  REQUIRE(sync.has_value());
+  CHECK(sample(text, "delayd_clock_synchronized") == (sync->synchronized ? 1 : 0));
+  CHECK(text.find("\ndelayd_clock_max_error_seconds ") != std::string::npos);
+  CHECK(sample(text, "delayd_clock_max_error_seconds") >= 0);
 
   // GET and DELETE /jobs/{id}, as delayctl get and cancel.
   const std::string job = call(port, "GET", "/jobs/m-later");

@@ -57,8 +57,8 @@ CHART_ALERTS = "deploy/helm/delayd/files/alerts.yml"
 
 # The alerts listed in docs/operating/deploying.md, "Deploying on Kubernetes".
 REQUIRED_ALERTS = ("DelaydDown", "DelaydNotReady", "DelaydLatenessHigh", "DelaydDeadLettersGrowing",
-                   "DelaydOutage", "DelaydClockSkew", "DelaydRedisMayDropJobs", "DelaydIngestLagGrowing",
-                   "DelaydJobsOverdue", "DelaydInstanceIdle")
+                   "DelaydOutage", "DelaydClockSkew", "DelaydClockUnsynchronized", "DelaydRedisMayDropJobs",
+                   "DelaydIngestLagGrowing", "DelaydJobsOverdue", "DelaydInstanceIdle")
 
 SCRAPE_INTERVAL = "5s"
 
