@@ -3,16 +3,13 @@
 // "Never early" is judged against this host's wall clock (wall_clock.hpp): a host whose clock
 // runs 2 s ahead fires every job 2 s before its deliver-at by everyone else's clock, and no check
 // of delayd's can see that from its own clock alone. Redis's clock is one that every instance
-// reads alike, so once a minute the loop asks it (TIME) and compares: the offset is this host's
-// clock at the middle of the round trip less Redis's answer, known to within half the round trip.
-// An offset beyond kSkewBound, after that half is taken off, is a problem /healthz names
-// (degraded: a restart would not mend a clock) and the log says once, with its start and its end;
-// /readyz is not affected (the instance works, by its own clock), and the offset is the gauge
-// delayd_clock_offset_seconds. Which of the two clocks is wrong it cannot tell: the sentence says
-// to check both.
-// Invariants: problem() is empty until a reading beyond the bound, and again after the first
-// reading within it.
-// Threading: one owner thread (the scheduling loop); no I/O.
+// reads alike, so once a minute the server watch (server_watch.hpp) asks it (TIME) and compares: the offset is this
+// host's clock at the middle of the round trip less Redis's answer, known to within half the round trip. An offset
+// beyond kSkewBound, after that half is taken off, is a problem /healthz names (degraded: a restart would not mend a
+// clock) and the log says once, with its start and its end; /readyz is not affected (the instance works, by its own
+// clock), and the offset is the gauge delayd_clock_offset_seconds. Which of the two clocks is wrong it cannot tell: the
+// sentence says to check both. Invariants: problem() is empty until a reading beyond the bound, and again after the
+// first reading within it. Threading: one owner thread (the server watch's); no I/O.
 #pragma once
 
 #include <chrono>

@@ -16,7 +16,7 @@
 // /healthz is not degraded by it: many hosts run without a time-sync client (a laptop, a CI
 // container) and keep good time, and the Redis comparison degrades it when a difference shows.
 // Invariants: unsynchronized() is true from a reading that says so until the first that does not.
-// Threading: one owner thread (the scheduling loop).
+// Threading: one owner thread (the server watch's, server_watch.hpp).
 #pragma once
 
 #include <cstdint>

@@ -65,7 +65,8 @@ inline constexpr auto kSnapshot = 200ms;
 inline constexpr auto kProgressLog = 10s;
 // The window of the longest turn (WindowMax): the gauge covers one to two of these.
 inline constexpr auto kTurnWindow = 10s;
-// Comparing this host's clock with Redis's (ClockSkew, clock_skew.hpp): one TIME round trip.
+// Comparing this host's clock with Redis's (ClockSkew, clock_skew.hpp): one TIME round trip, on the
+// server watch's thread (server_watch.hpp), not the loop's.
 inline constexpr auto kClockCheck = 60s;
 }  // namespace duty
 

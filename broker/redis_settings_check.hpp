@@ -19,7 +19,7 @@
 // than none.
 //
 // While delayd runs. A policy can change under a running instance (CONFIG SET, a failover to a
-// replica configured otherwise), so the scheduling loop reads INFO again every
+// replica configured otherwise), so the server watch (server_watch.hpp, a thread of its own) reads INFO again every
 // redis.settings_check_interval_ms (60 s by default; 0: at start only) and hands the verdict to a
 // RedisSettingsWatch. It cannot refuse to start any more, and stopping would not keep a job (the
 // evicting server holds them all): a server that may now drop waiting jobs is a problem /healthz
@@ -29,7 +29,7 @@
 // since) is logged once; what cannot be read is not said again; a Redis that does not answer
 // skips the reading (the loop's own calls say that outage).
 // Threading: judge_redis_settings() is a pure function; read_redis_settings() blocks on its client;
-// a RedisSettingsWatch has one owner thread (the scheduling loop).
+// a RedisSettingsWatch has one owner thread (the server watch's).
 #pragma once
 
 #include <string>

@@ -23,6 +23,7 @@
 #include "broker/record_sink.hpp"
 #include "broker/redis_settings_check.hpp"
 #include "broker/scheduler.hpp"
+#include "broker/server_watch.hpp"
 #include "broker/timed_redis.hpp"
 #include "broker/topic_creator.hpp"
 #include "broker/version_interlock.hpp"
@@ -34,6 +35,7 @@
 #include "connectors/kafka_producer.hpp"
 #include "delayd/build_info.hpp"
 #include "redis/connection.hpp"
+#include "redis/server_time.hpp"
 #include "storage/job_store.hpp"
 #include "storage/key_schema.hpp"
 #include "storage/lua_scripts.hpp"
@@ -120,6 +122,9 @@ struct Connections {
   Store claim;               // the claim stage's (ClaimWorker): writes under the loop's fences
   Store mark;                // the settle stage's (MarkWorker)
   std::deque<Store> ingest;  // one per ingest stage (config::consumer_groups()); a deque: never moved
+  // The server watch's (ServerWatch): TIME once a minute, INFO on every primary every
+  // redis.settings_check_interval_ms; no store, no scripts.
+  std::unique_ptr<redis::RedisClient> watch;
 
   std::optional<connectors::KafkaAdmin> admin;  // only with kafka.create_topics
   // Start-up's own questions to Kafka (the version interlock's, the shards' listing) went
@@ -127,6 +132,33 @@ struct Connections {
   // Kafka is out of reach (IngestStage, "Subscribed is not joined").
   bool kafka_silent = false;
 };
+
+// What the server watch asks, over the watch's own client `redis` (server_watch.hpp).
+ServerWatch::Looks server_looks(const config::Config& c, redis::RedisClient& redis) {
+  return {.host_clock = [] { return read_host_clock_sync(); },
+          .redis_time_us = [&redis] { return redis::server_time_us(redis); },
+          .now_us =
+              [] {
+                return std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+              },
+          .redis_settings =
+              [&c, &redis] {
+                return judge_redis_settings(read_redis_settings(redis), redis::mask_redis_url(c.redis.url),
+                                            c.redis.wait_replicas > 0);
+              }};
+}
+
+// How often it looks: the clock every duty::kClockCheck, the settings every
+// redis.settings_check_interval_ms (0: never again after start-up).
+ServerWatch::Periods server_watch_periods(const config::Config& c) {
+  ServerWatch::Periods periods{.clock = duty::kClockCheck, .settings = std::nullopt};
+  if (c.redis.settings_check_interval_ms > 0) {
+    periods.settings = std::chrono::milliseconds(c.redis.settings_check_interval_ms);
+  }
+  return periods;
+}
 
 // The scheduling loop: what one turn does, in what order, and the bookkeeping around it. The
 // parts it turns: Scheduler (the wheel), FirePath, Ownership (rebalances and fences), the
@@ -143,7 +175,6 @@ class Loop {
         tracer_(tracer),
         stop_(stop),
         store_(*conn.loop.store),
-        redis_(*conn.loop.redis),
         redis_latency_(conn.loop.redis_latency),
         scheduler_(scheduler_options(c), clock_.now_ms(), store_),
         sink_(make_record_sink(c, [this](const connectors::DeliveryReport& r) { route_report(r); })),
@@ -168,11 +199,7 @@ class Loop {
         rebalance_(ownership_.listener()),
         ingest_(c, ingest_redis(conn), handover_, topics(c, conn.admin ? &*conn.admin : nullptr), tracer,
                 conn.kafka_silent),
-        settings_watch_(redis_settings) {
-    if (c.redis.settings_check_interval_ms > 0) {
-      settings_every_.emplace(std::chrono::milliseconds(c.redis.settings_check_interval_ms),
-                              Every::First::after_period);
-    }
+        watch_(server_looks(c, *conn.watch), server_watch_periods(c), redis_settings) {
     // Kafka's answers wake the loop, which hands what they acknowledged to the mark stage at
     // once: in at_least_once a record written and not yet marked is delivered again after a
     // crash, so the shorter that spell, the fewer duplicates a kill -9 leaves (the mark stage
@@ -201,8 +228,6 @@ class Loop {
       scheduler_.refill(clock_.now_ms(), 2);
       handover_.serve(scheduler_, rebalance_);
       fire_and_settle();  // what the refill and ingest found due within claim_ahead_ms
-      if (clock_every_.due()) check_clock();
-      if (settings_every_ && settings_every_->due()) check_redis_settings();
       handover_.set_fire_state(fire_.stuck(), fire_.unsettled());
       outages_.turn_done(fire_.delivery_outage());
       handover_.set_redis_down_since(0);
@@ -401,36 +426,16 @@ class Loop {
     snapshot.joining = ingest.joining;
     snapshot.missing_topics = missing_topics();
     snapshot.missing_topics_problem = fire_.missing_topics().problem();
-    snapshot.clock_problem = clock_skew_.problem();
-    snapshot.clock_offset_s = clock_skew_.offset_seconds();
-    if (const auto& sync = host_clock_.last()) {
-      snapshot.clock_synchronized = sync->synchronized;
-      snapshot.clock_max_error_s = static_cast<double>(sync->max_error_us) / 1e6;
+    ServerFindings servers = watch_.findings();
+    snapshot.clock_problem = std::move(servers.clock_problem);
+    snapshot.clock_offset_s = servers.clock_offset_s;
+    if (servers.host_clock) {
+      snapshot.clock_synchronized = servers.host_clock->synchronized;
+      snapshot.clock_max_error_s = static_cast<double>(servers.host_clock->max_error_us) / 1e6;
     }
-    snapshot.redis_settings_problem = settings_watch_.problem();
+    snapshot.redis_settings_problem = std::move(servers.redis_settings_problem);
     if (tracer_ != nullptr) snapshot.traces = tracer_->counters();
     return snapshot;
-  }
-
-  // Compares this host's clock with Redis's (clock_skew.hpp), every duty::kClockCheck; skipped
-  // where Redis refuses TIME. Reads what the kernel says of it first (host_clock.hpp).
-  void check_clock() {
-    if (const auto sync = read_host_clock_sync()) host_clock_.note(*sync);
-    const std::int64_t before = clock_.now_ms();
-    const std::optional<std::int64_t> redis_us = store_.server_time_us();
-    const std::int64_t after = clock_.now_ms();
-    if (redis_us) clock_skew_.note(clock_reading(before * 1000, *redis_us, after * 1000));
-  }
-
-  // Reads every Redis server's settings again (redis_settings_check.hpp, "While delayd runs"),
-  // every redis.settings_check_interval_ms; skipped while Redis does not answer (the turn's own
-  // calls say that outage).
-  void check_redis_settings() {
-    try {
-      settings_watch_.note(judge_redis_settings(read_redis_settings(redis_), redis::mask_redis_url(c_.redis.url),
-                                                c_.redis.wait_replicas > 0));
-    } catch (const redis::RedisIoError&) {
-    }
   }
 
   // The progress line of the log, every duty::kProgressLog.
@@ -448,7 +453,6 @@ class Loop {
   telemetry::Tracer* tracer_;  // null: tracing off; its counters go into the snapshot
   const std::atomic<bool>& stop_;
   storage::JobStore& store_;
-  redis::RedisClient& redis_;  // the loop's store's client: the settings check's INFO
   const DurationHistogram& redis_latency_;
   WallClock clock_;
   Scheduler scheduler_;
@@ -465,14 +469,10 @@ class Loop {
   OutageTracker outages_;
   LingerKick kick_{producer_linger(producer_properties(c_))};  // sends a lone record without the linger
   WindowMax longest_turn_{duty::kTurnWindow};
-  ClockSkew clock_skew_;  // this host's clock against Redis's
-  HostClock host_clock_;  // what the kernel says of this host's clock
-  Every clock_every_{duty::kClockCheck};
-  RedisSettingsWatch settings_watch_;
-  std::optional<Every> settings_every_;  // none: redis.settings_check_interval_ms = 0
   Every snapshot_every_{duty::kSnapshot};
   Every wakes_every_{duty::kWakeLists};
   Every progress_log_every_{duty::kProgressLog, Every::First::after_period};
+  ServerWatch watch_;  // the clock and settings checks, on a thread of their own (server_watch.hpp)
 };
 
 // Connects one Store (retried until Redis answers or a stop is requested; false then).
@@ -589,6 +589,9 @@ StartUp start_up(const config::Config& c, const std::atomic<bool>& stop, const S
   for (std::size_t i = 0; i < config::consumer_groups(c).size(); ++i) {
     if (!connect_store(c, stop, report, conn->ingest.emplace_back())) return {};
   }
+  auto watch = until_up("redis", stop, report, [&] { return config::make_redis_client(c); });
+  if (!watch) return {};
+  conn->watch = std::move(*watch);
   conn->claim.store->enable_fencing(Ownership::member_name());
   if (conn->loop.store->script_calls() == storage::ScriptCalls::functions) {
     spdlog::info("redis: scripts run as the function library {}", storage::lua::library_name());

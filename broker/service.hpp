@@ -19,6 +19,9 @@
 //   (IngestStage) status topic's thread: reports only) and
 //                 its offsets
 //   topic creator  the admin client (topic_creator.hpp)        none; an admin client
+//   watch          the clock and settings checks (ClockSkew,   its own: TIME once a minute,
+//                  HostClock, RedisSettingsWatch;              INFO on every primary every
+//                  server_watch.hpp)                           redis.settings_check_interval_ms
 //
 // The two stages of the fire path (store_worker.hpp) only run Redis calls: the loop hands them
 // requests (the jobs to claim, up to FirePath::kMaxClaimRounds rounds ahead; the records to
@@ -28,7 +31,7 @@
 // on_reports_queued(), from a librdkafka thread), so that an acknowledged record is marked
 // without waiting out the loop's sleep.
 // Every thread is named (top -H, /proc/<pid>/task/*/comm): ingest, status, claim, mark, admin-io,
-// admin-ops, topics, otel-export; librdkafka's own are rdk:*. The loop runs on the process's
+// admin-ops, topics, watch, otel-export; librdkafka's own are rdk:*. The loop runs on the process's
 // main thread, which keeps the program's name (delayd), so that pidof, killall and top still
 // find the process by it.
 // The loop's own wake list pop (every duty::kWakeLists) stays on its thread: a stage of its own

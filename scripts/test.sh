@@ -11,8 +11,8 @@
 #                                    (cluster-e2e) in build/ against a TLS Redis Cluster,
 #                                    and build-tsan/ with ThreadSanitizer for the tests of the
 #                                    concurrent parts (label concurrency: the ingest thread's
-#                                    handover to the loop) and run those (the default when
-#                                    CI=true; --no-sanitize turns it off)
+#                                    handover to the loop, the stages, the server watch) and run
+#                                    those (the default when CI=true; --no-sanitize turns it off)
 #   scripts/test.sh --fuzz           after the tests, fuzz the parsers with scripts/fuzz.sh
 #                                    ($FUZZ_SECONDS per target, default 60, 5 with CI=true so
 #                                    that CI stays under its 45 minutes; the default when
@@ -185,7 +185,7 @@ sasl_tests() {
 build "$build_dir" -DDELAYD_BUILD_BENCH=ON
 # The tests of the concurrent parts, built with ThreadSanitizer (only their targets: TSan slows
 # everything it instruments, and the rest is single-threaded).
-tsan_targets=(handover_stress_test store_worker_test)
+tsan_targets=(handover_stress_test store_worker_test server_watch_test)
 if ((sanitize)); then
   build "$build_dir-asan" -DDELAYD_SANITIZE=ON
   cmake -S . -B "$build_dir-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELAYD_WERROR="$werror" \

@@ -606,10 +606,6 @@ class JobStore {
   // from it).
   void register_shard(std::string_view shard);
 
-  // Redis's clock (TIME), in epoch microseconds; nullopt when Redis refuses TIME (an ACL, a proxy
-  // without it) or answers something else. One round trip; throws RedisIoError as every call does.
-  std::optional<std::int64_t> server_time_us();
-
   const KeySchema& keys() const { return keys_; }
 
  private:

@@ -155,20 +155,6 @@ std::vector<BrowsePage> JobStore::browse(std::span<const std::pair<std::string, 
   return pages;
 }
 
-std::optional<std::int64_t> JobStore::server_time_us() {
-  const auto r = redis_.command({"TIME"});
-  const auto v = r.view();
-  if (!v.is_array() || v.size() != 2 || !v[0].is_string() || !v[1].is_string()) return std::nullopt;
-  std::int64_t seconds = 0;
-  std::int64_t micros = 0;
-  const auto read = [](std::string_view text, std::int64_t& out) {
-    const auto got = std::from_chars(text.data(), text.data() + text.size(), out);
-    return got.ec == std::errc{} && got.ptr == text.data() + text.size();
-  };
-  if (!read(v[0].str(), seconds) || !read(v[1].str(), micros)) return std::nullopt;
-  return seconds * 1'000'000 + micros;
-}
-
 std::vector<std::string> JobStore::known_shards(std::string_view first) {
   auto members = redis_.command({"SMEMBERS", keys_.shards()});
   std::vector<std::string> shards;

@@ -1,9 +1,11 @@
 #include "redis/connection.hpp"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <csignal>
 #include <stdexcept>
 
+#include "redis/server_time.hpp"
 #include "redis/url.hpp"
 #include "support/redis_connect.hpp"
 #include "support/test_env.hpp"
@@ -102,4 +104,20 @@ TEST_CASE("a post collected after its connection broke is an I/O error, and no p
   CHECK_THROWS_AS(c.collect(), RedisIoError);
   CHECK_THROWS_AS(c.collect(), std::logic_error);  // the second post was forgotten with the first
   CHECK(c.command({"PING"}).view().str() == "PONG");
+}
+
+TEST_CASE("server_time_us is Redis's clock, which on one host is this process's", "[redis]") {
+  RedisConnection c(delayd::testing::redis_options(delayd::testing::require_env("REDIS_URL")));
+  const auto local_us = [] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const std::int64_t before = local_us();
+  const std::optional<std::int64_t> redis = server_time_us(c);
+  const std::int64_t after = local_us();
+  REQUIRE(redis);
+  // The stack's Redis runs on this host: the same clock, read between the two local readings
+  // (TIME has microseconds; a millisecond either way for the rounding of the two clocks' reads).
+  CHECK(*redis >= before - 1000);
+  CHECK(*redis <= after + 1000);
 }

@@ -651,18 +651,3 @@ TEST_CASE_METHOD(Fixture, "due_counts counts pending jobs per window, the first 
   const std::vector<std::int64_t> bounds{100, 200, 500};
   CHECK(store.due_counts(bounds) == std::vector<std::int64_t>{2, 1, 0});  // "d" lies beyond the last window
 }
-
-TEST_CASE_METHOD(Fixture, "server_time_us is Redis's clock, which on one host is this process's", "[store]") {
-  const auto local_us = [] {
-    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
-  const std::int64_t before = local_us();
-  const std::optional<std::int64_t> redis = store.server_time_us();
-  const std::int64_t after = local_us();
-  REQUIRE(redis);
-  // The stack's Redis runs on this host: the same clock, read between the two local readings
-  // (TIME has microseconds; a millisecond either way for the rounding of the two clocks' reads).
-  CHECK(*redis >= before - 1000);
-  CHECK(*redis <= after + 1000);
-}
