@@ -179,7 +179,8 @@ constexpr MetricDef kMetricCatalog[] = {
   {Metric::clock_max_error_seconds, "delayd_clock_max_error_seconds", MetricType::gauge, "",
    "The kernel's bound on this host's clock error (maxerror), read once a minute",
    "the kernel's bound on this host's clock error (`maxerror` of `ntp_adjtime`, kept by the time-sync client; "
-   "16 s on a clock nobody disciplines), read once a minute; absent where the kernel does not answer"},
+   "16 s on a clock nobody disciplines), read once a minute; absent where the kernel does not answer. Above 1 s "
+   "on a synchronized clock for 30 min: alert `DelaydClockErrorBoundLarge`"},
   {Metric::redis_may_drop_waiting_jobs, "delayd_redis_may_drop_waiting_jobs", MetricType::gauge, "",
    "1 while a Redis server may drop waiting jobs once full (a maxmemory with an allkeys-* policy)",
    "1 while a Redis server may drop waiting jobs once full (a `maxmemory` with an `allkeys-*` policy, set "

@@ -57,7 +57,7 @@ CHART_ALERTS = "deploy/helm/delayd/files/alerts.yml"
 
 # The alerts listed in docs/operating/deploying.md, "Deploying on Kubernetes".
 REQUIRED_ALERTS = ("DelaydDown", "DelaydNotReady", "DelaydLatenessHigh", "DelaydDeadLettersGrowing",
-                   "DelaydOutage", "DelaydClockSkew", "DelaydClockUnsynchronized", "DelaydRedisMayDropJobs",
+                   "DelaydOutage", "DelaydClockSkew", "DelaydClockUnsynchronized", "DelaydClockErrorBoundLarge", "DelaydRedisMayDropJobs",
                    "DelaydIngestLagGrowing", "DelaydJobsOverdue", "DelaydInstanceIdle")
 
 SCRAPE_INTERVAL = "5s"
