@@ -243,6 +243,11 @@ std::size_t groups_left(const World& w);
 std::size_t groups_left(const std::string& log_path);
 // How many times `text` occurs in a delayd log file (0 if it cannot be read).
 std::size_t count_in_log(const std::string& log_path, std::string_view text);
+// How many lines of a delayd log hold `text` and were written from `from_ms` to `to_ms` (epoch
+// milliseconds, both included), by each line's time stamp (apps/delayd/main.cpp's pattern:
+// 2026-12-08T01:40:55.256+00:00); lines without one are not counted.
+std::size_t count_in_log_between(const std::string& log_path, std::string_view text, std::int64_t from_ms,
+                                 std::int64_t to_ms);
 // The librdkafka the first delayd that wrote this log ran on, from its first line ("..., librdkafka
 // 2.12.1"); none if the log cannot be read or names none.
 std::optional<connectors::LibrdkafkaVersion> logged_librdkafka(const std::string& log_path);
