@@ -20,6 +20,7 @@
 #include "admin/metric_catalog.hpp"
 #include "apps/delayd/json_log.hpp"
 #include "base/allocator.hpp"
+#include "base/log_time.hpp"
 #include "base/thread_name.hpp"
 #include "broker/loop_settings.hpp"
 #include "broker/service.hpp"
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   if (config.log.format == "json") {
     spdlog::set_formatter(std::make_unique<delayd::apps::JsonLogFormatter>());
   } else {
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+    spdlog::set_pattern(delayd::base::kLogPattern);
   }
   spdlog::info("{}", identity());
   for (const auto& w : config.warnings) spdlog::warn("{}", w);

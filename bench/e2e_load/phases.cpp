@@ -1,5 +1,6 @@
 // The load phases of bench/e2e_load against a running delayd: the Kafka limit, durable ingest,
 // the burst (fire capacity), the whole-life rate and the restart (main.cpp lists their options).
+#include "base/log_time.hpp"
 #include "commands.hpp"
 
 namespace e2e {
@@ -27,31 +28,14 @@ void write_buckets(const std::filesystem::path& file, const std::vector<Delivery
 }
 
 // The moment (epoch ms) of the first log line of `log` that says "assigned", waiting for it
-// until `deadline`; delayd's lines start with an ISO 8601 time with milliseconds and offset.
+// until `deadline` (base/log_time.hpp reads the time each line starts with).
 std::optional<std::int64_t> assignment_time(const std::string& log, Clock::time_point deadline) {
   for (;;) {
     std::ifstream in(log);
     std::string line;
     while (std::getline(in, line)) {
       if (line.find("assigned") == std::string::npos) continue;
-      // "2026-11-22T10:00:00.123+00:00" (spdlog's %z) or "...123+0000"
-      int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0, ms = 0, oh = 0, om = 0, used = 0;
-      char sign = '+';
-      if (std::sscanf(line.c_str(), "%d-%d-%dT%d:%d:%d.%3d%c%n", &y, &mo, &d, &h, &mi, &s, &ms, &sign, &used) != 8 ||
-          (sign != '+' && sign != '-')) {
-        continue;
-      }
-      const char* zone = line.c_str() + used;
-      if (std::sscanf(zone, "%2d:%2d", &oh, &om) != 2 && std::sscanf(zone, "%2d%2d", &oh, &om) != 2) continue;
-      std::tm tm{};
-      tm.tm_year = y - 1900;
-      tm.tm_mon = mo - 1;
-      tm.tm_mday = d;
-      tm.tm_hour = h;
-      tm.tm_min = mi;
-      tm.tm_sec = s;
-      const std::int64_t offset_s = (sign == '-' ? -1 : 1) * (oh * 3600 + om * 60);
-      return (static_cast<std::int64_t>(timegm(&tm)) - offset_s) * 1000 + ms;
+      if (const auto at = delayd::base::log_line_time_ms(line)) return at;
     }
     if (Clock::now() > deadline) return std::nullopt;
     std::this_thread::sleep_for(milliseconds(100));

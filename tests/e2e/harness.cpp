@@ -13,13 +13,12 @@
 #include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "base/log_time.hpp"
 #include "config/ingest_topics.hpp"
 #include "support/free_port.hpp"
 #include "support/redis_connect.hpp"
@@ -272,31 +271,6 @@ std::size_t count_in_log(const std::string& log_path, std::string_view line) {
   return n;
 }
 
-namespace {
-
-// The epoch milliseconds of a log line's time stamp ("2026-12-08T01:40:55.256+00:00 ..."); none
-// when the line does not start with one.
-std::optional<std::int64_t> logged_at_ms(const std::string& line) {
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, millis = 0, off_h = 0, off_m = 0;
-  char sign = 0;
-  if (std::sscanf(line.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c%2d:%2d", &year, &month, &day, &hour, &minute, &second,
-                  &millis, &sign, &off_h, &off_m) != 10 ||
-      (sign != '+' && sign != '-')) {
-    return std::nullopt;
-  }
-  std::tm t{};
-  t.tm_year = year - 1900;
-  t.tm_mon = month - 1;
-  t.tm_mday = day;
-  t.tm_hour = hour;
-  t.tm_min = minute;
-  t.tm_sec = second;
-  const std::int64_t offset_s = (sign == '+' ? 1 : -1) * (off_h * 3600 + off_m * 60);
-  return (static_cast<std::int64_t>(::timegm(&t)) - offset_s) * 1000 + millis;
-}
-
-}  // namespace
-
 std::size_t count_in_log_between(const std::string& log_path, std::string_view text, std::int64_t from_ms,
                                  std::int64_t to_ms) {
   std::ifstream log(log_path);
@@ -304,7 +278,7 @@ std::size_t count_in_log_between(const std::string& log_path, std::string_view t
   std::string line;
   while (std::getline(log, line)) {
     if (line.find(text) == std::string::npos) continue;
-    const auto at = logged_at_ms(line);
+    const auto at = base::log_line_time_ms(line);
     if (at && *at >= from_ms && *at <= to_ms) ++n;
   }
   return n;
